@@ -1,0 +1,31 @@
+"""The ``replica-mlm`` command line.
+
+Each subcommand lives in a module of its own in this package and is registered on the
+:func:`main` group below. Bad options exit with status 2 and a one-line error (click's
+usage-error convention).
+"""
+
+from __future__ import annotations
+
+import click
+
+from replica_mlm import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="replica-mlm")
+def main() -> None:
+    """Replica theory of masked language modelling on (Gaussian) Potts models.
+
+    Conventions (binding, see docs/theory.md): alpha = n / p with p = L - 1 the number of
+    unmasked sites; ridge penalty (lam * p / 2) |w|^2; the generalisation error eg is the mean
+    squared error on a fresh sample, without a factor 1/2.
+    """
+
+
+def _register() -> None:
+    # one import and one add_command per subcommand module
+    pass
+
+
+_register()
