@@ -7,11 +7,29 @@ See ``docs/theory.md`` for the models, the conventions (alpha = n / p, the ridge
 __version__ = "0.1.0"
 
 # --- Gaussian (mean-field) Potts model and its replica theory (core) ---
+from replica_mlm.models.gaussian_potts import GaussianPotts
+from replica_mlm.models.masked_site import MaskedSite
+from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.simulate import Simulation, simulate
+from replica_mlm.theory.curve import LearningCurve, learning_curve
+from replica_mlm.theory.display import equations
+from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
 
 # --- discrete generalised Potts model and factored self-attention ---
 
 # --- self-attention as an attractor network ---
 
 __all__ = [
+    "ConvergenceError",
+    "GaussianPotts",
+    "LearningCurve",
+    "MaskedSite",
+    "SaddlePoint",
+    "Simulation",
+    "Spectrum",
     "__version__",
+    "equations",
+    "learning_curve",
+    "simulate",
+    "solve",
 ]

@@ -117,7 +117,8 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
     lines.append(f"**Overall: {'PASSED' if report['passed'] else 'FAILED'}**")
     lines.append("")
     for s in sections:
-        lines += [f"## {s.name}", "", "| check | passed | value | threshold | what |", "|---|---|---|---|---|"]
+        lines += [f"## {s.name}", "", "| check | passed | value | threshold | what |",
+                  "|---|---|---|---|---|"]
         for c in s.checks:
             lines.append(
                 f"| {c.name} | {'yes' if c.passed else '**NO**'} | {_fmt(c.value)} | "

@@ -1,0 +1,94 @@
+"""One masked site: linear regression of x_i on x_-i with intrinsic label noise."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm.models.spectrum import Spectrum
+
+
+class MaskedSite:
+    """Gaussian-covariate ridge task ``y = w* . x + sqrt(sigma^2) xi``, ``x ~ N(0, Sigma)``.
+
+    For the Gaussian Potts model (THEORY.md section 3) masking site i gives
+    ``Sigma = C_{-i,-i}``, ``w* = -P_{-i,i} / P_ii`` and ``sigma^2 = 1 / P_ii``
+    (see :meth:`GaussianPotts.masked_site`); any other covariance, teacher and noise define
+    an equally valid task.
+
+    Parameters
+    ----------
+    covariance : array, shape (p, p)
+        Symmetric positive-definite covariance Sigma of the inputs.
+    teacher : array, shape (p,)
+        Teacher weights w*.
+    noise : float
+        Label noise variance sigma^2 >= 0.
+    """
+
+    def __init__(self, *, covariance, teacher, noise: float) -> None:
+        self.covariance = _checks.positive_definite(covariance, "covariance")
+        self.teacher = _checks.finite_array(teacher, "teacher", ndim=1)
+        if self.teacher.shape[0] != self.covariance.shape[0]:
+            raise ValueError(
+                f"teacher has length {self.teacher.shape[0]} but covariance is "
+                f"{self.covariance.shape}: they must match"
+            )
+        self.noise = _checks.nonnegative(noise, "noise")
+        self.covariance.setflags(write=False)
+        self.teacher.setflags(write=False)
+
+    def __repr__(self) -> str:
+        return f"MaskedSite(p={self.p}, rho={self.rho:.6g}, noise={self.noise:.6g})"
+
+    @property
+    def p(self) -> int:
+        """Number of inputs (unmasked sites), p = L - 1 for a Potts model."""
+        return self.covariance.shape[0]
+
+    @cached_property
+    def _eigh(self) -> tuple[np.ndarray, np.ndarray]:
+        omega, u = np.linalg.eigh(self.covariance)
+        return omega, u
+
+    @cached_property
+    def spectrum(self) -> Spectrum:
+        """Eigenvalues of Sigma with bulk weights 1/p and teacher weights (u_k . w*)^2."""
+        omega, u = self._eigh
+        theta = u.T @ self.teacher
+        return Spectrum(
+            omega=omega, bulk=np.full(self.p, 1.0 / self.p), teacher=theta**2, noise=self.noise
+        )
+
+    @property
+    def rho(self) -> float:
+        """Teacher signal rho = w*^T Sigma w*."""
+        return float(self.teacher @ self.covariance @ self.teacher)
+
+    @property
+    def c_ii(self) -> float:
+        """Variance of the label, rho + sigma^2 (= C_ii for a Potts site)."""
+        return self.rho + self.noise
+
+    def generalisation_error(self, weights) -> np.ndarray:
+        """eg = sigma^2 + (w - w*)^T Sigma (w - w*) for weights of shape (p,) or (p, k)."""
+        d = np.asarray(weights, dtype=float) - (
+            self.teacher if np.ndim(weights) == 1 else self.teacher[:, None]
+        )
+        omega, u = self._eigh
+        proj = u.T @ d
+        return self.noise + np.einsum("k,k...->...", omega, proj**2)
+
+    def sample(self, n: int, *, rng: _checks.RngLike = None) -> tuple[np.ndarray, np.ndarray]:
+        """Draw ``n`` samples: X of shape (n, p) with rows ~ N(0, Sigma), and y of shape (n,).
+
+        ``rng`` is an int seed or a numpy Generator.
+        """
+        n = _checks.positive_int(n, "n")
+        gen = _checks.as_generator(rng)
+        omega, u = self._eigh
+        x = (gen.standard_normal((n, self.p)) * np.sqrt(omega)) @ u.T
+        y = x @ self.teacher + np.sqrt(self.noise) * gen.standard_normal(n)
+        return x, y

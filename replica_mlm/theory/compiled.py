@@ -1,0 +1,88 @@
+"""The saddle-point equations of :mod:`.potentials`, compiled once into numerical functions.
+
+:func:`compiled` lambdifies the sympy expressions for a numerical backend (``"numpy"`` for
+float64 arrays, ``"mpmath"`` for arbitrary precision) and caches the result, so the solvers
+never see sympy and never re-derive anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+import sympy as sp
+
+from replica_mlm.theory import potentials as P
+
+#: argument order of the raw hat functions
+HAT_ARGS = (P.alpha, P.V, P.q, P.m, P.rho, P.noise)
+#: argument order of the raw per-mode conjugate summands
+MODE_ARGS = (P.omega, P.b, P.c, P.lam, P.V_hat, P.q_hat, P.m_hat)
+#: argument order of the reduced per-mode sums
+SUM_ARGS = (P.omega, P.b, P.c, P.kappa)
+#: argument order of the reduced closed forms
+VALUE_ARGS = (P.alpha, P.kappa, P.noise, P.V_hat, P.S1C, P.S2C, P.M_SUM, P.R_SUM, P.RHO_SUM)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """Numerical functions compiled from :func:`.potentials.derive` and :func:`.potentials.reduce`.
+
+    Attributes
+    ----------
+    hat : dict[str, Callable]
+        ``"V_hat"``, ``"q_hat"``, ``"m_hat"`` as functions of ``HAT_ARGS``.
+    mode : dict[str, Callable]
+        Per-mode summands of ``"V"``, ``"q"``, ``"m"`` as functions of ``MODE_ARGS``.
+    eg, train_loss : Callable
+        eg and the train loss as functions of ``HAT_ARGS`` (no hats needed).
+    sums : dict[str, Callable]
+        Per-mode summands of the reduced spectral sums (``"S_1c"``, ``"S_2c"``, ``"M"``,
+        ``"R"``, ``"P_rho"``) as functions of ``SUM_ARGS``.
+    root : Callable
+        ``F(kappa, S_1c, alpha, lam)``, the scalar equation of the reduced system.
+    v_hat_of_kappa : Callable
+        ``V_hat(S_1c, alpha)`` from the V and V_hat equations.
+    v_hat_from_root : Callable
+        ``V_hat(kappa, lam)`` from the root equation (lam > 0).
+    values : dict[str, Callable]
+        Closed forms of the order parameters, eg and train loss, functions of ``VALUE_ARGS``.
+    """
+
+    hat: dict[str, Callable]
+    mode: dict[str, Callable]
+    eg: Callable
+    train_loss: Callable
+    sums: dict[str, Callable]
+    root: Callable
+    v_hat_of_kappa: Callable
+    v_hat_from_root: Callable
+    values: dict[str, Callable]
+
+
+_NAMES = {P.V_hat: "V_hat", P.q_hat: "q_hat", P.m_hat: "m_hat", P.V: "V", P.q: "q", P.m: "m"}
+
+
+@cache
+def compiled(backend: str = "numpy") -> Compiled:
+    """Lambdify the derived equations for ``backend`` (``"numpy"`` or ``"mpmath"``); cached."""
+    if backend not in ("numpy", "mpmath"):
+        raise ValueError(f"backend must be 'numpy' or 'mpmath', got {backend!r}")
+    eqs = P.derive()
+    red = P.reduce()
+
+    def fn(args, expr):
+        return sp.lambdify(args, expr, modules=backend)
+
+    return Compiled(
+        hat={_NAMES[k]: fn(HAT_ARGS, v) for k, v in eqs.hat.items()},
+        mode={_NAMES[k]: fn(MODE_ARGS, v) for k, v in eqs.mode.items()},
+        eg=fn(HAT_ARGS, P.generalisation_error()),
+        train_loss=fn(HAT_ARGS, P.training_loss()),
+        sums={str(k): fn(SUM_ARGS, v) for k, v in red.sums.items()},
+        root=fn((P.kappa, P.S1C, P.alpha, P.lam), red.root),
+        v_hat_of_kappa=fn((P.S1C, P.alpha), red.v_hat_of_kappa),
+        v_hat_from_root=fn((P.kappa, P.lam), red.v_hat_from_root),
+        values={k: fn(VALUE_ARGS, v) for k, v in red.values.items()},
+    )

@@ -1,0 +1,127 @@
+"""Learning curves eg(alpha) at fixed ridge strength."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm.theory.saddle import SaddlePoint, solve, spectrum_of
+
+#: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
+COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
+           "iterations", "residual")
+
+
+@dataclass(frozen=True)
+class LearningCurve:
+    """Saddle points along a grid of alpha at one lam; every column is an array over alpha.
+
+    Attributes
+    ----------
+    alpha, eg, train_loss, m, q, V, m_hat, q_hat, V_hat, kappa, iterations, residual : ndarray
+        As in :class:`SaddlePoint`, one entry per alpha.
+    lam, rho, noise : float
+        Ridge strength and the task's teacher signal and label noise.
+    method : str
+        Solver used.
+    converged : bool
+        True: a point that does not converge raises :class:`ConvergenceError`.
+    """
+
+    alpha: np.ndarray
+    eg: np.ndarray
+    train_loss: np.ndarray
+    m: np.ndarray
+    q: np.ndarray
+    V: np.ndarray
+    m_hat: np.ndarray
+    q_hat: np.ndarray
+    V_hat: np.ndarray
+    kappa: np.ndarray
+    iterations: np.ndarray
+    residual: np.ndarray
+    lam: float
+    rho: float
+    noise: float
+    method: str
+    converged: bool = True
+
+    @classmethod
+    def from_points(cls, points: list[SaddlePoint]) -> LearningCurve:
+        """Stack saddle points that share lam and task into a curve."""
+        first = points[0]
+        cols = {c: np.array([getattr(p, c) for p in points]) for c in COLUMNS}
+        return cls(**cols, lam=first.lam, rho=first.rho, noise=first.noise, method=first.method,
+                   converged=all(p.converged for p in points))
+
+    def __len__(self) -> int:
+        return len(self.alpha)
+
+    def to_csv(self, path: str | os.PathLike | None = None) -> str:
+        """Write the curve as CSV (one row per alpha, lam/rho/noise as columns); return the text.
+
+        ``inf`` (the interpolation peak at lam = 0) is written as ``inf``.
+        """
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        header = ["lam", *COLUMNS, "rho", "noise"]
+        writer.writerow(header)
+        for i in range(len(self)):
+            writer.writerow([repr(self.lam), *(repr(_item(getattr(self, c)[i])) for c in COLUMNS),
+                             repr(self.rho), repr(self.noise)])
+        text = buf.getvalue()
+        if path is not None:
+            from replica_mlm.validation.report import atomic_write_text
+
+            atomic_write_text(path, text)
+        return text
+
+    def as_dict(self) -> dict:
+        """Fields as a dict of lists and scalars (JSON-friendly apart from inf)."""
+        return {f.name: (v.tolist() if isinstance(v := getattr(self, f.name), np.ndarray) else v)
+                for f in fields(self)}
+
+
+def _item(x):
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def grid(values, name: str, *, positive: bool = True) -> np.ndarray:
+    """A 1-d, non-empty, finite grid (strictly positive if ``positive``), or ValueError."""
+    arr = _checks.finite_array(np.atleast_1d(values), name, ndim=1)
+    if positive and np.any(arr <= 0):
+        raise ValueError(f"{name} must be > 0 everywhere, min is {arr.min():g}")
+    if not positive and np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0 everywhere, min is {arr.min():g}")
+    return arr
+
+
+def learning_curve(task, *, alpha, lam: float, method: str = "root", **options) -> LearningCurve:
+    """Solve the saddle point at every alpha of a grid, at fixed ``lam``.
+
+    Parameters
+    ----------
+    task : MaskedSite, limit or Spectrum
+        The learning task.
+    alpha : array_like
+        Grid of sample ratios n/p, each > 0 (any order).
+    lam : float
+        Ridge strength >= 0.
+    method, **options
+        Passed to :func:`solve`.
+
+    Returns
+    -------
+    LearningCurve
+    """
+    spectrum_of(task)  # fail early on a bad task
+    alphas = grid(alpha, "alpha")
+    lam = _checks.nonnegative(lam, "lam")
+    return LearningCurve.from_points(
+        [solve(task, alpha=float(a), lam=lam, method=method, **options) for a in alphas]
+    )

@@ -1,0 +1,247 @@
+"""Replica-symmetric potentials of ridge MLM and the saddle-point equations they imply.
+
+This module is the one place where the maths of THEORY.md section 4 lives. Everything the
+numerical solvers use is obtained here by sympy from two potentials:
+
+* the entropic potential of the l2-penalised weights with Gaussian covariates, written per
+  spectral mode ``k`` of the covariance Sigma of the unmasked sites,
+
+  .. math:: \\psi_w^{(k)} = \\frac{\\hat m^2 c_k \\omega_k^2 + \\hat q\\, b_k \\omega_k}
+            {2(\\lambda + \\hat V \\omega_k)},\\qquad \\Psi_w = \\sum_k \\psi_w^{(k)},
+
+  where ``omega_k`` is an eigenvalue of Sigma, ``b_k`` the weight of the mode in the bulk
+  measure (``1/p`` for a finite instance; the weights sum to one) and ``c_k = theta_k^2`` the
+  teacher weight (``theta_k = u_k . w*``, so ``rho = sum_k c_k omega_k``). With ``b_k = 1/p``
+  and ``c_k = t_k / p`` this is THEORY.md's ``Psi_w``;
+
+* the energetic potential of the square loss with intrinsic label noise ``sigma^2``,
+
+  .. math:: \\Psi_y = -\\frac{\\alpha(\\rho + \\sigma^2 - 2m + q)}{2(1 + V)};
+
+and the coupling ``(V_hat q - q_hat V)/2 - m m_hat`` of the free energy
+
+.. math:: \\Phi = \\mathrm{extr}\\; \\tfrac12(\\hat V q - \\hat q V) - m\\hat m + \\Psi_w + \\Psi_y.
+
+:func:`derive` differentiates ``Phi`` with respect to the six order parameters
+(:attr:`SaddlePointEquations.hat` and :attr:`SaddlePointEquations.mode`), and :func:`reduce`
+eliminates the explicit variables to a single scalar equation for ``kappa = lam / V_hat``
+(THEORY.md section 4, last display), with every remaining quantity a rational function of a
+few spectral sums. :func:`compiled` turns both into numpy (or mpmath) functions, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import sympy as sp
+
+# --- symbols -----------------------------------------------------------------------------
+V, q, m = sp.symbols("V q m", real=True)
+V_hat, q_hat, m_hat = sp.symbols(r"\hat{V} \hat{q} \hat{m}", real=True)
+alpha = sp.Symbol("alpha", positive=True)
+lam = sp.Symbol("lambda", nonnegative=True)
+rho = sp.Symbol("rho", nonnegative=True)
+noise = sp.Symbol("sigma^2", nonnegative=True)
+kappa = sp.Symbol("kappa", nonnegative=True)
+#: one spectral mode: eigenvalue of Sigma, bulk weight, teacher weight
+omega, b, c = sp.symbols("omega b c", positive=True)
+#: the generalisation error, used as an unknown while eliminating q
+eg = sp.Symbol("e_g", positive=True)
+
+ORDER = (V, q, m)
+HATS = (V_hat, q_hat, m_hat)
+#: which conjugate each stationarity condition is solved for: d Phi / d hat -> variable
+CONJUGATE = {V_hat: q, q_hat: V, m_hat: m}
+
+
+def coupling() -> sp.Expr:
+    """The bilinear term ``(V_hat q - q_hat V)/2 - m m_hat`` of the free energy."""
+    return (V_hat * q - q_hat * V) / 2 - m * m_hat
+
+
+def entropic_mode() -> sp.Expr:
+    """Per-mode entropic potential psi_w^(k) (l2 penalty, Gaussian covariates)."""
+    return (m_hat**2 * c * omega**2 + q_hat * b * omega) / (2 * (lam + V_hat * omega))
+
+
+def energetic() -> sp.Expr:
+    """Energetic potential Psi_y (square loss, intrinsic label noise sigma^2)."""
+    return -alpha * (rho + noise - 2 * m + q) / (2 * (1 + V))
+
+
+def generalisation_error() -> sp.Expr:
+    """eg = E (y - w_hat . x)^2 = rho + sigma^2 - 2 m + q (THEORY.md section 3, no factor 1/2)."""
+    return rho + noise - 2 * m + q
+
+
+def training_loss() -> sp.Expr:
+    """et = eg / (1 + V)^2: at the saddle point the training residual is (y - w.x) / (1 + V)."""
+    return generalisation_error() / (1 + V) ** 2
+
+
+@dataclass(frozen=True)
+class SaddlePointEquations:
+    """The stationarity conditions of Phi.
+
+    Attributes
+    ----------
+    hat : dict
+        ``{V_hat: ..., q_hat: ..., m_hat: ...}`` as functions of (alpha, V, q, m, rho, sigma^2),
+        from ``d Phi / d (V, q, m) = 0``.
+    mode : dict
+        ``{V: ..., q: ..., m: ...}``: per-mode summands; the conjugate order parameter is the
+        sum over modes, from ``d Phi / d (V_hat, q_hat, m_hat) = 0``.
+    """
+
+    hat: dict
+    mode: dict
+
+
+@cache
+def derive() -> SaddlePointEquations:
+    """Differentiate Phi and solve each stationarity condition for its variable.
+
+    ``d Phi / d x = 0`` for ``x`` in (V, q, m) is solved for the matching hat variable
+    (Psi_w does not depend on V, q, m). ``d Phi / d x_hat = 0`` involves the sum over modes of
+    ``d psi_w^(k) / d x_hat``: we solve it with that sum standing as a placeholder symbol and
+    check that the solution is proportional to it, so the per-mode summand is well defined.
+    """
+    phi_y = coupling() + energetic()
+    hat = {}
+    for x, x_hat in zip(ORDER, (q_hat, V_hat, m_hat), strict=True):
+        # d/dV fixes q_hat, d/dq fixes V_hat, d/dm fixes m_hat
+        (sol,) = sp.solve(sp.diff(phi_y, x), x_hat)
+        hat[x_hat] = sp.factor(sol)
+
+    mode = {}
+    placeholder = sp.Dummy("S")
+    psi = entropic_mode()
+    for x_hat, x in CONJUGATE.items():
+        (sol,) = sp.solve(sp.diff(coupling(), x_hat) + placeholder, x)
+        factor = sp.simplify(sol / placeholder)
+        if factor.has(placeholder) or not factor.is_number:
+            raise AssertionError(f"stationarity in {x_hat} is not linear in the mode sum: {sol}")
+        mode[x] = sp.factor(factor * sp.diff(psi, x_hat))
+    return SaddlePointEquations(hat=hat, mode=mode)
+
+
+# --- reduction to one scalar equation --------------------------------------------------
+
+#: names of the spectral sums the reduced system needs; each is sum_k of a per-mode summand
+S1C, S2C, M_SUM, R_SUM, RHO_SUM = sp.symbols("S_1c S_2c M R P_rho")
+
+
+@dataclass(frozen=True)
+class ReducedSystem:
+    """The saddle point as one scalar equation in ``kappa = lam / V_hat``.
+
+    Attributes
+    ----------
+    sums : dict
+        ``{symbol: per-mode summand in (omega, b, c, kappa)}`` for the spectral sums
+        ``S_1c = sum b kappa/(kappa+omega)`` (so that ``V V_hat = 1 - S_1c``),
+        ``S_2c`` (the complement of the q_hat-coefficient of q), ``M`` (= m),
+        ``R`` (the teacher part of eg: rho - 2m + q at q_hat = 0) and ``P_rho`` (= rho).
+        Complements ``1 - S`` are used because they vanish as kappa -> 0 and so keep full
+        relative precision near the interpolation threshold (bulk weights sum to one).
+    root : sympy.Expr
+        ``F(kappa)`` whose root in ``kappa >= 0`` is the saddle point:
+        ``kappa * V_hat(kappa) - lam`` with ``V_hat(kappa) = alpha - 1 + S_1c``.
+    v_hat_of_kappa : sympy.Expr
+        ``V_hat`` from the V- and V_hat-equations, ``alpha - 1 + S_1c`` (used at lam = 0).
+    v_hat_from_root : sympy.Expr
+        ``V_hat`` from the root equation, ``lam / kappa`` (used for lam > 0, where it is
+        exact given kappa while ``alpha - 1 + S_1c`` cancels). ``m_hat = V_hat`` (step 1).
+    values : dict
+        Closed forms of eg, train loss, m, q, V and q_hat in terms of the sums, alpha, kappa,
+        sigma^2 and V_hat.
+    """
+
+    sums: dict
+    root: sp.Expr
+    v_hat_of_kappa: sp.Expr
+    v_hat_from_root: sp.Expr
+    values: dict
+
+
+def _free_of(expr: sp.Expr, *symbols: sp.Symbol) -> sp.Expr:
+    expr = sp.factor(sp.simplify(expr))
+    if expr.has(*symbols):
+        raise AssertionError(f"reduction failed: {expr} still depends on {symbols}")
+    return expr
+
+
+@cache
+def reduce() -> ReducedSystem:
+    """Eliminate the explicit variables of :func:`derive` (THEORY.md section 4).
+
+    Steps, each done and checked by sympy:
+
+    1. the m_hat- and V_hat-equations coincide, so ``m_hat = V_hat``;
+    2. substitute ``lam = kappa V_hat``: each per-mode summand becomes a power of V_hat
+       times a function of kappa alone, which defines the spectral sums;
+    3. the V-equation then reads ``V V_hat = 1 - S_1c`` and the V_hat-equation
+       ``V_hat = alpha/(1 + V)`` gives ``V_hat = alpha - 1 + S_1c``, hence
+       ``F(kappa) = kappa V_hat(kappa) - lam = 0``;
+    4. q enters eg linearly through q_hat: solve that linear equation for eg.
+    """
+    eqs = derive()
+    if sp.simplify(eqs.hat[m_hat] - eqs.hat[V_hat]) != 0:
+        raise AssertionError("the m_hat and V_hat equations differ: the reduction does not apply")
+    at_kappa = {lam: kappa * V_hat, m_hat: V_hat}
+
+    v_mode = eqs.mode[V].subs(at_kappa)
+    q_mode = sp.expand(eqs.mode[q].subs(at_kappa))
+    m_mode = eqs.mode[m].subs(at_kappa)
+    q_teacher = q_mode.coeff(q_hat, 0)  # part of q independent of q_hat
+    q_noise = q_mode.coeff(q_hat, 1)  # coefficient of q_hat
+    rho_mode = c * omega  # rho = w*^T Sigma w* = sum_k theta_k^2 omega_k
+    sums = {
+        S1C: _free_of(b - V_hat * v_mode, V_hat),
+        S2C: _free_of(b - V_hat**2 * q_noise, V_hat),
+        M_SUM: _free_of(m_mode, V_hat),
+        R_SUM: _free_of(rho_mode - 2 * m_mode + q_teacher, V_hat),
+        RHO_SUM: rho_mode,
+    }
+
+    # V from its equation, V_hat from its own: V_hat = alpha / (1 + (1 - S1c)/V_hat)
+    v_of_vhat = (1 - S1C) / V_hat
+    (v_hat_k,) = [
+        s for s in sp.solve(sp.Eq(V_hat, eqs.hat[V_hat].subs(V, v_of_vhat)), V_hat) if s != 0
+    ]
+    root = kappa * v_hat_k - lam
+
+    # eg: q = q_teacher_sum + q_hat (1 - S2c) / V_hat^2, q_hat from its equation with
+    # rho + sigma^2 - 2m + q written as eg
+    q_hat_of_eg = eqs.hat[q_hat].subs(q, eg - rho - noise + 2 * m).subs(V, v_of_vhat)
+    q_of_eg = (R_SUM - RHO_SUM + 2 * M_SUM) + q_hat_of_eg * (1 - S2C) / V_hat**2
+    (eg_sol,) = sp.solve(
+        sp.Eq(eg, generalisation_error().subs({q: q_of_eg, rho: RHO_SUM, m: M_SUM})), eg
+    )
+    eg_sol = sp.factor(sp.simplify(eg_sol.subs(V_hat, v_hat_k)))
+    if eg_sol.has(V_hat):
+        raise AssertionError(f"eg still depends on V_hat: {eg_sol}")
+
+    # q_hat and the train loss carry 1/(1 + V)^2: write 1 + V = alpha / V_hat (the V_hat
+    # equation solved for V) so that they stay finite where V_hat -> 0 and V -> infinity
+    (v_of_vhat_hat_eq,) = sp.solve(sp.Eq(V_hat, eqs.hat[V_hat]), V)
+    at_saddle = {q: eg - rho - noise + 2 * m}
+    values = {
+        "eg": eg_sol,
+        "m": M_SUM,
+        "q": eg_sol - RHO_SUM - noise + 2 * M_SUM,
+        "V": v_of_vhat,
+        "q_hat": _free_of(
+            eqs.hat[q_hat].subs(at_saddle).subs(V, v_of_vhat_hat_eq), V, q, m
+        ).subs(eg, eg_sol),
+        "train_loss": _free_of(
+            training_loss().subs(at_saddle).subs(V, v_of_vhat_hat_eq), V, q, m
+        ).subs(eg, eg_sol),
+    }
+    # for lam > 0 the root equation solved for V_hat is exact given kappa (no cancellation)
+    (v_hat_from_root,) = sp.solve(root.subs(v_hat_k, V_hat), V_hat)
+    return ReducedSystem(
+        sums=sums, root=root, v_hat_of_kappa=v_hat_k, v_hat_from_root=v_hat_from_root,
+        values=values,
+    )
