@@ -18,8 +18,11 @@ from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
 # --- discrete generalised Potts model and factored self-attention ---
 
 # --- self-attention as an attractor network ---
+# isort: split
+from replica_mlm.attractor import AttractorNetwork
 
 __all__ = [
+    "AttractorNetwork",
     "ConvergenceError",
     "GaussianPotts",
     "LearningCurve",

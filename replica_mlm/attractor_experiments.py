@@ -33,15 +33,15 @@ import numpy as np
 from replica_mlm._checks import as_generator, finite_array, nonnegative, positive_int
 
 __all__ = [
-    "TransientCurves",
-    "corrupt",
-    "decode_values",
-    "encode_values",
     "AttractorSettings",
     "DigitsExperiment",
     "PottsExperiment",
+    "TransientCurves",
     "TransientMemory",
+    "corrupt",
+    "decode_values",
     "digits_experiment",
+    "encode_values",
     "gaussian_potts_sequences",
     "image_tokens",
     "load_digits",

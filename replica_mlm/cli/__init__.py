@@ -25,6 +25,9 @@ def main() -> None:
 
 def _register() -> None:
     # one import and one add_command per subcommand module
+    from replica_mlm.cli.attractor import attractor
+
+    main.add_command(attractor)
     pass
 
 
