@@ -513,13 +513,19 @@ class AttractorNetwork:
         for _ in range(epochs):
             t0 = time.perf_counter()
             order = gen.permutation(M) if bs < M else np.arange(M)
-            for start in range(0, M, bs):
-                _, grad = _cost_and_gradient(J, arr[order[start : start + bs]], beta, lam, norm)
-                J -= lr * grad
-            elapsed += time.perf_counter() - t0
-            costs.append(_cost_and_gradient(J, arr, beta, lam, norm)[0])
-        if not np.all(np.isfinite(J)):
-            raise ValueError(f"training diverged (non-finite couplings): lower lr = {lr:g}")
+            with np.errstate(over="raise", invalid="raise"):
+                try:
+                    for start in range(0, M, bs):
+                        batch = arr[order[start : start + bs]]
+                        _, grad = _cost_and_gradient(J, batch, beta, lam, norm)
+                        J -= lr * grad
+                    elapsed += time.perf_counter() - t0
+                    costs.append(_cost_and_gradient(J, arr, beta, lam, norm)[0])
+                except FloatingPointError:
+                    raise ValueError(
+                        f"training diverged (overflow in the couplings) at epoch {len(costs)}: "
+                        f"lower lr = {lr:g}"
+                    ) from None
         net = cls(J, beta=beta, gamma=gamma)
         net.history = FitHistory(
             cost=np.asarray(costs),
