@@ -1,4 +1,13 @@
-import pytest
+import os
+
+# The tests run many small dense problems: one BLAS thread each is fastest and keeps the suite's
+# run time steady on a shared machine (threads oversubscribe when other jobs run).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import pytest  # noqa: E402
+
+import replica_mlm as rm  # noqa: E402
 
 
 def pytest_addoption(parser):
@@ -12,3 +21,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip_slow)
+
+
+@pytest.fixture(scope="session")
+def potts300():
+    """One Gaussian Potts instance with p = 300 unmasked sites (L = 301, shift 3)."""
+    return rm.GaussianPotts.random(L=301, shift=3.0, seed=1)
+
+
+@pytest.fixture(scope="session")
+def site300(potts300):
+    return potts300.masked_site(0)

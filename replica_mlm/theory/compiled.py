@@ -22,7 +22,7 @@ MODE_ARGS = (P.omega, P.b, P.c, P.lam, P.V_hat, P.q_hat, P.m_hat)
 #: argument order of the reduced per-mode sums
 SUM_ARGS = (P.omega, P.b, P.c, P.kappa)
 #: argument order of the reduced closed forms
-VALUE_ARGS = (P.alpha, P.kappa, P.noise, P.V_hat, P.S1C, P.S2C, P.M_SUM, P.R_SUM, P.RHO_SUM)
+VALUE_ARGS = (P.alpha, P.kappa, P.noise, P.V_hat, *P.SUMS)
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,8 @@ class Compiled:
     eg, train_loss : Callable
         eg and the train loss as functions of ``HAT_ARGS`` (no hats needed).
     sums : dict[str, Callable]
-        Per-mode summands of the reduced spectral sums (``"S_1c"``, ``"S_2c"``, ``"M"``,
-        ``"R"``, ``"P_rho"``) as functions of ``SUM_ARGS``.
+        Per-mode summands of the reduced spectral sums (keys: the names of ``potentials.SUMS``)
+        as functions of ``SUM_ARGS``.
     root : Callable
         ``F(kappa, S_1c, alpha, lam)``, the scalar equation of the reduced system.
     v_hat_of_kappa : Callable

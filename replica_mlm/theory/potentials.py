@@ -129,7 +129,8 @@ def derive() -> SaddlePointEquations:
 # --- reduction to one scalar equation --------------------------------------------------
 
 #: names of the spectral sums the reduced system needs; each is sum_k of a per-mode summand
-S1C, S2C, M_SUM, R_SUM, RHO_SUM = sp.symbols("S_1c S_2c M R P_rho")
+SUMS = sp.symbols("S_1 S_1c S_2 S_2c Q_T M R P_rho")
+S1, S1C, S2, S2C, QT_SUM, M_SUM, R_SUM, RHO_SUM = SUMS
 
 
 @dataclass(frozen=True)
@@ -140,11 +141,13 @@ class ReducedSystem:
     ----------
     sums : dict
         ``{symbol: per-mode summand in (omega, b, c, kappa)}`` for the spectral sums
-        ``S_1c = sum b kappa/(kappa+omega)`` (so that ``V V_hat = 1 - S_1c``),
-        ``S_2c`` (the complement of the q_hat-coefficient of q), ``M`` (= m),
-        ``R`` (the teacher part of eg: rho - 2m + q at q_hat = 0) and ``P_rho`` (= rho).
-        Complements ``1 - S`` are used because they vanish as kappa -> 0 and so keep full
-        relative precision near the interpolation threshold (bulk weights sum to one).
+        ``S_1 = sum b omega/(kappa+omega)`` (``V V_hat = S_1``), ``S_2`` (the q_hat-coefficient
+        of q times V_hat^2), ``Q_T`` (the part of q without q_hat), ``M`` (= m), ``R`` (the
+        teacher part of eg: rho - 2m + q at q_hat = 0) and ``P_rho`` (= rho), and the
+        complements ``S_1c = 1 - S_1``, ``S_2c = 1 - S_2`` (bulk weights sum to one). Every
+        summand is positive, and each quantity is computed from the sums in which it does
+        not cancel: complements where kappa -> 0 (near the interpolation peak), direct sums
+        where kappa -> infinity (strong ridge).
     root : sympy.Expr
         ``F(kappa)`` whose root in ``kappa >= 0`` is the saddle point:
         ``kappa * V_hat(kappa) - lam`` with ``V_hat(kappa) = alpha - 1 + S_1c``.
@@ -181,10 +184,10 @@ def reduce() -> ReducedSystem:
     1. the m_hat- and V_hat-equations coincide, so ``m_hat = V_hat``;
     2. substitute ``lam = kappa V_hat``: each per-mode summand becomes a power of V_hat
        times a function of kappa alone, which defines the spectral sums;
-    3. the V-equation then reads ``V V_hat = 1 - S_1c`` and the V_hat-equation
+    3. the V-equation then reads ``V V_hat = S_1 = 1 - S_1c`` and the V_hat-equation
        ``V_hat = alpha/(1 + V)`` gives ``V_hat = alpha - 1 + S_1c``, hence
        ``F(kappa) = kappa V_hat(kappa) - lam = 0``;
-    4. q enters eg linearly through q_hat: solve that linear equation for eg.
+    4. q enters eg linearly through q_hat: solve that linear equation for eg, then q.
     """
     eqs = derive()
     if sp.simplify(eqs.hat[m_hat] - eqs.hat[V_hat]) != 0:
@@ -198,30 +201,36 @@ def reduce() -> ReducedSystem:
     q_noise = q_mode.coeff(q_hat, 1)  # coefficient of q_hat
     rho_mode = c * omega  # rho = w*^T Sigma w* = sum_k theta_k^2 omega_k
     sums = {
+        S1: _free_of(V_hat * v_mode, V_hat),
         S1C: _free_of(b - V_hat * v_mode, V_hat),
+        S2: _free_of(V_hat**2 * q_noise, V_hat),
         S2C: _free_of(b - V_hat**2 * q_noise, V_hat),
+        QT_SUM: _free_of(q_teacher, V_hat),
         M_SUM: _free_of(m_mode, V_hat),
         R_SUM: _free_of(rho_mode - 2 * m_mode + q_teacher, V_hat),
         RHO_SUM: rho_mode,
     }
 
     # V from its equation, V_hat from its own: V_hat = alpha / (1 + (1 - S1c)/V_hat)
-    v_of_vhat = (1 - S1C) / V_hat
+    v_of_vhat = S1 / V_hat
     (v_hat_k,) = [
-        s for s in sp.solve(sp.Eq(V_hat, eqs.hat[V_hat].subs(V, v_of_vhat)), V_hat) if s != 0
+        s for s in sp.solve(sp.Eq(V_hat, eqs.hat[V_hat].subs(V, v_of_vhat).subs(S1, 1 - S1C)), V_hat)
+        if s != 0
     ]
     root = kappa * v_hat_k - lam
 
-    # eg: q = q_teacher_sum + q_hat (1 - S2c) / V_hat^2, q_hat from its equation with
-    # rho + sigma^2 - 2m + q written as eg
+    # q = Q_T + q_hat S_2 / V_hat^2, with q_hat from its equation where rho + sigma^2 - 2m + q
+    # is written as eg; eg then solves a linear equation, written with R and S_2c
     q_hat_of_eg = eqs.hat[q_hat].subs(q, eg - rho - noise + 2 * m).subs(V, v_of_vhat)
-    q_of_eg = (R_SUM - RHO_SUM + 2 * M_SUM) + q_hat_of_eg * (1 - S2C) / V_hat**2
+    q_of_eg = QT_SUM + q_hat_of_eg * S2 / V_hat**2
+    stable = {QT_SUM: R_SUM - RHO_SUM + 2 * M_SUM, S2: 1 - S2C, S1: 1 - S1C}
     (eg_sol,) = sp.solve(
-        sp.Eq(eg, generalisation_error().subs({q: q_of_eg, rho: RHO_SUM, m: M_SUM})), eg
+        sp.Eq(eg, generalisation_error().subs({q: q_of_eg, rho: RHO_SUM, m: M_SUM}).subs(stable)), eg
     )
     eg_sol = sp.factor(sp.simplify(eg_sol.subs(V_hat, v_hat_k)))
     if eg_sol.has(V_hat):
         raise AssertionError(f"eg still depends on V_hat: {eg_sol}")
+    q_sol = sp.simplify(q_of_eg.subs(S1, 1 - S1C).subs(V_hat, v_hat_k)).subs(eg, eg_sol)
 
     # q_hat and the train loss carry 1/(1 + V)^2: write 1 + V = alpha / V_hat (the V_hat
     # equation solved for V) so that they stay finite where V_hat -> 0 and V -> infinity
@@ -230,7 +239,7 @@ def reduce() -> ReducedSystem:
     values = {
         "eg": eg_sol,
         "m": M_SUM,
-        "q": eg_sol - RHO_SUM - noise + 2 * M_SUM,
+        "q": q_sol,
         "V": v_of_vhat,
         "q_hat": _free_of(
             eqs.hat[q_hat].subs(at_saddle).subs(V, v_of_vhat_hat_eq), V, q, m

@@ -25,6 +25,7 @@ from scipy import optimize
 
 from replica_mlm import _checks
 from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.theory import potentials as P
 from replica_mlm.theory.compiled import compiled
 
 METHODS = ("root", "iterate")
@@ -207,8 +208,8 @@ def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
         v_hat = 0.0
         message = "lam = 0, alpha < 1: minimum-norm limit, V_hat(kappa) = 0 by Brent's method"
 
-    sums = {name: _sum(name, spec, kappa) for name in ("S_1c", "S_2c", "M", "R", "P_rho")}
-    args = (alpha, kappa, spec.noise, np.float64(v_hat), *sums.values())
+    sums = [_sum(str(name), spec, kappa) for name in P.SUMS]
+    args = (alpha, kappa, spec.noise, np.float64(v_hat), *sums)
     with np.errstate(divide="ignore"):  # V = (1 - S_1c) / V_hat = inf at lam = 0, alpha < 1
         out = {name: float(f(*args)) for name, f in fns.values.items()}
     out["V_hat"] = out["m_hat"] = v_hat  # m_hat = V_hat: step 1 of potentials.reduce
