@@ -26,9 +26,10 @@ def main() -> None:
 def _register() -> None:
     # one import and one add_command per subcommand module
     from replica_mlm.cli.attractor import attractor
+    from replica_mlm.cli.curve import curve
 
+    main.add_command(curve)
     main.add_command(attractor)
-    pass
 
 
 _register()

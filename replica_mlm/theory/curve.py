@@ -63,28 +63,34 @@ class LearningCurve:
         return len(self.alpha)
 
     def to_csv(self, path: str | os.PathLike | None = None) -> str:
-        """Write the curve as CSV (one row per alpha, lam/rho/noise as columns); return the text.
-
-        ``inf`` (the interpolation peak at lam = 0) is written as ``inf``.
-        """
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        header = ["lam", *COLUMNS, "rho", "noise"]
-        writer.writerow(header)
-        for i in range(len(self)):
-            writer.writerow([repr(self.lam), *(repr(_item(getattr(self, c)[i])) for c in COLUMNS),
-                             repr(self.rho), repr(self.noise)])
-        text = buf.getvalue()
-        if path is not None:
-            from replica_mlm.validation.report import atomic_write_text
-
-            atomic_write_text(path, text)
-        return text
+        """Write the curve as CSV (one row per alpha); return the text. See :func:`curves_to_csv`."""
+        return curves_to_csv([self], path)
 
     def as_dict(self) -> dict:
         """Fields as a dict of lists and scalars (JSON-friendly apart from inf)."""
         return {f.name: (v.tolist() if isinstance(v := getattr(self, f.name), np.ndarray) else v)
                 for f in fields(self)}
+
+
+def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = None) -> str:
+    """Write learning curves as one CSV table (columns lam, alpha, eg, ..., rho, noise).
+
+    ``inf`` (the interpolation peak at lam = 0) is written as ``inf``. The file is written
+    atomically when ``path`` is given. Returns the text.
+    """
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["lam", *COLUMNS, "rho", "noise"])
+    for curve in curves:
+        for i in range(len(curve)):
+            writer.writerow([repr(curve.lam), *(repr(_item(getattr(curve, c)[i])) for c in COLUMNS),
+                             repr(curve.rho), repr(curve.noise)])
+    text = buf.getvalue()
+    if path is not None:
+        from replica_mlm.validation.report import atomic_write_text
+
+        atomic_write_text(path, text)
+    return text
 
 
 def _item(x):
