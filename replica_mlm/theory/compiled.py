@@ -35,6 +35,8 @@ class Compiled:
         ``"V_hat"``, ``"q_hat"``, ``"m_hat"`` as functions of ``HAT_ARGS``.
     mode : dict[str, Callable]
         Per-mode summands of ``"V"``, ``"q"``, ``"m"`` as functions of ``MODE_ARGS``.
+    modes_together : Callable
+        The three summands at once, ``[V, q, m]``, sharing common subexpressions.
     eg, train_loss : Callable
         eg and the train loss as functions of ``HAT_ARGS`` (no hats needed).
     sums : dict[str, Callable]
@@ -46,10 +48,13 @@ class Compiled:
         ``V_hat(S_1c, alpha)`` from the V and V_hat equations.
     v_hat_from_root : Callable
         ``V_hat(kappa, lam)`` from the root equation (lam > 0).
+    newton, newton_slope : Callable
+        ``G(kappa, S_1c, alpha, lam)`` and ``G'(kappa, S_1c', lam)`` for Newton's method.
     values : dict[str, Callable]
         Closed forms of the order parameters, eg and train loss, functions of ``VALUE_ARGS``.
     """
 
+    modes_together: Callable
     hat: dict[str, Callable]
     mode: dict[str, Callable]
     eg: Callable
@@ -58,6 +63,8 @@ class Compiled:
     root: Callable
     v_hat_of_kappa: Callable
     v_hat_from_root: Callable
+    newton: Callable
+    newton_slope: Callable
     values: dict[str, Callable]
 
 
@@ -76,6 +83,8 @@ def compiled(backend: str = "numpy") -> Compiled:
         return sp.lambdify(args, expr, modules=backend)
 
     return Compiled(
+        modes_together=sp.lambdify(MODE_ARGS, [eqs.mode[P.V], eqs.mode[P.q], eqs.mode[P.m]],
+                                   modules=backend, cse=True),
         hat={_NAMES[k]: fn(HAT_ARGS, v) for k, v in eqs.hat.items()},
         mode={_NAMES[k]: fn(MODE_ARGS, v) for k, v in eqs.mode.items()},
         eg=fn(HAT_ARGS, P.generalisation_error()),
@@ -84,5 +93,20 @@ def compiled(backend: str = "numpy") -> Compiled:
         root=fn((P.kappa, P.S1C, P.alpha, P.lam), red.root),
         v_hat_of_kappa=fn((P.S1C, P.alpha), red.v_hat_of_kappa),
         v_hat_from_root=fn((P.kappa, P.lam), red.v_hat_from_root),
+        newton=fn((P.kappa, P.S1C, P.alpha, P.lam), red.newton),
+        newton_slope=fn((P.kappa, P.S1C_PRIME, P.lam), red.newton_slope),
         values={k: fn(VALUE_ARGS, v) for k, v in red.values.items()},
     )
+
+
+@cache
+def compiled_sums(names: tuple[str, ...], backend: str = "numpy") -> Callable:
+    """The summands of the reduced sums ``names`` in one function of ``SUM_ARGS`` returning a list.
+
+    Common subexpressions (``kappa + omega`` and its powers) are computed once (``cse=True``).
+    """
+    sums = {str(k): v for k, v in P.reduce().sums.items()}
+    unknown = set(names) - set(sums)
+    if unknown:
+        raise ValueError(f"unknown spectral sums {sorted(unknown)}; known: {sorted(sums)}")
+    return sp.lambdify(SUM_ARGS, [sums[n] for n in names], modules=backend, cse=True)

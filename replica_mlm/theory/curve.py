@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.theory.saddle import SaddlePoint, solve, spectrum_of
+from replica_mlm.theory.saddle import SaddlePoint, solve, solve_reduced, spectrum_of
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
@@ -125,9 +125,13 @@ def learning_curve(task, *, alpha, lam: float, method: str = "root", **options) 
     -------
     LearningCurve
     """
-    spectrum_of(task)  # fail early on a bad task
+    spec = spectrum_of(task)
     alphas = grid(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
+    if method == "root" and not options:  # vectorised over alpha
+        out = solve_reduced(spec, alphas, lam)
+        return LearningCurve(alpha=alphas, **{c: out[c] for c in COLUMNS if c != "alpha"}, lam=lam,
+                             rho=spec.rho, noise=spec.noise, method="root")
     return LearningCurve.from_points(
-        [solve(task, alpha=float(a), lam=lam, method=method, **options) for a in alphas]
+        [solve(spec, alpha=float(a), lam=lam, method=method, **options) for a in alphas]
     )

@@ -131,6 +131,7 @@ def derive() -> SaddlePointEquations:
 #: names of the spectral sums the reduced system needs; each is sum_k of a per-mode summand
 SUMS = sp.symbols("S_1 S_1c S_2 S_2c Q_T M R P_rho")
 S1, S1C, S2, S2C, QT_SUM, M_SUM, R_SUM, RHO_SUM = SUMS
+S1C_PRIME = sp.Symbol("S_1c'")
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,10 @@ class ReducedSystem:
     values : dict
         Closed forms of eg, train loss, m, q, V and q_hat in terms of the sums, alpha, kappa,
         sigma^2 and V_hat.
+    newton, newton_slope : sympy.Expr
+        ``G(kappa) = -F(kappa)/kappa = lam/kappa - S_1c + 1 - alpha`` (convex, decreasing) and
+        ``dG/dkappa`` in terms of ``S_1c'`` (summand ``d/dkappa`` of that of ``S_1c``, stored
+        in ``sums`` under ``S_1c'``), for Newton's method.
     """
 
     sums: dict
@@ -166,6 +171,8 @@ class ReducedSystem:
     v_hat_of_kappa: sp.Expr
     v_hat_from_root: sp.Expr
     values: dict
+    newton: sp.Expr
+    newton_slope: sp.Expr
 
 
 def _free_of(expr: sp.Expr, *symbols: sp.Symbol) -> sp.Expr:
@@ -250,7 +257,16 @@ def reduce() -> ReducedSystem:
     }
     # for lam > 0 the root equation solved for V_hat is exact given kappa (no cancellation)
     (v_hat_from_root,) = sp.solve(root.subs(v_hat_k, V_hat), V_hat)
+
+    # the root equation divided by -kappa, G = lam/kappa - S_1c + 1 - alpha, is convex and
+    # decreasing in kappa (S_1c is concave increasing): Newton's method started left of the root
+    # climbs to it monotonically. Its derivative needs d S_1c / d kappa, one more spectral sum.
+    newton = sp.expand(-root / kappa)
+    s1c_of_kappa = sp.Function("S_1c")(kappa)
+    newton_slope = sp.diff(newton.subs(S1C, s1c_of_kappa), kappa).subs(
+        sp.Derivative(s1c_of_kappa, kappa), S1C_PRIME)
+    sums[S1C_PRIME] = sp.factor(sp.diff(sums[S1C], kappa))
     return ReducedSystem(
         sums=sums, root=root, v_hat_of_kappa=v_hat_k, v_hat_from_root=v_hat_from_root,
-        values=values,
+        values=values, newton=newton, newton_slope=newton_slope,
     )

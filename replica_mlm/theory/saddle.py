@@ -3,11 +3,11 @@
 Two methods, one answer:
 
 ``method="root"`` (default)
-    The reduced system of :func:`.potentials.reduce`: one monotone scalar equation
-    ``F(kappa) = kappa V_hat(kappa) - lam = 0`` in ``kappa = lam / V_hat``, bracketed on
-    ``[0, (lam + mean omega) / alpha]`` and solved by Brent's method to machine precision;
-    every other quantity is then a closed form of a few spectral sums. lam = 0 is solved
-    exactly (see :func:`solve`).
+    The reduced system of :func:`.potentials.reduce`: one monotone, convex scalar equation
+    ``G(kappa) = lam/kappa - S_1c(kappa) + 1 - alpha = 0`` in ``kappa = lam / V_hat``, solved by
+    Newton's method from a point known to lie left of the root, where it converges monotonically
+    to machine precision (:mod:`.root`); every other quantity is then a closed form of a few
+    spectral sums. lam = 0 is solved exactly (see :func:`solve`). Vectorised over alpha.
 ``method="iterate"``
     Damped fixed-point iteration of the six raw saddle-point equations of
     :func:`.potentials.derive`, as in public replica codes: with ``x = (V, q, m)``,
@@ -21,11 +21,10 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import optimize
 
 from replica_mlm import _checks
 from replica_mlm.models.spectrum import Spectrum
-from replica_mlm.theory import potentials as P
+from replica_mlm.theory import root
 from replica_mlm.theory.compiled import compiled
 
 METHODS = ("root", "iterate")
@@ -73,7 +72,8 @@ class SaddlePoint:
     converged : bool
         Always True on a returned object: failures raise :class:`ConvergenceError`.
     iterations : int
-        Function evaluations of the scalar root (``"root"``) or fixed-point steps (``"iterate"``).
+        Newton steps on the scalar equation (``"root"``; 0 where kappa is known exactly) or
+        fixed-point steps (``"iterate"``).
     residual : float
         Largest relative violation of the six raw saddle-point equations at the solution
         (for lam = 0, alpha <= 1, where V = inf, that of the scalar equation instead).
@@ -166,93 +166,40 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", **options) ->
 # --- the reduced scalar equation -----------------------------------------------------------
 
 
-def _sum(name: str, spec: Spectrum, kappa: float) -> float:
-    return float(np.sum(compiled().sums[name](spec.omega, spec.bulk, spec.teacher, kappa)))
-
-
-def _brent(f, hi: float) -> tuple[float, int]:
-    """Root of an increasing f on [0, hi] with f(0) <= 0 <= f(hi), to machine precision."""
-    kappa, info = optimize.brentq(
-        f, 0.0, hi, xtol=np.finfo(float).tiny, rtol=4 * np.finfo(float).eps, maxiter=500,
-        full_output=True, disp=False,
-    )
-    if not info.converged:
+def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np.ndarray]:
+    """:func:`.root.solve_reduced` with its failure turned into :class:`ConvergenceError`."""
+    try:
+        return root.solve_reduced(spec, alpha, lam)
+    except root.NewtonFailure as exc:
         raise ConvergenceError(
-            f"Brent's method did not converge: {info.flag}",
-            last={"kappa": kappa}, residual=abs(f(kappa)), iterations=info.function_calls,
-        )
-    return kappa, info.function_calls
+            f"Newton's method on the reduced equation did not converge at alpha={exc.alpha.tolist()}, "
+            f"lam={lam}", last={"kappa": exc.kappa, "step": exc.step},
+            residual=float(np.max(np.abs(exc.step) / exc.kappa)), iterations=exc.iterations,
+        ) from None
+
+
+def root_message(alpha: float, lam: float) -> str:
+    """How the root method obtained the point (alpha, lam)."""
+    if lam > 0:
+        return "Newton's method on the reduced scalar equation G(kappa) = 0"
+    if alpha > 1:
+        return "lam = 0, alpha > 1: least squares, kappa = 0 exactly"
+    if alpha < 1:
+        return "lam = 0, alpha < 1: minimum-norm limit, Newton's method on V_hat(kappa) = 0"
+    return "alpha = 1, lam = 0: interpolation peak, eg = inf exactly"
 
 
 def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
-    fns = compiled()
-    if lam == 0.0 and alpha == 1.0:
-        return _interpolation_peak(spec)
-
-    def v_hat_of(kappa: float) -> float:
-        return fns.v_hat_of_kappa(_sum("S_1c", spec, kappa), alpha)
-
-    if lam > 0.0:
-        kappa, calls = _brent(
-            lambda k: fns.root(k, _sum("S_1c", spec, k), alpha, lam),
-            (lam + spec.mean_omega) / alpha,
-        )
-        message = "Brent's method on the reduced scalar equation"
-        v_hat = fns.v_hat_from_root(kappa, lam)
-    elif alpha > 1.0:
-        kappa, calls = 0.0, 0
-        v_hat = v_hat_of(0.0)
-        message = "lam = 0, alpha > 1: least squares, kappa = 0 exactly"
-    else:
-        kappa, calls = _brent(v_hat_of, spec.mean_omega / alpha)
-        v_hat = 0.0
-        message = "lam = 0, alpha < 1: minimum-norm limit, V_hat(kappa) = 0 by Brent's method"
-
-    sums = [_sum(str(name), spec, kappa) for name in P.SUMS]
-    args = (alpha, kappa, spec.noise, np.float64(v_hat), *sums)
-    with np.errstate(divide="ignore"):  # V = (1 - S_1c) / V_hat = inf at lam = 0, alpha < 1
-        out = {name: float(f(*args)) for name, f in fns.values.items()}
-    out["V_hat"] = out["m_hat"] = v_hat  # m_hat = V_hat: step 1 of potentials.reduce
-    if lam == 0.0 and alpha < 1.0:
-        residual = abs(v_hat_of(kappa)) / alpha
-    else:
-        residual = _raw_residual(spec, alpha, lam, out)
-    return _result(spec, alpha, lam, out, kappa=kappa, iterations=calls, residual=residual,
-                   method="root", message=message)
-
-
-def _interpolation_peak(spec: Spectrum) -> SaddlePoint:
-    """alpha = 1, lam = 0: the exact limit of the saddle point (the interpolation peak)."""
-    out = dict(eg=math.inf, train_loss=0.0, m=spec.rho, q=math.inf, V=math.inf,
-               m_hat=0.0, q_hat=0.0, V_hat=0.0)
-    return _result(spec, 1.0, 0.0, out, kappa=0.0, iterations=0, residual=0.0, method="root",
-                   message="alpha = 1, lam = 0: interpolation peak, eg = inf exactly")
-
-
-def _raw_residual(spec: Spectrum, alpha: float, lam: float, x: dict) -> float:
-    """Largest relative violation of the six raw saddle-point equations at ``x``."""
-    fns = compiled()
-    hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
-    mode_args = (spec.omega, spec.bulk, spec.teacher, lam, x["V_hat"], x["q_hat"], x["m_hat"])
-    worst = 0.0
-    for name, f in fns.hat.items():
-        worst = max(worst, _rel(x[name], f(*hat_args)))
-    for name, f in fns.mode.items():
-        worst = max(worst, _rel(x[name], float(np.sum(f(*mode_args)))))
-    return worst
-
-
-def _rel(a: float, b: float) -> float:
-    scale = max(abs(a), abs(b))
-    return 0.0 if scale == 0.0 else abs(a - b) / scale
+    out = solve_reduced(spec, np.array([alpha]), lam)
+    return _result(spec, alpha, lam, {k: v[0] for k, v in out.items()}, method="root",
+                   message=root_message(alpha, lam))
 
 
 def _result(spec, alpha, lam, out, **info) -> SaddlePoint:
-    return SaddlePoint(
-        alpha=alpha, lam=lam, rho=spec.rho, noise=spec.noise, converged=True,
-        **{k: float(out[k]) for k in ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat")},
-        **info,
-    )
+    values = {k: float(out[k]) for k in ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat",
+                                         "kappa", "residual")}
+    return SaddlePoint(alpha=alpha, lam=lam, rho=spec.rho, noise=spec.noise, converged=True,
+                       iterations=int(out["iterations"]), **values, **info)
 
 
 # --- damped fixed-point iteration ----------------------------------------------------------
@@ -289,10 +236,11 @@ def _solve_iterate(
             if delta < tol:
                 hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
                 out = {name: f(*hat_args) for name, f in fns.hat.items()}
-                out.update(x, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args))
+                out.update(x, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
+                           kappa=math.nan, iterations=it)
+                out["residual"] = root.raw_residual(spec, alpha, lam, out)
                 return _result(
-                    spec, alpha, lam, out, kappa=math.nan, iterations=it,
-                    residual=_raw_residual(spec, alpha, lam, out), method="iterate",
+                    spec, alpha, lam, out, method="iterate",
                     message=f"damped iteration (damping={damping}) reached "
                     f"|dV|+|dq|+|dm| < {tol:g}",
                 )
