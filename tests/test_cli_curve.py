@@ -4,6 +4,7 @@ import csv
 import json
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 import replica_mlm as rm
@@ -24,7 +25,8 @@ def test_curve_writes_csv_json_and_figures(tmp_path):
     site = rm.GaussianPotts.random(L=60, shift=3.0, seed=0).masked_site(0)
     row = next(r for r in rows if float(r["lam"]) == 0.01)
     sp = rm.solve(site, alpha=float(row["alpha"]), lam=0.01)
-    assert float(row["eg"]) == sp.eg
+    # same equations; Newton's start depends on the batch, so agreement is to rounding
+    assert float(row["eg"]) == pytest.approx(sp.eg, rel=1e-13)
     assert np.isclose(meta["c_ii"], site.c_ii)
 
 
