@@ -1,0 +1,604 @@
+"""The discrete generalised Potts model (THEORY.md section 1).
+
+A sequence is ``s = (s_1, ..., s_L)`` with each ``s_i`` one of ``q`` colours. The energy and the
+Boltzmann weight are
+
+    H(s) = -1/2 sum_{i != j} J_ij U_{s_i s_j},        P(s) ∝ exp(-beta H(s))         (THEORY.md §1)
+
+with ``J`` (L x L, symmetric, zero diagonal) coupling positions and ``U`` (q x q, symmetric) saying
+how similar colours are. The exact conditional of one site is
+
+    P(s_i = a | s_-i) = softmax_a( beta sum_{j != i} J_ij U_{a s_j} )          (Potts conditional)
+
+:class:`PottsModel` evaluates energies, conditionals and the negative log pseudo-likelihood, and
+samples with a vectorised Gibbs sampler: many independent chains are updated together, one site at a
+time, from colour-resolved local fields that are updated incrementally when a spin changes. The
+number of sweeps between saved configurations is chosen from a measured integrated autocorrelation
+time (:meth:`PottsModel.gibbs_diagnostics`), not guessed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import log_softmax, logsumexp
+
+from replica_mlm._checks import (
+    RngLike,
+    as_generator,
+    positive,
+    positive_int,
+    symmetric_matrix,
+)
+
+__all__ = [
+    "GibbsDiagnostics",
+    "PottsModel",
+    "check_sequences",
+    "integrated_autocorrelation_time",
+]
+
+#: autocorrelation left between two saved configurations of one chain: sweeps_between is chosen as
+#: ceil(tau_int * log(1 / DECORRELATION)), i.e. exp(-sweeps_between / tau) <= DECORRELATION for an
+#: exponentially decaying autocorrelation.
+DECORRELATION = 0.01
+#: Sokal's window constant for the integrated autocorrelation time.
+SOKAL_C = 5.0
+
+
+def check_sequences(seqs, *, L: int, q: int, name: str = "seqs") -> np.ndarray:
+    """Validate an integer array of sequences of shape (n, L) with values in [0, q).
+
+    Returns an ``intp`` copy. Float input is accepted only when every entry is an exact integer.
+    Raises ValueError for the wrong shape, NaN, non-integer values or colours out of range.
+    """
+    try:
+        arr = np.asarray(seqs)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - ragged input
+        raise ValueError(f"{name} must be an integer array of shape (n, {L}): {exc}") from None
+    if arr.dtype == object or arr.dtype.kind not in "iufb":
+        raise ValueError(
+            f"{name} must be an integer array of shape (n, {L}), got dtype {arr.dtype}"
+        )
+    if arr.ndim != 2 or arr.shape[1] != L:
+        raise ValueError(
+            f"{name} must have shape (n, L) = (n, {L}), got shape {arr.shape} "
+            "(a single sequence must be passed as seqs[None, :])"
+        )
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} must contain at least one sequence")
+    if arr.dtype.kind == "b":
+        raise ValueError(f"{name} must be an integer array, got booleans")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} contains NaN or infinite entries")
+        if not np.all(arr == np.round(arr)):
+            raise ValueError(f"{name} must contain integer colours, got non-integer values")
+    lo, hi = arr.min(), arr.max()
+    if lo < 0 or hi >= q:
+        raise ValueError(
+            f"{name} has colours out of range: values must lie in [0, q) = [0, {q}), "
+            f"got min {lo} and max {hi}"
+        )
+    return arr.astype(np.intp)
+
+
+def integrated_autocorrelation_time(rho: np.ndarray, *, c: float = SOKAL_C) -> tuple[float, int]:
+    """Integrated autocorrelation time with Sokal's automatic window.
+
+    ``tau_int(W) = 1/2 + sum_{t=1}^{W} rho(t)``, with ``W`` the smallest lag such that
+    ``W >= c tau_int(W)``. ``rho[0]`` must be 1.
+
+    Returns
+    -------
+    (tau_int, window) ; ``window = -1`` if no lag in ``rho`` satisfied the criterion (then ``tau``
+    is a lower bound computed from all lags).
+    """
+    rho = np.asarray(rho, dtype=float)
+    tau = 0.5
+    for w in range(1, rho.size):
+        tau += rho[w]
+        if w >= c * tau:
+            return max(tau, 0.5), w
+    return max(tau, 0.5), -1
+
+
+@dataclass
+class GibbsDiagnostics:
+    """What the pilot run of the Gibbs sampler measured.
+
+    Attributes
+    ----------
+    tau_int : float
+        Integrated autocorrelation time in sweeps, the larger of ``tau_spin`` and ``tau_energy``.
+    tau_spin, tau_energy : float
+        The integrated autocorrelation times of the spin overlap (one-hot indicators, summed over
+        sites and colours) and of the energy, with Sokal's window (c = 5).
+    sweeps_between : int
+        Sweeps between saved configurations of one chain: ``ceil(tau_int log(1/0.01))``.
+    burn_in : int
+        Sweeps discarded at the start of each chain (``10 * sweeps_between``, at least 20).
+    rho_spin, rho_energy : ndarray
+        Normalised autocorrelation functions at lags 0, 1, 2, ... sweeps.
+    window_found : bool
+        Whether Sokal's window criterion was met inside the measured lags (if not, ``tau_int`` is a
+        lower bound).
+    equilibrated : bool
+        Whether the mean energies of the two halves of the measured run agree within 4 standard
+        errors.
+    n_chains, n_sweeps : int
+        Size of the pilot run.
+    """
+
+    tau_int: float
+    tau_spin: float
+    tau_energy: float
+    sweeps_between: int
+    burn_in: int
+    rho_spin: np.ndarray = field(repr=False)
+    rho_energy: np.ndarray = field(repr=False)
+    window_found: bool = True
+    equilibrated: bool = True
+    n_chains: int = 0
+    n_sweeps: int = 0
+
+
+class PottsModel:
+    """Generalised Potts model ``P(s) ∝ exp(-beta H(s))``, ``H = -1/2 sum_{i!=j} J_ij U_{s_i s_j}``.
+
+    Parameters
+    ----------
+    couplings : array (L, L)
+        Positional couplings ``J``: finite, symmetric, zero diagonal. ``L >= 2``.
+    colours : array (q, q)
+        Colour similarity ``U``: finite, symmetric. ``q >= 2``. ``U = identity`` is the standard
+        Potts model.
+    beta : float
+        Inverse temperature, ``> 0``.
+
+    Notes
+    -----
+    THEORY.md §1. The model is immutable: :meth:`with_beta` returns a copy at another temperature.
+    """
+
+    def __init__(self, couplings, colours, beta: float = 1.0) -> None:
+        J = symmetric_matrix(couplings, "couplings J")
+        U = symmetric_matrix(colours, "colours U")
+        if J.shape[0] < 2:
+            raise ValueError(f"couplings J must be at least 2 x 2 (L >= 2), got shape {J.shape}")
+        if U.shape[0] < 2:
+            raise ValueError(f"colours U must be at least 2 x 2 (q >= 2), got shape {U.shape}")
+        diag = float(np.max(np.abs(np.diag(J))))
+        if diag != 0.0:
+            raise ValueError(
+                "couplings J must have a zero diagonal (no self-coupling), "
+                f"got max |J_ii| = {diag:.3g}"
+            )
+        self._J = J
+        self._U = U
+        self._beta = positive(beta, "beta")
+        self._J.flags.writeable = False
+        self._U.flags.writeable = False
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def random(
+        cls, L: int = 20, q: int = 20, seed: RngLike = 0, *, beta: float = 1.0
+    ) -> PottsModel:
+        """A random instance (our choice; THEORY.md §1 fixes only U).
+
+        ``J_ij = J_ji ~ N(0, 1/L)`` for ``i < j`` with zero diagonal (the off-diagonal part of the
+        GOE of THEORY.md §3), and ``U = (G + G^T) / sqrt(2)`` with ``G`` i.i.d. standard normal, so that
+        off-diagonal ``U_ab ~ N(0, 1)`` ("i.i.d. standard normal entries, symmetrised"). Tune
+        ``beta`` with :meth:`tune_beta`.
+        """
+        L = positive_int(L, "L")
+        q = positive_int(q, "q")
+        if L < 2 or q < 2:
+            raise ValueError(f"L and q must be >= 2, got L={L}, q={q}")
+        gen = as_generator(seed, name="seed")
+        G = gen.standard_normal((L, L)) / math.sqrt(L)
+        J = np.triu(G, 1)
+        J = J + J.T
+        H = gen.standard_normal((q, q))
+        U = (H + H.T) / math.sqrt(2.0)
+        return cls(couplings=J, colours=U, beta=beta)
+
+    def with_beta(self, beta: float) -> PottsModel:
+        """The same couplings and colours at inverse temperature ``beta``."""
+        return PottsModel(couplings=self._J, colours=self._U, beta=beta)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def couplings(self) -> np.ndarray:
+        """``J`` (L, L), read-only."""
+        return self._J
+
+    @property
+    def colours(self) -> np.ndarray:
+        """``U`` (q, q), read-only."""
+        return self._U
+
+    @property
+    def beta(self) -> float:
+        return self._beta
+
+    @property
+    def L(self) -> int:
+        return self._J.shape[0]
+
+    @property
+    def q(self) -> int:
+        return self._U.shape[0]
+
+    def coupling_tensor(self) -> np.ndarray:
+        """``beta J_ij U`` as an (L, L, q, q) tensor, what factored attention's ``A_ij V`` fits."""
+        return self._beta * self._J[:, :, None, None] * self._U[None, None, :, :]
+
+    def __repr__(self) -> str:
+        return f"PottsModel(L={self.L}, q={self.q}, beta={self._beta:.6g})"
+
+    # ------------------------------------------------------------------ exact quantities
+    def _check(self, seqs) -> np.ndarray:
+        return check_sequences(seqs, L=self.L, q=self.q)
+
+    def _colour_fields(self, s: np.ndarray) -> np.ndarray:
+        """``N[n, i, b] = sum_k J_ik [s_k == b]`` (n, L, q)."""
+        X = np.eye(self.q)[s]  # (n, L, q) one-hot
+        return np.matmul(self._J, X)
+
+    def logits(self, seqs) -> np.ndarray:
+        """``beta sum_{j != i} J_ij U_{a s_j}`` for every sequence, site and colour: (n, L, q)."""
+        s = self._check(seqs)
+        return self._beta * (self._colour_fields(s) @ self._U)
+
+    def energy(self, seqs) -> np.ndarray:
+        """``H(s) = -1/2 sum_{i != j} J_ij U_{s_i s_j}`` per sequence, shape (n,), without beta."""
+        s = self._check(seqs)
+        F = self._colour_fields(s) @ self._U  # F[n, i, a] = sum_j J_ij U_{a s_j}
+        return -0.5 * np.take_along_axis(F, s[:, :, None], axis=2)[:, :, 0].sum(axis=1)
+
+    def conditionals(self, seqs) -> np.ndarray:
+        """Exact ``P(s_i = a | s_-i)`` for all sites: (n, L, q)."""
+        return np.exp(log_softmax(self.logits(seqs), axis=2))
+
+    def conditional(self, seqs, i: int) -> np.ndarray:
+        """Exact ``P(s_i = a | s_-i)`` of site ``i`` (Potts conditional, THEORY.md §1): (n, q)."""
+        s = self._check(seqs)
+        i = _site(i, self.L)
+        X = np.eye(self.q)[s]
+        z = self._beta * (np.einsum("j,njb->nb", self._J[i], X) @ self._U)
+        return np.exp(log_softmax(z, axis=1))
+
+    def neg_pseudo_loglikelihood(self, seqs) -> float:
+        """``-(1/n) sum_mu sum_i log P(s_i^mu | s_-i^mu)`` (THEORY.md §2; Besag 1975)."""
+        s = self._check(seqs)
+        z = self._beta * (self._colour_fields(s) @ self._U)
+        return float(_nll_from_logits(z, s))
+
+    def log_partition(self) -> float:
+        """``log Z = log sum_s exp(-beta H(s))`` by enumeration (only for ``q**L <= 2**22``)."""
+        return float(logsumexp(-self._beta * self.energy(self.all_sequences())))
+
+    def all_sequences(self) -> np.ndarray:
+        """All ``q**L`` sequences in lexicographic order (enumerable models, ``q**L <= 2**22``)."""
+        if self.q**self.L > 2**22:
+            raise ValueError(f"q**L = {self.q}**{self.L} is too large to enumerate (limit 2**22)")
+        grids = np.indices((self.q,) * self.L).reshape(self.L, -1).T
+        return grids.astype(np.intp)
+
+    def boltzmann_probabilities(self) -> np.ndarray:
+        """Exact ``P(s)`` of every sequence of :meth:`all_sequences` (enumerable models only)."""
+        e = -self._beta * self.energy(self.all_sequences())
+        return np.exp(e - logsumexp(e))
+
+    # ------------------------------------------------------------------ Gibbs sampling
+    def _init_fields(self, s: np.ndarray) -> np.ndarray:
+        """Site-major colour fields ``Nt[i, c, b] = sum_k J_ik [s_ck == b]``, shape (L, C, q)."""
+        return np.ascontiguousarray(self._colour_fields(s).transpose(1, 0, 2))
+
+    def _sweep(self, s: np.ndarray, Nt: np.ndarray, gen: np.random.Generator) -> None:
+        """One systematic-scan Gibbs sweep of all chains, in place, with incremental fields.
+
+        For each site ``i`` the logits of all chains are ``beta Nt[i] U`` (C x q times q x q); a
+        new colour is drawn by inverting the cumulative distribution; for the chains whose colour
+        changed the fields of every site move by ``J[:, i]`` between the old and new colour column.
+        """
+        C = s.shape[0]
+        bU = self._beta * self._U
+        Jt = self._J
+        u = gen.random((self.L, C))
+        for i in range(self.L):
+            z = Nt[i] @ bU
+            z -= z.max(axis=1, keepdims=True)
+            np.exp(z, out=z)
+            np.cumsum(z, axis=1, out=z)
+            new = (z < (u[i] * z[:, -1])[:, None]).sum(axis=1)
+            old = s[:, i]
+            chg = np.flatnonzero(new != old)
+            if chg.size:
+                newc = new[chg]
+                oldc = old[chg]
+                col = Jt[:, i][:, None]
+                Nt[:, chg, oldc] -= col
+                Nt[:, chg, newc] += col
+                s[chg, i] = newc
+
+    def _energies_from_fields(self, s: np.ndarray, Nt: np.ndarray) -> np.ndarray:
+        Ug = self._U[s.T]  # (L, C, q): U[s_ci, b]
+        return -0.5 * np.einsum("icb,icb->c", Nt, Ug)
+
+    def run_chains(
+        self, s0, n_sweeps: int, rng: RngLike = 0, *, record_every: int = 0
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Run independent Gibbs chains from ``s0`` (C, L) for ``n_sweeps`` sweeps.
+
+        Returns the final states and, if ``record_every > 0``, the states after every
+        ``record_every``-th sweep as an array (n_records, C, L).
+        """
+        s = self._check(s0).copy()
+        n_sweeps = int(n_sweeps)
+        if n_sweeps < 0:
+            raise ValueError(f"n_sweeps must be >= 0, got {n_sweeps}")
+        gen = as_generator(rng)
+        Nt = self._init_fields(s)
+        rec = []
+        for t in range(1, n_sweeps + 1):
+            self._sweep(s, Nt, gen)
+            if record_every and t % record_every == 0:
+                rec.append(s.copy())
+        return s, (np.stack(rec) if rec else None)
+
+    def gibbs_diagnostics(
+        self,
+        rng: RngLike = 0,
+        *,
+        n_chains: int = 64,
+        n_sweeps: int = 200,
+        max_sweeps: int = 3200,
+    ) -> GibbsDiagnostics:
+        """Measure the autocorrelation of the Gibbs sampler and choose the sweeps between samples.
+
+        ``n_chains`` chains start from uniformly random sequences, are burnt in for ``n_sweeps``
+        sweeps, then run ``n_sweeps`` more sweeps while recording the spins and the energy after
+        every sweep. Two normalised autocorrelation functions are measured, averaged over chains and
+        time origins (means and variances are taken over all chains, so chains stuck in different
+        states show up as autocorrelation that does not decay):
+
+        * spin: ``rho(t) ∝ sum_i [ P(s_i(t0) = s_i(t0 + t)) - sum_a p_i(a)^2 ]``, the overlap of
+          one-hot indicators with its equilibrium value subtracted;
+        * energy: ``rho(t) ∝ <(E(t0) - Ebar)(E(t0 + t) - Ebar)>``.
+
+        Each gives an integrated autocorrelation time with Sokal's window (c = 5). If the window
+        is not found within a quarter of the run, or the run is shorter than 50 tau, the burn-in
+        and the run are doubled (up to ``max_sweeps``). ``sweeps_between = ceil(tau_int log(1/0.01))``: an
+        exponentially decaying autocorrelation is below 1 % between saved configurations.
+        """
+        n_chains = positive_int(n_chains, "n_chains")
+        n_sweeps = positive_int(n_sweeps, "n_sweeps")
+        max_sweeps = positive_int(max_sweeps, "max_sweeps")
+        gen = as_generator(rng)
+        s = gen.integers(0, self.q, size=(n_chains, self.L))
+        Nt = self._init_fields(s)
+        burnt = 0
+        T = n_sweeps
+        while True:
+            while burnt < T:
+                self._sweep(s, Nt, gen)
+                burnt += 1
+            states = np.empty((T, n_chains, self.L), dtype=np.int16)
+            energies = np.empty((T, n_chains))
+            for t in range(T):
+                self._sweep(s, Nt, gen)
+                states[t] = s
+                energies[t] = self._energies_from_fields(s, Nt)
+            max_lag = T // 4
+            rho_s = _spin_autocorrelation(states, self.q, max_lag)
+            rho_e = _energy_autocorrelation(energies, max_lag)
+            tau_s, w_s = integrated_autocorrelation_time(rho_s)
+            tau_e, w_e = integrated_autocorrelation_time(rho_e)
+            tau = max(tau_s, tau_e)
+            found = w_s > 0 and w_e > 0
+            if (found and T >= 50 * tau) or 2 * T > max_sweeps:
+                break
+            T *= 2
+        half = T // 2
+        m1, m2 = energies[:half].mean(axis=0), energies[half:].mean(axis=0)
+        diff = float(np.mean(m2 - m1))
+        se = float(np.std(m2 - m1, ddof=1) / math.sqrt(n_chains)) if n_chains > 1 else np.inf
+        equilibrated = bool(abs(diff) <= 4 * se + 1e-12)
+        between = max(1, math.ceil(tau * math.log(1.0 / DECORRELATION)))
+        return GibbsDiagnostics(
+            tau_int=float(tau),
+            tau_spin=float(tau_s),
+            tau_energy=float(tau_e),
+            sweeps_between=int(between),
+            burn_in=int(max(20, 10 * between)),
+            rho_spin=rho_s,
+            rho_energy=rho_e,
+            window_found=bool(found),
+            equilibrated=equilibrated,
+            n_chains=n_chains,
+            n_sweeps=T,
+        )
+
+    def sample(
+        self,
+        n: int,
+        rng: RngLike = 0,
+        *,
+        n_chains: int | None = None,
+        sweeps_between: int | None = None,
+        burn_in: int | None = None,
+        return_diagnostics: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, GibbsDiagnostics | None]:
+        """Draw ``n`` sequences by Gibbs sampling with the exact conditionals.
+
+        ``n_chains`` independent chains (default ``min(n, 500)``) start from uniformly random
+        sequences and are updated together, one site at a time, with incremental fields. After
+        ``burn_in`` sweeps each chain saves a configuration every ``sweeps_between`` sweeps until
+        ``n`` are collected. Unless both are given, they come from :meth:`gibbs_diagnostics`
+        (measured integrated autocorrelation time, pilot run seeded from ``rng``).
+
+        Returns
+        -------
+        seqs : int array (n, L), or ``(seqs, diagnostics)`` if ``return_diagnostics`` (diagnostics
+        is None when both ``sweeps_between`` and ``burn_in`` were given).
+        """
+        n = positive_int(n, "n")
+        gen = as_generator(rng)
+        C = min(n, 500) if n_chains is None else positive_int(n_chains, "n_chains")
+        C = min(C, n)
+        diag = None
+        if sweeps_between is None or burn_in is None:
+            diag = self.gibbs_diagnostics(rng=gen)
+            if not (diag.window_found and diag.equilibrated):
+                warnings.warn(
+                    f"Gibbs sampler at beta={self._beta:.4g} did not decorrelate within the pilot "
+                    f"run ({diag.n_sweeps} sweeps; tau_int >= {diag.tau_int:.1f} sweeps): samples "
+                    "may not be from the Boltzmann distribution",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+        between = diag.sweeps_between if sweeps_between is None else positive_int(
+            sweeps_between, "sweeps_between"
+        )
+        if burn_in is None:
+            burn = diag.burn_in
+        else:
+            bad = isinstance(burn_in, bool) or not isinstance(burn_in, int | np.integer)
+            if bad or burn_in < 0:
+                raise ValueError(f"burn_in must be a non-negative integer, got {burn_in!r}")
+            burn = int(burn_in)
+        per_chain = -(-n // C)
+        s = gen.integers(0, self.q, size=(C, self.L))
+        Nt = self._init_fields(s)
+        for _ in range(burn):
+            self._sweep(s, Nt, gen)
+        out = np.empty((per_chain, C, self.L), dtype=np.intp)
+        for k in range(per_chain):
+            if k > 0:
+                for _ in range(between):
+                    self._sweep(s, Nt, gen)
+            out[k] = s
+        # interleave chains so that the first n rows come from as many chains as possible
+        seqs = out.reshape(per_chain * C, self.L)[:n].copy()
+        if return_diagnostics:
+            return seqs, diag
+        return seqs
+
+    def mean_hamming(self, seqs) -> float:
+        """Mean Hamming distance (fraction of differing sites) between distinct pairs of ``seqs``.
+
+        Exact, from the colour counts c_ia: ``1 - (1/L) sum_ia c_ia (c_ia - 1) / (n (n - 1))``.
+        """
+        s = self._check(seqs)
+        n = s.shape[0]
+        if n < 2:
+            raise ValueError("mean_hamming needs at least 2 sequences")
+        counts = np.stack([np.bincount(s[:, i], minlength=self.q) for i in range(self.L)])
+        same = (counts * (counts - 1)).sum(axis=1) / (n * (n - 1))
+        return float(1.0 - same.mean())
+
+    def tune_beta(
+        self,
+        target_hamming: float = 0.3,
+        rng: RngLike = 0,
+        *,
+        n_samples: int = 400,
+        tol: float = 0.005,
+        max_iter: int = 30,
+    ) -> float:
+        """The inverse temperature at which sampled sequences differ at ``target_hamming`` of sites.
+
+        The mean Hamming distance between independent samples falls from ``1 - 1/q``-ish at beta = 0
+        towards 0 as beta grows. Bisection on ``log beta`` (after bracketing by factors of 2), each
+        trial drawing ``n_samples`` sequences with :meth:`sample` from the same seed (common random
+        numbers), stops when the measured distance is within ``tol`` of the target. The model itself
+        is not changed: use :meth:`with_beta`.
+        """
+        target = positive(target_hamming, "target_hamming")
+        ceiling = 1.0 - 1.0 / self.q
+        if target >= ceiling:
+            raise ValueError(
+                f"target_hamming must be < 1 - 1/q = {ceiling:.4g} (the beta -> 0 limit), "
+                f"got {target}"
+            )
+        tol = positive(tol, "tol")
+        seed = int(as_generator(rng).integers(2**31))
+
+        def hamming(b: float) -> float:
+            return self.with_beta(b).mean_hamming(self.with_beta(b).sample(n_samples, rng=seed))
+
+        lo, hi = 0.0, self._beta
+        h = hamming(hi)
+        it = 0
+        while h > target and it < max_iter:  # too hot: raise beta
+            lo, hi = hi, 2.0 * hi
+            h = hamming(hi)
+            it += 1
+        if h > target:
+            raise ValueError(f"could not reach target_hamming={target} below beta={hi:.3g}")
+        while it < max_iter:
+            mid = math.sqrt(lo * hi) if lo > 0 else 0.5 * hi
+            hm = hamming(mid)
+            if abs(hm - target) <= tol:
+                return float(mid)
+            if hm > target:
+                lo = mid
+            else:
+                hi = mid
+            it += 1
+        return float(math.sqrt(lo * hi) if lo > 0 else 0.5 * hi)
+
+
+# ---------------------------------------------------------------------- helpers
+def _site(i, L: int) -> int:
+    if isinstance(i, bool) or not isinstance(i, int | np.integer):
+        raise ValueError(f"site index i must be an integer in [0, {L}), got {i!r}")
+    if not 0 <= i < L:
+        raise ValueError(f"site index i must lie in [0, L) = [0, {L}), got {i}")
+    return int(i)
+
+
+def _nll_from_logits(z: np.ndarray, s: np.ndarray) -> float:
+    """``-(1/n) sum_mu sum_i log softmax(z[mu, i])[s_i^mu]`` with a stable log-sum-exp."""
+    m = z.max(axis=2, keepdims=True)
+    lse = m[:, :, 0] + np.log(np.exp(z - m).sum(axis=2))
+    picked = np.take_along_axis(z, s[:, :, None], axis=2)[:, :, 0]
+    return float((lse - picked).sum() / s.shape[0])
+
+
+def _spin_autocorrelation(states: np.ndarray, q: int, max_lag: int) -> np.ndarray:
+    """Normalised one-hot autocorrelation of recorded states (T, C, L), lags 0..max_lag."""
+    T, C, L = states.shape
+    p = np.stack([np.bincount(states[:, :, i].ravel(), minlength=q) for i in range(L)]) / (T * C)
+    base = float((p**2).sum(axis=1).mean())
+    var = 1.0 - base
+    if var <= 1e-12:
+        rho = np.zeros(max_lag + 1)
+        rho[0] = 1.0
+        return rho
+    rho = np.empty(max_lag + 1)
+    for t in range(max_lag + 1):
+        same = np.mean(states[: T - t] == states[t:])
+        rho[t] = (same - base) / var
+    return rho
+
+
+def _energy_autocorrelation(energies: np.ndarray, max_lag: int) -> np.ndarray:
+    """Normalised autocorrelation of the energy (T, C), global mean, lags 0..max_lag."""
+    T = energies.shape[0]
+    x = energies - energies.mean()
+    var = float(np.mean(x * x))
+    rho = np.zeros(max_lag + 1)
+    rho[0] = 1.0
+    if var <= 1e-300:
+        return rho
+    for t in range(1, max_lag + 1):
+        rho[t] = float(np.mean(x[: T - t] * x[t:])) / var
+    return rho
+
