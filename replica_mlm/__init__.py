@@ -16,6 +16,9 @@ from replica_mlm.theory.display import equations
 from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
 
 # --- discrete generalised Potts model and factored self-attention ---
+# isort: split
+from replica_mlm.attention import FactoredAttention
+from replica_mlm.models.potts import PottsModel
 
 # --- self-attention as an attractor network ---
 # isort: split
@@ -24,9 +27,11 @@ from replica_mlm.attractor import AttractorNetwork
 __all__ = [
     "AttractorNetwork",
     "ConvergenceError",
+    "FactoredAttention",
     "GaussianPotts",
     "LearningCurve",
     "MaskedSite",
+    "PottsModel",
     "SaddlePoint",
     "Simulation",
     "Spectrum",
