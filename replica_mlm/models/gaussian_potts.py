@@ -7,6 +7,7 @@ from functools import cached_property
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.models.limit import GaussianPottsLimit
 from replica_mlm.models.masked_site import MaskedSite
 
 
@@ -49,6 +50,14 @@ class GaussianPotts:
     def random(cls, L: int, shift: float = 3.0, *, seed: _checks.RngLike = None) -> GaussianPotts:
         """A model with GOE couplings (THEORY.md section 3); ``seed`` is an int or a Generator."""
         return cls(couplings=goe(L, rng=seed), shift=shift)
+
+    @staticmethod
+    def limit(shift: float = 3.0) -> GaussianPottsLimit:
+        """A masked site in the thermodynamic limit L -> infinity (THEORY.md section 6).
+
+        Usable wherever a :class:`MaskedSite` is accepted by the theory; ``shift`` must be > 2.
+        """
+        return GaussianPottsLimit(shift=shift)
 
     def __repr__(self) -> str:
         return f"GaussianPotts(L={self.L}, shift={self.shift:g})"

@@ -22,7 +22,7 @@ MODE_ARGS = (P.omega, P.b, P.c, P.lam, P.V_hat, P.q_hat, P.m_hat)
 #: argument order of the reduced per-mode sums
 SUM_ARGS = (P.omega, P.b, P.c, P.kappa)
 #: argument order of the reduced closed forms
-VALUE_ARGS = (P.alpha, P.kappa, P.noise, P.V_hat, *P.SUMS)
+VALUE_ARGS = (P.alpha, P.delta, P.kappa, P.noise, P.V_hat, *P.SUMS)
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,11 @@ class Compiled:
     root : Callable
         ``F(kappa, S_1c, alpha, lam)``, the scalar equation of the reduced system.
     v_hat_of_kappa : Callable
-        ``V_hat(S_1c, alpha)`` from the V and V_hat equations.
+        ``V_hat(S_1c, delta)`` from the V and V_hat equations (delta = 1 - alpha).
     v_hat_from_root : Callable
         ``V_hat(kappa, lam)`` from the root equation (lam > 0).
     newton, newton_slope : Callable
-        ``G(kappa, S_1c, alpha, lam)`` and ``G'(kappa, S_1c', lam)`` for Newton's method.
+        ``G(kappa, S_1c, delta, lam)`` and ``G'(kappa, S_1c', lam)`` for Newton's method.
     values : dict[str, Callable]
         Closed forms of the order parameters, eg and train loss, functions of ``VALUE_ARGS``.
     """
@@ -91,9 +91,9 @@ def compiled(backend: str = "numpy") -> Compiled:
         train_loss=fn(HAT_ARGS, P.training_loss()),
         sums={str(k): fn(SUM_ARGS, v) for k, v in red.sums.items()},
         root=fn((P.kappa, P.S1C, P.alpha, P.lam), red.root),
-        v_hat_of_kappa=fn((P.S1C, P.alpha), red.v_hat_of_kappa),
+        v_hat_of_kappa=fn((P.S1C, P.delta), red.v_hat_of_kappa),
         v_hat_from_root=fn((P.kappa, P.lam), red.v_hat_from_root),
-        newton=fn((P.kappa, P.S1C, P.alpha, P.lam), red.newton),
+        newton=fn((P.kappa, P.S1C, P.delta, P.lam), red.newton),
         newton_slope=fn((P.kappa, P.S1C_PRIME, P.lam), red.newton_slope),
         values={k: fn(VALUE_ARGS, v) for k, v in red.values.items()},
     )

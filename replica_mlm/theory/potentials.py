@@ -44,6 +44,9 @@ lam = sp.Symbol("lambda", nonnegative=True)
 rho = sp.Symbol("rho", nonnegative=True)
 noise = sp.Symbol("sigma^2", nonnegative=True)
 kappa = sp.Symbol("kappa", nonnegative=True)
+#: 1 - alpha, passed separately: it is exact near alpha = 1, where alpha - 1 + (small sum) would
+#: lose the small sum to rounding if evaluated as (alpha + small) - 1
+delta = sp.Symbol("delta", real=True)
 #: one spectral mode: eigenvalue of Sigma, bulk weight, teacher weight
 omega, b, c = sp.symbols("omega b c", positive=True)
 #: the generalisation error, used as an unknown while eliminating q
@@ -153,15 +156,19 @@ class ReducedSystem:
         ``F(kappa)`` whose root in ``kappa >= 0`` is the saddle point:
         ``kappa * V_hat(kappa) - lam`` with ``V_hat(kappa) = alpha - 1 + S_1c``.
     v_hat_of_kappa : sympy.Expr
-        ``V_hat`` from the V- and V_hat-equations, ``alpha - 1 + S_1c`` (used at lam = 0).
+        ``V_hat`` from the V- and V_hat-equations, ``S_1c - delta`` (used at lam = 0).
     v_hat_from_root : sympy.Expr
         ``V_hat`` from the root equation, ``lam / kappa`` (used for lam > 0, where it is
         exact given kappa while ``alpha - 1 + S_1c`` cancels). ``m_hat = V_hat`` (step 1).
     values : dict
-        Closed forms of eg, train loss, m, q, V and q_hat in terms of the sums, alpha, kappa,
-        sigma^2 and V_hat.
+        Closed forms of eg, train loss, m, q, V and q_hat in terms of the sums, alpha,
+        delta = 1 - alpha, kappa, sigma^2 and V_hat.
+
+    Every ``alpha - 1`` in ``newton``, ``v_hat_of_kappa`` and ``values`` is written with the
+    symbol ``delta = 1 - alpha``, which the solvers compute once and exactly (Sterbenz) near
+    alpha = 1.
     newton, newton_slope : sympy.Expr
-        ``G(kappa) = -F(kappa)/kappa = lam/kappa - S_1c + 1 - alpha`` (convex, decreasing) and
+        ``G(kappa) = -F(kappa)/kappa = lam/kappa - S_1c + delta`` (convex, decreasing) and
         ``dG/dkappa`` in terms of ``S_1c'`` (summand ``d/dkappa`` of that of ``S_1c``, stored
         in ``sums`` under ``S_1c'``), for Newton's method.
     """
@@ -267,6 +274,15 @@ def reduce() -> ReducedSystem:
         sp.Derivative(s1c_of_kappa, kappa), S1C_PRIME)
     sums[S1C_PRIME] = sp.factor(sp.diff(sums[S1C], kappa))
     return ReducedSystem(
-        sums=sums, root=root, v_hat_of_kappa=v_hat_k, v_hat_from_root=v_hat_from_root,
-        values=values, newton=newton, newton_slope=newton_slope,
+        sums=sums, root=root, v_hat_of_kappa=_with_delta(v_hat_k),
+        v_hat_from_root=v_hat_from_root, values={k: _with_delta(v) for k, v in values.items()},
+        newton=_with_delta(newton), newton_slope=newton_slope,
     )
+
+
+def _with_delta(expr: sp.Expr) -> sp.Expr:
+    """Write every ``alpha - 1`` of ``expr`` as ``-delta`` (see :data:`delta`)."""
+    out = expr.subs(alpha - 1, -delta)
+    if sp.simplify(out.subs(delta, 1 - alpha) - expr) != 0:
+        raise AssertionError(f"rewriting {expr} with delta = 1 - alpha changed it")
+    return out

@@ -63,7 +63,7 @@ def _newton(spec: Spectrum, alpha: np.ndarray, lam: float, max_iter: int = 100):
     hi = (lam + spec.mean_omega) / alpha
     nodes = np.geomspace(lo.min(), hi.max(), TABLE)
     s1c_nodes = spectral_sums(spec, ["S_1c"], nodes)["S_1c"]
-    g_nodes = fns.newton(nodes[None, :], s1c_nodes[None, :], alpha[:, None], lam)
+    g_nodes = fns.newton(nodes[None, :], s1c_nodes[None, :], 1.0 - alpha[:, None], lam)
     count = np.sum(g_nodes >= 0, axis=1)  # G decreases: G >= 0 on the first `count` nodes
     kappa = np.maximum(np.where(count > 0, nodes[np.maximum(count - 1, 0)], lo), lo)
 
@@ -73,14 +73,15 @@ def _newton(spec: Spectrum, alpha: np.ndarray, lam: float, max_iter: int = 100):
     for it in range(1, max_iter + 1):
         k, a = kappa[active], alpha[active]
         sums = spectral_sums(spec, ["S_1c", "S_1c'"], k)
-        g = fns.newton(k, sums["S_1c"], a, lam)
+        g = fns.newton(k, sums["S_1c"], 1.0 - a, lam)
         dg = fns.newton_slope(k, sums["S_1c'"], lam)
         s = -g / dg
         new = k + s
         kappa[active] = np.where(new > 0, new, 0.5 * k)
         step[active] = s
         iterations[active] = it
-        scale = lam / k + sums["S_1c"] + 1.0 + a  # size of the terms of G: its rounding level
+        # size of the terms of G, hence its rounding level (1 - alpha is exact near alpha = 1)
+        scale = lam / k + sums["S_1c"] + np.abs(1.0 - a)
         done = (np.abs(s) <= 4 * EPS * k) | (np.abs(g) <= 4 * EPS * scale)
         active = active[~done]
         if active.size == 0:
@@ -114,8 +115,8 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np
     if lam > 0:
         v_hat = fns.v_hat_from_root(kappa, lam)
     else:  # lam = 0: V_hat = alpha - 1 + S_1c at the root; exactly 0 for alpha <= 1
-        v_hat = np.where(alpha > 1.0, fns.v_hat_of_kappa(sums["S_1c"], alpha), 0.0)
-    args = (alpha, kappa, spec.noise, v_hat, *(sums[name] for name in names))
+        v_hat = np.where(alpha > 1.0, fns.v_hat_of_kappa(sums["S_1c"], 1.0 - alpha), 0.0)
+    args = (alpha, 1.0 - alpha, kappa, spec.noise, v_hat, *(sums[name] for name in names))
     with np.errstate(divide="ignore", invalid="ignore"):  # V = S_1 / V_hat = inf at lam = 0
         out = {name: np.broadcast_to(f(*args), (n,)).astype(float)
                for name, f in fns.values.items()}
@@ -128,7 +129,8 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np
     if finite.any():
         residual[finite] = raw_residual(spec, alpha[finite], lam, {k: v[finite] for k, v in out.items()})
     min_norm = (lam == 0.0) & (alpha < 1.0)
-    residual[min_norm] = np.abs(fns.v_hat_of_kappa(sums["S_1c"][min_norm], alpha[min_norm])) / alpha[min_norm]
+    residual[min_norm] = (np.abs(fns.v_hat_of_kappa(sums["S_1c"][min_norm], 1.0 - alpha[min_norm]))
+                          / alpha[min_norm])
     out["residual"] = residual
 
     if peak.any():  # alpha = 1, lam = 0: the exact limit

@@ -24,7 +24,7 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm.models.spectrum import Spectrum
-from replica_mlm.theory import root
+from replica_mlm.theory import precise, root
 from replica_mlm.theory.compiled import compiled
 
 METHODS = ("root", "iterate")
@@ -118,7 +118,8 @@ def spectrum_of(task) -> Spectrum:
     return spec
 
 
-def solve(task, *, alpha: float, lam: float, method: str = "root", **options) -> SaddlePoint:
+def solve(task, *, alpha: float, lam: float, method: str = "root", precision: int | None = None,
+          **options) -> SaddlePoint:
     """Solve the saddle-point equations of ridge MLM at sample ratio ``alpha`` and ridge ``lam``.
 
     Parameters
@@ -136,6 +137,10 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", **options) ->
         vanishing train loss (returned without warnings).
     method : {"root", "iterate"}
         See the module docstring.
+    precision : int, optional
+        Significant digits (>= 16). Runs the same sympy-derived reduced equations with mpmath
+        (:mod:`.precise`); the numbers of the result are then ``mpmath.mpf``. Only with
+        ``method="root"``.
     **options
         For ``"iterate"``: ``damping`` (0.5), ``tol`` (1e-12), ``max_iter`` (100000) and
         ``init`` ((V, q, m) = (1000, 1e-3, 1e-3)). ``"root"`` takes none.
@@ -154,6 +159,15 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", **options) ->
     spec = spectrum_of(task)
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
+    if precision is not None:
+        digits = _checks.positive_int(precision, "precision")
+        if digits < 16:
+            raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
+        if method != "root" or options:
+            raise ValueError("precision= works with method='root' and no options")
+        out = precise.solve_precise(task, spec, alpha, lam, digits)
+        return _result(spec, alpha, lam, out, method="root", convert=False,
+                       message=f"{root_message(alpha, lam)}; mpmath at {digits} digits")
     if method == "root":
         if options:
             raise ValueError(f"method 'root' takes no options, got {sorted(options)}")
@@ -195,10 +209,11 @@ def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
                    message=root_message(alpha, lam))
 
 
-def _result(spec, alpha, lam, out, **info) -> SaddlePoint:
-    values = {k: float(out[k]) for k in ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat",
-                                         "kappa", "residual")}
-    return SaddlePoint(alpha=alpha, lam=lam, rho=spec.rho, noise=spec.noise, converged=True,
+def _result(spec, alpha, lam, out, *, convert: bool = True, **info) -> SaddlePoint:
+    keys = ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa", "residual")
+    values = {k: (float(out[k]) if convert else out[k]) for k in keys}
+    rho, noise = (spec.rho, spec.noise) if convert else (out.get("rho", spec.rho), spec.noise)
+    return SaddlePoint(alpha=alpha, lam=lam, rho=rho, noise=noise, converged=True,
                        iterations=int(out["iterations"]), **values, **info)
 
 
