@@ -112,3 +112,93 @@ def _latex_number(x: float) -> str:
     if -2 <= exp <= 2:
         return f"{x:g}"
     return rf"{mant:g}\times 10^{{{exp}}}"
+
+
+def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
+                     title: str | None = None, bins: int = 24):
+    """Histogram of z-scores (theory against simulation) with the N(0, 1) density.
+
+    Parameters
+    ----------
+    z : array_like
+        z-scores that enter the statistical checks.
+    excluded : array_like, optional
+        z-scores shown for information only (e.g. points with a known finite-size bias), drawn as
+        an outline on the same bins.
+    path : path, optional
+        Where to save (PNG and PDF).
+    title : str, optional
+    bins : int
+        Number of bins on the symmetric range covering all z (at least [-4, 4]).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    z = np.asarray(z, dtype=float)
+    excl = np.asarray(excluded if excluded is not None else [], dtype=float)
+    finite = np.concatenate([z, excl])
+    finite = finite[np.isfinite(finite)]
+    top = max(4.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 4.0
+    edges = np.linspace(-top, top, bins + 1)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        ax.hist(z, bins=edges, density=True, color="0.75", edgecolor="0.35", lw=0.6,
+                label=f"compared ({z.size})")
+        if excl.size:
+            # scaled so that the outline and the filled histogram share one count-per-area unit
+            w = np.full(excl.size, 1.0 / (max(z.size, 1) * (edges[1] - edges[0])))
+            ax.hist(excl, bins=edges, weights=w, histtype="step", color="0.0", ls="--", lw=1.0,
+                    label=f"excluded, finite-p bias ({excl.size})")
+        x = np.linspace(-top, top, 400)
+        ax.plot(x, np.exp(-x**2 / 2) / np.sqrt(2 * np.pi), color="0.0", lw=1.4, label=r"$\mathcal{N}(0, 1)$")
+        ax.set_xlabel(r"$z$ = (simulation $-$ replica) / standard error")
+        ax.set_ylabel("density")
+        if title:
+            ax.set_title(title, fontsize=10)
+        ax.legend(loc="upper right")
+        if path is not None:
+            save(fig, path)
+        return fig
+
+
+def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float, float] | None = None,
+                      path: str | os.PathLike | None = None, title: str | None = None):
+    """Log-log plot of eg - sigma^2 against alpha, with the asymptote sigma^2 / alpha.
+
+    Parameters
+    ----------
+    curves : sequence of (lam, alpha, excess) tuples
+        ``excess = eg - sigma^2`` on the grid ``alpha``, one line per lam.
+    noise : float
+        sigma^2, the constant of the asymptote ``sigma^2 / alpha`` (THEORY.md section 5).
+    fit_range : (float, float), optional
+        Shaded alpha range (where the exponent is fitted).
+    path : path, optional
+        Where to save (PNG and PDF).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        n = len(curves)
+        for i, (lam, alpha, excess) in enumerate(curves):
+            ax.plot(alpha, np.where(np.asarray(excess) > 0, excess, np.nan), color=grey(i, n),
+                    ls=LINESTYLES[i % len(LINESTYLES)], label=rf"$\lambda = {_latex_number(lam)}$")
+        a = np.asarray(curves[0][1]) if curves else np.geomspace(1, 1000, 10)
+        ax.plot(a, noise / a, color="0.0", lw=0.8, ls=(0, (1, 1.5)), label=r"$\sigma^2/\alpha$")
+        if fit_range is not None:
+            ax.axvspan(*fit_range, color="0.92", zorder=0, label="fit range")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(r"$\alpha = n/p$")
+        ax.set_ylabel(r"$e_g - \sigma^2$")
+        if title:
+            ax.set_title(title, fontsize=10)
+        ax.legend(loc="lower left")
+        if path is not None:
+            save(fig, path)
+        return fig
