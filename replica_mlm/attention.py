@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize, sparse
-from scipy.special import log_softmax, logsumexp, softmax
+from scipy.special import log_softmax, softmax
 
 from replica_mlm._checks import (
     RngLike,
@@ -398,36 +398,13 @@ class FullCouplingPotts:
             raise ValueError(f"seqs must have shape (M, L) with L >= 2, got shape {arr.shape}")
         L = arr.shape[1]
         s = check_sequences(arr, L=L, q=q)
-        M = s.shape[0]
-        X = _onehot_sparse(s, q)
-        XT = X.T.tocsr()
-        rows = np.arange(M)[:, None] * L + np.arange(L)[None, :]
-        target = (rows * q + s).ravel()
-        mask = np.ones((L, q, L, q))
-        mask[np.arange(L), :, np.arange(L), :] = 0.0
-        mask = mask.reshape(L * q, L * q)
-        coef = lam * (L - 1)
-        history: list[float] = []
-
-        def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-            Mt = x.reshape(L * q, L * q)
-            Z = np.asarray(X @ Mt.T).reshape(M * L, q)
-            lse = logsumexp(Z, axis=1)
-            nll = float(lse.sum() - Z.ravel()[target].sum())
-            G = np.exp(Z - lse[:, None]).ravel()
-            G[target] -= 1.0
-            G = G.reshape(M, L * q)
-            grad = np.asarray(XT @ G).T * mask + coef * Mt
-            f = (nll + 0.5 * coef * float(np.sum(Mt * Mt))) / M
-            return f, grad.ravel() / M
-
+        problem = _PLMProblem(s, q, lam)
         x0 = np.zeros(L * q * L * q)
         res = optimize.minimize(
-            fun,
+            problem.loss_grad,
             x0,
             jac=True,
             method="L-BFGS-B",
-            callback=lambda xk: history.append(float(fun(xk)[0])),
             options={"maxiter": positive_int(max_iter, "max_iter"), "ftol": positive(tol, "tol"),
                      "gtol": 1e-8, "maxcor": 20},
         )
@@ -443,7 +420,7 @@ class FullCouplingPotts:
             message=str(res.message),
             objective=float(res.fun),
             train_loss=model.mlm_loss(s),
-            history=np.asarray(history),
+            history=np.empty(0),
             monitor_history=np.empty(0),
         )
         model.fit_info = info
@@ -463,6 +440,41 @@ def _onehot_sparse(s: np.ndarray, q: int) -> sparse.csr_matrix:
     cols = (np.arange(L)[None, :] * q + s).ravel()
     rows = np.repeat(np.arange(n), L)
     return sparse.csr_matrix((np.ones(n * L), (rows, cols)), shape=(n, L * q))
+
+
+class _PLMProblem:
+    """Objective and gradient of the full-block fit, with ``Mt[(i, a), (j, b)] = W_ij[a, b]``.
+
+    Logits ``Z = X Mt^T`` with ``X`` the sparse (M, L q) one-hot matrix; gradient of the summed loss
+    ``X^T G`` masked to off-diagonal blocks, ``G = P - onehot``.
+    """
+
+    def __init__(self, s: np.ndarray, q: int, lam: float) -> None:
+        self.M, self.L = s.shape
+        self.q = q
+        self.coef = lam * (self.L - 1)
+        self.X = _onehot_sparse(s, q)
+        self.XT = self.X.T.tocsr()
+        rows = np.arange(self.M)[:, None] * self.L + np.arange(self.L)[None, :]
+        self.target = (rows * q + s).ravel()
+        mask = np.ones((self.L, q, self.L, q))
+        mask[np.arange(self.L), :, np.arange(self.L), :] = 0.0
+        self.mask = mask.reshape(self.L * q, self.L * q)
+
+    def loss_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        Lq, M, q = self.L * self.q, self.M, self.q
+        Mt = x.reshape(Lq, Lq) * self.mask
+        Z = np.asarray(self.X @ Mt.T).reshape(M * self.L, q)
+        m = Z.max(axis=1, keepdims=True)
+        E = np.exp(Z - m)
+        tot = E.sum(axis=1, keepdims=True)
+        nll = float((m + np.log(tot)).sum() - Z.ravel()[self.target].sum())
+        G = (E / tot).ravel()
+        G[self.target] -= 1.0
+        G = G.reshape(M, Lq)
+        grad = np.asarray(self.XT @ G).T * self.mask + self.coef * Mt
+        f = (nll + 0.5 * self.coef * float(np.sum(Mt * Mt))) / M
+        return f, grad.ravel() / M
 
 
 class _FAProblem:

@@ -515,7 +515,8 @@ class PottsModel:
         """The inverse temperature at which sampled sequences differ at ``target_hamming`` of sites.
 
         The mean Hamming distance between independent samples falls from ``1 - 1/q``-ish at beta = 0
-        towards 0 as beta grows. Bisection on ``log beta`` (after bracketing by factors of 2), each
+        towards 0 as beta grows. Bisection on ``log beta`` (after bracketing upwards from the
+        model's beta by factors of sqrt 2, so that the search stays on the mixing side), each
         trial drawing ``n_samples`` sequences with :meth:`sample` from the same seed (common random
         numbers), stops when the measured distance is within ``tol`` of the target. The model itself
         is not changed: use :meth:`with_beta`.
@@ -536,8 +537,12 @@ class PottsModel:
         lo, hi = 0.0, self._beta
         h = hamming(hi)
         it = 0
-        while h > target and it < max_iter:  # too hot: raise beta
-            lo, hi = hi, 2.0 * hi
+        while it < max_iter:  # bracket by factors of sqrt(2)
+            if abs(h - target) <= tol:
+                return float(hi)
+            if h < target:
+                break
+            lo, hi = hi, math.sqrt(2.0) * hi
             h = hamming(hi)
             it += 1
         if h > target:
