@@ -8,11 +8,14 @@ __version__ = "0.1.0"
 
 # --- Gaussian (mean-field) Potts model and its replica theory (core) ---
 from replica_mlm.models.gaussian_potts import GaussianPotts
+from replica_mlm.models.limit import GaussianPottsLimit
 from replica_mlm.models.masked_site import MaskedSite
 from replica_mlm.models.spectrum import Spectrum
 from replica_mlm.simulate import Simulation, simulate
 from replica_mlm.theory.curve import LearningCurve, learning_curve
 from replica_mlm.theory.display import equations
+from replica_mlm.theory.limits import Asymptotics, asymptotics, expansions
+from replica_mlm.theory.phase import PhaseDiagram, optimal_lambda, phase_diagram, shift_phase_diagram
 from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
 
 # --- discrete generalised Potts model and factored self-attention ---
@@ -24,20 +27,39 @@ from replica_mlm.models.potts import PottsModel
 # isort: split
 from replica_mlm.attractor import AttractorNetwork
 
+
+def __getattr__(name: str):
+    # matplotlib is imported only when figures are asked for
+    if name == "plotting":
+        import importlib
+
+        return importlib.import_module("replica_mlm.plotting")
+    raise AttributeError(f"module 'replica_mlm' has no attribute {name!r}")
+
+
 __all__ = [
+    "Asymptotics",
     "AttractorNetwork",
     "ConvergenceError",
     "FactoredAttention",
     "GaussianPotts",
+    "GaussianPottsLimit",
     "LearningCurve",
     "MaskedSite",
+    "PhaseDiagram",
     "PottsModel",
     "SaddlePoint",
     "Simulation",
     "Spectrum",
     "__version__",
+    "asymptotics",
     "equations",
+    "expansions",
     "learning_curve",
+    "optimal_lambda",
+    "phase_diagram",
+    "plotting",
+    "shift_phase_diagram",
     "simulate",
     "solve",
 ]

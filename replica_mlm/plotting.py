@@ -6,9 +6,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -154,9 +151,10 @@ def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
         ax.plot(x, np.exp(-x**2 / 2) / np.sqrt(2 * np.pi), color="0.0", lw=1.4, label=r"$\mathcal{N}(0, 1)$")
         ax.set_xlabel(r"$z$ = (simulation $-$ replica) / standard error")
         ax.set_ylabel("density")
+        ax.set_ylim(0, 1.45 * max(ax.get_ylim()[1], 0.4))  # room for the legend above the bars
         if title:
             ax.set_title(title, fontsize=10)
-        ax.legend(loc="upper right")
+        ax.legend(loc="upper left", ncols=2, fontsize=7.5)
         if path is not None:
             save(fig, path)
         return fig
@@ -199,6 +197,79 @@ def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float,
         if title:
             ax.set_title(title, fontsize=10)
         ax.legend(loc="lower left")
+        if path is not None:
+            save(fig, path)
+        return fig
+
+
+def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str | None = None,
+                       levels: int = 8):
+    """Phase diagram of eg over (alpha, lam) or (alpha, shift).
+
+    Colour: eg on a logarithmic scale (cividis: its lightness rises monotonically, so the figure
+    reads in greyscale), with a labelled colour bar and labelled contours of eg. Drawn and
+    labelled: the region where more data hurts (d eg / d alpha > 0, hatched, bounded by a dashed
+    line), the optimal-lam line (lam diagrams), the location of the peak of eg in alpha, and the
+    interpolation threshold alpha = 1.
+
+    Parameters
+    ----------
+    pd : PhaseDiagram
+    path : path, optional
+        Where to save (PNG and PDF side by side).
+    title : str, optional
+    levels : int
+        Number of labelled eg contours.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.colors import LogNorm
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    eg = np.where(np.isfinite(pd.eg), pd.eg, np.nan)
+    with plt.rc_context({**STYLE, "figure.figsize": (5.6, 4.0)}):
+        fig, ax = plt.subplots()
+        vmin, vmax = np.nanmin(eg), np.nanmax(eg)
+        norm = LogNorm(vmin=vmin, vmax=vmax)
+        mesh = ax.pcolormesh(pd.alpha, pd.y, eg, norm=norm, cmap="cividis", shading="nearest",
+                             rasterized=True)
+        cbar = fig.colorbar(mesh, ax=ax, pad=0.02)
+        cbar.set_label(r"generalisation error $e_g$")
+        lv = np.geomspace(vmin, vmax, levels + 2)[1:-1]
+        cs = ax.contour(pd.alpha, pd.y, eg, levels=lv, colors="0.15", linewidths=0.6)
+        ax.clabel(cs, fmt=lambda v: f"{v:.2g}", fontsize=6.5, inline=True)
+        hurts = (pd.deg_dalpha > 0).astype(float)
+        ax.contourf(pd.alpha, pd.y, hurts, levels=[0.5, 1.5], colors="none", hatches=["////"])
+        ax.contour(pd.alpha, pd.y, pd.deg_dalpha, levels=[0.0], colors="white", linewidths=1.4,
+                   linestyles="--")
+        handles = [Patch(facecolor="none", edgecolor="0.2", hatch="////",
+                         label=r"more data hurts: $\partial e_g/\partial\alpha > 0$")]
+        ax.axvline(pd.interpolation_alpha, color="0.85", ls=":", lw=1.2)
+        handles.append(Line2D([], [], color="0.6", ls=":", lw=1.2, label=r"interpolation $\alpha = 1$"))
+        ok = np.isfinite(pd.peak_alpha)
+        if ok.any():
+            ax.plot(pd.peak_alpha[ok], pd.y[ok], color="black", lw=1.2, ls="-.")
+            handles.append(Line2D([], [], color="black", ls="-.", lw=1.2, label=r"peak of $e_g$ in $\alpha$"))
+        if pd.optimal_lam is not None:
+            inside = (pd.optimal_lam >= pd.y[0]) & (pd.optimal_lam <= pd.y[-1])
+            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="white", lw=2.4)
+            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="black", lw=1.0)
+            handles.append(Line2D([], [], color="black", lw=1.0, label=r"optimal $\lambda^*(\alpha)$"))
+        if pd.axis == "lam":
+            ax.set_yscale("log")
+            ax.set_ylabel(r"ridge strength $\lambda$")
+        else:
+            ax.set_ylabel(r"shift $s$ of $P = sI - J$")
+        ax.set_xlabel(r"$\alpha = n/p$")
+        ax.set_xlim(pd.alpha[0], pd.alpha[-1])
+        ax.set_ylim(pd.y[0], pd.y[-1])
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2,
+                  fontsize=7.5, frameon=False)
+        if title:
+            ax.set_title(title, fontsize=10)
         if path is not None:
             save(fig, path)
         return fig

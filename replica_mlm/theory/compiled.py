@@ -23,6 +23,9 @@ MODE_ARGS = (P.omega, P.b, P.c, P.lam, P.V_hat, P.q_hat, P.m_hat)
 SUM_ARGS = (P.omega, P.b, P.c, P.kappa)
 #: argument order of the reduced closed forms
 VALUE_ARGS = (P.alpha, P.delta, P.kappa, P.noise, P.V_hat, *P.SUMS)
+#: argument order of d eg / d alpha
+DERIVATIVE_ARGS = (P.alpha, P.delta, P.kappa, P.lam, P.noise, P.R_SUM, P.S2, P.S2C, P.S1C_PRIME,
+                   P.R_PRIME, P.S2C_PRIME)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class Compiled:
         ``V_hat(kappa, lam)`` from the root equation (lam > 0).
     newton, newton_slope : Callable
         ``G(kappa, S_1c, delta, lam)`` and ``G'(kappa, S_1c', lam)`` for Newton's method.
+    deg_dalpha : Callable
+        d eg / d alpha along the solution, a function of ``DERIVATIVE_ARGS``.
     values : dict[str, Callable]
         Closed forms of the order parameters, eg and train loss, functions of ``VALUE_ARGS``.
     """
@@ -65,6 +70,8 @@ class Compiled:
     v_hat_from_root: Callable
     newton: Callable
     newton_slope: Callable
+    deg_dalpha: Callable
+    deg_dalpha_fixed_kappa: Callable
     values: dict[str, Callable]
 
 
@@ -95,6 +102,8 @@ def compiled(backend: str = "numpy") -> Compiled:
         v_hat_from_root=fn((P.kappa, P.lam), red.v_hat_from_root),
         newton=fn((P.kappa, P.S1C, P.delta, P.lam), red.newton),
         newton_slope=fn((P.kappa, P.S1C_PRIME, P.lam), red.newton_slope),
+        deg_dalpha=fn(DERIVATIVE_ARGS, red.deg_dalpha),
+        deg_dalpha_fixed_kappa=fn(DERIVATIVE_ARGS, red.deg_dalpha_fixed_kappa),
         values={k: fn(VALUE_ARGS, v) for k, v in red.values.items()},
     )
 

@@ -11,8 +11,8 @@ with B_0 = 1 and k of either sign:
                  e0 = C_ii; the sign of e1 says whether more data hurts at the start.
 ``large_alpha``  alpha -> infinity at fixed lam: kappa -> 0 with kappa = u (k1 + k2 u + ...), u = 1/alpha;
                  eg = sigma^2 + c1 u + c2 u^2 + O(u^3); c1 = sigma^2.
-``peak``         alpha = 1, lam = t^2 -> 0: kappa = t (a1 + a2 t + ...); eg = A lam^(-1/2) + A' + O(lam^(1/2)),
-                 the exponent read off the leading power of the series.
+``peak``         alpha = 1, lam = t^2 -> 0: kappa = t (a1 + a2 t + ...);
+                 eg = A lam^(-1/2) + A' + O(lam^(1/2)), the exponent read off the leading power.
 
 The solver holds each expansion: the tests compare them with :func:`solve` (at high precision where
 the expansion parameter is tiny).
@@ -100,7 +100,7 @@ def expansions() -> dict[str, Expansion]:
     """The three expansions of the module docstring, derived once (sympy)."""
     red = P.reduce()
     eg_expr = red.values["eg"]
-    alpha, lam, noise = P.alpha, P.lam, P.noise
+    alpha, lam = P.alpha, P.lam
 
     # alpha -> 0: kappa = 1/eps, eps = e1 alpha + e2 alpha^2
     e1, e2 = sp.symbols("e1 e2")
@@ -195,7 +195,8 @@ def asymptotics(task, *, lam: float, precision: int | None = None) -> Asymptotic
             ps: PreciseSpectrum = precise_spectrum(task, spec, digits)
             values = {s: ps.moment(*_which(s)) for s in symbols}
             subs = {s: sp.Float(str(v), digits + 10) for s, v in values.items()}
-            subs.update({P.lam: sp.Float(repr(lam), digits + 10), P.noise: sp.Float(str(ps.noise), digits + 10)})
+            subs[P.lam] = sp.Float(repr(lam), digits + 10)
+            subs[P.noise] = sp.Float(str(ps.noise), digits + 10)
             nums = [mpmath.mpf(str(sp.N(e.subs(subs), digits + 10))) for e in exprs]
     return Asymptotics(*nums, lam=lam)
 

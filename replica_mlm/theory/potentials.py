@@ -135,6 +135,7 @@ def derive() -> SaddlePointEquations:
 SUMS = sp.symbols("S_1 S_1c S_2 S_2c Q_T M R P_rho")
 S1, S1C, S2, S2C, QT_SUM, M_SUM, R_SUM, RHO_SUM = SUMS
 S1C_PRIME = sp.Symbol("S_1c'")
+R_PRIME, S2C_PRIME = sp.symbols("R' S_2c'")
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,11 @@ class ReducedSystem:
         ``G(kappa) = -F(kappa)/kappa = lam/kappa - S_1c + delta`` (convex, decreasing) and
         ``dG/dkappa`` in terms of ``S_1c'`` (summand ``d/dkappa`` of that of ``S_1c``, stored
         in ``sums`` under ``S_1c'``), for Newton's method.
+    deg_dalpha : sympy.Expr
+        d eg / d alpha along the solution (implicit differentiation of G(kappa) = 0), in terms of
+        the sums and their kappa-derivatives ``R'``, ``S_2c'``, ``S_1c'``.
+    deg_dalpha_fixed_kappa : sympy.Expr
+        Its explicit part, the whole derivative where kappa stays 0 (lam = 0, alpha > 1).
     """
 
     sums: dict
@@ -180,6 +186,8 @@ class ReducedSystem:
     values: dict
     newton: sp.Expr
     newton_slope: sp.Expr
+    deg_dalpha: sp.Expr
+    deg_dalpha_fixed_kappa: sp.Expr
 
 
 def _free_of(expr: sp.Expr, *symbols: sp.Symbol) -> sp.Expr:
@@ -273,10 +281,25 @@ def reduce() -> ReducedSystem:
     newton_slope = sp.diff(newton.subs(S1C, s1c_of_kappa), kappa).subs(
         sp.Derivative(s1c_of_kappa, kappa), S1C_PRIME)
     sums[S1C_PRIME] = sp.factor(sp.diff(sums[S1C], kappa))
+    # d eg / d alpha along the saddle point: implicit function theorem on G(kappa; alpha) = 0,
+    # d kappa / d alpha = -(dG/dalpha) / (dG/dkappa); the sums R and S_2c move with kappa
+    sums[R_PRIME] = sp.factor(sp.diff(sums[R_SUM], kappa))
+    sums[S2C_PRIME] = sp.factor(sp.diff(sums[S2C], kappa))
+    kappa_prime = -sp.diff(newton, alpha) / newton_slope
+    # the explicit alpha-derivative contains S_2c - 1 = -S_2: use the direct sum (no cancellation)
+    partial = sp.factor(sp.together(sp.diff(eg_sol, alpha)))
+    num, den = sp.fraction(partial)
+    partial_stable = num.subs(S2C - 1, -S2) / den
+    if (sp.simplify(partial_stable.subs(S2, 1 - S2C) - partial) != 0
+            or sp.fraction(partial_stable)[0].has(S2C)):
+        raise AssertionError(f"could not write d eg / d alpha with S_2: {partial}")
+    deg_dalpha = partial_stable + kappa_prime * (
+        sp.diff(eg_sol, R_SUM) * R_PRIME + sp.diff(eg_sol, S2C) * S2C_PRIME)
     return ReducedSystem(
         sums=sums, root=root, v_hat_of_kappa=_with_delta(v_hat_k),
         v_hat_from_root=v_hat_from_root, values={k: _with_delta(v) for k, v in values.items()},
         newton=_with_delta(newton), newton_slope=newton_slope,
+        deg_dalpha=_with_delta(deg_dalpha), deg_dalpha_fixed_kappa=_with_delta(partial_stable),
     )
 
 

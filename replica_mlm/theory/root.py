@@ -141,6 +141,24 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np
     return out
 
 
+def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam: float, kappa: np.ndarray) -> np.ndarray:
+    """d eg / d alpha along the saddle point at each alpha, given the solved ``kappa``.
+
+    Implicit differentiation of G(kappa; alpha) = 0 (``potentials.reduce``). Where kappa stays
+    0 (lam = 0, alpha > 1) only the explicit derivative remains; at the interpolation peak
+    (lam = 0, alpha = 1) the derivative does not exist and NaN is returned there.
+    """
+    fns = compiled()
+    alpha = np.asarray(alpha, dtype=float)
+    names = ("R", "S_2", "S_2c", "S_1c'", "R'", "S_2c'")
+    sums = spectral_sums(spec, names, kappa)
+    args = (alpha, 1.0 - alpha, kappa, lam, spec.noise, *(sums[n] for n in names))
+    fixed = (lam == 0.0) & (alpha >= 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(fixed, fns.deg_dalpha_fixed_kappa(*args), fns.deg_dalpha(*args))
+    return np.where((lam == 0.0) & (alpha == 1.0), np.nan, out)
+
+
 def raw_residual(spec: Spectrum, alpha, lam: float, x: dict) -> np.ndarray:
     """Largest relative violation of the six raw saddle-point equations of ``derive()`` at ``x``.
 

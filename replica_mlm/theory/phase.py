@@ -1,0 +1,206 @@
+"""Optimal regularisation and phase diagrams of eg over (alpha, lam) or (alpha, shift)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from replica_mlm import _checks
+from replica_mlm.theory.root import alpha_derivative
+from replica_mlm.theory.saddle import SaddlePoint, solve, solve_reduced, spectrum_of
+
+#: default search interval of optimal_lambda
+LAM_BOUNDS = (1e-8, 1e4)
+
+
+def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUNDS,
+                   xatol: float = 1e-9) -> tuple[float, SaddlePoint]:
+    """The ridge strength that minimises eg at ``alpha``, and the saddle point there.
+
+    A scan of 41 log-spaced lam in ``bounds`` brackets the minimum, which bounded Brent
+    minimisation in ``log lam`` then refines to ``xatol`` (eg is smooth in log lam, so its error
+    is of order xatol^2: far below 1e-8 relative). If the minimum lies at an end of ``bounds``
+    that end is returned and the SaddlePoint's message says so.
+
+    Returns
+    -------
+    lam_star : float
+    saddle_point : SaddlePoint
+    """
+    spectrum_of(task)
+    alpha = _checks.positive(alpha, "alpha")
+    lo, hi = (_checks.positive(b, "bounds") for b in bounds)
+    if not lo < hi:
+        raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds}")
+    logs = np.linspace(math.log(lo), math.log(hi), 41)
+
+    def eg(log_lam: float) -> float:
+        return solve(task, alpha=alpha, lam=math.exp(log_lam)).eg
+
+    scan = np.array([eg(x) for x in logs])
+    j = int(np.argmin(scan))
+    if j in (0, logs.size - 1):
+        lam_star = float(math.exp(logs[j]))
+        sp = solve(task, alpha=alpha, lam=lam_star)
+        end = "lower" if j == 0 else "upper"
+        return lam_star, _with_message(sp, f"optimal lam at the {end} bound {lam_star:g}")
+    res = optimize.minimize_scalar(eg, bounds=(logs[j - 1], logs[j + 1]), method="bounded",
+                                   options={"xatol": xatol, "maxiter": 500})
+    lam_star = float(math.exp(res.x))
+    sp = solve(task, alpha=alpha, lam=lam_star)
+    return lam_star, _with_message(sp, f"optimal lam by bounded Brent in log lam ({res.nfev} solves)")
+
+
+def _with_message(sp: SaddlePoint, message: str) -> SaddlePoint:
+    from dataclasses import replace
+
+    return replace(sp, message=f"{sp.message}; {message}")
+
+
+@dataclass(frozen=True)
+class PhaseDiagram:
+    """eg and derived fields on a grid of alpha (columns) and lam or shift (rows).
+
+    Attributes
+    ----------
+    alpha : ndarray, shape (n_alpha,)
+    axis : {"lam", "shift"}
+        What the rows vary.
+    y : ndarray, shape (n_y,)
+        The row values (lam or shift).
+    lam : float or ndarray
+        Ridge strength (the rows when ``axis == "lam"``).
+    shift : float or None
+        Shift of the Potts model for ``axis == "shift"`` diagrams (the rows); None otherwise.
+    eg, train_loss, deg_dalpha : ndarray, shape (n_y, n_alpha)
+        Generalisation error, training loss and d eg / d alpha (positive: more data hurts).
+    optimal_lam, optimal_eg : ndarray, shape (n_alpha,) or None
+        lam minimising eg at each alpha and that minimum (``axis == "lam"`` only).
+    peak_alpha : ndarray, shape (n_y,)
+        alpha of the interior maximum of eg over the alpha range of each row (where d eg/d alpha
+        changes sign from + to -), NaN where eg has no interior maximum in that range.
+    interpolation_alpha : float
+        1.0: the interpolation threshold n = p, where eg diverges as lam -> 0.
+    rho, noise : float or ndarray
+        Teacher signal and label noise (per row for shift diagrams).
+    """
+
+    alpha: np.ndarray
+    axis: str
+    y: np.ndarray
+    lam: float | np.ndarray
+    shift: np.ndarray | None
+    eg: np.ndarray
+    train_loss: np.ndarray
+    deg_dalpha: np.ndarray
+    optimal_lam: np.ndarray | None
+    optimal_eg: np.ndarray | None
+    peak_alpha: np.ndarray
+    rho: float | np.ndarray
+    noise: float | np.ndarray
+    interpolation_alpha: float = 1.0
+
+    @property
+    def more_data_hurts(self) -> np.ndarray:
+        """Boolean mask of the grid where d eg / d alpha > 0."""
+        return self.deg_dalpha > 0
+
+
+def increasing_grid(values, name: str, *, positive: bool = True) -> np.ndarray:
+    """A non-empty, finite, strictly increasing 1-d grid (strictly positive if ``positive``)."""
+    arr = np.atleast_1d(np.asarray(values, dtype=float)) if np.size(values) else np.array([])
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d grid, got shape {arr.shape}")
+    arr = _checks.finite_array(arr, name, ndim=1)
+    if positive and np.any(arr <= 0):
+        raise ValueError(f"{name} must be > 0 everywhere, min is {arr.min():g}")
+    if np.any(np.diff(arr) <= 0):
+        raise ValueError(f"{name} must be strictly increasing (sorted, no repeats)")
+    return arr
+
+
+def _row(spec, alphas: np.ndarray, lam: float) -> tuple[np.ndarray, ...]:
+    out = solve_reduced(spec, alphas, lam)
+    slope = alpha_derivative(spec, alphas, lam, out["kappa"])
+    return out["eg"], out["train_loss"], slope
+
+
+def _peak(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray) -> float:
+    """alpha where d eg/d alpha crosses from + to - inside the grid (Brent), else NaN."""
+    cross = np.nonzero((slope[:-1] > 0) & (slope[1:] < 0))[0]
+    if cross.size == 0:
+        return math.nan
+    j = int(cross[0])
+
+    def d(a: float) -> float:
+        out = solve_reduced(spec, np.array([a]), lam)
+        return float(alpha_derivative(spec, np.array([a]), lam, out["kappa"])[0])
+
+    return float(optimize.brentq(d, alphas[j], alphas[j + 1], xtol=1e-14, rtol=1e-13))
+
+
+def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = False) -> PhaseDiagram:
+    """eg over a grid of alpha and lam, with d eg / d alpha, the optimal-lam line and the peak.
+
+    Parameters
+    ----------
+    task : MaskedSite, limit or Spectrum
+    alpha : array_like
+        Strictly increasing grid of alpha > 0 (columns).
+    lam : array_like
+        Strictly increasing grid of lam > 0 (rows; a log axis in figures).
+    optimal : bool
+        Also compute the optimal lam at each alpha (:func:`optimal_lambda`).
+    progress : bool
+        Show a progress bar over rows.
+    """
+    spec = spectrum_of(task)
+    alphas = increasing_grid(alpha, "alpha")
+    lams = increasing_grid(lam, "lam")
+    rows = _progress(lams, progress, "lam rows")
+    eg, et, slope = (np.empty((lams.size, alphas.size)) for _ in range(3))
+    peaks = np.empty(lams.size)
+    for i, lm in enumerate(rows):
+        eg[i], et[i], slope[i] = _row(spec, alphas, float(lm))
+        peaks[i] = _peak(task, spec, alphas, float(lm), slope[i])
+    opt_lam = opt_eg = None
+    if optimal:
+        pairs = [optimal_lambda(task, alpha=float(a)) for a in _progress(alphas, progress, "optimal lam")]
+        opt_lam = np.array([p[0] for p in pairs])
+        opt_eg = np.array([p[1].eg for p in pairs])
+    return PhaseDiagram(alpha=alphas, axis="lam", y=lams, lam=lams, shift=None, eg=eg, train_loss=et,
+                        deg_dalpha=slope, optimal_lam=opt_lam, optimal_eg=opt_eg, peak_alpha=peaks,
+                        rho=spec.rho, noise=spec.noise)
+
+
+def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> PhaseDiagram:
+    """eg over a grid of alpha and Potts shift s > 2 in the thermodynamic limit, at one lam."""
+    from replica_mlm.models.limit import GaussianPottsLimit
+
+    alphas = increasing_grid(alpha, "alpha")
+    shifts = increasing_grid(shift, "shift")
+    if shifts[0] <= 2:
+        raise ValueError(f"shift must be > 2 in the limit, min is {shifts[0]:g}")
+    lam = _checks.nonnegative(lam, "lam")
+    eg, et, slope = (np.empty((shifts.size, alphas.size)) for _ in range(3))
+    peaks, rho, noise = np.empty(shifts.size), np.empty(shifts.size), np.empty(shifts.size)
+    for i, s in enumerate(_progress(shifts, progress, "shift rows")):
+        task = GaussianPottsLimit(shift=float(s))
+        spec = task.spectrum
+        eg[i], et[i], slope[i] = _row(spec, alphas, lam)
+        peaks[i] = _peak(task, spec, alphas, lam, slope[i])
+        rho[i], noise[i] = task.rho, task.noise
+    return PhaseDiagram(alpha=alphas, axis="shift", y=shifts, lam=lam, shift=shifts, eg=eg,
+                        train_loss=et, deg_dalpha=slope, optimal_lam=None, optimal_eg=None,
+                        peak_alpha=peaks, rho=rho, noise=noise)
+
+
+def _progress(values, show: bool, desc: str):
+    if not show:
+        return values
+    from tqdm.auto import tqdm
+
+    return tqdm(values, desc=desc, leave=False)
