@@ -1,0 +1,114 @@
+"""``replica-mlm phase``: phase diagrams of eg over (alpha, lam) or, in the limit, (alpha, shift)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from replica_mlm.cli._common import (
+    CONVENTIONS,
+    alpha_grid,
+    alpha_range_options,
+    make_task,
+    out_option,
+    task_options,
+    write_metadata,
+)
+
+
+@click.command(epilog=CONVENTIONS)
+@task_options
+@click.option("--limit", is_flag=True, default=False,
+              help="Use the thermodynamic limit L -> infinity at --shift (> 2) instead of an instance.")
+@alpha_range_options
+@click.option("--axis", type=click.Choice(["lam", "shift"]), default="lam", show_default=True,
+              help="What the rows vary: lam (log axis) or the shift s (in the limit, at one --lam).")
+@click.option("--lam-min", type=click.FloatRange(min=0, min_open=True), default=1e-4, show_default=True)
+@click.option("--lam-max", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True)
+@click.option("--lam-points", type=click.IntRange(min=2), default=100, show_default=True)
+@click.option("--lam", "lam", type=click.FloatRange(min=0), default=1e-2, show_default=True,
+              help="Ridge strength of --axis shift diagrams.")
+@click.option("--shift-min", type=click.FloatRange(min=2, min_open=True), default=2.05, show_default=True)
+@click.option("--shift-max", type=click.FloatRange(min=2, min_open=True), default=6.0, show_default=True)
+@click.option("--shift-points", type=click.IntRange(min=2), default=60, show_default=True)
+@click.option("--optimal/--no-optimal", default=True, show_default=True,
+              help="Compute the optimal-lam line (lam diagrams).")
+@click.option("--progress/--no-progress", "progress", default=None,
+              help="Progress bar on stderr [default: when stderr is a terminal].")
+@out_option("replica-mlm-out")
+def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_min, lam_max, lam_points,
+          lam, shift_min, shift_max, shift_points, optimal, progress, out):
+    """Phase diagram of the replica eg: colour map, contours, the region where more data hurts
+    (d eg / d alpha > 0), the optimal-lam line, the peak of eg in alpha and the interpolation
+    threshold alpha = 1.
+
+    Writes phase.csv (one row per grid point), phase_lines.csv (optimal lam and peak lines),
+    phase.json (metadata) and phase.png / phase.pdf into --out.
+    """
+    import sys
+
+    import matplotlib.pyplot as plt
+
+    from replica_mlm import GaussianPotts
+    from replica_mlm.plotting import plot_phase_diagram
+    from replica_mlm.theory.phase import phase_diagram, shift_phase_diagram
+    from replica_mlm.validation.report import atomic_write_text
+
+    started = time.time()
+    show = sys.stderr.isatty() if progress is None else progress
+    alphas = alpha_grid(alpha_min, alpha_max, points)
+    if axis == "shift":
+        if not shift_min < shift_max:
+            raise click.UsageError(f"need --shift-min < --shift-max, got {shift_min}, {shift_max}")
+        pd = shift_phase_diagram(alpha=alphas, shift=np.linspace(shift_min, shift_max, shift_points),
+                                 lam=lam, progress=show)
+        title = rf"Gaussian Potts, $L \to \infty$, $\lambda = {lam:g}$"
+    else:
+        if not lam_min < lam_max:
+            raise click.UsageError(f"need --lam-min < --lam-max, got {lam_min}, {lam_max}")
+        if limit:
+            if shift <= 2:
+                raise click.UsageError(f"--limit needs --shift > 2, got {shift}")
+            task = GaussianPotts.limit(shift=shift)
+            title = rf"Gaussian Potts, $L \to \infty$, $s = {shift:g}$"
+        else:
+            task = make_task(L=L, shift=shift, seed=seed, site=site)
+            title = f"Gaussian Potts, L = {L}, s = {shift:g}, site {site}"
+        pd = phase_diagram(task, alpha=alphas, lam=np.geomspace(lam_min, lam_max, lam_points),
+                           optimal=optimal, progress=show)
+
+    out.mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([pd.axis, "alpha", "eg", "train_loss", "deg_dalpha"])
+    for i, y in enumerate(pd.y):
+        for j, a in enumerate(pd.alpha):
+            w.writerow([repr(float(y)), repr(float(a)), repr(float(pd.eg[i, j])),
+                        repr(float(pd.train_loss[i, j])), repr(float(pd.deg_dalpha[i, j]))])
+    atomic_write_text(out / "phase.csv", buf.getvalue())
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["line", "alpha", pd.axis])
+    if pd.optimal_lam is not None:
+        for a, lm in zip(pd.alpha, pd.optimal_lam, strict=True):
+            w.writerow(["optimal_lam", repr(float(a)), repr(float(lm))])
+    for y, a in zip(pd.y, pd.peak_alpha, strict=True):
+        if np.isfinite(a):
+            w.writerow(["peak_alpha", repr(float(a)), repr(float(y))])
+    atomic_write_text(out / "phase_lines.csv", buf.getvalue())
+    fig = plot_phase_diagram(pd, path=out / "phase", title=title)
+    plt.close(fig)
+    files = [out / n for n in ("phase.csv", "phase_lines.csv", "phase.png", "phase.pdf")]
+    params = dict(axis=axis, limit=limit or axis == "shift", L=None if limit else L, shift=shift, seed=seed,
+                  site=site, alpha_min=alpha_min, alpha_max=alpha_max, points=points)
+    if axis == "lam":
+        params.update(lam_min=lam_min, lam_max=lam_max, lam_points=lam_points, optimal=optimal)
+    else:
+        params.update(lam=lam, shift_min=shift_min, shift_max=shift_max, shift_points=shift_points)
+    write_metadata(out, "phase", params, started=started, files=files)
+    click.echo(f"wrote {', '.join(str(Path(f)) for f in files)} and {out / 'phase.json'}")
