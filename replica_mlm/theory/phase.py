@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
 
 from replica_mlm import _checks
 from replica_mlm.theory.root import alpha_derivative
@@ -39,6 +38,8 @@ def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUN
 
     def eg(log_lam: float) -> float:
         return solve(task, alpha=alpha, lam=math.exp(log_lam)).eg
+
+    from scipy import optimize  # imported here: scipy.optimize costs ~0.5 s at package import
 
     scan = np.array([eg(x) for x in logs])
     j = int(np.argmin(scan))
@@ -134,6 +135,7 @@ def _peak(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray) -> floa
     if cross.size == 0:
         return math.nan
     j = int(cross[0])
+    from scipy import optimize
 
     def d(a: float) -> float:
         out = solve_reduced(spec, np.array([a]), lam)

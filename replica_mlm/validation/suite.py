@@ -27,6 +27,7 @@ __all__ = ["SECTIONS", "run_suite"]
 #: name -> module of the section (a module with ``run(out, *, quick, rng, ...) -> Section``)
 SECTIONS: dict[str, str] = {
     "mlm": "replica_mlm.validation.mlm",
+    "limit": "replica_mlm.validation.limit",
     "attractor": "replica_mlm.validation.attractor",
     "potts": "replica_mlm.validation.potts",
 }
