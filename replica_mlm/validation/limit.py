@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm.validation.report import Check, Section, atomic_write_text
+from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
 
 SHIFT = 3.0
 CHECK_VALUE = 0.6315784365  # THEORY.md section 6, eg(alpha = 2, lam = 0.01) at s = 3
@@ -160,16 +160,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, progress: bool | None = 
 
     data = dict(check_value=value, finite_size=fs, peak=pk, initial_slope=sl,
                 phase=dict(alpha=pd.alpha.tolist(), lam=pd.y.tolist(), optimal_lam=pd.optimal_lam.tolist()))
-    atomic_write_text(out / "limit.json", json.dumps(_plain(data), indent=2) + "\n")
+    atomic_write_text(out / "limit.json", json.dumps(_jsonable(data), indent=2) + "\n")
     return Section(name="limit", checks=checks, figures=figures, data=data,
                    parameters=dict(quick=quick, rng=rng, shift=SHIFT, points=[list(p) for p in POINTS]))
 
-
-def _plain(x):
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.generic):
-        return x.item()
-    return x
