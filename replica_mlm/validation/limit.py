@@ -139,7 +139,11 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, progress: bool | None = 
         figures += ["limit_finite_size.png", "limit_finite_size.pdf"]
 
         fig, ax = plt.subplots()
-        ax.loglog(pk["fit_lam"], pk["fit_eg"], "o", color="black", mfc="white", label=r"solver, $\alpha = 1$")
+        more = np.geomspace(1e-5, 1e-2, 4)
+        ax.loglog(more, [rm.solve(lim, alpha=1.0, lam=float(x)).eg for x in more], "s", color="0.4",
+                  mfc="white", ms=4, label=r"solver, $\alpha = 1$ (not fitted)")
+        ax.loglog(pk["fit_lam"], pk["fit_eg"], "o", color="black", mfc="white",
+                  label=r"solver, $\alpha = 1$ (fit range)")
         a = rm.asymptotics(lim, lam=0.0)
         grid = np.geomspace(1e-10, 1e-2, 50)
         ax.loglog(grid, a.peak_prefactor * grid**a.peak_exponent + a.peak_constant, color="0.3",
