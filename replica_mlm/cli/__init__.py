@@ -27,9 +27,11 @@ def _register() -> None:
     # one import and one add_command per subcommand module
     from replica_mlm.cli.attractor import attractor
     from replica_mlm.cli.curve import curve
+    from replica_mlm.cli.potts import potts
 
     main.add_command(curve)
     main.add_command(attractor)
+    main.add_command(potts)
 
 
 _register()

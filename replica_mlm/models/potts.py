@@ -519,7 +519,8 @@ class PottsModel:
         model's beta by factors of sqrt 2, so that the search stays on the mixing side), each
         trial drawing ``n_samples`` sequences with :meth:`sample` from the same seed (common random
         numbers), stops when the measured distance is within ``tol`` of the target. The model itself
-        is not changed: use :meth:`with_beta`.
+        is not changed: use :meth:`with_beta`. Raises ValueError if the sampler stops mixing
+        (no Sokal window within 800 pilot sweeps) before the target is reached.
         """
         target = positive(target_hamming, "target_hamming")
         ceiling = 1.0 - 1.0 / self.q
@@ -532,7 +533,16 @@ class PottsModel:
         seed = int(as_generator(rng).integers(2**31))
 
         def hamming(b: float) -> float:
-            return self.with_beta(b).mean_hamming(self.with_beta(b).sample(n_samples, rng=seed))
+            m = self.with_beta(b)
+            d = m.gibbs_diagnostics(rng=seed, max_sweeps=800)
+            if not (d.window_found and d.equilibrated):
+                raise ValueError(
+                    f"cannot tune beta to target_hamming={target}: at beta={b:.4g} the Gibbs "
+                    f"sampler does not decorrelate within {d.n_sweeps} sweeps "
+                    f"(tau_int >= {d.tau_int:.1f}) before the target is reached"
+                )
+            s = m.sample(n_samples, rng=seed, sweeps_between=d.sweeps_between, burn_in=d.burn_in)
+            return m.mean_hamming(s)
 
         lo, hi = 0.0, self._beta
         h = hamming(hi)

@@ -1,0 +1,407 @@
+"""Validation entry: MLM with factored attention is pseudo-likelihood (THEORY.md sections 1-2).
+
+Samples a random generalised Potts model with the Gibbs sampler, trains factored attention by MLM
+(and the plmDCA-style full-block pseudo-likelihood fit for comparison) on growing numbers of
+sequences M, and writes figures (PNG and PDF) and ``potts.json`` into ``out``:
+
+* ``potts_reconstruction``: gauge-invariant reconstruction error of ``W = A V`` against
+  ``beta J U`` vs M (log-log, slope fitted, ``M^{-1/2}`` reference);
+* ``potts_test_loss``: (a) train / test MLM loss during L-BFGS training, dashed line at the
+  conditional entropy (paper's fig. 2a); (c) excess test loss over the conditional entropy vs M for
+  the linear and softmax factored layers and the full-block fit (paper's fig. 2c);
+* ``potts_small_lam``: test loss vs M at small regularisation (paper's fig. 3, right);
+* ``potts_gibbs``: measured autocorrelation functions of the sampler.
+
+The conditional entropy ``sum_i H(s_i | s_-i)`` is estimated by the true model's negative log
+pseudo-likelihood on the test set; excess losses are paired differences on that same test set.
+
+Mixing caveat (measured, see THEORY.md §1): for L = q = 20 with random U and Gaussian J, a mean
+Hamming distance of 0.3 lies in a glassy regime where single-site Gibbs sampling does not decorrelate
+(integrated autocorrelation time > 10^3 sweeps, chains stuck in different states). The entry tunes
+beta to a target at which the sampler is verified to mix (``mixing`` check) and reports the target.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from replica_mlm.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
+from replica_mlm.models.potts import PottsModel
+from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
+
+__all__ = ["PottsSettings", "run"]
+
+
+@dataclass
+class PottsSettings:
+    """Sizes of the experiments."""
+
+    L: int
+    q: int
+    target_hamming: float
+    Ms: tuple[int, ...]
+    reps: int
+    n_test: int
+    lam: float
+    small_lam: float
+    small_lam_Ms: tuple[int, ...]
+    small_lam_reps: int
+    plm_max_M: int
+    max_iter: int
+
+
+def settings_for(quick: bool) -> PottsSettings:
+    if quick:
+        return PottsSettings(L=6, q=4, target_hamming=0.5, Ms=(250, 700, 2000, 5000), reps=3,
+                             n_test=4000, lam=1e-3, small_lam=1e-4,
+                             small_lam_Ms=(3, 5, 8, 12, 20, 40, 100, 400), small_lam_reps=4,
+                             plm_max_M=5000, max_iter=500)
+    return PottsSettings(L=20, q=20, target_hamming=0.6, Ms=(250, 500, 1000, 2000, 4000), reps=3,
+                         n_test=4000, lam=1e-3, small_lam=1e-4,
+                         small_lam_Ms=(5, 10, 20, 30, 40, 50, 70, 100, 200, 500, 1000, 3000),
+                         small_lam_reps=3, plm_max_M=2000, max_iter=1000)
+
+
+def _mean_se(x) -> tuple[float, float]:
+    x = np.asarray(x, dtype=float)
+    se = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else float("nan")
+    return float(x.mean()), se
+
+
+def _chi_square_check(rng: np.random.Generator) -> dict:
+    """Sampler exactness on an enumerable model (L = 4, q = 3, 81 states)."""
+    pm = PottsModel.random(L=4, q=3, seed=rng, beta=2.0)
+    p = pm.boltzmann_probabilities()
+    n = 40_000
+    seqs, diag = pm.sample(n, rng=rng, n_chains=1000, return_diagnostics=True)
+    counts = np.bincount(np.ravel_multi_index(seqs.T, (3,) * 4), minlength=81)
+    expected = n * p
+    small = expected < 5
+    obs = np.append(counts[~small], counts[small].sum())
+    exp = np.append(expected[~small], expected[small].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    chi2, pval = stats.chisquare(obs, exp)
+    return {"chi2": float(chi2), "dof": int(obs.size - 1), "p_value": float(pval), "n": n,
+            "tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between}
+
+
+def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
+    """Run the Potts / factored-attention experiments; write figures and ``potts.json``.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        Output folder (created if missing).
+    quick : bool
+        Small model (L = 6, q = 3; CI, well under a minute) or the paper's size (L = q = 20).
+    rng : int
+        Seed of everything (model, sampling, initialisations).
+    """
+    t0 = time.perf_counter()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    st = settings_for(quick)
+    seeds = np.random.SeedSequence(rng).spawn(6)
+    gens = [np.random.default_rng(s) for s in seeds]
+
+    section = Section(name="discrete Potts model and factored attention (THEORY.md sections 1-2)")
+    section.parameters = {"quick": quick, "rng": rng, **{k: v for k, v in vars(st).items()}}
+
+    # ---- model, temperature, sampler
+    tried = []
+    for _attempt in range(5):  # an instance whose sampler mixes at the target (tune_beta checks)
+        base = PottsModel.random(L=st.L, q=st.q, seed=gens[0])
+        try:
+            beta = base.tune_beta(target_hamming=st.target_hamming, rng=gens[1])
+            break
+        except ValueError as exc:
+            tried.append(str(exc))
+    else:
+        raise RuntimeError("no instance reached the target Hamming distance: " + "; ".join(tried))
+    section.data["rejected_instances"] = tried
+    section.parameters["instances_rejected"] = len(tried)
+    pm = base.with_beta(beta)
+    diag = pm.gibbs_diagnostics(rng=gens[2])
+    n_train = max(max(st.Ms) * st.reps, sum(st.small_lam_Ms) * st.small_lam_reps)
+    data = pm.sample(n_train + st.n_test, rng=gens[2], sweeps_between=diag.sweeps_between,
+                     burn_in=diag.burn_in)
+    gens[3].shuffle(data)
+    train, test = data[:n_train], data[n_train:]
+    hamming = pm.mean_hamming(test)
+    H = pm.neg_pseudo_loglikelihood(test)
+    per_seq_true = _per_sequence_nll(pm.logits(test), test)
+    W_true = pm.coupling_tensor()
+    t_sample = time.perf_counter() - t0
+
+    section.checks.append(Check(
+        name="potts.sampler.mixing",
+        passed=bool(diag.window_found and diag.equilibrated),
+        value={"tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between,
+               "burn_in": diag.burn_in, "beta": beta, "mean_hamming": hamming},
+        threshold="Sokal window found and energy of both halves within 4 s.e.",
+        detail=f"Gibbs autocorrelation at beta = {beta:.4g} (mean Hamming {hamming:.3f}, target "
+               f"{st.target_hamming}); samples saved every {diag.sweeps_between} sweeps",
+    ))
+    chi = _chi_square_check(gens[4])
+    section.checks.append(Check(
+        name="potts.sampler.chi_square",
+        passed=chi["p_value"] > 0.01,
+        value=chi["p_value"],
+        threshold="p > 0.01",
+        detail=f"Gibbs frequencies of all 81 states of an L=4, q=3 model vs exact Boltzmann "
+               f"probabilities, n = {chi['n']}: chi2 = {chi['chi2']:.1f} on {chi['dof']} dof",
+    ))
+
+    # ---- equivalence
+    fa_true = FactoredAttention(attention=beta * pm.couplings, value=pm.colours)
+    d_loss = abs(fa_true.mlm_loss(train) - pm.neg_pseudo_loglikelihood(train))
+    d_cond = float(np.max(np.abs(fa_true.conditionals(train) - pm.conditionals(train))))
+    section.checks.append(Check(
+        name="potts.pseudolikelihood_equivalence",
+        passed=d_loss <= 1e-12 * abs(H) and d_cond <= 1e-12,
+        value={"loss_difference": d_loss, "max_conditional_difference": d_cond},
+        threshold="<= 1e-12 (relative for the loss)",
+        detail="A = beta J, V = U: MLM loss vs negative log pseudo-likelihood and per-site "
+               f"predictions vs exact conditionals on {n_train} sequences",
+    ))
+
+    # ---- consistency vs M
+    rec = {k: np.full((len(st.Ms), st.reps), np.nan) for k in
+           ("fa", "fa_sym", "plm", "plm_sym", "gap_fa", "gap_soft", "gap_plm")}
+    curves = None
+    for a, M in enumerate(st.Ms):
+        for r in range(st.reps):
+            s = train[r * M:(r + 1) * M]
+            fa = FactoredAttention.fit(s, q=st.q, lam=st.lam, rng=gens[5], max_iter=st.max_iter,
+                                       monitor=test if (r == 0 and M == max(st.Ms)) else None)
+            rec["fa"][a, r] = reconstruction_error(fa.couplings(), W_true)
+            rec["fa_sym"][a, r] = reconstruction_error(fa.couplings(), W_true, symmetrise=True)
+            rec["gap_fa"][a, r] = fa.mlm_loss(test) - H
+            if r == 0 and M == max(st.Ms):
+                soft = FactoredAttention.fit(s, q=st.q, lam=st.lam, variant="softmax",
+                                             rng=gens[5], max_iter=st.max_iter, monitor=test)
+                curves = {"linear": fa.fit_info, "softmax": soft.fit_info}
+            if r == 0:
+                if M != max(st.Ms):
+                    soft = FactoredAttention.fit(s, q=st.q, lam=st.lam, variant="softmax",
+                                                 rng=gens[5], max_iter=st.max_iter)
+                rec["gap_soft"][a, r] = soft.mlm_loss(test) - H
+            if M <= st.plm_max_M and (r == 0 or quick):
+                plm = FullCouplingPotts.fit(s, q=st.q, lam=st.lam, max_iter=st.max_iter)
+                rec["plm"][a, r] = reconstruction_error(plm.couplings(), W_true)
+                rec["plm_sym"][a, r] = reconstruction_error(plm.couplings(), W_true,
+                                                            symmetrise=True)
+                rec["gap_plm"][a, r] = plm.mlm_loss(test) - H
+    Ms = np.asarray(st.Ms, dtype=float)
+    fa_mean = np.nanmean(rec["fa"], axis=1)
+    slope, intercept = np.polyfit(np.log(Ms), np.log(fa_mean), 1)
+    section.checks.append(Check(
+        name="potts.consistency.reconstruction_slope",
+        passed=bool(-0.7 <= slope <= -0.3 and np.all(np.diff(fa_mean) < 0)),
+        value=float(slope),
+        threshold="error decreasing in M and log-log slope in [-0.7, -0.3] (theory: -1/2)",
+        detail=f"gauge-invariant error of A V vs beta J U (zero-sum gauge), M = {list(st.Ms)}, "
+               f"{st.reps} data sets per M, lam = {st.lam}",
+    ))
+    gap_mean = np.nanmean(rec["gap_fa"], axis=1)
+    gap_last = _mean_se(rec["gap_fa"][-1])
+    section.checks.append(Check(
+        name="potts.consistency.test_loss_to_entropy",
+        passed=bool(gap_mean[-1] < gap_mean[0] and 0 < gap_last[0] < 0.02 * H),
+        value={"excess_at_largest_M": gap_last, "conditional_entropy": H},
+        threshold="excess test loss smaller at the largest M than at the smallest, positive, "
+                  "below 2 % of the entropy at the largest M",
+        detail="test MLM loss of linear factored attention minus the exact conditional entropy "
+               "(true model's pseudo-likelihood on the same test set)",
+    ))
+    plm_rows = ~np.isnan(rec["gap_plm"][:, 0])
+    plm_gap = rec["gap_plm"][plm_rows, 0]
+    section.checks.append(Check(
+        name="potts.plm_comparison",
+        passed=bool(np.all(plm_gap > rec["gap_fa"][plm_rows, 0]) and plm_gap[-1] < plm_gap[0]),
+        value={"M": Ms[plm_rows], "excess_full_block": plm_gap,
+               "excess_factored": rec["gap_fa"][plm_rows, 0]},
+        threshold="full-block excess above factored excess at every M and falling with M",
+        detail=f"plmDCA-style fit ({st.L * (st.L - 1) * st.q ** 2} parameters) vs factored attention "
+               f"({st.L * (st.L - 1) + st.q ** 2}) on the same data: same optimum, slower approach",
+    ))
+
+    # ---- small regularisation: test loss vs M (paper's fig. 3, right)
+    small = np.full((len(st.small_lam_Ms), st.small_lam_reps), np.nan)
+    start = 0
+    for a, M in enumerate(st.small_lam_Ms):
+        for r in range(st.small_lam_reps):
+            s = train[start:start + M]
+            start += M
+            fa = FactoredAttention.fit(s, q=st.q, lam=st.small_lam, rng=gens[5],
+                                       max_iter=st.max_iter)
+            small[a, r] = fa.mlm_loss(test)
+    small_mean = small.mean(axis=1)
+    small_se = small.std(axis=1, ddof=1) / math.sqrt(st.small_lam_reps)
+    k = int(np.argmax(small_mean))
+    n_params = st.L * (st.L - 1) + st.q**2
+    threshold_M = n_params / st.L
+    nonmono = bool(0 < k < len(small_mean) - 1
+                   and small_mean[k] - small_mean[0] > 2 * math.hypot(small_se[k], small_se[0]))
+    section.data["small_lam"] = {"M": st.small_lam_Ms, "test_loss": small_mean,
+                                 "test_loss_se": small_se, "peak_M": st.small_lam_Ms[k],
+                                 "threshold_M_params_over_L": threshold_M,
+                                 "non_monotone": nonmono}
+    section.checks.append(Check(
+        name="potts.small_lam.non_monotone",
+        passed=nonmono,
+        value={"peak_M": st.small_lam_Ms[k], "params_over_L": threshold_M},
+        threshold="interior maximum of the test loss exceeding the smallest-M value by 2 s.e.",
+        detail=f"test loss vs M at lam = {st.small_lam}: peak at M = {st.small_lam_Ms[k]} "
+               f"(parameters / L = {threshold_M:.1f})",
+    ))
+
+    # ---- figures and numbers
+    section.data.update({
+        "beta": beta, "mean_hamming": hamming, "conditional_entropy": H,
+        "conditional_entropy_se": float(per_seq_true.std(ddof=1) / math.sqrt(len(test))),
+        "gibbs": {"tau_int": diag.tau_int, "tau_spin": diag.tau_spin,
+                  "tau_energy": diag.tau_energy, "sweeps_between": diag.sweeps_between,
+                  "burn_in": diag.burn_in},
+        "chi_square": chi,
+        "equivalence": {"loss_difference": d_loss, "max_conditional_difference": d_cond},
+        "M": st.Ms, "reconstruction": {k: rec[k] for k in ("fa", "fa_sym", "plm", "plm_sym")},
+        "reconstruction_slope": float(slope),
+        "excess_test_loss": {k: rec[k] for k in ("gap_fa", "gap_soft", "gap_plm")},
+        "training_curves": {v: {"train": c.history, "test": c.monitor_history}
+                            for v, c in (curves or {}).items()},
+        "seconds": {"sampling": t_sample},
+    })
+    section.figures += _figures(out, st, section.data, diag, intercept)
+    section.data["seconds"]["total"] = time.perf_counter() - t0
+    atomic_write_text(out / "potts.json", json.dumps(_jsonable({
+        "passed": section.passed, "parameters": section.parameters,
+        "checks": [vars(c) for c in section.checks], "data": section.data}), indent=2) + "\n")
+    return section
+
+
+def _per_sequence_nll(z: np.ndarray, s: np.ndarray) -> np.ndarray:
+    m = z.max(axis=2, keepdims=True)
+    lse = m[:, :, 0] + np.log(np.exp(z - m).sum(axis=2))
+    return (lse - np.take_along_axis(z, s[:, :, None], axis=2)[:, :, 0]).sum(axis=1)
+
+
+def _errbar(ax, x, Y, label, **kw):
+    Y = np.asarray(Y, dtype=float)
+    ok = ~np.all(np.isnan(Y), axis=1)
+    m = np.nanmean(Y[ok], axis=1)
+    n = np.sum(~np.isnan(Y[ok]), axis=1)
+    sd = np.nanstd(Y[ok], axis=1, ddof=1) if Y.shape[1] > 1 else np.zeros_like(m)
+    se = np.where(n > 1, sd / np.sqrt(np.maximum(n, 1)), 0.0)
+    ax.errorbar(np.asarray(x)[ok], m, yerr=np.nan_to_num(se), capsize=3, marker="o",
+                label=label, **kw)
+
+
+def _save(fig, out: Path, stem: str) -> list[str]:
+    names = []
+    for ext in ("png", "pdf"):
+        fig.savefig(out / f"{stem}.{ext}", dpi=150, bbox_inches="tight")
+        names.append(f"{stem}.{ext}")
+    return names
+
+
+def _figures(out: Path, st: PottsSettings, d: dict, diag, intercept: float) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files: list[str] = []
+    Ms = np.asarray(st.Ms, dtype=float)
+    title = f"L = {st.L}, q = {st.q}, beta = {d['beta']:.3g} (mean Hamming {d['mean_hamming']:.2f})"
+
+    # reconstruction error vs M
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    rec = d["reconstruction"]
+    _errbar(ax, Ms, rec["fa"], "factored attention (linear)")
+    _errbar(ax, Ms, rec["fa_sym"], "factored attention, symmetrised")
+    _errbar(ax, Ms, rec["plm"], "full q x q blocks (plmDCA-style)")
+    _errbar(ax, Ms, rec["plm_sym"], "full blocks, symmetrised")
+    ax.plot(Ms, np.exp(intercept) * Ms ** d["reconstruction_slope"], "k:",
+            label=f"fit: slope {d['reconstruction_slope']:.2f}")
+    ax.plot(Ms, np.nanmean(rec["fa"][0]) * (Ms / Ms[0]) ** -0.5, "k--", lw=0.8,
+            label="M^(-1/2)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of training sequences M")
+    ax.set_ylabel("relative coupling error (zero-sum gauge)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    files += _save(fig, out, "potts_reconstruction")
+    plt.close(fig)
+
+    # test loss: training curves (2a) and excess vs M (2c)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    H = d["conditional_entropy"]
+    for v, c in d["training_curves"].items():
+        it = np.arange(1, len(c["train"]) + 1)
+        ax1.plot(it, c["train"], label=f"{v}: train")
+        ax1.plot(it, c["test"], "--" if v == "linear" else ":", label=f"{v}: test")
+    ax1.axhline(H, color="k", ls="--", lw=1, label="conditional entropy (optimum)")
+    ax1.set_xscale("log")
+    ax1.set_xlabel("L-BFGS iteration")
+    ax1.set_ylabel("MLM loss per sequence (nats)")
+    ax1.set_title(f"(a) training at M = {max(st.Ms)}, lam = {st.lam}", fontsize=9)
+    lo = min(min(np.min(c["train"]) for c in d["training_curves"].values()), H)
+    ax1.set_ylim(lo - 0.05 * abs(lo), None)
+    ax1.legend(fontsize=8)
+    gaps = d["excess_test_loss"]
+    _errbar(ax2, Ms, gaps["gap_fa"], "factored attention (linear)")
+    _errbar(ax2, Ms, gaps["gap_soft"], "factored attention (softmax)")
+    _errbar(ax2, Ms, gaps["gap_plm"], "full q x q blocks (plmDCA-style)")
+    ax2.plot(Ms, np.nanmean(gaps["gap_fa"][0]) * Ms[0] / Ms, "k--", lw=0.8, label="1/M")
+    ax2.set_xscale("log")
+    ax2.set_yscale("log")
+    ax2.set_xlabel("number of training sequences M")
+    ax2.set_ylabel("test loss - conditional entropy (nats)")
+    ax2.set_title("(c) excess test loss " + title, fontsize=9)
+    ax2.legend(fontsize=8)
+    files += _save(fig, out, "potts_test_loss")
+    plt.close(fig)
+
+    # small lam: test loss vs M
+    sl = d["small_lam"]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.errorbar(sl["M"], sl["test_loss"], yerr=sl["test_loss_se"], marker="o", capsize=3,
+                label=f"factored attention, lam = {st.small_lam}")
+    ax.axhline(H, color="k", ls="--", lw=1, label="conditional entropy")
+    ax.axvline(sl["threshold_M_params_over_L"], color="grey", ls=":",
+               label="M = parameters / L")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of training sequences M")
+    ax.set_ylabel("test MLM loss per sequence (nats)")
+    ax.set_title("test loss at small regularisation; " + title, fontsize=9)
+    ax.legend(fontsize=8)
+    files += _save(fig, out, "potts_small_lam")
+    plt.close(fig)
+
+    # sampler autocorrelation
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    lags = np.arange(diag.rho_spin.size)
+    ax.plot(lags, diag.rho_spin, marker=".", label=f"spin overlap, tau_int = {diag.tau_spin:.2f}")
+    ax.plot(lags, diag.rho_energy, marker=".",
+            label=f"energy, tau_int = {diag.tau_energy:.2f}")
+    ax.axvline(diag.sweeps_between, color="grey", ls=":",
+               label=f"sweeps between samples = {diag.sweeps_between}")
+    ax.axhline(0, color="k", lw=0.5)
+    ax.set_xlabel("lag (sweeps)")
+    ax.set_ylabel("normalised autocorrelation")
+    ax.set_title(f"Gibbs sampler, {diag.n_chains} chains; " + title, fontsize=9)
+    ax.legend(fontsize=8)
+    files += _save(fig, out, "potts_gibbs")
+    plt.close(fig)
+    return files
