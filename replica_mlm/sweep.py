@@ -231,19 +231,28 @@ def run_sweep(
 
 
 def _run_processes(func, points, todo, seed, workers, finish, bar) -> None:
+    # On a failure no new point starts, but the points already running finish and are written;
+    # then the first error is raised.
+    error = None
     with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
         pending = {pool.submit(_call, func, points[k], seed, k): k for k in todo}
         while pending:
             done, _ = wait(pending, return_when=FIRST_EXCEPTION)
             for fut in done:
                 k = pending.pop(fut)
+                if fut.cancelled():
+                    continue
                 exc = fut.exception()
                 if exc is not None:
-                    for other in pending:
-                        other.cancel()
-                    raise exc
+                    if error is None:
+                        error = exc
+                        for other in pending:
+                            other.cancel()
+                    continue
                 finish(k, fut.result())
                 bar.update(1)
+    if error is not None:
+        raise error
 
 
 def _run_dask(func, points, todo, seed, scheduler, finish, bar) -> str:
@@ -259,10 +268,19 @@ def _run_dask(func, points, todo, seed, scheduler, finish, bar) -> str:
     address = getattr(client.scheduler, "address", None) or str(scheduler)
     try:
         futures = {client.submit(_call, func, points[k], seed, k, pure=False): k for k in todo}
+        error = None
         for fut in as_completed(list(futures)):
-            k = futures[fut]
-            finish(k, fut.result())  # re-raises a worker's exception here
+            if fut.status == "cancelled":
+                continue
+            if fut.status == "error":
+                if error is None:  # stop what has not started; keep what finishes
+                    error = fut.exception()
+                    client.cancel([f for f in futures if not f.done()])
+                continue
+            finish(futures[fut], fut.result())
             bar.update(1)
+        if error is not None:
+            raise error
     finally:
         if own:
             client.close()

@@ -61,3 +61,60 @@ def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started:
     path = out / f"{name}.json"
     atomic_write_text(path, json.dumps(_jsonable(meta), indent=2) + "\n")
     return path
+
+
+# --- options shared by the sweep subcommands (simulate, validate, ...) ---------------------
+
+CONVENTIONS = (
+    "Conventions: alpha = n / p with p = L - 1 unmasked sites; ridge penalty (lam p / 2) |w|^2, "
+    "lam = 0 is the Moore-Penrose solution; eg = E (y - w.x)^2 on a fresh sample, without a "
+    "factor 1/2."
+)
+
+
+def lam_option(default: tuple[float, ...]):
+    """``--lam`` (repeatable): ridge strengths >= 0."""
+    return click.option("--lam", "lams", type=click.FloatRange(min=0), multiple=True, default=default,
+                        show_default=True,
+                        help="Ridge strength(s) >= 0; repeat for several. Penalty (lam p / 2) |w|^2.")
+
+
+def alpha_range_options(f, *, alpha_min: float = 0.05, alpha_max: float = 4.0, points: int = 200):
+    """``--alpha-min``, ``--alpha-max``, ``--points``: an evenly spaced alpha grid."""
+    f = click.option("--points", type=click.IntRange(min=2), default=points, show_default=True,
+                     help="Number of alpha values (evenly spaced).")(f)
+    f = click.option("--alpha-max", type=float, default=alpha_max, show_default=True,
+                     help="Largest alpha.")(f)
+    f = click.option("--alpha-min", type=float, default=alpha_min, show_default=True,
+                     help="Smallest alpha = n/p.")(f)
+    return f
+
+
+def out_option(default: str):
+    """``--out DIR``: the output folder."""
+    return click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path(default),
+                        show_default=True, help="Output folder (created if missing).")
+
+
+def scale_options(f):
+    """``--workers``, ``--scheduler``, ``--resume``, ``--progress/--no-progress``."""
+    f = click.option("--progress/--no-progress", "progress", default=None,
+                     help="Progress bar on stderr [default: when stderr is a terminal].")(f)
+    f = click.option("--resume", is_flag=True, default=False,
+                     help="Continue a half-finished run in --out: finished points (written atomically, "
+                          "one file each) are loaded, not recomputed.")(f)
+    f = click.option("--scheduler", metavar="ADDRESS", default=None,
+                     help="Send the points to a Dask distributed scheduler (e.g. tcp://host:8786); "
+                          "needs pip install \"replica-mlm[dask]\". Overrides --workers.")(f)
+    f = click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Local worker processes for the sweep (results do not depend on it).")(f)
+    return f
+
+
+def check_scheduler(scheduler: str | None) -> None:
+    """A usage error (exit 2) if a scheduler is asked for but dask.distributed is missing."""
+    import importlib.util
+
+    if scheduler is not None and importlib.util.find_spec("distributed") is None:
+        raise click.UsageError(
+            "--scheduler needs dask.distributed: pip install \"replica-mlm[dask]\"")

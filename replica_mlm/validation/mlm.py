@@ -359,7 +359,7 @@ def _figures(cfg: MLMSettings, rows: list[dict], instances: dict, c_data: dict, 
     a = np.geomspace(0.5, 3 * C_RANGE[1], 200)
     lam_curves = [(lam, a, learning_curve(site, alpha=a, lam=lam).eg - site.noise) for lam in cfg.lams]
     fig = plot_excess_decay(lam_curves, noise=site.noise, fit_range=C_RANGE, path=out / "mlm_large_alpha",
-                            title=f"L = {L}: eg - sigma^2 against c / alpha")
+                            title=rf"L = {L}: $e_g - \sigma^2$ against $\sigma^2/\alpha$ (fit: shaded)")
     plt.close(fig)
     files += ["mlm_large_alpha.png", "mlm_large_alpha.pdf"]
     return files

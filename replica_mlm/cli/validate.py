@@ -1,0 +1,48 @@
+"""``replica-mlm validate``: the validation suite (also ``python -m validation``)."""
+
+from __future__ import annotations
+
+import click
+
+from replica_mlm.cli._common import CONVENTIONS, check_scheduler, out_option, scale_options
+
+
+def _section_names():
+    from replica_mlm.validation.suite import SECTIONS
+
+    return list(SECTIONS)
+
+
+@click.command("validate", epilog=CONVENTIONS)
+@click.option("--quick/--full", default=True, show_default=True,
+              help="CI-sized sweeps (all sections under 3 minutes on 2 cores) or the version a paper "
+                   "would quote (L up to 1600, more instances and seeds; hours on one core).")
+@click.option("--section", "sections", multiple=True, type=click.Choice(_section_names()),
+              help="Run only these sections (repeatable) [default: all that are installed].")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Root seed; every section derives its instances and samples from it.")
+@scale_options
+@out_option("validation-out")
+def validate(quick, sections, seed, workers, scheduler, resume, progress, out):
+    """Hold the replica theory against simulations; write report.json, report.md and figures.
+
+    Sections: mlm (replica prediction vs closed-form ridge simulations on the same Gaussian Potts
+    instances: z-scores, the growth of the test loss below alpha = 1, the c / alpha decay;
+    fig. 3 left of Rende et al.), attractor (transient memories of self-attention as an attractor
+    network) and potts (the discrete Potts model and factored attention) when installed. Every check
+    is a claim with a number and a threshold; the exit status is 1 if any check fails.
+    """
+    from replica_mlm.validation.suite import run_suite
+
+    check_scheduler(scheduler)
+    try:
+        report = run_suite(out, quick=quick, seed=seed, sections=list(sections) or None, workers=workers,
+                           scheduler=scheduler, resume=resume, progress=progress, echo=click.echo)
+    except ValueError as exc:  # e.g. --resume on a folder holding another run
+        raise click.UsageError(str(exc)) from None
+    failed = [c["name"] for c in report["checks"] if not c["passed"]]
+    click.echo(f"{'PASSED' if report['passed'] else 'FAILED'}: {len(report['checks']) - len(failed)} of "
+               f"{len(report['checks'])} checks; report in {out / 'report.md'} and {out / 'report.json'}")
+    if failed:
+        click.echo("failed: " + ", ".join(failed), err=True)
+        raise SystemExit(1)
