@@ -135,10 +135,10 @@ def test_incremental_fields_stay_exact():
     pm = small_model(L=7, q=4, beta=1.5, seed=5)
     gen = np.random.default_rng(0)
     s = gen.integers(0, 4, size=(30, 7))
-    Nt = pm._init_fields(s)
+    Nq = pm._init_fields(s)
     for _ in range(50):
-        pm._sweep(s, Nt, gen)
-    np.testing.assert_allclose(Nt, pm._init_fields(s), atol=1e-12)
+        pm._sweep(s, Nq, gen)
+    np.testing.assert_allclose(Nq, pm._init_fields(s), atol=1e-12)
 
 
 def exact_mean_hamming(pm):

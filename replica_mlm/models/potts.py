@@ -297,22 +297,27 @@ class PottsModel:
 
     # ------------------------------------------------------------------ Gibbs sampling
     def _init_fields(self, s: np.ndarray) -> np.ndarray:
-        """Site-major colour fields ``Nt[i, c, b] = sum_k J_ik [s_ck == b]``, shape (L, C, q)."""
-        return np.ascontiguousarray(self._colour_fields(s).transpose(1, 0, 2))
+        """Colour-major fields ``Nq[c, b, i] = sum_k J_ik [s_ck == b]``, shape (C, q, L).
 
-    def _sweep(self, s: np.ndarray, Nt: np.ndarray, gen: np.random.Generator) -> None:
+        With this layout the update after a colour change of site ``k`` in chain ``c`` touches two
+        contiguous rows of length L (``Nq[c, old, :]`` and ``Nq[c, new, :]``).
+        """
+        return np.ascontiguousarray(self._colour_fields(s).transpose(0, 2, 1))
+
+    def _sweep(self, s: np.ndarray, Nq: np.ndarray, gen: np.random.Generator) -> None:
         """One systematic-scan Gibbs sweep of all chains, in place, with incremental fields.
 
-        For each site ``i`` the logits of all chains are ``beta Nt[i] U`` (C x q times q x q); a
-        new colour is drawn by inverting the cumulative distribution; for the chains whose colour
-        changed the fields of every site move by ``J[:, i]`` between the old and new colour column.
+        For each site ``i`` the logits of all chains are ``beta Nq[:, :, i] U`` (C x q times
+        q x q); a new colour is drawn by inverting the cumulative distribution; for the chains
+        whose colour changed the fields of every site move by ``J[i]`` from the old to the new
+        colour row.
         """
         C = s.shape[0]
         bU = self._beta * self._U
-        Jt = self._J
+        J = self._J
         u = gen.random((self.L, C))
         for i in range(self.L):
-            z = Nt[i] @ bU
+            z = Nq[:, :, i] @ bU
             z -= z.max(axis=1, keepdims=True)
             np.exp(z, out=z)
             np.cumsum(z, axis=1, out=z)
@@ -322,14 +327,13 @@ class PottsModel:
             if chg.size:
                 newc = new[chg]
                 oldc = old[chg]
-                col = Jt[:, i][:, None]
-                Nt[:, chg, oldc] -= col
-                Nt[:, chg, newc] += col
+                Nq[chg, oldc, :] -= J[i]
+                Nq[chg, newc, :] += J[i]
                 s[chg, i] = newc
 
-    def _energies_from_fields(self, s: np.ndarray, Nt: np.ndarray) -> np.ndarray:
-        Ug = self._U[s.T]  # (L, C, q): U[s_ci, b]
-        return -0.5 * np.einsum("icb,icb->c", Nt, Ug)
+    def _energies_from_fields(self, s: np.ndarray, Nq: np.ndarray) -> np.ndarray:
+        Ug = self._U[s]  # (C, L, q): U[s_ci, b]
+        return -0.5 * np.einsum("cbi,cib->c", Nq, Ug)
 
     def run_chains(
         self, s0, n_sweeps: int, rng: RngLike = 0, *, record_every: int = 0
@@ -344,10 +348,10 @@ class PottsModel:
         if n_sweeps < 0:
             raise ValueError(f"n_sweeps must be >= 0, got {n_sweeps}")
         gen = as_generator(rng)
-        Nt = self._init_fields(s)
+        Nq = self._init_fields(s)
         rec = []
         for t in range(1, n_sweeps + 1):
-            self._sweep(s, Nt, gen)
+            self._sweep(s, Nq, gen)
             if record_every and t % record_every == 0:
                 rec.append(s.copy())
         return s, (np.stack(rec) if rec else None)
@@ -382,19 +386,19 @@ class PottsModel:
         max_sweeps = positive_int(max_sweeps, "max_sweeps")
         gen = as_generator(rng)
         s = gen.integers(0, self.q, size=(n_chains, self.L))
-        Nt = self._init_fields(s)
+        Nq = self._init_fields(s)
         burnt = 0
         T = n_sweeps
         while True:
             while burnt < T:
-                self._sweep(s, Nt, gen)
+                self._sweep(s, Nq, gen)
                 burnt += 1
             states = np.empty((T, n_chains, self.L), dtype=np.int16)
             energies = np.empty((T, n_chains))
             for t in range(T):
-                self._sweep(s, Nt, gen)
+                self._sweep(s, Nq, gen)
                 states[t] = s
-                energies[t] = self._energies_from_fields(s, Nt)
+                energies[t] = self._energies_from_fields(s, Nq)
             max_lag = T // 4
             rho_s = _spin_autocorrelation(states, self.q, max_lag)
             rho_e = _energy_autocorrelation(energies, max_lag)
@@ -475,14 +479,14 @@ class PottsModel:
             burn = int(burn_in)
         per_chain = -(-n // C)
         s = gen.integers(0, self.q, size=(C, self.L))
-        Nt = self._init_fields(s)
+        Nq = self._init_fields(s)
         for _ in range(burn):
-            self._sweep(s, Nt, gen)
+            self._sweep(s, Nq, gen)
         out = np.empty((per_chain, C, self.L), dtype=np.intp)
         for k in range(per_chain):
             if k > 0:
                 for _ in range(between):
-                    self._sweep(s, Nt, gen)
+                    self._sweep(s, Nq, gen)
             out[k] = s
         # interleave chains so that the first n rows come from as many chains as possible
         seqs = out.reshape(per_chain * C, self.L)[:n].copy()
