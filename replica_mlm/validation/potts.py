@@ -299,8 +299,9 @@ def _errbar(ax, x, Y, label, **kw):
     ok = ~np.all(np.isnan(Y), axis=1)
     m = np.nanmean(Y[ok], axis=1)
     n = np.sum(~np.isnan(Y[ok]), axis=1)
-    sd = np.nanstd(Y[ok], axis=1, ddof=1) if Y.shape[1] > 1 else np.zeros_like(m)
-    se = np.where(n > 1, sd / np.sqrt(np.maximum(n, 1)), 0.0)
+    dev = np.where(np.isnan(Y[ok]), 0.0, Y[ok] - m[:, None])
+    sd = np.sqrt((dev**2).sum(axis=1) / np.maximum(n - 1, 1))
+    se = np.where(n > 1, sd / np.sqrt(n), 0.0)  # no error bar for a single data set
     ax.errorbar(np.asarray(x)[ok], m, yerr=np.nan_to_num(se), capsize=3, marker="o",
                 label=label, **kw)
 
