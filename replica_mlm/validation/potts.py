@@ -307,6 +307,10 @@ def _errbar(ax, x, Y, label, **kw):
 
 
 def _save(fig, out: Path, stem: str) -> list[str]:
+    from matplotlib.ticker import NullFormatter
+
+    for ax in fig.axes:  # minor tick labels of log axes overlap
+        ax.xaxis.set_minor_formatter(NullFormatter())
     names = []
     for ext in ("png", "pdf"):
         fig.savefig(out / f"{stem}.{ext}", dpi=150, bbox_inches="tight")
