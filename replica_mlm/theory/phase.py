@@ -29,30 +29,42 @@ def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUN
     lam_star : float
     saddle_point : SaddlePoint
     """
-    spectrum_of(task)
+    spec = spectrum_of(task)
     alpha = _checks.positive(alpha, "alpha")
     lo, hi = (_checks.positive(b, "bounds") for b in bounds)
     if not lo < hi:
         raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds}")
-    logs = np.linspace(math.log(lo), math.log(hi), 41)
+    return _optimal(task, spec, np.array([alpha]), (lo, hi), xatol)[0]
 
-    def eg(log_lam: float) -> float:
-        return solve(task, alpha=alpha, lam=math.exp(log_lam)).eg
 
+def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float) -> list[tuple[float, SaddlePoint]]:
+    """optimal_lambda at every alpha: one vectorised scan over (alpha, lam), then Brent per alpha."""
     from scipy import optimize  # imported here: scipy.optimize costs ~0.5 s at package import
 
-    scan = np.array([eg(x) for x in logs])
-    j = int(np.argmin(scan))
-    if j in (0, logs.size - 1):
-        lam_star = float(math.exp(logs[j]))
+    logs = np.linspace(math.log(bounds[0]), math.log(bounds[1]), 41)
+    grid_a, grid_l = np.meshgrid(alphas, np.exp(logs), indexing="ij")
+    scan = solve_reduced(spec, grid_a.ravel(), grid_l.ravel())["eg"].reshape(grid_a.shape)
+    results = []
+    for alpha, row in zip(alphas, scan, strict=True):
+        alpha = float(alpha)
+        j = int(np.argmin(row))
+        if j in (0, logs.size - 1):
+            lam_star = float(math.exp(logs[j]))
+            end = "lower" if j == 0 else "upper"
+            sp = solve(task, alpha=alpha, lam=lam_star)
+            results.append((lam_star, _with_message(sp, f"optimal lam at the {end} bound {lam_star:g}")))
+            continue
+
+        def eg(log_lam: float, alpha=alpha) -> float:
+            return solve(task, alpha=alpha, lam=math.exp(log_lam)).eg
+
+        res = optimize.minimize_scalar(eg, bounds=(logs[j - 1], logs[j + 1]), method="bounded",
+                                       options={"xatol": xatol, "maxiter": 500})
+        lam_star = float(math.exp(res.x))
         sp = solve(task, alpha=alpha, lam=lam_star)
-        end = "lower" if j == 0 else "upper"
-        return lam_star, _with_message(sp, f"optimal lam at the {end} bound {lam_star:g}")
-    res = optimize.minimize_scalar(eg, bounds=(logs[j - 1], logs[j + 1]), method="bounded",
-                                   options={"xatol": xatol, "maxiter": 500})
-    lam_star = float(math.exp(res.x))
-    sp = solve(task, alpha=alpha, lam=lam_star)
-    return lam_star, _with_message(sp, f"optimal lam by bounded Brent in log lam ({res.nfev} solves)")
+        results.append((lam_star, _with_message(
+            sp, f"optimal lam by bounded Brent in log lam ({res.nfev} solves)")))
+    return results
 
 
 def _with_message(sp: SaddlePoint, message: str) -> SaddlePoint:
@@ -123,10 +135,12 @@ def increasing_grid(values, name: str, *, positive: bool = True) -> np.ndarray:
     return arr
 
 
-def _row(spec, alphas: np.ndarray, lam: float) -> tuple[np.ndarray, ...]:
-    out = solve_reduced(spec, alphas, lam)
-    slope = alpha_derivative(spec, alphas, lam, out["kappa"])
-    return out["eg"], out["train_loss"], slope
+def _grid(spec, alphas: np.ndarray, lam) -> tuple[np.ndarray, ...]:
+    """eg, train loss and d eg/d alpha on the grid alphas x lam (lam a column or a scalar)."""
+    a, lm = np.broadcast_arrays(alphas[None, :], lam)
+    out = solve_reduced(spec, a.ravel(), lm.ravel())
+    slope = alpha_derivative(spec, a.ravel(), lm.ravel(), out["kappa"])
+    return out["eg"].reshape(a.shape), out["train_loss"].reshape(a.shape), slope.reshape(a.shape)
 
 
 def _peak(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray) -> float:
@@ -162,15 +176,12 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
     spec = spectrum_of(task)
     alphas = increasing_grid(alpha, "alpha")
     lams = increasing_grid(lam, "lam")
-    rows = _progress(lams, progress, "lam rows")
-    eg, et, slope = (np.empty((lams.size, alphas.size)) for _ in range(3))
-    peaks = np.empty(lams.size)
-    for i, lm in enumerate(rows):
-        eg[i], et[i], slope[i] = _row(spec, alphas, float(lm))
-        peaks[i] = _peak(task, spec, alphas, float(lm), slope[i])
+    eg, et, slope = _grid(spec, alphas, lams[:, None])
+    peaks = np.array([_peak(task, spec, alphas, float(lm), slope[i])
+                      for i, lm in enumerate(_progress(lams, progress, "peak per lam"))])
     opt_lam = opt_eg = None
     if optimal:
-        pairs = [optimal_lambda(task, alpha=float(a)) for a in _progress(alphas, progress, "optimal lam")]
+        pairs = _optimal(task, spec, alphas, LAM_BOUNDS, 1e-9)
         opt_lam = np.array([p[0] for p in pairs])
         opt_eg = np.array([p[1].eg for p in pairs])
     return PhaseDiagram(alpha=alphas, axis="lam", y=lams, lam=lams, shift=None, eg=eg, train_loss=et,
@@ -192,7 +203,7 @@ def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> 
     for i, s in enumerate(_progress(shifts, progress, "shift rows")):
         task = GaussianPottsLimit(shift=float(s))
         spec = task.spectrum
-        eg[i], et[i], slope[i] = _row(spec, alphas, lam)
+        (eg[i],), (et[i],), (slope[i],) = _grid(spec, alphas, lam)
         peaks[i] = _peak(task, spec, alphas, lam, slope[i])
         rho[i], noise[i] = task.rho, task.noise
     return PhaseDiagram(alpha=alphas, axis="shift", y=shifts, lam=lam, shift=shifts, eg=eg,

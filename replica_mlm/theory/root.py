@@ -55,15 +55,15 @@ def spectral_sums(spec: Spectrum, names, kappa: np.ndarray) -> dict[str, np.ndar
     return out
 
 
-def _newton(spec: Spectrum, alpha: np.ndarray, lam: float, max_iter: int = 100):
-    """kappa > 0 with G(kappa) = 0 for each alpha (lam > 0, or alpha < 1). See module docstring."""
+def _newton(spec: Spectrum, alpha: np.ndarray, lam: np.ndarray, max_iter: int = 100):
+    """kappa > 0 with G(kappa) = 0 for each (alpha, lam) pair (lam > 0, or alpha < 1)."""
     fns = compiled()
     inv_mean = float(np.dot(spec.bulk, 1.0 / spec.omega))
     lo = np.maximum(lam / alpha, np.maximum(1.0 - alpha, 0.0) / inv_mean)
     hi = (lam + spec.mean_omega) / alpha
     nodes = np.geomspace(lo.min(), hi.max(), TABLE)
     s1c_nodes = spectral_sums(spec, ["S_1c"], nodes)["S_1c"]
-    g_nodes = fns.newton(nodes[None, :], s1c_nodes[None, :], 1.0 - alpha[:, None], lam)
+    g_nodes = fns.newton(nodes[None, :], s1c_nodes[None, :], 1.0 - alpha[:, None], lam[:, None])
     count = np.sum(g_nodes >= 0, axis=1)  # G decreases: G >= 0 on the first `count` nodes
     kappa = np.maximum(np.where(count > 0, nodes[np.maximum(count - 1, 0)], lo), lo)
 
@@ -71,17 +71,17 @@ def _newton(spec: Spectrum, alpha: np.ndarray, lam: float, max_iter: int = 100):
     active = np.arange(alpha.size)
     step = np.zeros(alpha.size)
     for it in range(1, max_iter + 1):
-        k, a = kappa[active], alpha[active]
+        k, a, lm = kappa[active], alpha[active], lam[active]
         sums = spectral_sums(spec, ["S_1c", "S_1c'"], k)
-        g = fns.newton(k, sums["S_1c"], 1.0 - a, lam)
-        dg = fns.newton_slope(k, sums["S_1c'"], lam)
+        g = fns.newton(k, sums["S_1c"], 1.0 - a, lm)
+        dg = fns.newton_slope(k, sums["S_1c'"], lm)
         s = -g / dg
         new = k + s
         kappa[active] = np.where(new > 0, new, 0.5 * k)
         step[active] = s
         iterations[active] = it
         # size of the terms of G, hence its rounding level (1 - alpha is exact near alpha = 1)
-        scale = lam / k + sums["S_1c"] + np.abs(1.0 - a)
+        scale = lm / k + sums["S_1c"] + np.abs(1.0 - a)
         done = (np.abs(s) <= 4 * EPS * k) | (np.abs(g) <= 4 * EPS * scale)
         active = active[~done]
         if active.size == 0:
@@ -89,8 +89,8 @@ def _newton(spec: Spectrum, alpha: np.ndarray, lam: float, max_iter: int = 100):
     raise NewtonFailure(alpha[active], kappa[active], step[active], max_iter)
 
 
-def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np.ndarray]:
-    """Saddle point at every ``alpha`` (1-d array, > 0) for one ``lam >= 0``.
+def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam) -> dict[str, np.ndarray]:
+    """Saddle point at every pair of ``alpha`` (> 0) and ``lam`` (>= 0), broadcast to one 1-d shape.
 
     Returns
     -------
@@ -100,7 +100,7 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np
         saddle-point equations (at lam = 0, alpha < 1, where V = inf: of the V_hat equation).
     """
     fns = compiled()
-    alpha = np.asarray(alpha, dtype=float)
+    alpha, lam = (np.array(x, dtype=float).ravel() for x in np.broadcast_arrays(alpha, lam))
     n = alpha.size
     peak = (lam == 0.0) & (alpha == 1.0)
     exact = (lam == 0.0) & (alpha > 1.0)
@@ -108,14 +108,14 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np
     kappa = np.zeros(n)
     iterations = np.zeros(n, dtype=int)
     if free.any():
-        kappa[free], iterations[free] = _newton(spec, alpha[free], lam)
+        kappa[free], iterations[free] = _newton(spec, alpha[free], lam[free])
 
     names = [str(s) for s in P.SUMS]
     sums = spectral_sums(spec, names, kappa)
-    if lam > 0:
-        v_hat = fns.v_hat_from_root(kappa, lam)
-    else:  # lam = 0: V_hat = alpha - 1 + S_1c at the root; exactly 0 for alpha <= 1
-        v_hat = np.where(alpha > 1.0, fns.v_hat_of_kappa(sums["S_1c"], 1.0 - alpha), 0.0)
+    # lam > 0: V_hat = lam / kappa; lam = 0: V_hat = S_1c - (1 - alpha), exactly 0 for alpha <= 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v_hat = np.where(lam > 0, fns.v_hat_from_root(kappa, lam),
+                         np.where(alpha > 1.0, fns.v_hat_of_kappa(sums["S_1c"], 1.0 - alpha), 0.0))
     args = (alpha, 1.0 - alpha, kappa, spec.noise, v_hat, *(sums[name] for name in names))
     with np.errstate(divide="ignore", invalid="ignore"):  # V = S_1 / V_hat = inf at lam = 0
         out = {name: np.broadcast_to(f(*args), (n,)).astype(float)
@@ -127,7 +127,8 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np
     residual = np.zeros(n)
     finite = np.isfinite(out["V"])
     if finite.any():
-        residual[finite] = raw_residual(spec, alpha[finite], lam, {k: v[finite] for k, v in out.items()})
+        residual[finite] = raw_residual(spec, alpha[finite], lam[finite],
+                                        {k: v[finite] for k, v in out.items()})
     min_norm = (lam == 0.0) & (alpha < 1.0)
     residual[min_norm] = (np.abs(fns.v_hat_of_kappa(sums["S_1c"][min_norm], 1.0 - alpha[min_norm]))
                           / alpha[min_norm])
@@ -141,7 +142,7 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np
     return out
 
 
-def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam: float, kappa: np.ndarray) -> np.ndarray:
+def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam, kappa: np.ndarray) -> np.ndarray:
     """d eg / d alpha along the saddle point at each alpha, given the solved ``kappa``.
 
     Implicit differentiation of G(kappa; alpha) = 0 (``potentials.reduce``). Where kappa stays
@@ -149,7 +150,7 @@ def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam: float, kappa: np.nd
     (lam = 0, alpha = 1) the derivative does not exist and NaN is returned there.
     """
     fns = compiled()
-    alpha = np.asarray(alpha, dtype=float)
+    alpha, lam = (np.array(x, dtype=float) for x in np.broadcast_arrays(alpha, lam))
     names = ("R", "S_2", "S_2c", "S_1c'", "R'", "S_2c'")
     sums = spectral_sums(spec, names, kappa)
     args = (alpha, 1.0 - alpha, kappa, lam, spec.noise, *(sums[n] for n in names))
@@ -159,7 +160,7 @@ def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam: float, kappa: np.nd
     return np.where((lam == 0.0) & (alpha == 1.0), np.nan, out)
 
 
-def raw_residual(spec: Spectrum, alpha, lam: float, x: dict) -> np.ndarray:
+def raw_residual(spec: Spectrum, alpha, lam, x: dict) -> np.ndarray:
     """Largest relative violation of the six raw saddle-point equations of ``derive()`` at ``x``.
 
     ``x`` maps V, q, m, V_hat, q_hat, m_hat to arrays (or scalars) over points.
@@ -171,6 +172,7 @@ def raw_residual(spec: Spectrum, alpha, lam: float, x: dict) -> np.ndarray:
     for name, f in fns.hat.items():
         worst = np.maximum(worst, _rel(x[name], f(*hat_args)))
     hats = [np.asarray(x[h], dtype=float)[..., None] for h in ("V_hat", "q_hat", "m_hat")]
+    lam = np.broadcast_to(np.asarray(lam, dtype=float), alpha.shape)[..., None]
     modes = fns.modes_together(spec.omega, spec.bulk, spec.teacher, lam, *hats)
     for name, val in zip(("V", "q", "m"), modes, strict=True):
         total = np.broadcast_to(val, (*alpha.shape, spec.omega.size)).sum(axis=-1)
