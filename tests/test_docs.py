@@ -23,7 +23,7 @@ def test_docs_build_without_warnings(tmp_path):
     for page in ("index", "getting_started", "theory", "limit", "figures", "api", "cli"):
         assert (html / f"{page}.html").exists(), page
     cli = (html / "cli.html").read_text()
-    for cmd in ("curve", "simulate", "validate", "equations", "attractor"):
+    for cmd in ("curve", "phase", "simulate", "validate", "equations", "attractor", "potts"):
         assert f"<h3>{cmd}" in cli and f"replica-mlm-{cmd}" in cli, cmd
     api = (html / "api.html").read_text()
     assert "replica_mlm.solve" in api and "Moore-Penrose" in api

@@ -28,16 +28,18 @@ def _register() -> None:
     from replica_mlm.cli.attractor import attractor
     from replica_mlm.cli.curve import curve
     from replica_mlm.cli.equations import equations
+    from replica_mlm.cli.phase import phase
     from replica_mlm.cli.potts import potts
     from replica_mlm.cli.simulate import simulate
     from replica_mlm.cli.validate import validate
 
     main.add_command(curve)
     main.add_command(attractor)
-    main.add_command(potts)
     main.add_command(simulate)
     main.add_command(validate)
     main.add_command(equations)
+    main.add_command(potts)
+    main.add_command(phase)
 
 
 _register()
