@@ -37,3 +37,16 @@ def test_curve_bad_options_exit_2(tmp_path):
         res = runner.invoke(main, ["curve", *args, "--out", str(tmp_path)])
         assert res.exit_code == 2, (args, res.output)
         assert "Error" in res.output
+
+
+def test_curve_in_the_limit(tmp_path):
+    res = CliRunner().invoke(main, ["curve", "--limit", "--points", "5", "--lam", "0.01",
+                                    "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(open(tmp_path / "curve.csv")))
+    lim = rm.GaussianPotts.limit(shift=3.0)
+    assert float(rows[0]["noise"]) == lim.noise
+    sp = rm.solve(lim, alpha=float(rows[2]["alpha"]), lam=0.01)
+    assert float(rows[2]["eg"]) == pytest.approx(sp.eg, rel=1e-13)
+    bad = CliRunner().invoke(main, ["curve", "--limit", "--shift", "1.9", "--out", str(tmp_path)])
+    assert bad.exit_code == 2 and "shift must be > 2" in bad.output

@@ -29,14 +29,31 @@ def task_options(f):
     return f
 
 
-def make_task(*, L: int, shift: float, seed: int, site: int):
-    """The masked site of a random Gaussian Potts model, with errors turned into usage errors."""
+def limit_option(f):
+    """``--limit``: the thermodynamic limit L -> infinity at --shift instead of an instance."""
+    return click.option("--limit", is_flag=True, default=False,
+                        help="Use the thermodynamic limit L -> infinity at --shift (> 2) instead of a "
+                             "finite instance (--L, --seed and --site are then ignored).")(f)
+
+
+def make_task(*, L: int, shift: float, seed: int, site: int, limit: bool = False):
+    """The masked site of a random Gaussian Potts model (or its L -> infinity limit), with errors
+    turned into usage errors."""
     from replica_mlm import GaussianPotts
 
     try:
+        if limit:
+            return GaussianPotts.limit(shift=shift)
         return GaussianPotts.random(L=L, shift=shift, seed=seed).masked_site(site)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def task_title(task, *, L: int, shift: float, site: int, limit: bool) -> str:
+    """A figure title naming the task."""
+    if limit:
+        return rf"Gaussian Potts, $L \to \infty$, $s = {shift:g}$"
+    return f"Gaussian Potts, L = {L}, s = {shift:g}, site {site}"
 
 
 def alpha_grid(alpha_min: float, alpha_max: float, points: int) -> np.ndarray:

@@ -7,11 +7,20 @@ from pathlib import Path
 
 import click
 
-from replica_mlm.cli._common import alpha_grid, make_task, task_options, write_metadata
+from replica_mlm.cli._common import (
+    CONVENTIONS,
+    alpha_grid,
+    limit_option,
+    make_task,
+    task_options,
+    task_title,
+    write_metadata,
+)
 
 
-@click.command()
+@click.command(epilog=CONVENTIONS)
 @task_options
+@limit_option
 @click.option("--alpha-min", type=float, default=0.05, show_default=True, help="Smallest alpha = n/p.")
 @click.option("--alpha-max", type=float, default=4.0, show_default=True, help="Largest alpha.")
 @click.option("--points", type=click.IntRange(min=2), default=200, show_default=True,
@@ -21,11 +30,12 @@ from replica_mlm.cli._common import alpha_grid, make_task, task_options, write_m
               help="Ridge strength(s); repeat for several curves. Penalty (lam p / 2) |w|^2.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("replica-mlm-out"),
               show_default=True, help="Output folder.")
-def curve(L, shift, seed, site, alpha_min, alpha_max, points, lams, out):
+def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, out):
     """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
 
     Solves the replica-symmetric saddle point (sympy-derived, THEORY.md section 4) on the
-    spectrum of one masked site of a GOE instance, P = shift I - J, for every alpha and lam.
+    spectrum of one masked site of a GOE instance, P = shift I - J (or, with --limit, in the
+    thermodynamic limit L -> infinity), for every alpha and lam.
     eg is the mean squared error on a fresh sample (no factor 1/2), alpha = n/p, p = L - 1.
     Writes curve.csv, curve.json (metadata), curve.png and curve.pdf into --out.
     """
@@ -33,19 +43,20 @@ def curve(L, shift, seed, site, alpha_min, alpha_max, points, lams, out):
     from replica_mlm.theory.curve import curves_to_csv, learning_curve
 
     started = time.time()
-    task = make_task(L=L, shift=shift, seed=seed, site=site)
+    task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
     alphas = alpha_grid(alpha_min, alpha_max, points)
     curves = [learning_curve(task, alpha=alphas, lam=lam) for lam in sorted(set(lams))]
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "curve.csv"
     curves_to_csv(curves, csv_path)
     fig = plot_learning_curves(
-        curves, path=out / "curve", title=f"Gaussian Potts, L = {L}, s = {shift:g}, site {site}")
+        curves, path=out / "curve", title=task_title(task, L=L, shift=shift, site=site, limit=limit))
     import matplotlib.pyplot as plt
 
     plt.close(fig)
     files = [csv_path, out / "curve.png", out / "curve.pdf"]
-    write_metadata(out, "curve", dict(L=L, shift=shift, seed=seed, site=site, alpha_min=alpha_min,
+    write_metadata(out, "curve", dict(L=None if limit else L, limit=limit, shift=shift, seed=seed,
+                                      site=site, alpha_min=alpha_min,
                                       alpha_max=alpha_max, points=points, lam=sorted(set(lams))),
                    started=started, files=files,
                    extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii})

@@ -14,17 +14,18 @@ from replica_mlm.cli._common import (
     CONVENTIONS,
     alpha_grid,
     alpha_range_options,
+    limit_option,
     make_task,
     out_option,
     task_options,
+    task_title,
     write_metadata,
 )
 
 
 @click.command(epilog=CONVENTIONS)
 @task_options
-@click.option("--limit", is_flag=True, default=False,
-              help="Use the thermodynamic limit L -> infinity at --shift (> 2) instead of an instance.")
+@limit_option
 @alpha_range_options
 @click.option("--axis", type=click.Choice(["lam", "shift"]), default="lam", show_default=True,
               help="What the rows vary: lam (log axis) or the shift s (in the limit, at one --lam).")
@@ -54,7 +55,6 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
 
     import matplotlib.pyplot as plt
 
-    from replica_mlm import GaussianPotts
     from replica_mlm.plotting import plot_phase_diagram
     from replica_mlm.theory.phase import phase_diagram, shift_phase_diagram
     from replica_mlm.validation.report import atomic_write_text
@@ -71,14 +71,8 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
     else:
         if not lam_min < lam_max:
             raise click.UsageError(f"need --lam-min < --lam-max, got {lam_min}, {lam_max}")
-        if limit:
-            if shift <= 2:
-                raise click.UsageError(f"--limit needs --shift > 2, got {shift}")
-            task = GaussianPotts.limit(shift=shift)
-            title = rf"Gaussian Potts, $L \to \infty$, $s = {shift:g}$"
-        else:
-            task = make_task(L=L, shift=shift, seed=seed, site=site)
-            title = f"Gaussian Potts, L = {L}, s = {shift:g}, site {site}"
+        task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
+        title = task_title(task, L=L, shift=shift, site=site, limit=limit)
         pd = phase_diagram(task, alpha=alphas, lam=np.geomspace(lam_min, lam_max, lam_points),
                            optimal=optimal, progress=show)
 
