@@ -46,6 +46,17 @@ def save(fig, path: str | os.PathLike) -> list[Path]:
     return written
 
 
+def _finish(fig, ax, *, title: str | None, path, legend: dict | None = None):
+    """Title, legend and saving shared by the figure functions; returns the figure."""
+    if title:
+        ax.set_title(title, fontsize=10)
+    if legend is not None:
+        ax.legend(**legend)
+    if path is not None:
+        save(fig, path)
+    return fig
+
+
 def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
                          simulations: Sequence | None = None, title: str | None = None,
                          logy: bool = True):
@@ -91,12 +102,7 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
             ax.set_yscale("log")
         ax.set_xlabel(r"$\alpha = n/p$")
         ax.set_ylabel(r"generalisation error $e_g$")
-        if title:
-            ax.set_title(title, fontsize=10)
-        ax.legend(loc="upper right")
-        if path is not None:
-            save(fig, path)
-        return fig
+        return _finish(fig, ax, title=title, path=path, legend=dict(loc="upper right"))
 
 
 def _latex_number(x: float) -> str:
@@ -152,12 +158,8 @@ def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
         ax.set_xlabel(r"$z$ = (simulation $-$ replica) / standard error")
         ax.set_ylabel("density")
         ax.set_ylim(0, 1.45 * max(ax.get_ylim()[1], 0.4))  # room for the legend above the bars
-        if title:
-            ax.set_title(title, fontsize=10)
-        ax.legend(loc="upper left", ncols=2, fontsize=7.5)
-        if path is not None:
-            save(fig, path)
-        return fig
+        return _finish(fig, ax, title=title, path=path,
+                       legend=dict(loc="upper left", ncols=2, fontsize=7.5))
 
 
 def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float, float] | None = None,
@@ -194,12 +196,7 @@ def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float,
         ax.set_yscale("log")
         ax.set_xlabel(r"$\alpha = n/p$")
         ax.set_ylabel(r"$e_g - \sigma^2$")
-        if title:
-            ax.set_title(title, fontsize=10)
-        ax.legend(loc="lower left")
-        if path is not None:
-            save(fig, path)
-        return fig
+        return _finish(fig, ax, title=title, path=path, legend=dict(loc="lower left"))
 
 
 def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str | None = None,
@@ -266,10 +263,6 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         ax.set_xlabel(r"$\alpha = n/p$")
         ax.set_xlim(pd.alpha[0], pd.alpha[-1])
         ax.set_ylim(pd.y[0], pd.y[-1])
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2,
-                  fontsize=7.5, frameon=False)
-        if title:
-            ax.set_title(title, fontsize=10)
-        if path is not None:
-            save(fig, path)
-        return fig
+        return _finish(fig, ax, title=title, path=path,
+                       legend=dict(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15),
+                                   ncol=2, fontsize=7.5, frameon=False))
