@@ -29,7 +29,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -237,7 +237,7 @@ def _run_processes(func, points, todo, seed, workers, finish, bar) -> None:
     with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
         pending = {pool.submit(_call, func, points[k], seed, k): k for k in todo}
         while pending:
-            done, _ = wait(pending, return_when=FIRST_EXCEPTION)
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)  # write each point as it ends
             for fut in done:
                 k = pending.pop(fut)
                 if fut.cancelled():

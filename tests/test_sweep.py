@@ -110,3 +110,24 @@ def test_infinity_survives_the_round_trip(tmp_path):
 def test_bad_sweep_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         run_sweep(_draw, [{"k": 0}], **kwargs)
+
+
+def _waits_for_point_zero(point, rng):
+    """Point 1 finishes only once the parent has written point 0's file: a runner that writes a
+    point only when every point is done (not as each one finishes) makes it time out."""
+    import time
+    from pathlib import Path
+
+    if point["k"] == 1:
+        deadline = time.time() + 20
+        while not (Path(point["dir"]) / "point-00000.json").exists():
+            if time.time() > deadline:
+                raise TimeoutError("point 0 was not written while point 1 was running")
+            time.sleep(0.05)
+    return {"k": point["k"]}
+
+
+def test_processes_write_each_point_as_it_finishes(tmp_path):
+    points = [{"k": 0, "dir": str(tmp_path)}, {"k": 1, "dir": str(tmp_path)}]
+    res = run_sweep(_waits_for_point_zero, points, seed=0, workers=2, out=tmp_path)
+    assert [r["k"] for r in res.results] == [0, 1]
