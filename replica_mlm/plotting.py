@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,10 +40,18 @@ def save(fig, path: str | os.PathLike) -> list[Path]:
     stem = Path(path).with_suffix("")
     stem.parent.mkdir(parents=True, exist_ok=True)
     written = []
-    for ext in (".png", ".pdf"):
-        out = stem.with_suffix(ext)
-        fig.savefig(out)
-        written.append(out)
+    # fontTools, which subsets the fonts embedded in the PDF, warns about the timestamps of
+    # matplotlib's bundled DejaVu fonts on every save: keep that noise off the user's terminal
+    font_log = logging.getLogger("fontTools")
+    level = font_log.level
+    font_log.setLevel(logging.ERROR)
+    try:
+        for ext in (".png", ".pdf"):
+            out = stem.with_suffix(ext)
+            fig.savefig(out)
+            written.append(out)
+    finally:
+        font_log.setLevel(level)
     return written
 
 
