@@ -135,3 +135,28 @@ def check_scheduler(scheduler: str | None) -> None:
     if scheduler is not None and importlib.util.find_spec("distributed") is None:
         raise click.UsageError(
             "--scheduler needs dask.distributed: pip install \"replica-mlm[dask]\"")
+
+
+def section_command(name: str, *, doc: str, quick_help: str, seed_help: str) -> click.Command:
+    """A subcommand that runs the validation section ``replica_mlm.validation.<name>`` into --out.
+
+    It prints each check, writes the section's figures and ``<name>.json``, and exits with status 1
+    if a check fails.
+    """
+    import importlib
+
+    @click.command(name, help=doc, epilog=CONVENTIONS)
+    @click.option("--quick/--full", default=True, show_default=True, help=quick_help)
+    @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+                  default=Path(f"{name}_out"), show_default=True,
+                  help=f"Folder for the figures (PNG, PDF) and {name}.json.")
+    @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help=seed_help)
+    def command(quick: bool, out: Path, seed: int) -> None:
+        section = importlib.import_module(f"replica_mlm.validation.{name}").run(out, quick=quick, rng=seed)
+        for c in section.checks:
+            click.echo(f"[{'ok' if c.passed else 'FAIL'}] {c.name}: {c.detail}")
+        click.echo(f"figures and {name}.json written to {out}")
+        if not section.passed:
+            raise SystemExit(1)
+
+    return command
