@@ -44,3 +44,14 @@ def test_precision_peak_and_bad_input(site300):
     with pytest.raises(ValueError, match="precision must be"):
         rm.solve(site300, alpha=1.0, lam=1e-3, precision=30.5)
     assert math.isfinite(float(rm.solve(site300, alpha=1.0, lam=1e-3, precision=20).eg))
+
+
+def test_precision_failure_is_a_convergence_error(monkeypatch):
+    import functools
+
+    from replica_mlm.theory import precise
+
+    monkeypatch.setattr(precise, "solve_precise", functools.partial(precise.solve_precise, max_iter=1))
+    with pytest.raises(rm.ConvergenceError) as info:
+        rm.solve(rm.GaussianPotts.limit(shift=3.0), alpha=1.0, lam=1e-8, precision=30)
+    assert info.value.iterations == 1 and "kappa" in info.value.last

@@ -18,6 +18,14 @@ from replica_mlm.theory.compiled import compiled, compiled_sums
 GUARD = 10
 
 
+class PrecisionFailure(ArithmeticError):
+    """Newton's method did not reach the requested digits (turned into ConvergenceError by solve)."""
+
+    def __init__(self, message: str, *, kappa, step, iterations: int) -> None:
+        super().__init__(message)
+        self.kappa, self.step, self.iterations = kappa, step, iterations
+
+
 class PreciseSpectrum:
     """Modes, weights and noise as mpmath numbers; bulk weights renormalised to sum to one."""
 
@@ -77,7 +85,8 @@ def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
                 if abs(step) <= tol * kappa:
                     break
             else:
-                raise ArithmeticError(f"Newton's method did not reach {dps} digits in {max_iter} steps")
+                raise PrecisionFailure(f"Newton's method did not reach {dps} digits in {max_iter} steps",
+                                       kappa=kappa, step=abs(step / kappa), iterations=max_iter)
         names = [str(x) for x in P.SUMS]
         sums = ps.sums(names, kappa)
         if lm > 0:

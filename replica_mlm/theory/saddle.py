@@ -165,7 +165,11 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", precision: in
             raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
         if method != "root" or options:
             raise ValueError("precision= works with method='root' and no options")
-        out = precise.solve_precise(task, spec, alpha, lam, digits)
+        try:
+            out = precise.solve_precise(task, spec, alpha, lam, digits)
+        except precise.PrecisionFailure as exc:
+            raise ConvergenceError(str(exc), last={"kappa": exc.kappa}, residual=float(exc.step),
+                                   iterations=exc.iterations) from None
         return _result(spec, alpha, lam, out, method="root", convert=False,
                        message=f"{root_message(alpha, lam)}; mpmath at {digits} digits")
     if method == "root":
@@ -180,7 +184,7 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", precision: in
 # --- the reduced scalar equation -----------------------------------------------------------
 
 
-def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam: float) -> dict[str, np.ndarray]:
+def solve_reduced(spec: Spectrum, alpha, lam) -> dict[str, np.ndarray]:
     """:func:`.root.solve_reduced` with its failure turned into :class:`ConvergenceError`."""
     try:
         return root.solve_reduced(spec, alpha, lam)
