@@ -38,6 +38,7 @@ __all__ = [
     "GibbsDiagnostics",
     "PottsModel",
     "check_sequences",
+    "initial_monotone_tau",
     "integrated_autocorrelation_time",
 ]
 
@@ -47,6 +48,19 @@ __all__ = [
 DECORRELATION = 0.01
 #: Sokal's window constant for the integrated autocorrelation time.
 SOKAL_C = 5.0
+#: hottest inverse temperature of the parallel-tempering ladder (``min(TEMPERING_BETA_HOT, beta)``):
+#: on ``PottsModel.random`` (J_ij ~ N(0, 1/L), U ~ N(0, 1)) single-site Gibbs decorrelates in
+#: about a sweep there (measured tau_int = 0.83 sweeps at beta = 1, 3.6 at beta = 1.5, L = q = 20,
+#: seed 0). A hotter end (0.3) gave the same autocorrelation at the cold rung with 1.5x the rungs.
+TEMPERING_BETA_HOT = 1.0
+#: smallest acceptable swap acceptance between neighbouring rungs; the automatic ladder gets more
+#: rungs until every measured acceptance reaches it.
+TEMPERING_MIN_ACCEPTANCE = 0.3
+#: at most this many rungs in an automatic ladder.
+TEMPERING_MAX_RUNGS = 128
+#: number of blocks per chain in the blocking estimate of tau (tempering pilot runs).
+BLOCKS = 10
+METHODS = ("gibbs", "tempering", "auto")
 
 
 def check_sequences(seqs, *, L: int, q: int, name: str = "seqs") -> np.ndarray:
@@ -106,6 +120,27 @@ def integrated_autocorrelation_time(rho: np.ndarray, *, c: float = SOKAL_C) -> t
     return max(tau, 0.5), -1
 
 
+def initial_monotone_tau(rho: np.ndarray) -> tuple[float, bool]:
+    """Integrated autocorrelation time by Geyer's initial monotone sequence estimator.
+
+    With ``Gamma_k = rho(2k) + rho(2k + 1)``, ``tau_int = -1/2 + sum_{k <= m} Gamma_k`` summed
+    while ``Gamma_k > 0``, each ``Gamma_k`` capped by the previous one (Geyer 1992). It keeps a
+    small slowly decaying tail that Sokal's window cuts off. Returns ``(tau_int, terminated)``;
+    ``terminated`` is False if ``Gamma_k`` stayed positive over all lags in ``rho`` (then
+    ``tau_int`` is a lower bound).
+    """
+    rho = np.asarray(rho, dtype=float)
+    m = rho.size // 2
+    gam = rho[: 2 * m : 2] + rho[1 : 2 * m : 2]
+    total, prev = 0.0, math.inf
+    for g in gam:
+        if g <= 0:
+            return max(total - 0.5, 0.5), True
+        prev = min(prev, g)
+        total += prev
+    return max(total - 0.5, 0.5), False
+
+
 @dataclass
 class GibbsDiagnostics:
     """What the pilot run of the Gibbs sampler measured.
@@ -130,7 +165,17 @@ class GibbsDiagnostics:
         Whether the mean energies of the two halves of the measured run agree within 4 standard
         errors.
     n_chains, n_sweeps : int
-        Size of the pilot run.
+        Size of the pilot run (for tempering, ``n_chains`` counts replicas of the ladder).
+    method : str
+        ``"gibbs"`` (independent single-site Gibbs chains) or ``"tempering"`` (parallel tempering;
+        the autocorrelation is that of the configurations seen at the target, coldest, rung of each
+        replica, one sweep being a Gibbs sweep of every rung followed by one round of swaps).
+    ladder : ndarray
+        Inverse temperatures of the tempering ladder, hottest first, the last being the model's
+        beta (``[beta]`` for plain Gibbs).
+    swap_acceptance : ndarray
+        Measured acceptance of swaps between rungs ``k`` and ``k + 1`` during the recorded part of
+        the pilot run, shape ``(len(ladder) - 1,)`` (empty for plain Gibbs).
     """
 
     tau_int: float
@@ -144,6 +189,14 @@ class GibbsDiagnostics:
     equilibrated: bool = True
     n_chains: int = 0
     n_sweeps: int = 0
+    method: str = "gibbs"
+    ladder: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    swap_acceptance: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def mixing(self) -> bool:
+        """Sokal window found and the two halves of the run agree (``window_found and equilibrated``)."""
+        return bool(self.window_found and self.equilibrated)
 
 
 class PottsModel:
@@ -304,20 +357,30 @@ class PottsModel:
         """
         return np.ascontiguousarray(self._colour_fields(s).transpose(0, 2, 1))
 
-    def _sweep(self, s: np.ndarray, Nq: np.ndarray, gen: np.random.Generator) -> None:
+    def _sweep(
+        self,
+        s: np.ndarray,
+        Nq: np.ndarray,
+        gen: np.random.Generator,
+        betas: np.ndarray | None = None,
+    ) -> None:
         """One systematic-scan Gibbs sweep of all chains, in place, with incremental fields.
 
         For each site ``i`` the logits of all chains are ``beta Nq[:, :, i] U`` (C x q times
-        q x q); a new colour is drawn by inverting the cumulative distribution; for the chains
+        q x q), or ``betas[c] (Nq[c, :, i] U)`` with one inverse temperature per chain (parallel
+        tempering); a new colour is drawn by inverting the cumulative distribution; for the chains
         whose colour changed the fields of every site move by ``J[i]`` from the old to the new
         colour row.
         """
         C = s.shape[0]
-        bU = self._beta * self._U
+        bU = self._U if betas is not None else self._beta * self._U
+        bcol = None if betas is None else np.asarray(betas, dtype=float)[:, None]
         J = self._J
         u = gen.random((self.L, C))
         for i in range(self.L):
             z = Nq[:, :, i] @ bU
+            if bcol is not None:
+                z *= bcol
             z -= z.max(axis=1, keepdims=True)
             np.exp(z, out=z)
             np.cumsum(z, axis=1, out=z)
@@ -356,15 +419,94 @@ class PottsModel:
                 rec.append(s.copy())
         return s, (np.stack(rec) if rec else None)
 
+    # ------------------------------------------------------------------ parallel tempering
+    def tempering_ladder(
+        self, n_rungs: int | None = None, *, beta_hot: float = TEMPERING_BETA_HOT
+    ) -> np.ndarray:
+        """Geometric ladder of inverse temperatures from ``min(beta_hot, beta)`` to ``beta``.
+
+        Parameters
+        ----------
+        n_rungs : int, optional
+            Number of rungs. Default: the starting rule of the automatic ladder, a ratio
+            ``1 + 1/sqrt(L)`` between neighbouring inverse temperatures (the energy fluctuates by
+            O(sqrt L), so this keeps ``(beta_{k+1} - beta_k) (E_b - E_a)`` of order one);
+            :meth:`gibbs_diagnostics` then adds rungs until every measured swap acceptance is at
+            least 0.3. One rung (plain Gibbs) if ``beta <= beta_hot``.
+        beta_hot : float
+            Hottest inverse temperature, where single-site Gibbs mixes quickly.
+
+        Returns
+        -------
+        ndarray, hottest first; the last entry is the model's ``beta`` exactly.
+        """
+        beta_hot = positive(beta_hot, "beta_hot")
+        lo = min(beta_hot, self._beta)
+        if n_rungs is None:
+            if lo >= self._beta:
+                return np.array([self._beta])
+            ratio = 1.0 + 1.0 / math.sqrt(self.L)
+            n_rungs = 1 + math.ceil(math.log(self._beta / lo) / math.log(ratio))
+        n_rungs = positive_int(n_rungs, "n_rungs")
+        if n_rungs == 1:
+            return np.array([self._beta])
+        ladder = np.geomspace(lo, self._beta, n_rungs)
+        ladder[-1] = self._beta
+        return ladder
+
+    def _tempering_step(
+        self,
+        s: np.ndarray,
+        Nq: np.ndarray,
+        who: np.ndarray,
+        ladder: np.ndarray,
+        t: int,
+        gen: np.random.Generator,
+        tally: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """One parallel-tempering step of ``R`` replicas of a ``K``-rung ladder, in place.
+
+        Chains ``r K .. r K + K - 1`` (rows of ``s`` and ``Nq``) form replica ``r``; ``who[r, k]``
+        is the chain of replica ``r`` currently at rung ``k``. A Gibbs sweep of every chain at its
+        rung's inverse temperature is followed by swap proposals between rungs ``(k, k + 1)`` for
+        every ``k`` of the parity of ``t`` (even/odd alternation), accepted with probability
+        ``min(1, exp((beta_{k+1} - beta_k) (E_{k+1} - E_k)))`` (detailed balance for
+        ``prod_k exp(-beta_k H(s_k))``). Swaps exchange temperature labels (``who``), not states.
+        ``tally[0, k]`` / ``tally[1, k]`` count accepted / proposed swaps. Returns the energies of
+        all chains after the sweep (before the swap, which does not change them).
+        """
+        R, K = who.shape
+        rows = np.arange(R)[:, None]
+        rung = np.empty_like(who)
+        rung[rows, who] = np.arange(K)
+        self._sweep(s, Nq, gen, betas=ladder[rung.ravel()])
+        E = self._energies_from_fields(s, Nq)
+        ks = np.arange(t % 2, K - 1, 2)
+        if ks.size:
+            A, B = who[:, ks], who[:, ks + 1]
+            ER = E.reshape(R, K)
+            logr = _swap_log_ratio(ladder[ks], ladder[ks + 1], ER[rows, A], ER[rows, B])
+            acc = np.log(gen.random(A.shape)) < logr
+            who[:, ks] = np.where(acc, B, A)
+            who[:, ks + 1] = np.where(acc, A, B)
+            if tally is not None:
+                tally[0, ks] += acc.sum(axis=0)
+                tally[1, ks] += R
+        return E
+
+    # ------------------------------------------------------------------ diagnostics
     def gibbs_diagnostics(
         self,
         rng: RngLike = 0,
         *,
-        n_chains: int = 64,
+        n_chains: int | None = None,
         n_sweeps: int = 200,
         max_sweeps: int = 3200,
+        method: str = "gibbs",
+        n_rungs: int | None = None,
+        beta_hot: float = TEMPERING_BETA_HOT,
     ) -> GibbsDiagnostics:
-        """Measure the autocorrelation of the Gibbs sampler and choose the sweeps between samples.
+        """Measure the autocorrelation of the sampler and choose the sweeps between samples.
 
         ``n_chains`` chains start from uniformly random sequences, are burnt in for ``n_sweeps``
         sweeps, then run ``n_sweeps`` more sweeps while recording the spins and the energy after
@@ -380,25 +522,100 @@ class PottsModel:
         is not found within a quarter of the run, or the run is shorter than 50 tau, the burn-in
         and the run are doubled (up to ``max_sweeps``). ``sweeps_between = ceil(tau_int log(1/0.01))``: an
         exponentially decaying autocorrelation is below 1 % between saved configurations.
+
+        Parameters
+        ----------
+        rng : seed or Generator
+        n_chains : int, optional
+            Independent chains (``method="gibbs"``, default 64) or independent replicas of the
+            tempering ladder (``method="tempering"``, default 16; ``n_chains * len(ladder)``
+            chains are updated together).
+        n_sweeps, max_sweeps : int
+            Initial and largest length of the recorded run.
+        method : {"gibbs", "tempering", "auto"}
+            ``"tempering"``: parallel tempering (replica exchange, THEORY.md §1 sampling note):
+            ``n_chains`` replicas of a geometric ladder from ``min(beta_hot, beta)`` to ``beta``
+            (:meth:`tempering_ladder`); the autocorrelation is measured on the configurations seen
+            at the coldest rung (the model's beta) of each replica, so ``sweeps_between`` is in
+            tempering steps (one Gibbs sweep of every rung plus one round of swaps). With
+            ``n_rungs=None`` the ladder starts from the ``1 + 1/sqrt(L)`` ratio rule and gets
+            ``1.5x`` more rungs (pilot run restarted) until every measured swap acceptance is at
+            least ``0.3`` (at most 128 rungs). ``"auto"``: plain Gibbs, and tempering if Gibbs
+            does not mix (no Sokal window or unequal halves) within ``max_sweeps``.
+        n_rungs : int, optional
+            Fixed number of rungs (no adaptation).
+        beta_hot : float
+            Hottest rung of the ladder.
         """
-        n_chains = positive_int(n_chains, "n_chains")
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         n_sweeps = positive_int(n_sweeps, "n_sweeps")
         max_sweeps = positive_int(max_sweeps, "max_sweeps")
         gen = as_generator(rng)
+        if method in ("gibbs", "auto"):
+            C = 64 if n_chains is None else positive_int(n_chains, "n_chains")
+            d = self._pilot_gibbs(gen, C, n_sweeps, max_sweeps)
+            if method == "gibbs" or d.mixing:
+                return d
+        R = 16 if n_chains is None else positive_int(n_chains, "n_chains")
+        ladder = self.tempering_ladder(n_rungs, beta_hot=beta_hot)
+        while True:
+            d = self._pilot_tempering(gen, R, ladder, n_sweeps, max_sweeps)
+            K = ladder.size
+            low = d.swap_acceptance.size and d.swap_acceptance.min() < TEMPERING_MIN_ACCEPTANCE
+            if n_rungs is not None or not low or K >= TEMPERING_MAX_RUNGS:
+                return d
+            K = min(TEMPERING_MAX_RUNGS, 1 + math.ceil(1.5 * (K - 1)))
+            ladder = self.tempering_ladder(K, beta_hot=beta_hot)
+
+    def _pilot_gibbs(self, gen, n_chains, n_sweeps, max_sweeps) -> GibbsDiagnostics:
         s = gen.integers(0, self.q, size=(n_chains, self.L))
         Nq = self._init_fields(s)
+
+        def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
+            self._sweep(s, Nq, gen)
+            return s, self._energies_from_fields(s, Nq)
+
+        d = self._pilot(step, n_chains, n_sweeps, max_sweeps, None)
+        d.ladder = np.array([self._beta])
+        return d
+
+    def _pilot_tempering(self, gen, R, ladder, n_sweeps, max_sweeps) -> GibbsDiagnostics:
+        K = ladder.size
+        s = gen.integers(0, self.q, size=(R * K, self.L))
+        Nq = self._init_fields(s)
+        who = np.tile(np.arange(K), (R, 1))
+        base = np.arange(R) * K
+
+        def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
+            E = self._tempering_step(s, Nq, who, ladder, t, gen, tally)
+            cold = base + who[:, -1]
+            return s[cold], E[cold]
+
+        tally = np.zeros((2, K - 1))
+        d = self._pilot(step, R, n_sweeps, max_sweeps, tally)
+        d.method = "tempering"
+        d.ladder = ladder.copy()
+        d.swap_acceptance = tally[0] / np.maximum(tally[1], 1)
+        return d
+
+    def _pilot(self, step, n_chains, n_sweeps, max_sweeps, tally) -> GibbsDiagnostics:
+        """Burn in, record, measure tau; double the run until it is >= 50 tau (see above)."""
         burnt = 0
         T = n_sweeps
+        t_global = 0
         while True:
             while burnt < T:
-                self._sweep(s, Nq, gen)
+                step(t_global, None)
+                t_global += 1
                 burnt += 1
             states = np.empty((T, n_chains, self.L), dtype=np.int16)
             energies = np.empty((T, n_chains))
+            if tally is not None:
+                tally[:] = 0
             for t in range(T):
-                self._sweep(s, Nq, gen)
-                states[t] = s
-                energies[t] = self._energies_from_fields(s, Nq)
+                states[t], energies[t] = step(t_global, tally)
+                t_global += 1
             max_lag = T // 4
             rho_s = _spin_autocorrelation(states, self.q, max_lag)
             rho_e = _energy_autocorrelation(energies, max_lag)
@@ -406,6 +623,15 @@ class PottsModel:
             tau_e, w_e = integrated_autocorrelation_time(rho_e)
             tau = max(tau_s, tau_e)
             found = w_s > 0 and w_e > 0
+            if tally is not None:
+                # tempering: fast local moves plus a small, slowly decaying tail (configurations
+                # coming back from excursions up the ladder) that Sokal's window truncates
+                g_s, ok_s = initial_monotone_tau(rho_s)
+                g_e, ok_e = initial_monotone_tau(rho_e)
+                tau_s = max(tau_s, g_s, _blocked_spin_tau(states, self.q, BLOCKS))
+                tau_e = max(tau_e, g_e)
+                tau = max(tau_s, tau_e)
+                found = found and ok_s and ok_e
             if (found and T >= 50 * tau) or 2 * T > max_sweeps:
                 break
             T *= 2
@@ -429,6 +655,7 @@ class PottsModel:
             n_sweeps=T,
         )
 
+    # ------------------------------------------------------------------ sampling
     def sample(
         self,
         n: int,
@@ -438,6 +665,9 @@ class PottsModel:
         sweeps_between: int | None = None,
         burn_in: int | None = None,
         return_diagnostics: bool = False,
+        method: str = "gibbs",
+        n_rungs: int | None = None,
+        beta_hot: float = TEMPERING_BETA_HOT,
     ) -> np.ndarray | tuple[np.ndarray, GibbsDiagnostics | None]:
         """Draw ``n`` sequences by Gibbs sampling with the exact conditionals.
 
@@ -447,26 +677,47 @@ class PottsModel:
         ``n`` are collected. Unless both are given, they come from :meth:`gibbs_diagnostics`
         (measured integrated autocorrelation time, pilot run seeded from ``rng``).
 
+        Parameters
+        ----------
+        method : {"gibbs", "tempering", "auto"}
+            ``"tempering"``: parallel tempering (see :meth:`gibbs_diagnostics`); ``n_chains``
+            replicas of the ladder (default ``min(n, max(16, 500 // len(ladder)))``) run side by
+            side and each saves the configuration at its coldest rung (the model's beta). The
+            ladder is the one the pilot run settled on, or ``tempering_ladder(n_rungs, beta_hot)``
+            when ``sweeps_between`` and ``burn_in`` are both given. ``"auto"``: the method the
+            pilot run chose (Gibbs if it mixes, else tempering).
+
         Returns
         -------
         seqs : int array (n, L), or ``(seqs, diagnostics)`` if ``return_diagnostics`` (diagnostics
         is None when both ``sweeps_between`` and ``burn_in`` were given).
         """
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         n = positive_int(n, "n")
         gen = as_generator(rng)
-        C = min(n, 500) if n_chains is None else positive_int(n_chains, "n_chains")
-        C = min(C, n)
+        if n_chains is not None:
+            n_chains = positive_int(n_chains, "n_chains")
         diag = None
         if sweeps_between is None or burn_in is None:
-            diag = self.gibbs_diagnostics(rng=gen)
-            if not (diag.window_found and diag.equilibrated):
+            diag = self.gibbs_diagnostics(rng=gen, method=method, n_rungs=n_rungs,
+                                          beta_hot=beta_hot)
+            if not diag.mixing:
                 warnings.warn(
-                    f"Gibbs sampler at beta={self._beta:.4g} did not decorrelate within the pilot "
-                    f"run ({diag.n_sweeps} sweeps; tau_int >= {diag.tau_int:.1f} sweeps): samples "
-                    "may not be from the Boltzmann distribution",
+                    f"{diag.method} sampler at beta={self._beta:.4g} did not decorrelate within "
+                    f"the pilot run ({diag.n_sweeps} sweeps; tau_int >= {diag.tau_int:.1f} "
+                    "sweeps): samples may not be from the Boltzmann distribution",
                     RuntimeWarning,
                     stacklevel=2,
                 )
+            method = diag.method
+            ladder = diag.ladder
+        elif method == "auto":
+            raise ValueError('method="auto" needs the pilot run: leave sweeps_between or burn_in '
+                             "unset, or choose gibbs or tempering")
+        else:
+            ladder = (self.tempering_ladder(n_rungs, beta_hot=beta_hot)
+                      if method == "tempering" else np.array([self._beta]))
         between = diag.sweeps_between if sweeps_between is None else positive_int(
             sweeps_between, "sweeps_between"
         )
@@ -477,17 +728,41 @@ class PottsModel:
             if bad or burn_in < 0:
                 raise ValueError(f"burn_in must be a non-negative integer, got {burn_in!r}")
             burn = int(burn_in)
+        if method == "tempering":
+            K = ladder.size
+            C = min(n, max(16, 500 // K)) if n_chains is None else min(n_chains, n)
+            s = gen.integers(0, self.q, size=(C * K, self.L))
+            Nq = self._init_fields(s)
+            who = np.tile(np.arange(K), (C, 1))
+            base = np.arange(C) * K
+            t = 0
+
+            def advance() -> None:
+                nonlocal t
+                self._tempering_step(s, Nq, who, ladder, t, gen)
+                t += 1
+
+            def current() -> np.ndarray:
+                return s[base + who[:, -1]]
+        else:
+            C = min(n, 500) if n_chains is None else min(n_chains, n)
+            s = gen.integers(0, self.q, size=(C, self.L))
+            Nq = self._init_fields(s)
+
+            def advance() -> None:
+                self._sweep(s, Nq, gen)
+
+            def current() -> np.ndarray:
+                return s
         per_chain = -(-n // C)
-        s = gen.integers(0, self.q, size=(C, self.L))
-        Nq = self._init_fields(s)
         for _ in range(burn):
-            self._sweep(s, Nq, gen)
+            advance()
         out = np.empty((per_chain, C, self.L), dtype=np.intp)
         for k in range(per_chain):
             if k > 0:
                 for _ in range(between):
-                    self._sweep(s, Nq, gen)
-            out[k] = s
+                    advance()
+            out[k] = current()
         # interleave chains so that the first n rows come from as many chains as possible
         seqs = out.reshape(per_chain * C, self.L)[:n].copy()
         if return_diagnostics:
@@ -515,17 +790,29 @@ class PottsModel:
         n_samples: int = 400,
         tol: float = 0.005,
         max_iter: int = 30,
+        method: str = "auto",
     ) -> float:
         """The inverse temperature at which sampled sequences differ at ``target_hamming`` of sites.
 
         The mean Hamming distance between independent samples falls from ``1 - 1/q``-ish at beta = 0
         towards 0 as beta grows. Bisection on ``log beta`` (after bracketing upwards from the
-        model's beta by factors of sqrt 2, so that the search stays on the mixing side), each
-        trial drawing ``n_samples`` sequences with :meth:`sample` from the same seed (common random
-        numbers), stops when the measured distance is within ``tol`` of the target. The model itself
-        is not changed: use :meth:`with_beta`. Raises ValueError if the sampler stops mixing
-        (no Sokal window within 800 pilot sweeps) before the target is reached.
+        model's beta by factors of sqrt 2), each trial drawing ``n_samples`` sequences with
+        :meth:`sample` from the same seed (common random numbers), stops when the measured distance
+        is within ``tol`` of the target. With ``method="auto"`` each trial first measures plain
+        Gibbs (800 pilot sweeps at most); where it does not mix (no Sokal window, or the two halves
+        of the run disagree) it switches to parallel tempering
+        (``gibbs_diagnostics(method="tempering")``, automatic ladder, 3200 pilot steps at most),
+        and stays with tempering at larger beta. ``method="gibbs"`` never tempers (raises where
+        Gibbs stops mixing); ``method="tempering"`` always tempers. The model itself is not
+        changed: use :meth:`with_beta`. Raises ValueError if the sampler(s) allowed do not mix
+        before the target is reached.
+
+        Measured (``PottsModel.random(L=20, q=20, seed=0).tune_beta(0.3, rng=0)``, one thread of
+        the 2-core development machine): see benchmarks/README.md, "tune_beta with parallel
+        tempering".
         """
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         target = positive(target_hamming, "target_hamming")
         ceiling = 1.0 - 1.0 / self.q
         if target >= ceiling:
@@ -535,17 +822,34 @@ class PottsModel:
             )
         tol = positive(tol, "tol")
         seed = int(as_generator(rng).integers(2**31))
+        # smallest beta at which plain Gibbs was seen not to mix
+        gibbs_fails = 0.0 if method == "tempering" else math.inf
 
         def hamming(b: float) -> float:
+            nonlocal gibbs_fails
             m = self.with_beta(b)
-            d = m.gibbs_diagnostics(rng=seed, max_sweeps=800)
-            if not (d.window_found and d.equilibrated):
-                raise ValueError(
-                    f"cannot tune beta to target_hamming={target}: at beta={b:.4g} the Gibbs "
-                    f"sampler does not decorrelate within {d.n_sweeps} sweeps "
-                    f"(tau_int >= {d.tau_int:.1f}) before the target is reached"
-                )
-            s = m.sample(n_samples, rng=seed, sweeps_between=d.sweeps_between, burn_in=d.burn_in)
+            d = None
+            if b < gibbs_fails:
+                d = m.gibbs_diagnostics(rng=seed, max_sweeps=800)
+                if not d.mixing:
+                    if method == "gibbs":
+                        raise ValueError(
+                            f"cannot tune beta to target_hamming={target}: at beta={b:.4g} the "
+                            f"Gibbs sampler does not decorrelate within {d.n_sweeps} sweeps "
+                            f"(tau_int >= {d.tau_int:.1f}) before the target is reached"
+                        )
+                    gibbs_fails = b
+            if b >= gibbs_fails:
+                d = m.gibbs_diagnostics(rng=seed, method="tempering", max_sweeps=3200)
+                if not d.mixing:
+                    raise ValueError(
+                        f"cannot tune beta to target_hamming={target}: at beta={b:.4g} neither "
+                        f"Gibbs nor parallel tempering ({d.ladder.size} rungs) decorrelates within "
+                        f"{d.n_sweeps} sweeps (tau_int >= {d.tau_int:.1f}) before the target is "
+                        "reached"
+                    )
+            s = m.sample(n_samples, rng=seed, sweeps_between=d.sweeps_between, burn_in=d.burn_in,
+                         method=d.method, n_rungs=d.ladder.size)
             return m.mean_hamming(s)
 
         lo, hi = 0.0, self._beta
@@ -583,6 +887,15 @@ def _site(i, L: int) -> int:
     return int(i)
 
 
+def _swap_log_ratio(beta_lo, beta_hi, e_lo, e_hi) -> np.ndarray:
+    """Log Metropolis ratio of exchanging the states at rungs ``beta_lo`` and ``beta_hi``.
+
+    The ladder's joint weight ``exp(-beta_lo E_lo - beta_hi E_hi)`` becomes
+    ``exp(-beta_lo E_hi - beta_hi E_lo)``: the ratio is ``exp((beta_hi - beta_lo) (E_hi - E_lo))``.
+    """
+    return (beta_hi - beta_lo) * (e_hi - e_lo)
+
+
 def _nll_from_logits(z: np.ndarray, s: np.ndarray) -> float:
     """``-(1/n) sum_mu sum_i log softmax(z[mu, i])[s_i^mu]`` with a stable log-sum-exp."""
     m = z.max(axis=2, keepdims=True)
@@ -606,6 +919,33 @@ def _spin_autocorrelation(states: np.ndarray, q: int, max_lag: int) -> np.ndarra
         same = np.mean(states[: T - t] == states[t:])
         rho[t] = (same - base) / var
     return rho
+
+
+def _blocked_spin_tau(states: np.ndarray, q: int, n_blocks: int = BLOCKS) -> float:
+    """Integrated autocorrelation time of the one-hot spins from the variance of block means.
+
+    ``states`` (T, C, L) is cut into ``n_blocks`` blocks of ``B = T // n_blocks`` sweeps per chain;
+    with ``f`` the colour frequencies of one block of one chain and ``p`` the overall frequencies,
+    ``tau = (B / 2) sum_ia <(f_ia - p_ia)^2> / sum_ia p_ia (1 - p_ia)`` (1/2 for independent
+    sweeps). Unlike a truncated sum of ``rho(t)`` it keeps a small, slowly decaying tail, as long
+    as ``B`` is well above that tail's time scale.
+    """
+    T, C, L = states.shape
+    B = T // n_blocks
+    if B < 1:
+        return 0.5
+    X = states[: B * n_blocks].reshape(n_blocks, B, C, L)
+    p = np.stack([np.bincount(X[:, :, :, i].ravel(), minlength=q) for i in range(L)])
+    p = p / (B * n_blocks * C)
+    var = float((p * (1.0 - p)).sum())
+    if var <= 1e-12:
+        return 0.5
+    dev = 0.0
+    for i in range(L):
+        idx = (np.arange(n_blocks * C)[:, None] * q + np.moveaxis(X[:, :, :, i], 1, 2).reshape(-1, B))
+        f = np.bincount(idx.ravel(), minlength=n_blocks * C * q).reshape(n_blocks * C, q) / B
+        dev += float(((f - p[i]) ** 2).sum(axis=1).mean())
+    return max(0.5, 0.5 * B * dev / var)
 
 
 def _energy_autocorrelation(energies: np.ndarray, max_lag: int) -> np.ndarray:

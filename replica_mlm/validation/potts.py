@@ -55,6 +55,8 @@ class PottsSettings:
     small_lam_reps: int
     plm_max_M: int
     max_iter: int
+    #: sampler(s) tune_beta may use: quick mode keeps an instance on which plain Gibbs mixes
+    tune_method: str = "auto"
 
 
 def settings_for(quick: bool) -> PottsSettings:
@@ -62,7 +64,7 @@ def settings_for(quick: bool) -> PottsSettings:
         return PottsSettings(L=6, q=4, target_hamming=0.5, Ms=(250, 700, 2000, 5000), reps=3,
                              n_test=4000, lam=1e-3, small_lam=1e-4,
                              small_lam_Ms=(3, 5, 8, 12, 20, 40, 100, 400), small_lam_reps=4,
-                             plm_max_M=5000, max_iter=500)
+                             plm_max_M=5000, max_iter=500, tune_method="gibbs")
     return PottsSettings(L=20, q=20, target_hamming=0.6, Ms=(250, 500, 1000, 2000, 4000), reps=3,
                          n_test=4000, lam=1e-3, small_lam=1e-4,
                          small_lam_Ms=(5, 10, 20, 30, 40, 50, 70, 100, 200, 500, 1000, 3000),
@@ -120,7 +122,8 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     for _attempt in range(5):  # an instance whose sampler mixes at the target (tune_beta checks)
         base = PottsModel.random(L=st.L, q=st.q, seed=gens[0])
         try:
-            beta = base.tune_beta(target_hamming=st.target_hamming, rng=gens[1])
+            beta = base.tune_beta(target_hamming=st.target_hamming, rng=gens[1],
+                                  method=st.tune_method)
             break
         except ValueError as exc:
             tried.append(str(exc))
@@ -129,10 +132,11 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     section.data["rejected_instances"] = tried
     section.parameters["instances_rejected"] = len(tried)
     pm = base.with_beta(beta)
-    diag = pm.gibbs_diagnostics(rng=gens[2])
+    # plain Gibbs where it mixes, parallel tempering where it does not (as tune_beta did)
+    diag = pm.gibbs_diagnostics(rng=gens[2], method="auto")
     n_train = max(max(st.Ms) * st.reps, sum(st.small_lam_Ms) * st.small_lam_reps)
     data = pm.sample(n_train + st.n_test, rng=gens[2], sweeps_between=diag.sweeps_between,
-                     burn_in=diag.burn_in)
+                     burn_in=diag.burn_in, method=diag.method, n_rungs=diag.ladder.size)
     gens[3].shuffle(data)
     train, test = data[:n_train], data[n_train:]
     hamming = pm.mean_hamming(test)
@@ -145,10 +149,14 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         name="potts.sampler.mixing",
         passed=bool(diag.window_found and diag.equilibrated),
         value={"tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between,
-               "burn_in": diag.burn_in, "beta": beta, "mean_hamming": hamming},
+               "burn_in": diag.burn_in, "beta": beta, "mean_hamming": hamming,
+               "method": diag.method, "rungs": int(diag.ladder.size),
+               "min_swap_acceptance": (float(diag.swap_acceptance.min())
+                                       if diag.swap_acceptance.size else None)},
         threshold="Sokal window found and energy of both halves within 4 s.e.",
-        detail=f"Gibbs autocorrelation at beta = {beta:.4g} (mean Hamming {hamming:.3f}, target "
-               f"{st.target_hamming}); samples saved every {diag.sweeps_between} sweeps",
+        detail=f"{diag.method} autocorrelation at beta = {beta:.4g} (mean Hamming {hamming:.3f}, "
+               f"target {st.target_hamming}, {diag.ladder.size} rung(s)); samples saved every "
+               f"{diag.sweeps_between} sweeps",
     ))
     chi = _chi_square_check(gens[4])
     section.checks.append(Check(
@@ -270,7 +278,9 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         "conditional_entropy_se": float(per_seq_true.std(ddof=1) / math.sqrt(len(test))),
         "gibbs": {"tau_int": diag.tau_int, "tau_spin": diag.tau_spin,
                   "tau_energy": diag.tau_energy, "sweeps_between": diag.sweeps_between,
-                  "burn_in": diag.burn_in},
+                  "burn_in": diag.burn_in, "method": diag.method,
+                  "ladder": diag.ladder.tolist(),
+                  "swap_acceptance": diag.swap_acceptance.tolist()},
         "chi_square": chi,
         "equivalence": {"loss_difference": d_loss, "max_conditional_difference": d_cond},
         "M": st.Ms, "reconstruction": {k: rec[k] for k in ("fa", "fa_sym", "plm", "plm_sym")},
@@ -405,7 +415,9 @@ def _figures(out: Path, st: PottsSettings, d: dict, diag, intercept: float) -> l
     ax.axhline(0, color="k", lw=0.5)
     ax.set_xlabel("lag (sweeps)")
     ax.set_ylabel("normalised autocorrelation")
-    ax.set_title(f"Gibbs sampler, {diag.n_chains} chains; " + title, fontsize=9)
+    who = (f"Gibbs sampler, {diag.n_chains} chains" if diag.method == "gibbs" else
+           f"parallel tempering, coldest rung of {diag.n_chains} x {diag.ladder.size}-rung ladders")
+    ax.set_title(f"{who}; " + title, fontsize=9)
     ax.legend(fontsize=8)
     files += _save(fig, out, "potts_gibbs")
     plt.close(fig)

@@ -1,0 +1,143 @@
+"""Parallel tempering of the discrete Potts model (THEORY.md §1): exactness, swaps, diagnostics."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import replica_mlm as rm
+from replica_mlm.models import potts as potts_module
+
+
+def chi_square_pvalue(pm, seqs):
+    """Chi-square of sampled state frequencies against exact Boltzmann probabilities.
+
+    States with expected count < 5 are pooled into one bin.
+    """
+    p = pm.boltzmann_probabilities()
+    counts = np.bincount(np.ravel_multi_index(seqs.T, (pm.q,) * pm.L), minlength=p.size)
+    expected = seqs.shape[0] * p
+    small = expected < 5
+    obs = np.append(counts[~small], counts[small].sum())
+    exp = np.append(expected[~small], expected[small].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    return stats.chisquare(obs, exp)
+
+
+def cold_model():
+    """L = 4, q = 3 (81 states) at beta = 3: far from uniform, far from the hot rung (beta 0.5)."""
+    pm = rm.PottsModel.random(L=4, q=3, seed=7, beta=3.0)
+    p = pm.boltzmann_probabilities()
+    assert p.max() / p.min() > 1000  # the cold distribution is sharply peaked: the test has power
+    return pm
+
+
+def sample_two_rungs(pm):
+    # sweeps between samples from the measured autocorrelation of the correct sampler, measured
+    # before any patching, so that the swap-sign test below runs exactly the same schedule
+    d = pm.gibbs_diagnostics(rng=0, method="tempering", n_rungs=2, beta_hot=0.5)
+    assert d.mixing and 0 < d.swap_acceptance[0] <= 1
+    return pm.sample(30_000, rng=11, n_chains=1000, method="tempering", n_rungs=2, beta_hot=0.5,
+                     sweeps_between=d.sweeps_between, burn_in=d.burn_in)
+
+
+def test_tempering_sampler_is_exact_chi_square():
+    """Cold-rung frequencies of a two-rung ladder (beta 0.5 and 3) vs exact probabilities.
+
+    Fixed seed; significance level 1 %: the test fails if the chi-square p-value is below 0.01.
+    """
+    pm = cold_model()
+    _, pval = chi_square_pvalue(pm, sample_two_rungs(pm))
+    assert pval > 0.01, pval
+
+
+def test_wrong_swap_sign_is_detected(monkeypatch):
+    """The same run with the swap ratio exp(-(b_hi - b_lo)(E_hi - E_lo)) fails the chi-square.
+
+    This is the detailed-balance sign: with it reversed, swaps push low-energy states to the hot
+    rung and the cold rung over-samples high energies.
+    """
+    pm = cold_model()
+    d = pm.gibbs_diagnostics(rng=0, method="tempering", n_rungs=2, beta_hot=0.5)
+    monkeypatch.setattr(potts_module, "_swap_log_ratio",
+                        lambda b_lo, b_hi, e_lo, e_hi: -(b_hi - b_lo) * (e_hi - e_lo))
+    seqs = pm.sample(30_000, rng=11, n_chains=1000, method="tempering", n_rungs=2, beta_hot=0.5,
+                     sweeps_between=d.sweeps_between, burn_in=d.burn_in)
+    _, pval = chi_square_pvalue(pm, seqs)
+    assert pval < 1e-6, pval
+
+
+def test_tempering_diagnostics_ladder_and_acceptance():
+    pm = cold_model()
+    d = pm.gibbs_diagnostics(rng=0, method="tempering", beta_hot=0.5)
+    assert d.method == "tempering"
+    assert d.ladder[0] == pytest.approx(0.5) and d.ladder[-1] == pm.beta
+    np.testing.assert_allclose(np.diff(np.log(d.ladder)), np.log(6.0) / (d.ladder.size - 1))
+    assert d.swap_acceptance.shape == (d.ladder.size - 1,)
+    assert np.all(d.swap_acceptance > 0) and np.all(d.swap_acceptance <= 1)
+    # automatic ladder: rungs were added until every acceptance reached the documented minimum
+    assert d.swap_acceptance.min() >= potts_module.TEMPERING_MIN_ACCEPTANCE
+    assert d.mixing and d.sweeps_between >= 1 and d.burn_in >= d.sweeps_between
+    fixed = pm.gibbs_diagnostics(rng=0, method="tempering", n_rungs=2, beta_hot=0.5)
+    assert fixed.ladder.size == 2 and 0 < fixed.swap_acceptance[0] <= 1
+    # one rung (beta <= beta_hot): plain Gibbs at the model's beta, nothing to swap
+    hot = pm.with_beta(0.4).gibbs_diagnostics(rng=0, method="tempering")
+    assert hot.ladder.tolist() == [0.4] and hot.swap_acceptance.size == 0
+
+
+def test_tempering_step_keeps_fields_and_permutation():
+    pm = rm.PottsModel.random(L=7, q=4, seed=5, beta=2.0)
+    ladder = pm.tempering_ladder(5, beta_hot=0.3)
+    gen = np.random.default_rng(0)
+    R, K = 6, ladder.size
+    s = gen.integers(0, 4, size=(R * K, 7))
+    Nq = pm._init_fields(s)
+    who = np.tile(np.arange(K), (R, 1))
+    tally = np.zeros((2, K - 1))
+    for t in range(40):
+        E = pm._tempering_step(s, Nq, who, ladder, t, gen, tally)
+    np.testing.assert_allclose(Nq, pm._init_fields(s), atol=1e-12)
+    np.testing.assert_allclose(E, pm.energy(s), atol=1e-12)
+    assert all(sorted(row) == list(range(K)) for row in who.tolist())
+    assert np.all(tally[1] == R * 20)  # each pair proposed on every other step, in every replica
+    assert np.all(tally[0] <= tally[1]) and tally[0].sum() > 0
+
+
+def test_auto_switches_to_tempering_where_gibbs_is_stuck():
+    """A cold L = q = 20 model: plain Gibbs does not mix in 400 sweeps, tempering does."""
+    pm = rm.PottsModel.random(L=20, q=20, seed=0, beta=5.0)
+    g = pm.gibbs_diagnostics(rng=0, max_sweeps=400)
+    assert not g.mixing
+    d = pm.gibbs_diagnostics(rng=0, method="auto", max_sweeps=400, n_rungs=10)
+    assert d.method == "tempering" and d.ladder.size == 10
+    assert np.all(d.swap_acceptance > 0.2)
+
+
+def test_tempering_sample_shape_and_options():
+    pm = rm.PottsModel.random(L=5, q=3, seed=1, beta=2.0)
+    a = pm.sample(40, rng=3, method="tempering", n_rungs=3)
+    b = pm.sample(40, rng=3, method="tempering", n_rungs=3)
+    assert a.shape == (40, 5) and a.min() >= 0 and a.max() < 3
+    np.testing.assert_array_equal(a, b)
+    seqs, diag = pm.sample(30, rng=0, method="auto", return_diagnostics=True)
+    assert seqs.shape == (30, 5) and diag.method in ("gibbs", "tempering")
+    with pytest.raises(ValueError, match="method"):
+        pm.sample(5, method="metropolis")
+    with pytest.raises(ValueError, match="method"):
+        pm.gibbs_diagnostics(method="pt")
+    with pytest.raises(ValueError, match="auto"):
+        pm.sample(5, method="auto", sweeps_between=1, burn_in=0)
+    with pytest.raises(ValueError, match="n_rungs"):
+        pm.tempering_ladder(0)
+
+
+def test_tune_beta_with_tempering_reaches_target():
+    """Same target and tolerance as the plain-Gibbs test in test_potts.py, tempering throughout."""
+    pm = rm.PottsModel.random(L=6, q=3, seed=1)
+    beta = pm.tune_beta(target_hamming=0.3, rng=0, tol=0.01, method="tempering")
+    S, p = pm.all_sequences(), pm.with_beta(beta).boltzmann_probabilities()
+    marg = np.stack([np.bincount(S[:, i], weights=p, minlength=3) for i in range(6)])
+    h = 1.0 - float((marg**2).sum(axis=1).mean())
+    assert abs(h - 0.3) < 0.04, (beta, h)
+    with pytest.raises(ValueError, match="method"):
+        pm.tune_beta(method="metropolis")
