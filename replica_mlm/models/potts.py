@@ -15,6 +15,13 @@ samples with a vectorised Gibbs sampler: many independent chains are updated tog
 time, from colour-resolved local fields that are updated incrementally when a spin changes. The
 number of sweeps between saved configurations is chosen from a measured integrated autocorrelation
 time (:meth:`PottsModel.gibbs_diagnostics`), not guessed.
+
+Where single-site Gibbs stops mixing (on ``PottsModel.random(L=20, q=20)`` around beta ~ 4, short of
+the paper's mean Hamming distance 0.3), ``method="tempering"`` runs parallel tempering: replicas of a
+geometric ladder of inverse temperatures ending at the model's beta, all chains swept together with
+per-chain temperatures, neighbouring rungs exchanging temperature labels with probability
+``min(1, exp((beta_{k+1} - beta_k)(E_{k+1} - E_k)))``; samples are the configurations at the coldest
+rung. ``method="auto"`` uses Gibbs where it mixes and tempering where it does not.
 """
 
 from __future__ import annotations
@@ -151,7 +158,8 @@ class GibbsDiagnostics:
         Integrated autocorrelation time in sweeps, the larger of ``tau_spin`` and ``tau_energy``.
     tau_spin, tau_energy : float
         The integrated autocorrelation times of the spin overlap (one-hot indicators, summed over
-        sites and colours) and of the energy, with Sokal's window (c = 5).
+        sites and colours) and of the energy, with Sokal's window (c = 5). For tempering, each is
+        the largest of that, Geyer's initial monotone estimate and (spins) a blocking estimate.
     sweeps_between : int
         Sweeps between saved configurations of one chain: ``ceil(tau_int log(1/0.01))``.
     burn_in : int
@@ -533,11 +541,17 @@ class PottsModel:
         n_sweeps, max_sweeps : int
             Initial and largest length of the recorded run.
         method : {"gibbs", "tempering", "auto"}
-            ``"tempering"``: parallel tempering (replica exchange, THEORY.md §1 sampling note):
+            ``"tempering"``: parallel tempering (replica exchange; same target distribution
+            ``exp(-beta H)`` of THEORY.md §1 at the coldest rung):
             ``n_chains`` replicas of a geometric ladder from ``min(beta_hot, beta)`` to ``beta``
             (:meth:`tempering_ladder`); the autocorrelation is measured on the configurations seen
             at the coldest rung (the model's beta) of each replica, so ``sweeps_between`` is in
-            tempering steps (one Gibbs sweep of every rung plus one round of swaps). With
+            tempering steps (one Gibbs sweep of every rung plus one round of swaps). That
+            autocorrelation has a small, slowly decaying tail (configurations coming back from
+            excursions up the ladder; at L = q = 20, beta = 8: rho = 0.1 at lag 50) which Sokal's
+            window truncates, so for tempering each tau is the largest of Sokal's, Geyer's initial
+            monotone estimate (:func:`initial_monotone_tau`, which must terminate within the
+            measured lags) and, for spins, a blocking estimate (10 blocks per replica). With
             ``n_rungs=None`` the ladder starts from the ``1 + 1/sqrt(L)`` ratio rule and gets
             ``1.5x`` more rungs (pilot run restarted) until every measured swap acceptance is at
             least ``0.3`` (at most 128 rungs). ``"auto"``: plain Gibbs, and tempering if Gibbs
