@@ -35,8 +35,11 @@ def grey(i: int, n: int) -> str:
     return str(0.6 * i / max(n - 1, 1))
 
 
-def save(fig, path: str | os.PathLike) -> list[Path]:
-    """Save ``fig`` as PNG and PDF next to each other (``path`` with or without a suffix)."""
+def save(fig, path: str | os.PathLike, **savefig_kwargs) -> list[Path]:
+    """Save ``fig`` as PNG and PDF next to each other (``path`` with or without a suffix).
+
+    ``savefig_kwargs`` (e.g. ``dpi``, ``bbox_inches``) go to ``Figure.savefig``.
+    """
     stem = Path(path).with_suffix("")
     stem.parent.mkdir(parents=True, exist_ok=True)
     written = []
@@ -48,7 +51,7 @@ def save(fig, path: str | os.PathLike) -> list[Path]:
     try:
         for ext in (".png", ".pdf"):
             out = stem.with_suffix(ext)
-            fig.savefig(out)
+            fig.savefig(out, **savefig_kwargs)
             written.append(out)
     finally:
         font_log.setLevel(level)

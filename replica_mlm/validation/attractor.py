@@ -43,10 +43,9 @@ def _sizes(quick: bool) -> tuple[dict, dict]:
 
 
 def _plot_curves(curves: dict, title: str, path: Path) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from replica_mlm.plotting import save
 
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
     for col, task in enumerate(("masked", "noise")):
@@ -74,19 +73,15 @@ def _plot_curves(curves: dict, title: str, path: Path) -> list[str]:
             ax.grid(alpha=0.3)
     fig.suptitle(f"{title}: mean over inputs, bands = 1 standard error")
     fig.tight_layout()
-    files = []
-    for ext in ("png", "pdf"):
-        fig.savefig(path.with_suffix(f".{ext}"), dpi=120)
-        files.append(path.with_suffix(f".{ext}").name)
+    files = [written.name for written in save(fig, path, dpi=120)]
     plt.close(fig)
     return files
 
 
 def _plot_examples(examples: dict, t_show: list[int], path: Path) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from replica_mlm.plotting import save
 
     rows = [(task, split, k) for task in ("masked", "noise") for split in ("train", "test")
             for k in range(2)]
@@ -107,19 +102,15 @@ def _plot_examples(examples: dict, t_show: list[int], path: Path) -> list[str]:
         ax.set_yticks([])
     fig.suptitle("digits: clean image and decoded states of the dynamics from the corrupted input")
     fig.tight_layout()
-    files = []
-    for ext in ("png", "pdf"):
-        fig.savefig(path.with_suffix(f".{ext}"), dpi=120)
-        files.append(path.with_suffix(f".{ext}").name)
+    files = [written.name for written in save(fig, path, dpi=120)]
     plt.close(fig)
     return files
 
 
 def _plot_potts(masked: dict, path: Path) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from replica_mlm.plotting import save
 
     fig, ax = plt.subplots(figsize=(6, 4))
     m, se = np.asarray(masked["curve_mean"]), np.asarray(masked["curve_sem"])
@@ -141,10 +132,7 @@ def _plot_potts(masked: dict, path: Path) -> list[str]:
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    files = []
-    for ext in ("png", "pdf"):
-        fig.savefig(path.with_suffix(f".{ext}"), dpi=120)
-        files.append(path.with_suffix(f".{ext}").name)
+    files = [written.name for written in save(fig, path, dpi=120)]
     plt.close(fig)
     return files
 

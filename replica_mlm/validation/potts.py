@@ -327,19 +327,14 @@ def _errbar(ax, x, Y, label, **kw):
 def _save(fig, out: Path, stem: str) -> list[str]:
     from matplotlib.ticker import NullFormatter
 
+    from replica_mlm.plotting import save
+
     for ax in fig.axes:  # minor tick labels of log axes overlap
         ax.xaxis.set_minor_formatter(NullFormatter())
-    names = []
-    for ext in ("png", "pdf"):
-        fig.savefig(out / f"{stem}.{ext}", dpi=150, bbox_inches="tight")
-        names.append(f"{stem}.{ext}")
-    return names
+    return [written.name for written in save(fig, out / stem, dpi=150, bbox_inches="tight")]
 
 
 def _figures(out: Path, st: PottsSettings, d: dict, diag, intercept: float) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     files: list[str] = []
