@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import click
 
 from replica_mlm.cli._common import (
     CONVENTIONS,
     alpha_grid,
+    alpha_range_options,
+    lam_option,
     limit_option,
     make_task,
+    out_option,
     task_options,
     task_title,
     write_metadata,
@@ -21,15 +23,9 @@ from replica_mlm.cli._common import (
 @click.command(epilog=CONVENTIONS)
 @task_options
 @limit_option
-@click.option("--alpha-min", type=float, default=0.05, show_default=True, help="Smallest alpha = n/p.")
-@click.option("--alpha-max", type=float, default=4.0, show_default=True, help="Largest alpha.")
-@click.option("--points", type=click.IntRange(min=2), default=200, show_default=True,
-              help="Number of alpha values (evenly spaced).")
-@click.option("--lam", "lams", type=click.FloatRange(min=0), multiple=True,
-              default=(1e-4, 1e-2, 1e-1, 1.0), show_default=True,
-              help="Ridge strength(s); repeat for several curves. Penalty (lam p / 2) |w|^2.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("replica-mlm-out"),
-              show_default=True, help="Output folder.")
+@alpha_range_options
+@lam_option((1e-4, 1e-2, 1e-1, 1.0))
+@out_option("replica-mlm-out")
 def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, out):
     """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
 
