@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from replica_mlm.validation.mlm import _instance_seed
 from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
 
 SHIFT = 3.0
@@ -41,8 +42,7 @@ def _finite_size(quick: bool, rng: int) -> dict:
     for L, n in zip(sizes, counts, strict=True):
         gaps = []
         for k in range(n):
-            seed = int(np.random.SeedSequence([rng, L, k]).generate_state(1)[0])
-            site = rm.GaussianPotts.random(L=L, shift=SHIFT, seed=seed).masked_site(0)
+            site = rm.GaussianPotts.random(L=L, shift=SHIFT, seed=_instance_seed(rng, L, k)).masked_site(0)
             gaps.append([rm.solve(site, alpha=a, lam=lam).eg for a, lam in POINTS])
         g = np.array(gaps) - ref
         rms.append(float(np.sqrt(np.mean(g**2))))
