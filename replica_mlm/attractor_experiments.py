@@ -346,7 +346,10 @@ class DigitsExperiment:
     """Results of :func:`digits_experiment`, indexed [task][split].
 
     ``memory``: the held-out error test (:func:`transient_memory` with the per-image error of
-    predicting the mean training image as baseline); ``recall``: the same test on the centred
+    predicting the mean training image as baseline); ``curves[task][split].extra`` holds the
+    per-image error of shrinking the corrupted input toward the mean training image
+    (``"shrinkage_error"``, factor fitted on corrupted training images, ``shrink[task]``) and the
+    held-out test of the dynamics against it (``"shrinkage_test"``); ``recall``: the same test on the centred
     correlation with the nearest training image (higher is better); ``lifetimes``:
     :func:`transient_lifetimes` of the error curves against the same baseline.
     """
@@ -356,6 +359,7 @@ class DigitsExperiment:
     recall: dict
     lifetimes: dict
     baseline: dict
+    shrink: dict
     examples: dict
     cost: np.ndarray
     seconds_per_epoch: float
@@ -365,7 +369,7 @@ class DigitsExperiment:
 
 
 def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen, mask_value=None,
-               baselines: dict | None = None, train_values=None):
+               baselines: dict | None = None, train_values=None, shrink: dict | None = None):
     curves, memory, recall, life, trajs = {}, {}, {}, {}, {}
     for task in ("masked", "noise"):
         curves[task], memory[task], recall[task], life[task], trajs[task] = {}, {}, {}, {}, {}
@@ -380,6 +384,15 @@ def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen,
             b = None if baselines is None else baselines[split]
             win = tuple(settings.window)
             memory[task][split] = transient_memory(c.error, baseline=b, window=win, rng=gen)
+            if shrink is not None:
+                # the corrupted input pulled toward the mean training configuration by the
+                # factor fitted on corrupted training inputs (see digits_experiment)
+                keep, centre = shrink[task]
+                guess = centre + keep * (decode_values(traj[0]) - centre)
+                c.extra["shrinkage_error"] = np.mean((guess - v) ** 2, axis=(1, 2))
+                c.extra["shrinkage_test"] = transient_memory(
+                    c.error, baseline=c.extra["shrinkage_error"], window=win, rng=gen
+                )
             if c.correlation_train is not None:
                 recall[task][split] = transient_memory(
                     c.correlation_train, maximise=True, window=win, rng=gen
@@ -417,8 +430,17 @@ def digits_experiment(
         "train": np.mean((train[:n_eval] - mean_image) ** 2, axis=(1, 2)),
         "test": np.mean((test[:n_eval] - mean_image) ** 2, axis=(1, 2)),
     }
+    # a trivial competitor: shrink the decoded corrupted input toward the mean training image,
+    # v_hat = vbar + k (v0 - vbar), with k fitted by least squares on corrupted training images
+    shrink = {}
+    for task in ("masked", "noise"):
+        x0, _ = corrupt(vtr, kind=task, n_masked=max(1, settings.n_masked * vtr.shape[1] // 16),
+                        p_noise=settings.p_noise, rng=gen)
+        a, b = (decode_values(x0) - vtr.mean(axis=0)).ravel(), (vtr - vtr.mean(axis=0)).ravel()
+        shrink[task] = (float(a @ b / (a @ a)), vtr.mean(axis=0))
     curves, memory, recall, life, trajs = _run_tasks(
         net, values, (xtr, xte), settings, gen, baselines=baselines, train_values=vtr,
+        shrink=shrink,
     )
     examples = {
         task: {
@@ -436,6 +458,7 @@ def digits_experiment(
         recall=recall,
         lifetimes=life,
         baseline={k: _mean_sem(b) for k, b in baselines.items()},
+        shrink={task: k for task, (k, _) in shrink.items()},
         examples=examples,
         cost=net.history.cost,
         seconds_per_epoch=net.history.seconds_per_epoch,

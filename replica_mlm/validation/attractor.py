@@ -10,7 +10,9 @@ Transient-memory criterion (stated in standard errors, two-sided; see
 of the inputs; on the other half the paired gains of t* over the corrupted input (t = 0), over
 predicting the mean training image, and over the state at t = 100 must each exceed 3 standard
 errors. The same held-out test on the centred correlation with the nearest training image asks
-whether the state becomes more like one stored image than the input was, and then less.
+whether the state becomes more like one stored image than the input was, and then less. A fourth
+reference asks whether the transient is more than a blur: the corrupted input shrunk toward the
+mean training image by one factor fitted on corrupted training images (``beyond_shrinkage``).
 
 Settings. ``weight_decay = 0.1`` and ``gamma = 0.8`` (instead of the library defaults 1e-3 and
 0.5) are the configuration of the lifetime scan (``quick=False``) whose transients last longest
@@ -101,6 +103,10 @@ def _plot_errors(dig, path: Path) -> list[str]:
         ax.axhline(b[0], color="k", ls="-.", label=f"mean training image: {b[0]:.4f}")
         ax.axhline(c.error[:, -1].mean(), color="C2", ls=":",
                    label=f"t = {T}: {c.error[:, -1].mean():.4f}")
+        sh = c.extra["shrinkage_error"].mean()
+        ax.axhline(sh, color="C4", ls=(0, (1, 3)), lw=1.5,
+                   label=f"input shrunk toward the mean image (k = {dig.shrink[task]:.2f}): "
+                   f"{sh:.4f}")
         ax.axvline(mem.t_best, color="0.5", lw=0.8)
         z = mem.margins()
         ax.set_title(f"{task} test digits: t* = {mem.t_best} (chosen on the other half); gains "
@@ -118,7 +124,9 @@ def _plot_errors(dig, path: Path) -> list[str]:
                      + f" (z vs t = 0: {rec.margins()['z_vs_t0']:.1f})", fontsize=8)
         ax.set_ylabel("centred corr. with nearest training image")
         ax.set_xlabel("step t of the dynamics")
-        axes[0, col].legend(fontsize=7, loc="lower left")
+        lo, hi = axes[0, col].get_ylim()
+        axes[0, col].set_ylim(lo, lo + 1.7 * (hi - lo))  # head room for the legend
+        axes[0, col].legend(fontsize=7, loc="upper right")
         axes[1, col].legend(fontsize=7, loc="upper left")
         for ax in axes[:, col]:
             ax.set_xscale("symlog", linthresh=1.0)
@@ -193,11 +201,11 @@ def _plot_potts(masked: dict, path: Path) -> list[str]:
 
     from replica_mlm.plotting import save
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7, 6))
     m, se = np.asarray(masked["curve_mean"]), np.asarray(masked["curve_sem"])
     t = np.arange(len(m))
-    ax.plot(t, m, label="attractor network, masked site")
-    ax.fill_between(t, m - se, m + se, alpha=0.25)
+    ax.plot(t, m, label="attractor network, masked site (band: unpaired s.e. over sequences)")
+    ax.fill_between(t, m - se, m + se, alpha=0.2)
     for key, label, style in (
         ("factored_attention_oracle", "1 step of factored attention, A = -P_i./P_ii", "--"),
         ("factored_attention_fitted", "1 step of factored attention, fitted (MLM)", ":"),
@@ -206,13 +214,19 @@ def _plot_potts(masked: dict, path: Path) -> list[str]:
         mu, s = masked[key]
         ax.axhline(mu, ls=style, color="k" if key == "predict_zero" else None,
                    label=f"{label}: {mu:.3f} ± {s:.3f}")
-    ax.axhline(masked["theory_oracle_mean_1_over_Pii"], color="C3", lw=0.8,
-               label=f"exact 1/P_ii: {masked['theory_oracle_mean_1_over_Pii']:.3f}")
+    for key, label, color in (("theory_oracle_mean_1_over_Pii", "exact 1/P_ii", "C3"),
+                              ("theory_zero_mean_Cii", "exact C_ii", "0.4")):
+        ax.axhline(masked[key], color=color, lw=0.8, label=f"{label}: {masked[key]:.3f}")
+    avz = masked["attractor_vs_zero"]
+    ax.axvline(avz["t_best"], color="0.5", lw=0.8)
     ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlim(0, len(m) - 1)
     ax.set_xlabel("step t of the dynamics")
     ax.set_ylabel("squared error at the masked site (units of x)")
-    ax.set_title("Gaussian Potts sequences (held-out), one masked site")
-    ax.legend(fontsize=7)
+    ax.set_title(f"Gaussian Potts sequences (held-out), one masked site\nattractor at t* = "
+                 f"{avz['t_best']} vs predicting the mean, paired: gain "
+                 f"{avz['gain_vs_baseline'][0]:+.4f} ± {avz['gain_vs_baseline'][1]:.4f}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     files = [written.name for written in save(fig, path, dpi=120)]
@@ -237,6 +251,25 @@ def _memory_check(name: str, mem, what: str) -> Check:
             f"{mem.value_last[1]:.4f} at t = {mem.t_last}, {mem.value_baseline[0]:.4f} predicting "
             f"the mean training image; gains {z['z_vs_t0']:.1f}, {z['z_vs_baseline']:.1f}, "
             f"{z['z_vs_last']:.1f} s.e."
+        ),
+    )
+
+
+def _shrinkage_check(name: str, mem, keep: float, what: str) -> Check:
+    z = mem.margins()["z_vs_baseline"]
+    return Check(
+        name=name,
+        passed=bool(z > mem.z),
+        value={"t_best": mem.t_best, "error_best": mem.value_best,
+               "error_shrinkage": mem.value_baseline, "z": z, "k": keep},
+        threshold=f"error at t* below the error of the shrunk input by > {mem.z:g} standard "
+        "errors (paired)",
+        detail=(
+            f"{what}: error {mem.value_best[0]:.4f} ± {mem.value_best[1]:.4f} at t* = "
+            f"{mem.t_best} against {mem.value_baseline[0]:.4f} ± {mem.value_baseline[1]:.4f} for "
+            f"the corrupted input shrunk toward the mean training image, vbar + {keep:.2f} "
+            f"(v0 - vbar) (factor fitted on corrupted training images); gain {z:+.1f} s.e. "
+            "Does the transient carry more than a blur toward the average digit?"
         ),
     )
 
@@ -284,6 +317,9 @@ def _scan_row(label: str, dig, seconds: float) -> dict:
             "t_best": mem.t_best, "error_t0": mem.value_t0[0], "error_best": mem.value_best[0],
             "error_last": mem.value_last[0], "error_mean_image": mem.value_baseline[0],
             "memory_passed": mem.passed, **mem.margins(),
+            "error_shrinkage": dig.curves[task]["test"].extra["shrinkage_test"].value_baseline[0],
+            "z_vs_shrinkage": dig.curves[task]["test"].extra["shrinkage_test"].margins()[
+                "z_vs_baseline"],
             "recall_passed": rec.passed, "recall_z_rise": rec.margins()["z_vs_t0"],
             "recall_z_fall": rec.margins()["z_vs_last"],
             "lifetime": life["half_depth"], "lifetime_below_start_and_mean": (
@@ -314,9 +350,9 @@ def lifetime_scan(*, sizes: dict, scan=_SCAN, base: AttractorSettings = DEFAULT_
 def _table(rows: list[dict], header: bool = True) -> str:
     lines = []
     if header:
-        lines.append("| configuration | task | t* | error t=0 / t* / t=100 / mean image | z (t=0, "
-                     "mean, t=100) | lifetime mean ± s.d. [q25, median, q75] | step of min | "
-                     "recall z (rise, fall) |")
+        lines.append("| configuration | task | t* | error t=0 / t* / t=100 / mean image / shrunk "
+                     "input | z (t=0, mean, t=100, shrunk) | lifetime mean ± s.d. [q25, median, "
+                     "q75] | step of min | recall z (rise, fall) |")
         lines.append("|" + "---|" * 8)
     for r in rows:
         for task in ("masked", "noise"):
@@ -324,8 +360,9 @@ def _table(rows: list[dict], header: bool = True) -> str:
             lf, tm = x["lifetime"], x["t_min"]
             lines.append(
                 f"| {r['config']} | {task} | {x['t_best']} | {x['error_t0']:.4f} / "
-                f"{x['error_best']:.4f} / {x['error_last']:.4f} / {x['error_mean_image']:.4f} | "
-                f"{x['z_vs_t0']:.1f}, {x['z_vs_baseline']:.1f}, {x['z_vs_last']:.1f} | "
+                f"{x['error_best']:.4f} / {x['error_last']:.4f} / {x['error_mean_image']:.4f} / "
+                f"{x['error_shrinkage']:.4f} | {x['z_vs_t0']:.1f}, {x['z_vs_baseline']:.1f}, "
+                f"{x['z_vs_last']:.1f}, {x['z_vs_shrinkage']:.1f} | "
                 f"{lf['mean']:.1f} ± {lf['std']:.1f} [{lf['q25']:g}, {lf['median']:g}, "
                 f"{lf['q75']:g}] | {tm['mean']:.1f} | {x['recall_z_rise']:.1f}, "
                 f"{x['recall_z_fall']:.1f} |"
@@ -411,6 +448,11 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
                 dig.memory[task][split], f"digits, {split} images, {what}",
             ))
     for task, what in whats:
+        section.checks.append(_shrinkage_check(
+            f"attractor.digits.beyond_shrinkage.{task}.test",
+            dig.curves[task]["test"].extra["shrinkage_test"], dig.shrink[task],
+            f"digits, test images, {what}",
+        ))
         section.checks.append(_recall_check(
             f"attractor.digits.recall.{task}.test", dig.recall[task]["test"],
             f"digits, test images, {what}",
@@ -465,6 +507,8 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
             "seconds_per_epoch": dig.seconds_per_epoch,
             "seconds": t_digits,
             "baseline_mean_training_image_mse": dig.baseline,
+            "shrinkage": {t: {"k": dig.shrink[t], "test": v["test"].extra["shrinkage_test"].as_dict()}
+                          for t, v in dig.curves.items()},
         },
         "potts": {
             "curves": {t: {s: c.summary() for s, c in v.items()} for t, v in pot.curves.items()},
