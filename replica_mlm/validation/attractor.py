@@ -386,18 +386,21 @@ def _plot_scan(rows: list[dict], path: Path) -> list[str]:
         ax.plot([r[task]["t_min"]["mean"] for r in rows], y, "x", color="k",
                 label="mean step of the lowest error")
         ax.axvline(_MIN_LIFETIME, color="0.5", ls="--", lw=0.8)
+        T = rows[0]["settings"]["steps"]
         for yi, r in zip(y, rows, strict=True):
             if not r[task]["memory_passed"]:
-                ax.annotate("no transient", (0, yi), fontsize=6, color="C3")
+                ax.annotate("transient test failed", (1.5 * T, yi), fontsize=6, color="C3",
+                            ha="right", va="center")
         ax.set_xscale("symlog", linthresh=1.0)
-        ax.set_xlabel("steps")
+        ax.set_xlim(0, 1.5 * T)
+        ax.set_xlabel(f"steps (of T = {T})")
         ax.set_title(f"{task} test digits", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
     axes[0].set_yticks(y, [r["config"] for r in rows], fontsize=7)
     axes[0].invert_yaxis()
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=7)
     fig.suptitle("lifetime of the transient per configuration (one factor changed at a time)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     files = [written.name for written in save(fig, path, dpi=120)]
     plt.close(fig)
     return files
