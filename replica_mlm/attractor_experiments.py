@@ -22,6 +22,15 @@ mean over the 64 pixels of (v_hat - v)^2 with v in [0, 1]). ``overlap_target``: 
 ``q(x, y) = (1/N) sum_i x_i . y_i`` with the clean input. ``overlap_train`` / ``overlap_test``:
 the largest overlap with any training / any test configuration (the clean input itself is one of
 them: the nearest image to a good reconstruction of a test image is that image).
+``correlation_train``: the largest *centred* correlation ``cos(v_hat - vbar, y - vbar)`` of the
+decoded values with any training configuration ``y`` (``vbar``: the mean training
+configuration; 0 for a state that decodes to ``vbar`` itself). The token overlap is dominated by
+the blank background that all digits share (the blurry end state of the dynamics has token overlap
+~0.95 with some training digit), so only the centred correlation says whether a state resembles
+one particular stored image more than the average one does.
+
+The tests for a transient and the lifetimes of transients are in
+:mod:`replica_mlm.attractor_transients`.
 """
 
 from __future__ import annotations
@@ -31,10 +40,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from replica_mlm._checks import as_generator, finite_array, nonnegative, positive_int
+from replica_mlm.attractor_transients import (
+    Lifetimes,
+    TransientMemory,
+    _mean_sem,
+    transient_lifetimes,
+    transient_memory,
+)
 
 __all__ = [
     "AttractorSettings",
     "DigitsExperiment",
+    "Lifetimes",
     "PottsExperiment",
     "TransientCurves",
     "TransientMemory",
@@ -48,6 +65,7 @@ __all__ = [
     "potts_experiment",
     "tokens_image",
     "transient_curves",
+    "transient_lifetimes",
     "transient_memory",
 ]
 
@@ -112,23 +130,41 @@ def load_digits(*, n_train: int, n_test: int, rng=0) -> tuple[np.ndarray, np.nda
     return images[order[:n_train]], images[order[n_train : n_train + n_test]]
 
 
-def image_tokens(images) -> np.ndarray:
-    """(M, 8, 8) images -> (M, 16, 4) values: 2 x 2 patches in row-major patch order."""
+def _check_patch(patch, H: int, W: int) -> tuple[int, int]:
+    if (not isinstance(patch, tuple | list) or len(patch) != 2
+            or not all(isinstance(p, int | np.integer) and not isinstance(p, bool) for p in patch)):
+        raise TypeError(f"patch must be a pair of ints (height, width), got {patch!r}")
+    ph, pw = int(patch[0]), int(patch[1])
+    if ph < 1 or pw < 1 or H % ph or W % pw:
+        raise ValueError(
+            f"patch (height, width) must be positive and divide the image size {H} x {W}, "
+            f"got {(ph, pw)}"
+        )
+    return ph, pw
+
+
+def image_tokens(images, *, patch: tuple[int, int] = (2, 2)) -> np.ndarray:
+    """(M, H, W) images -> (M, N, k) values: ``patch`` blocks in row-major block order.
+
+    With the default 2 x 2 patches an 8 x 8 digit gives N = 16 tokens of k = 4 values.
+    """
     im = finite_array(images, "images", ndim=3)
     M, H, W = im.shape
-    if H % 2 or W % 2:
-        raise ValueError(f"images must have even height and width, got {H} x {W}")
-    p = im.reshape(M, H // 2, 2, W // 2, 2).transpose(0, 1, 3, 2, 4)
-    return p.reshape(M, (H // 2) * (W // 2), 4)
+    ph, pw = _check_patch(patch, H, W)
+    p = im.reshape(M, H // ph, ph, W // pw, pw).transpose(0, 1, 3, 2, 4)
+    return p.reshape(M, (H // ph) * (W // pw), ph * pw)
 
 
-def tokens_image(values, shape: tuple[int, int] = (8, 8)) -> np.ndarray:
-    """Inverse of :func:`image_tokens`: (..., 16, 4) values -> (..., 8, 8) images."""
+def tokens_image(
+    values, shape: tuple[int, int] = (8, 8), *, patch: tuple[int, int] = (2, 2)
+) -> np.ndarray:
+    """Inverse of :func:`image_tokens`: (..., N, k) values -> (..., H, W) images."""
     v = np.asarray(values, dtype=float)
     H, W = shape
+    ph, pw = _check_patch(patch, H, W)
     lead = v.shape[:-2]
-    p = v.reshape(*lead, H // 2, W // 2, 2, 2)
-    p = np.moveaxis(p, -2, -3)  # (..., H/2, 2, W/2, 2)
+    p = v.reshape(*lead, H // ph, W // pw, ph, pw)
+    p = np.moveaxis(p, -2, -3)  # (..., H/ph, ph, W/pw, pw)
     return p.reshape(*lead, H, W)
 
 
@@ -209,19 +245,26 @@ class TransientCurves:
     ----------
     error, overlap_target, overlap_train, overlap_test : numpy.ndarray, shape (M, steps + 1)
         See the module docstring.
+    correlation_train : numpy.ndarray, shape (M, steps + 1), or None
+        Centred correlation with the nearest training configuration (module docstring), if the
+        training values were given to :func:`transient_curves`.
     """
 
     error: np.ndarray
     overlap_target: np.ndarray
     overlap_train: np.ndarray
     overlap_test: np.ndarray
+    correlation_train: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
 
     def summary(self) -> dict:
         """Mean and standard error over inputs of every curve, as lists (for JSON)."""
         out = {}
-        for name in ("error", "overlap_target", "overlap_train", "overlap_test"):
+        for name in ("error", "overlap_target", "overlap_train", "overlap_test",
+                     "correlation_train"):
             a = getattr(self, name)
+            if a is None:
+                continue
             out[name] = {
                 "mean": a.mean(axis=0).tolist(),
                 "sem": (a.std(axis=0, ddof=1) / np.sqrt(a.shape[0])).tolist(),
@@ -235,85 +278,45 @@ def _max_overlap(x: np.ndarray, refs: np.ndarray) -> np.ndarray:
     return (x.reshape(len(x), -1) @ refs.reshape(len(refs), -1).T).max(axis=1) / N
 
 
+def _max_correlation(values: np.ndarray, ref_unit: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """max over references of the cosine between ``values - centre`` and the (unit) references."""
+    v = values.reshape(len(values), -1) - centre
+    norm = np.linalg.norm(v, axis=1)
+    best = (v @ ref_unit.T).max(axis=1)
+    return np.where(norm > 1e-12, best / np.where(norm > 1e-12, norm, 1.0), 0.0)
+
+
 def transient_curves(
-    traj: np.ndarray, clean_values: np.ndarray, train_tokens: np.ndarray, test_tokens: np.ndarray
+    traj: np.ndarray, clean_values: np.ndarray, train_tokens: np.ndarray, test_tokens: np.ndarray,
+    *, train_values: np.ndarray | None = None,
 ) -> TransientCurves:
-    """Measurements along a batched trajectory (steps + 1, M, N, d) against the clean values."""
+    """Measurements along a batched trajectory (steps + 1, M, N, d) against the clean values.
+
+    With ``train_values`` (M_train, N, k) the centred correlation with the nearest training
+    configuration is measured too (module docstring).
+    """
     T = traj.shape[0]
     clean_tokens = encode_values(clean_values)
     N = traj.shape[2]
     err = np.empty((traj.shape[1], T))
     ov_t, ov_tr, ov_te = np.empty_like(err), np.empty_like(err), np.empty_like(err)
+    corr = None
+    if train_values is not None:
+        flat = np.asarray(train_values, dtype=float).reshape(len(train_values), -1)
+        centre = flat.mean(axis=0)
+        refs = flat - centre
+        refs /= np.maximum(np.linalg.norm(refs, axis=1, keepdims=True), 1e-12)
+        corr = np.empty_like(err)
     for t in range(T):
         x = traj[t]
-        err[:, t] = np.mean((decode_values(x) - clean_values) ** 2, axis=(1, 2))
+        dec = decode_values(x)
+        err[:, t] = np.mean((dec - clean_values) ** 2, axis=(1, 2))
         ov_t[:, t] = np.einsum("mia,mia->m", x, clean_tokens) / N
         ov_tr[:, t] = _max_overlap(x, train_tokens)
         ov_te[:, t] = _max_overlap(x, test_tokens)
-    return TransientCurves(err, ov_t, ov_tr, ov_te)
-
-
-@dataclass
-class TransientMemory:
-    """The transient-memory test on per-input error curves (held-out selection of the best step).
-
-    The inputs are split at random in two halves. The best step ``t_best`` is the step in
-    ``window`` with the lowest mean error on the *selection* half; on the other (*evaluation*)
-    half the paired differences ``error(0) - error(t_best)`` and ``error(T) - error(t_best)`` are
-    averaged over inputs, and the effect is declared when both means exceed ``z`` standard errors.
-    Choosing the step on one half and measuring on the other avoids the optimistic bias of
-    reporting the minimum of a noisy curve.
-    """
-
-    t_best: int
-    t_last: int
-    error_t0: tuple[float, float]
-    error_best: tuple[float, float]
-    error_last: tuple[float, float]
-    gain_vs_t0: tuple[float, float]
-    gain_vs_last: tuple[float, float]
-    z: float
-    n_eval: int
-    passed: bool
-
-    def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-def _mean_sem(a: np.ndarray) -> tuple[float, float]:
-    return float(a.mean()), float(a.std(ddof=1) / np.sqrt(len(a)))
-
-
-def transient_memory(
-    error: np.ndarray, *, window: tuple[int, int] = (1, 20), z: float = 3.0, rng=0
-) -> TransientMemory:
-    """Test for a transient minimum of per-input error curves ``error`` (M, T + 1); see the class."""
-    err = finite_array(error, "error", ndim=2)
-    M, T1 = err.shape
-    lo, hi = window
-    if not 1 <= lo <= hi < T1 - 1:
-        raise ValueError(f"window must satisfy 1 <= lo <= hi < T = {T1 - 1}, got {window}")
-    if M < 4:
-        raise ValueError(f"need at least 4 inputs for the split test, got {M}")
-    order = as_generator(rng).permutation(M)
-    sel, ev = err[order[: M // 2]], err[order[M // 2 :]]
-    t_best = lo + int(np.argmin(sel[:, lo : hi + 1].mean(axis=0)))
-    g0 = ev[:, 0] - ev[:, t_best]
-    gl = ev[:, -1] - ev[:, t_best]
-    m0, s0 = _mean_sem(g0)
-    ml, sl = _mean_sem(gl)
-    return TransientMemory(
-        t_best=t_best,
-        t_last=T1 - 1,
-        error_t0=_mean_sem(ev[:, 0]),
-        error_best=_mean_sem(ev[:, t_best]),
-        error_last=_mean_sem(ev[:, -1]),
-        gain_vs_t0=(m0, s0),
-        gain_vs_last=(ml, sl),
-        z=float(z),
-        n_eval=len(ev),
-        passed=bool(m0 > z * s0 and ml > z * sl),
-    )
+        if corr is not None:
+            corr[:, t] = _max_correlation(dec, refs, centre)
+    return TransientCurves(err, ov_t, ov_tr, ov_te, corr)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -333,14 +336,30 @@ class AttractorSettings:
     steps: int = 100
     n_masked: int = 4  # per 16 tokens (scaled with N: L = 20 Potts sites -> 5)
     p_noise: float = 0.25
+    normalisation: str = "none"  # training cost: "none" or "vmf" (AttractorNetwork.fit)
+    patch: tuple[int, int] = (2, 2)  # digits only: pixels per token (height, width)
+    window: tuple[int, int] = (1, 20)  # steps among which transient_memory chooses t*
 
 
 @dataclass
 class DigitsExperiment:
-    """Results of :func:`digits_experiment`: curves[task][split] and the trained network."""
+    """Results of :func:`digits_experiment`, indexed [task][split].
+
+    ``memory``: the held-out error test (:func:`transient_memory` with the per-image error of
+    predicting the mean training image as baseline); ``curves[task][split].extra`` holds the
+    per-image error of shrinking the corrupted input toward the mean training image
+    (``"shrinkage_error"``, factor fitted on corrupted training images, ``shrink[task]``) and the
+    held-out test of the dynamics against it (``"shrinkage_test"``); ``recall``: the same test on the centred
+    correlation with the nearest training image (higher is better); ``lifetimes``:
+    :func:`transient_lifetimes` of the error curves against the same baseline.
+    """
 
     curves: dict
     memory: dict
+    recall: dict
+    lifetimes: dict
+    baseline: dict
+    shrink: dict
     examples: dict
     cost: np.ndarray
     seconds_per_epoch: float
@@ -349,21 +368,39 @@ class DigitsExperiment:
     sizes: dict
 
 
-def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen, mask_value=None):
-    curves, memory, trajs = {}, {}, {}
+def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen, mask_value=None,
+               baselines: dict | None = None, train_values=None, shrink: dict | None = None):
+    curves, memory, recall, life, trajs = {}, {}, {}, {}, {}
     for task in ("masked", "noise"):
-        curves[task], memory[task], trajs[task] = {}, {}, {}
+        curves[task], memory[task], recall[task], life[task], trajs[task] = {}, {}, {}, {}, {}
         for split, v in values.items():
             x0, _ = corrupt(
                 v, kind=task, n_masked=max(1, settings.n_masked * v.shape[1] // 16),
                 p_noise=settings.p_noise, mask_value=mask_value, rng=gen,
             )
             traj = net.run(x0, steps=settings.steps)
-            c = transient_curves(traj, v, *refs)
+            c = transient_curves(traj, v, *refs, train_values=train_values)
             curves[task][split] = c
-            memory[task][split] = transient_memory(c.error, rng=gen)
+            b = None if baselines is None else baselines[split]
+            win = tuple(settings.window)
+            memory[task][split] = transient_memory(c.error, baseline=b, window=win, rng=gen)
+            if shrink is not None:
+                # the corrupted input pulled toward the mean training configuration by the
+                # factor fitted on corrupted training inputs (see digits_experiment)
+                keep, centre = shrink[task]
+                guess = centre + keep * (decode_values(traj[0]) - centre)
+                c.extra["shrinkage_error"] = np.mean((guess - v) ** 2, axis=(1, 2))
+                c.extra["shrinkage_test"] = transient_memory(
+                    c.error, baseline=c.extra["shrinkage_error"], window=win, rng=gen
+                )
+            if c.correlation_train is not None:
+                recall[task][split] = transient_memory(
+                    c.correlation_train, maximise=True, window=win, rng=gen
+                )
+            if b is not None:
+                life[task][split] = transient_lifetimes(c.error, b)
             trajs[task][split] = traj
-    return curves, memory, trajs
+    return curves, memory, recall, life, trajs
 
 
 def digits_experiment(
@@ -380,19 +417,36 @@ def digits_experiment(
     gen = as_generator(rng)
     train, test = load_digits(n_train=n_train, n_test=n_test, rng=gen)
     n_eval = min(positive_int(n_eval, "n_eval"), n_train, n_test)
-    vtr, vte = image_tokens(train), image_tokens(test)
+    patch = tuple(settings.patch)
+    vtr, vte = image_tokens(train, patch=patch), image_tokens(test, patch=patch)
     xtr, xte = encode_values(vtr), encode_values(vte)
     net = AttractorNetwork.fit(
         xtr, beta=settings.beta, gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
-        weight_decay=settings.weight_decay, rng=gen,
+        weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=gen,
     )
     values = {"train": vtr[:n_eval], "test": vte[:n_eval]}
-    curves, memory, trajs = _run_tasks(net, values, (xtr, xte), settings, gen)
+    mean_image = train.mean(axis=0)
+    baselines = {
+        "train": np.mean((train[:n_eval] - mean_image) ** 2, axis=(1, 2)),
+        "test": np.mean((test[:n_eval] - mean_image) ** 2, axis=(1, 2)),
+    }
+    # a trivial competitor: shrink the decoded corrupted input toward the mean training image,
+    # v_hat = vbar + k (v0 - vbar), with k fitted by least squares on corrupted training images
+    shrink = {}
+    for task in ("masked", "noise"):
+        x0, _ = corrupt(vtr, kind=task, n_masked=max(1, settings.n_masked * vtr.shape[1] // 16),
+                        p_noise=settings.p_noise, rng=gen)
+        a, b = (decode_values(x0) - vtr.mean(axis=0)).ravel(), (vtr - vtr.mean(axis=0)).ravel()
+        shrink[task] = (float(a @ b / (a @ a)), vtr.mean(axis=0))
+    curves, memory, recall, life, trajs = _run_tasks(
+        net, values, (xtr, xte), settings, gen, baselines=baselines, train_values=vtr,
+        shrink=shrink,
+    )
     examples = {
         task: {
             split: {
-                "clean": tokens_image(values[split][:4]),
-                "states": tokens_image(decode_values(trajs[task][split][:, :4])),
+                "clean": tokens_image(values[split][:4], patch=patch),
+                "states": tokens_image(decode_values(trajs[task][split][:, :4]), patch=patch),
             }
             for split in values
         }
@@ -401,12 +455,17 @@ def digits_experiment(
     return DigitsExperiment(
         curves=curves,
         memory=memory,
+        recall=recall,
+        lifetimes=life,
+        baseline={k: _mean_sem(b) for k, b in baselines.items()},
+        shrink={task: k for task, (k, _) in shrink.items()},
         examples=examples,
         cost=net.history.cost,
         seconds_per_epoch=net.history.seconds_per_epoch,
-        baseline_mean_image=float(np.mean((test[:n_eval] - train.mean(axis=0)) ** 2)),
+        baseline_mean_image=float(baselines["test"].mean()),
         settings=settings,
-        sizes={"n_train": n_train, "n_test": n_test, "n_eval": n_eval, "N": 16, "d": 8},
+        sizes={"n_train": n_train, "n_test": n_test, "n_eval": n_eval, "N": vtr.shape[1],
+               "d": 2 * vtr.shape[2]},
     )
 
 
@@ -460,10 +519,12 @@ def potts_experiment(
     tok_tr, tok_te = encode_values(v_tr), encode_values(v_te)
     net = AttractorNetwork.fit(
         tok_tr, beta=settings.beta, gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
-        weight_decay=settings.weight_decay, rng=gen,
+        weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=gen,
     )
     values = {"train": v_tr[:n_eval], "test": v_te[:n_eval]}
-    curves, memory, _ = _run_tasks(net, values, (tok_tr, tok_te), settings, gen, mask_value=0.5)
+    curves, memory, _, _, _ = _run_tasks(
+        net, values, (tok_tr, tok_te), settings, gen, mask_value=0.5
+    )
 
     # masked-site comparison on held-out sequences, one masked site per sequence
     sd = np.sqrt(np.diag(C))
@@ -499,7 +560,17 @@ def potts_experiment(
         "theory_zero_mean_Cii": float(np.mean(np.diag(C)[site])),
         "curve_mean": mean_curve.tolist(),
         "curve_sem": (sq.std(axis=1, ddof=1) / np.sqrt(n_eval)).tolist(),
+        # paired comparisons (mean, s.e. over sequences)
+        "oracle_minus_exact_1_over_Pii": _mean_sem(oracle - 1.0 / np.diag(P)[site]),
+        "zero_minus_exact_Cii": _mean_sem(zero - np.diag(C)[site]),
+        # held-out test: t* chosen on half of the sequences, gains over predicting the mean
+        # (x_i = 0, which is also the state at t = 0) measured on the other half
+        "attractor_vs_zero": transient_memory(
+            sq.T, baseline=zero, window=tuple(settings.window), rng=gen
+        ).as_dict(),
     }
+    t_sel = masked["attractor_vs_zero"]["t_best"]
+    masked["attractor_heldout_minus_oracle"] = _mean_sem(sq[t_sel] - oracle)
     return PottsExperiment(
         curves=curves, memory=memory, masked_site_mse=masked, cost=net.history.cost,
         settings=settings,
