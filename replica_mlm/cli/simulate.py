@@ -66,6 +66,10 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, th
     alpha_list = list(dict.fromkeys(float(a) for a in alphas))
     points = [{"L": L, "instance": 0, "instance_seed": seed, "shift": shift, "site": site, "alpha": a,
                "lams": lam_list, "seeds": seeds} for a in alpha_list]
+    # the replica curves first: this compiles the equations once here, before the worker processes
+    # are forked, so they inherit them instead of each deriving them again with sympy
+    grid = np.linspace(0.02, 1.1 * max(max(alpha_list), 1.2), 300)
+    curves = [learning_curve(task, alpha=grid, lam=lam) for lam in lam_list]
     resume_labels(seed="--sample-seed", function="the point function", version="the package version",
                   L="--L", instance_seed="--seed", shift="--shift", site="--site", alpha="--alpha",
                   lams="--lam", seeds="--seeds")
@@ -96,8 +100,6 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, th
     csv_path = out / "simulate.csv"
     atomic_write_text(csv_path, buf.getvalue())
 
-    grid = np.linspace(0.02, 1.1 * max(max(alpha_list), 1.2), 300)
-    curves = [learning_curve(task, alpha=grid, lam=lam) for lam in lam_list]
     fig = plot_learning_curves(
         curves, path=out / "simulate",
         simulations=[(r["alpha"], r["lam"], r["eg_mean"], r["eg_stderr"]) for r in rows],
