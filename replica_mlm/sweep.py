@@ -9,11 +9,24 @@ per-point function ``func(point, rng) -> dict``. Three properties make sweeps sa
   therefore return the same numbers bit for bit.
 * **Atomic, resumable output.** With ``out=DIR`` each finished point is written to
   ``DIR/point-00000.json`` (temporary file and rename, never half-written) as soon as it is
-  done; a run that fails half-way leaves the finished points intact, and ``resume=True`` loads
-  them instead of recomputing them.
+  done; a run that fails or is killed half-way leaves the finished points intact, and
+  ``resume=True`` loads them instead of recomputing them.
+* **Resume only what was asked.** ``DIR/fingerprint.json`` records what determines every point
+  besides the point itself: the function's qualified name, the root seed and the package
+  version; each point file carries the point, its index and the fingerprint's SHA-256. A resume
+  whose fingerprint or points differ is refused with a :class:`ResumeMismatch` naming the first
+  difference (``seed differs: folder has 7, this run asks 8``); a point file that is truncated
+  or does not belong to the sweep is refused with a :class:`BadPointFile` naming it. Appending
+  points to a sweep and resuming keeps the finished ones (a point depends only on the
+  fingerprint, itself and its index).
+* **One run per folder.** The run holds a lock on ``DIR`` (:func:`replica_mlm.io.folder_lock`);
+  a second run into the same folder at the same time fails at once with
+  :class:`replica_mlm.io.FolderBusy`.
 * **Same results from fresh and resumed runs.** Results pass through JSON (floats round-trip
-  exactly, ``inf`` and ``nan`` included), so a value computed now and a value read from disk
-  are identical.
+  exactly, ``inf`` and ``nan`` included: the convention of :mod:`replica_mlm.io`), so a value
+  computed now and a value read from disk are identical.
+* **One BLAS thread per worker by default** (``threads=``, scoped with threadpoolctl inside each
+  worker; see :mod:`replica_mlm._threads` for why).
 
 ``workers=N`` uses a :class:`concurrent.futures.ProcessPoolExecutor`; ``scheduler=ADDRESS`` (or
 a ``dask.distributed.Client``) sends the points to a Dask distributed cluster, which needs the
@@ -23,9 +36,11 @@ function) for either.
 
 from __future__ import annotations
 
-import json
+import contextlib
+import functools
 import numbers
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -37,11 +52,59 @@ from typing import Any
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.validation.report import atomic_write_text
+from replica_mlm._threads import INHERIT, blas_threads, resolve_threads
+from replica_mlm.io import (
+    atomic_write_text,
+    dumps,
+    fingerprint,
+    fingerprint_difference,
+    fingerprint_digest,
+    folder_lock,
+    loads,
+    to_plain,
+)
 
-__all__ = ["SweepResult", "point_rng", "run_sweep"]
+__all__ = ["BadPointFile", "ResumeMismatch", "ResumeRefused", "SweepResult", "point_rng", "run_sweep"]
 
 PointFunction = Callable[[dict, np.random.Generator], dict]
+
+#: name of the fingerprint file in a sweep folder
+FINGERPRINT = "fingerprint.json"
+#: seconds to wait for a Dask scheduler given by address before giving up
+SCHEDULER_TIMEOUT = 10.0
+_POINT_FILE = re.compile(r"point-(\d{5,})\.json")
+
+
+class ResumeRefused(ValueError):
+    """``resume=True`` on a folder that cannot be resumed by this sweep (base of the two below)."""
+
+
+class ResumeMismatch(ResumeRefused):
+    """A resumed sweep differs from the one in its folder.
+
+    Attributes
+    ----------
+    folder : pathlib.Path
+    field : str
+        What differs: ``"seed"``, ``"function"``, ``"version"`` or ``"points[k].key"`` (the
+        first differing key of point ``k``).
+    stored, current
+        Its value in the folder and in this run.
+    """
+
+    def __init__(self, folder: Path, field: str, stored: Any, current: Any):
+        self.folder, self.field, self.stored, self.current = folder, field, stored, current
+        super().__init__(f"cannot resume {folder}: {field} differs: folder has {stored!r}, this run asks "
+                         f"{current!r}; use another output folder or run without resume")
+
+
+class BadPointFile(ResumeRefused):
+    """A file of a sweep folder that is truncated or does not belong to the resumed sweep."""
+
+    def __init__(self, path: Path, why: str):
+        self.path, self.why = path, why
+        super().__init__(f"{path.name} in {path.parent} is truncated or not a point file of this sweep "
+                         f"({why}); delete it or run without resume")
 
 
 @dataclass(frozen=True)
@@ -62,6 +125,8 @@ class SweepResult:
         Wall-clock seconds of this run.
     backend : str
         ``"serial"``, ``"processes(N)"`` or ``"dask(ADDRESS)"``.
+    threads : int or None
+        BLAS threads of each worker (None: the libraries' own setting).
     """
 
     points: list[dict]
@@ -71,6 +136,7 @@ class SweepResult:
     resumed: int
     elapsed: float
     backend: str
+    threads: int | None = None
 
 
 def point_rng(seed: int, index: int) -> np.random.Generator:
@@ -81,49 +147,83 @@ def point_rng(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
 
 
-def _to_plain(obj: Any) -> Any:
-    """numpy scalars and arrays to Python numbers and lists (JSON keeps inf and nan)."""
-    if isinstance(obj, dict):
-        return {str(k): _to_plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_to_plain(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _to_plain(obj.tolist())
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    return obj
-
-
-def _dumps(obj: Any) -> str:
-    # allow_nan: Infinity and NaN survive the round trip (the interpolation peak is eg = inf)
-    return json.dumps(_to_plain(obj), allow_nan=True)
-
-
-def _call(func: PointFunction, point: dict, seed: int, index: int) -> str:
-    """Run one point in a worker; return its result as JSON text (cheap to ship back)."""
-    return _dumps(func(point, point_rng(seed, index)))
+def _call(func: PointFunction, point: dict, seed: int, index: int, threads: int | None = None) -> str:
+    """Run one point in a worker, with its BLAS threads limited; return its result as JSON text."""
+    with blas_threads(threads):
+        return dumps(func(point, point_rng(seed, index)))
 
 
 def _point_path(out: Path, index: int) -> Path:
     return out / f"point-{index:05d}.json"
 
 
-def _load_finished(out: Path, points: list[dict]) -> dict[int, dict]:
+def function_name(func: Callable) -> str:
+    """``module.qualname`` of a point function (of the wrapped function for ``functools.partial``)."""
+    if isinstance(func, functools.partial):
+        return (f"functools.partial({function_name(func.func)}, args={dumps(func.args)}, "
+                f"keywords={dumps(func.keywords, sort_keys=True)})")
+    module = getattr(func, "__module__", None) or type(func).__module__
+    name = getattr(func, "__qualname__", None) or type(func).__qualname__
+    return f"{module}.{name}"
+
+
+def sweep_fingerprint(func: Callable, seed: int) -> dict[str, Any]:
+    """What determines every point of a sweep besides the point and its index."""
+    from replica_mlm import __version__
+
+    return fingerprint(format="replica_mlm sweep 1", function=function_name(func), seed=seed,
+                       version=__version__)
+
+
+def _point_files(out: Path) -> dict[int, Path]:
+    found = {}
+    for path in out.iterdir():
+        m = _POINT_FILE.fullmatch(path.name)
+        if m:
+            found[int(m.group(1))] = path
+    return found
+
+
+def _remove_temporaries(out: Path) -> None:
+    # left by a run killed while writing; safe to remove under the folder lock
+    for path in out.glob(".*.tmp"):
+        path.unlink(missing_ok=True)
+
+
+def _load_finished(out: Path, points: list[dict], fp: dict, digest: str) -> dict[int, dict]:
+    """Check the folder's fingerprint and point files against this sweep; return finished points."""
+    files = _point_files(out)
+    fp_path = out / FINGERPRINT
+    if fp_path.exists():
+        try:
+            stored_fp = loads(fp_path.read_text())
+            if not isinstance(stored_fp, dict):
+                raise ValueError("not a JSON object")
+            stored_fp.pop("sha256", None)  # a copy of the digest, for readers of the folder
+        except (ValueError, UnicodeDecodeError):
+            raise BadPointFile(fp_path, "not a fingerprint") from None
+        diff = fingerprint_difference(stored_fp, fp)
+        if diff is not None:
+            raise ResumeMismatch(out, *diff)
+    elif files:
+        raise ResumeRefused(f"cannot resume {out}: it holds point files but no {FINGERPRINT} (written by "
+                            f"an older replica_mlm?); run without resume")
     done: dict[int, dict] = {}
-    for k, point in enumerate(points):
-        path = _point_path(out, k)
-        if not path.exists():
-            continue
-        stored = json.loads(path.read_text())
-        if stored.get("point") != point:
-            raise ValueError(
-                f"cannot resume: {path} holds point {stored.get('point')!r}, but this sweep's point {k} "
-                f"is {point!r}; use another output folder or run without resume"
-            )
+    for k, path in sorted(files.items()):
+        if k >= len(points):
+            continue  # a longer earlier sweep with the same fingerprint: not needed now
+        try:
+            stored = loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            raise BadPointFile(path, "not valid JSON") from None
+        if not isinstance(stored, dict) or not {"index", "point", "result", "fingerprint"} <= stored.keys():
+            raise BadPointFile(path, "keys index, point, result, fingerprint missing")
+        if stored["index"] != k or stored["fingerprint"] != digest:
+            raise BadPointFile(path, "its index or fingerprint is another sweep's")
+        diff = fingerprint_difference({"points": [stored["point"]]}, {"points": [points[k]]})
+        if diff is not None:
+            field, a, b = diff
+            raise ResumeMismatch(out, field.replace("points[0]", f"points[{k}]"), a, b)
         done[k] = stored["result"]
     return done
 
@@ -148,6 +248,7 @@ def run_sweep(
     resume: bool = False,
     progress: bool | None = None,
     desc: str = "",
+    threads: int | None = INHERIT,
 ) -> SweepResult:
     """Evaluate ``func(point, rng)`` at every point, with per-point seeds from ``(seed, index)``.
 
@@ -167,15 +268,23 @@ def run_sweep(
         Address of a Dask scheduler (``"tcp://host:8786"``) or a connected client; overrides
         ``workers``. Needs the ``[dask]`` extra.
     out : path, optional
-        Folder for the per-point files ``point-NNNNN.json`` (written atomically as each point
-        finishes).
+        Folder for ``fingerprint.json`` and the per-point files ``point-NNNNN.json`` (written
+        atomically as each point finishes). The run locks the folder. Without ``resume``, point
+        files already in the folder are deleted first (they would be overwritten).
     resume : bool
-        Load points already present in ``out`` instead of recomputing them. A stored point that
-        differs from this sweep's point at the same index is an error.
+        Load points already present in ``out`` instead of recomputing them. A folder whose
+        fingerprint (function, seed, package version) or stored points differ from this sweep's
+        is refused with :class:`ResumeMismatch`; a truncated or foreign point file with
+        :class:`BadPointFile`.
     progress : bool, optional
         Show a tqdm progress bar on stderr; default: only when stderr is a terminal.
     desc : str
         Label of the progress bar.
+    threads : int or None
+        BLAS threads in each worker while it runs a point (threadpoolctl, scoped to the point).
+        Default: the enclosing :func:`replica_mlm._threads.blas_threads` setting, else 1 (many
+        small LAPACK calls: threads only fight, worst with several workers on few cores).
+        ``None`` leaves the BLAS libraries' own setting.
 
     Returns
     -------
@@ -184,58 +293,73 @@ def run_sweep(
     Raises
     ------
     ValueError
-        For bad arguments, or a resume folder holding a different sweep.
+        For bad arguments, or a resume folder holding a different sweep (:class:`ResumeMismatch`,
+        :class:`BadPointFile`).
+    replica_mlm.io.FolderBusy
+        If another run holds the lock of ``out``.
+    ConnectionError
+        If the scheduler given by address cannot be reached within ``SCHEDULER_TIMEOUT`` seconds.
     ImportError
         If ``scheduler`` is given and dask.distributed is not installed.
     """
-    points = [_to_plain(dict(p)) for p in points]
+    points = [to_plain(dict(p)) for p in points]
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     seed = int(seed)
     workers = _checks.positive_int(workers, "workers")
+    threads = resolve_threads(threads)
     if resume and out is None:
         raise ValueError("resume=True needs an output folder (out=...)")
     started = time.time()
     out_dir = Path(out) if out is not None else None
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    results: dict[int, dict] = _load_finished(out_dir, points) if resume else {}
-    resumed = len(results)
-    todo = [k for k in range(len(points)) if k not in results]
-
-    def finish(k: int, text: str) -> None:
-        result = json.loads(text)
-        results[k] = result
+    with folder_lock(out_dir) if out_dir is not None else contextlib.nullcontext():
+        results: dict[int, dict] = {}
         if out_dir is not None:
-            atomic_write_text(_point_path(out_dir, k),
-                              json.dumps({"index": k, "seed": seed, "point": points[k], "result": result},
-                                         allow_nan=True) + "\n")
+            fp = sweep_fingerprint(func, seed)
+            digest = fingerprint_digest(fp)
+            _remove_temporaries(out_dir)
+            if resume:
+                results = _load_finished(out_dir, points, fp, digest)
+            else:
+                for path in _point_files(out_dir).values():
+                    path.unlink()
+            atomic_write_text(out_dir / FINGERPRINT, dumps({**fp, "sha256": digest}, indent=1) + "\n")
+        resumed = len(results)
+        todo = [k for k in range(len(points)) if k not in results]
 
-    bar = _progress(len(points), resumed, progress, desc)
-    try:
-        if scheduler is not None:
-            backend = _run_dask(func, points, todo, seed, scheduler, finish, bar)
-        elif workers > 1 and len(todo) > 1:
-            backend = f"processes({workers})"
-            _run_processes(func, points, todo, seed, workers, finish, bar)
-        else:
-            backend = "serial"
-            for k in todo:
-                finish(k, _call(func, points[k], seed, k))
-                bar.update(1)
-    finally:
-        bar.close()
+        def finish(k: int, text: str) -> None:
+            result = loads(text)
+            results[k] = result
+            if out_dir is not None:
+                atomic_write_text(_point_path(out_dir, k), dumps(
+                    {"index": k, "seed": seed, "point": points[k], "result": result, "fingerprint": digest})
+                    + "\n")
+
+        bar = _progress(len(points), resumed, progress, desc)
+        try:
+            if scheduler is not None:
+                backend = _run_dask(func, points, todo, seed, threads, scheduler, finish, bar)
+            elif workers > 1 and len(todo) > 1:
+                backend = f"processes({workers})"
+                _run_processes(func, points, todo, seed, threads, workers, finish, bar)
+            else:
+                backend = "serial"
+                for k in todo:
+                    finish(k, _call(func, points[k], seed, k, threads))
+                    bar.update(1)
+        finally:
+            bar.close()
     return SweepResult(points=points, results=[results[k] for k in range(len(points))], seed=seed,
                        computed=len(todo), resumed=resumed, elapsed=time.time() - started,
-                       backend=backend)
+                       backend=backend, threads=threads)
 
 
-def _run_processes(func, points, todo, seed, workers, finish, bar) -> None:
+def _run_processes(func, points, todo, seed, threads, workers, finish, bar) -> None:
     # On a failure no new point starts, but the points already running finish and are written;
     # then the first error is raised.
     error = None
     with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
-        pending = {pool.submit(_call, func, points[k], seed, k): k for k in todo}
+        pending = {pool.submit(_call, func, points[k], seed, k, threads): k for k in todo}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)  # write each point as it ends
             for fut in done:
@@ -255,7 +379,7 @@ def _run_processes(func, points, todo, seed, workers, finish, bar) -> None:
         raise error
 
 
-def _run_dask(func, points, todo, seed, scheduler, finish, bar) -> str:
+def _run_dask(func, points, todo, seed, threads, scheduler, finish, bar) -> str:
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
@@ -264,10 +388,17 @@ def _run_dask(func, points, todo, seed, scheduler, finish, bar) -> str:
             "(or pip install \"dask[distributed]\")"
         ) from None
     own = not isinstance(scheduler, Client)
-    client = Client(scheduler) if own else scheduler
+    if own:
+        try:
+            client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
+        except OSError as exc:  # refused, unreachable, timed out
+            raise ConnectionError(f"cannot reach the Dask scheduler at {scheduler} (waited up to "
+                                  f"{SCHEDULER_TIMEOUT:g} s): {exc}") from None
+    else:
+        client = scheduler
     address = getattr(client.scheduler, "address", None) or str(scheduler)
     try:
-        futures = {client.submit(_call, func, points[k], seed, k, pure=False): k for k in todo}
+        futures = {client.submit(_call, func, points[k], seed, k, threads, pure=False): k for k in todo}
         error = None
         for fut in as_completed(list(futures)):
             if fut.status == "cancelled":

@@ -59,7 +59,8 @@ def test_simulate_bad_options_exit_2(tmp_path):
     assert runner.invoke(main, [*ARGS, "--out", str(tmp_path / "y")]).exit_code == 0
     # a folder holding another sweep (7 training sets per point, not 6) is not resumed
     res = runner.invoke(main, [*ARGS, "--seeds", "7", "--out", str(tmp_path / "y"), "--resume"])
-    assert res.exit_code == 2 and "cannot resume" in res.output
+    assert res.exit_code == 2
+    assert "--resume: --seeds differs (point 0): folder has 6, this run asks 7" in res.output
     # extending the alpha list keeps the finished points
     res = runner.invoke(main, [*ARGS, "--alpha", "3", "--out", str(tmp_path / "y"), "--resume"])
     assert res.exit_code == 0, res.output

@@ -1,8 +1,11 @@
 """The ``replica-mlm`` command line.
 
 Each subcommand lives in a module of its own in this package and is registered on the
-:func:`main` group below. Bad options exit with status 2 and a one-line error (click's
-usage-error convention).
+:func:`main` group below. Bad options exit with status 2 and click's usage error. Errors of the
+operating system (an output folder that cannot be created or written, a folder locked by another
+run, an unreachable Dask scheduler) and refused resumes exit with status 2 too, with one line on
+stderr: the group's :meth:`_Main.invoke` turns them into a :class:`CommandError`, in one place for
+every subcommand.
 """
 
 from __future__ import annotations
@@ -12,7 +15,53 @@ import click
 from replica_mlm import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class CommandError(click.ClickException):
+    """A one-line error (``Error: ...`` on stderr) with exit status 2, like a bad option."""
+
+    exit_code = 2
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(message.splitlines()))
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for an OSError: ``FILE: reason`` where the error names a file, else its text."""
+    if exc.strerror and exc.filename is not None:
+        where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
+        if isinstance(exc, FileExistsError | NotADirectoryError):
+            return f"{where}: {exc.strerror} (a file is where a folder is needed)"
+        return f"{where}: {exc.strerror}"
+    return str(exc) or type(exc).__name__
+
+
+def resume_message(exc: ValueError, labels: dict[str, str]) -> str:
+    """One line for a refused ``--resume``, naming the option (from ``labels``) that differs."""
+    from replica_mlm.sweep import ResumeMismatch
+
+    if not isinstance(exc, ResumeMismatch):  # a bad point file or a folder without fingerprint
+        return f"--resume: {str(exc).replace('without resume', 'without --resume')}"
+    field, where = exc.field, ""
+    if field.startswith("points["):
+        index, _, field = field[len("points["):].partition("].")
+        where = f" (point {index})"
+    return (f"--resume: {labels.get(field, field)} differs{where}: folder has {exc.stored!r}, this run "
+            f"asks {exc.current!r}; use another --out or run without --resume (folder {exc.folder})")
+
+
+class _Main(click.Group):
+    def invoke(self, ctx: click.Context):
+        from replica_mlm.cli._common import RESUME_LABELS
+        from replica_mlm.sweep import ResumeRefused
+
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            raise CommandError(os_error_message(exc)) from None
+        except ResumeRefused as exc:
+            raise CommandError(resume_message(exc, ctx.meta.get(RESUME_LABELS, {}))) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="replica-mlm")
 def main() -> None:
     """Replica theory of masked language modelling on (Gaussian) Potts models.

@@ -1,8 +1,9 @@
-"""Pieces shared by the subcommands: task options, output folder, metadata."""
+"""Pieces shared by the subcommands: task options, finite numbers, locked output folder, metadata."""
 
 from __future__ import annotations
 
-import json
+import functools
+import math
 import platform
 import sys
 import time
@@ -13,7 +14,27 @@ import click
 import numpy as np
 
 from replica_mlm import __version__
-from replica_mlm.validation.report import _jsonable, atomic_write_text
+from replica_mlm.io import atomic_write_text, dumps, folder_lock
+
+#: key of ``click.Context.meta`` mapping sweep fingerprint fields to the options that set them
+RESUME_LABELS = "replica_mlm.resume_labels"
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option that must be finite (``nan``, ``inf`` and ``-inf`` are usage errors), with
+    optional bounds as in :class:`click.FloatRange`."""
+
+    name = "finite float"
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
+
+#: any finite float
+FINITE = FiniteFloat()
 
 
 def task_options(f):
@@ -24,7 +45,7 @@ def task_options(f):
                      help="Seed of the GOE couplings J.")(f)
     f = click.option("--L", "L", type=click.IntRange(min=2), default=500, show_default=True,
                      help="Number of sites; p = L - 1 inputs.")(f)
-    f = click.option("--shift", type=click.FloatRange(min=0, min_open=True), default=3.0,
+    f = click.option("--shift", type=FiniteFloat(min=0, min_open=True), default=3.0,
                      show_default=True, help="Shift s of the precision s I - J (s > 2 for large L).")(f)
     return f
 
@@ -76,7 +97,7 @@ def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started:
         **(extra or {}),
     }
     path = out / f"{name}.json"
-    atomic_write_text(path, json.dumps(_jsonable(meta), indent=2) + "\n")
+    atomic_write_text(path, dumps(meta, indent=2) + "\n")
     return path
 
 
@@ -91,7 +112,7 @@ CONVENTIONS = (
 
 def lam_option(default: tuple[float, ...]):
     """``--lam`` (repeatable): ridge strengths >= 0."""
-    return click.option("--lam", "lams", type=click.FloatRange(min=0), multiple=True, default=default,
+    return click.option("--lam", "lams", type=FiniteFloat(min=0), multiple=True, default=default,
                         show_default=True,
                         help="Ridge strength(s) >= 0; repeat for several. Penalty (lam p / 2) |w|^2.")
 
@@ -100,29 +121,55 @@ def alpha_range_options(f, *, alpha_min: float = 0.05, alpha_max: float = 4.0, p
     """``--alpha-min``, ``--alpha-max``, ``--points``: an evenly spaced alpha grid."""
     f = click.option("--points", type=click.IntRange(min=2), default=points, show_default=True,
                      help="Number of alpha values (evenly spaced).")(f)
-    f = click.option("--alpha-max", type=float, default=alpha_max, show_default=True,
+    f = click.option("--alpha-max", type=FINITE, default=alpha_max, show_default=True,
                      help="Largest alpha.")(f)
-    f = click.option("--alpha-min", type=float, default=alpha_min, show_default=True,
+    f = click.option("--alpha-min", type=FINITE, default=alpha_min, show_default=True,
                      help="Smallest alpha = n/p.")(f)
     return f
 
 
-def out_option(default: str):
-    """``--out DIR``: the output folder."""
-    return click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path(default),
-                        show_default=True, help="Output folder (created if missing).")
+def out_option(default: str, help: str = "Output folder (created if missing)."):
+    """``--out DIR``: the output folder, created and locked while the command runs.
+
+    The command body runs inside :func:`replica_mlm.io.folder_lock`: a second run into the same
+    folder at the same time stops at once with a one-line error (exit status 2).
+    """
+    def decorate(f):
+        @functools.wraps(f)
+        def locked(*args, **kwargs):
+            with folder_lock(kwargs["out"]):
+                return f(*args, **kwargs)
+
+        return click.option(
+            "--out", type=click.Path(file_okay=False, path_type=Path), default=Path(default),
+            show_default=True, help=f"{help} Locked while the command runs: one run per folder at a time.",
+        )(locked)
+
+    return decorate
+
+
+def resume_labels(**labels: str) -> None:
+    """Tell the error handler of :mod:`replica_mlm.cli` which option sets each fingerprint field
+    (e.g. ``seed="--sample-seed"``), so a refused ``--resume`` names the option."""
+    click.get_current_context().meta[RESUME_LABELS] = labels
 
 
 def scale_options(f):
-    """``--workers``, ``--scheduler``, ``--resume``, ``--progress/--no-progress``."""
+    """``--workers``, ``--threads``, ``--scheduler``, ``--resume``, ``--progress/--no-progress``."""
     f = click.option("--progress/--no-progress", "progress", default=None,
                      help="Progress bar on stderr [default: when stderr is a terminal].")(f)
     f = click.option("--resume", is_flag=True, default=False,
                      help="Continue a half-finished run in --out: finished points (written atomically, "
-                          "one file each) are loaded, not recomputed.")(f)
+                          "one file each) are loaded, not recomputed. Refused (exit status 2) if the "
+                          "folder holds a run with other parameters, seeds or package version.")(f)
     f = click.option("--scheduler", metavar="ADDRESS", default=None,
                      help="Send the points to a Dask distributed scheduler (e.g. tcp://host:8786); "
-                          "needs pip install \"replica-mlm[dask]\". Overrides --workers.")(f)
+                          "needs pip install \"replica-mlm[dask]\". Overrides --workers. An "
+                          "unreachable scheduler is an error after 10 s.")(f)
+    f = click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="BLAS threads per worker process, set with threadpoolctl for the run only. "
+                          "1 is fastest for these many small SVDs: more threads fight over the cores, "
+                          "and --workers would multiply them.")(f)
     f = click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
                      help="Local worker processes for the sweep (results do not depend on it).")(f)
     return f
@@ -147,11 +194,9 @@ def section_command(name: str, *, doc: str, quick_help: str, seed_help: str) -> 
 
     @click.command(name, help=doc, epilog=CONVENTIONS)
     @click.option("--quick/--full", default=True, show_default=True, help=quick_help)
-    @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
-                  default=Path(f"{name}_out"), show_default=True,
-                  help=f"Folder for the figures (PNG, PDF) and {name}.json.")
     @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help=seed_help)
-    def command(quick: bool, out: Path, seed: int) -> None:
+    @out_option(f"{name}_out", help=f"Folder for the figures (PNG, PDF) and {name}.json.")
+    def command(quick: bool, seed: int, out: Path) -> None:
         section = importlib.import_module(f"replica_mlm.validation.{name}").run(out, quick=quick, rng=seed)
         for c in section.checks:
             click.echo(f"[{'ok' if c.passed else 'FAIL'}] {c.name}: {c.detail}")

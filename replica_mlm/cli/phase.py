@@ -12,6 +12,7 @@ import numpy as np
 
 from replica_mlm.cli._common import (
     CONVENTIONS,
+    FiniteFloat,
     alpha_grid,
     alpha_range_options,
     limit_option,
@@ -29,13 +30,13 @@ from replica_mlm.cli._common import (
 @alpha_range_options
 @click.option("--axis", type=click.Choice(["lam", "shift"]), default="lam", show_default=True,
               help="What the rows vary: lam (log axis) or the shift s (in the limit, at one --lam).")
-@click.option("--lam-min", type=click.FloatRange(min=0, min_open=True), default=1e-4, show_default=True)
-@click.option("--lam-max", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True)
+@click.option("--lam-min", type=FiniteFloat(min=0, min_open=True), default=1e-4, show_default=True)
+@click.option("--lam-max", type=FiniteFloat(min=0, min_open=True), default=10.0, show_default=True)
 @click.option("--lam-points", type=click.IntRange(min=2), default=100, show_default=True)
-@click.option("--lam", "lam", type=click.FloatRange(min=0), default=1e-2, show_default=True,
+@click.option("--lam", "lam", type=FiniteFloat(min=0), default=1e-2, show_default=True,
               help="Ridge strength of --axis shift diagrams.")
-@click.option("--shift-min", type=click.FloatRange(min=2, min_open=True), default=2.05, show_default=True)
-@click.option("--shift-max", type=click.FloatRange(min=2, min_open=True), default=6.0, show_default=True)
+@click.option("--shift-min", type=FiniteFloat(min=2, min_open=True), default=2.05, show_default=True)
+@click.option("--shift-max", type=FiniteFloat(min=2, min_open=True), default=6.0, show_default=True)
 @click.option("--shift-points", type=click.IntRange(min=2), default=60, show_default=True)
 @click.option("--optimal/--no-optimal", default=True, show_default=True,
               help="Compute the optimal-lam line (lam diagrams).")
@@ -55,9 +56,9 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
 
     import matplotlib.pyplot as plt
 
+    from replica_mlm.io import atomic_write_text
     from replica_mlm.plotting import plot_phase_diagram
     from replica_mlm.theory.phase import phase_diagram, shift_phase_diagram
-    from replica_mlm.validation.report import atomic_write_text
 
     started = time.time()
     show = sys.stderr.isatty() if progress is None else progress

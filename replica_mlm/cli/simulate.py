@@ -11,10 +11,12 @@ import numpy as np
 
 from replica_mlm.cli._common import (
     CONVENTIONS,
+    FiniteFloat,
     check_scheduler,
     lam_option,
     make_task,
     out_option,
+    resume_labels,
     scale_options,
     task_options,
     write_metadata,
@@ -26,7 +28,7 @@ COLUMNS = ("alpha_target", "alpha", "n", "p", "lam", "seeds", "eg_mean", "eg_std
 
 @click.command("simulate", epilog=CONVENTIONS)
 @task_options
-@click.option("--alpha", "alphas", type=click.FloatRange(min=0, min_open=True), multiple=True,
+@click.option("--alpha", "alphas", type=FiniteFloat(min=0, min_open=True), multiple=True,
               default=(0.5, 0.8, 1.5, 2.0, 3.0), show_default=True,
               help="Sample ratio(s) alpha = n/p; repeat for several. n = round(alpha p).")
 @lam_option((0.0, 1e-3, 1e-1, 1.0))
@@ -37,8 +39,8 @@ COLUMNS = ("alpha_target", "alpha", "n", "p", "lam", "seeds", "eg_mean", "eg_std
                    "spawn_key=(k,)), so results do not depend on --workers.")
 @scale_options
 @out_option("replica-mlm-simulate")
-def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, scheduler, resume, progress,
-             out):
+def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, threads, scheduler, resume,
+             progress, out):
     """Ridge / Moore-Penrose simulations of one masked site, with the replica prediction.
 
     For every alpha, trains ridge for every lam on --seeds independent training sets of
@@ -46,15 +48,16 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, sc
     point on the same instance at the realised n/p. z = (mean - replica) / standard error; the
     replica value is the p -> infinity limit, so expect an O(1/p) bias, larger near alpha = 1 at
     small lam. Writes simulate.csv, simulate.json (metadata), simulate.png and simulate.pdf, and one
-    file per finished alpha in OUT/simulate_points/ (used by --resume).
+    file per finished alpha in OUT/simulate_points/ (used by --resume, with fingerprint.json: a
+    resume with other options or seeds is refused).
     """
     import matplotlib.pyplot as plt
 
     from replica_mlm import learning_curve
+    from replica_mlm.io import atomic_write_text
     from replica_mlm.plotting import plot_learning_curves
-    from replica_mlm.sweep import run_sweep
+    from replica_mlm.sweep import ResumeRefused, run_sweep
     from replica_mlm.validation.mlm import simulate_point
-    from replica_mlm.validation.report import atomic_write_text
 
     started = time.time()
     check_scheduler(scheduler)
@@ -63,10 +66,20 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, sc
     alpha_list = list(dict.fromkeys(float(a) for a in alphas))
     points = [{"L": L, "instance": 0, "instance_seed": seed, "shift": shift, "site": site, "alpha": a,
                "lams": lam_list, "seeds": seeds} for a in alpha_list]
+    # the replica curves first: this compiles the equations once here, before the worker processes
+    # are forked, so they inherit them instead of each deriving them again with sympy
+    grid = np.linspace(0.02, 1.1 * max(max(alpha_list), 1.2), 300)
+    curves = [learning_curve(task, alpha=grid, lam=lam) for lam in lam_list]
+    resume_labels(seed="--sample-seed", function="the point function", version="the package version",
+                  L="--L", instance_seed="--seed", shift="--shift", site="--site", alpha="--alpha",
+                  lams="--lam", seeds="--seeds")
     try:
         sweep = run_sweep(simulate_point, points, seed=sample_seed, workers=workers, scheduler=scheduler,
-                          out=out / "simulate_points", resume=resume, progress=progress, desc="simulate")
-    except ValueError as exc:  # e.g. --resume on a folder holding another run
+                          out=out / "simulate_points", resume=resume, progress=progress, desc="simulate",
+                          threads=threads)
+    except ResumeRefused:
+        raise  # one line, exit status 2: replica_mlm.cli's error handler
+    except ValueError as exc:  # e.g. a malformed --scheduler address
         raise click.UsageError(str(exc)) from None
 
     rows = []
@@ -87,8 +100,6 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, sc
     csv_path = out / "simulate.csv"
     atomic_write_text(csv_path, buf.getvalue())
 
-    grid = np.linspace(0.02, 1.1 * max(max(alpha_list), 1.2), 300)
-    curves = [learning_curve(task, alpha=grid, lam=lam) for lam in lam_list]
     fig = plot_learning_curves(
         curves, path=out / "simulate",
         simulations=[(r["alpha"], r["lam"], r["eg_mean"], r["eg_stderr"]) for r in rows],
@@ -98,7 +109,8 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, sc
     zs = np.array([r["z"] for r in rows])
     write_metadata(out, "simulate",
                    dict(L=L, shift=shift, seed=seed, site=site, alpha=alpha_list, lam=lam_list, seeds=seeds,
-                        sample_seed=sample_seed, workers=workers, scheduler=scheduler, resume=resume),
+                        sample_seed=sample_seed, workers=workers, threads=threads, scheduler=scheduler,
+                        resume=resume),
                    started=started, files=files,
                    extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii,
                           "seeds_rule": "alpha number k: SeedSequence(sample_seed, spawn_key=(k,)); training "

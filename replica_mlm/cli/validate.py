@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from replica_mlm.cli._common import CONVENTIONS, check_scheduler, out_option, scale_options
+from replica_mlm.cli._common import CONVENTIONS, check_scheduler, out_option, resume_labels, scale_options
 
 
 def _section_names():
@@ -23,7 +23,7 @@ def _section_names():
               help="Root seed; every section derives its instances and samples from it.")
 @scale_options
 @out_option("validation-out")
-def validate(quick, sections, seed, workers, scheduler, resume, progress, out):
+def validate(quick, sections, seed, workers, threads, scheduler, resume, progress, out):
     """Hold the replica theory against simulations; write report.json, report.md and figures.
 
     Sections: mlm (replica prediction vs closed-form ridge simulations on the same Gaussian Potts
@@ -32,13 +32,23 @@ def validate(quick, sections, seed, workers, scheduler, resume, progress, out):
     network) and potts (the discrete Potts model and factored attention) when installed. Every check
     is a claim with a number and a threshold; the exit status is 1 if any check fails.
     """
+    from replica_mlm._threads import blas_threads
+    from replica_mlm.sweep import ResumeRefused
     from replica_mlm.validation.suite import run_suite
 
     check_scheduler(scheduler)
+    resume_labels(seed="--seed", function="the point function", version="the package version",
+                  L="--quick/--full", seeds="--quick/--full", alpha="--quick/--full", lams="--quick/--full",
+                  instance_seed="--seed")
     try:
-        report = run_suite(out, quick=quick, seed=seed, sections=list(sections) or None, workers=workers,
-                           scheduler=scheduler, resume=resume, progress=progress, echo=click.echo)
-    except ValueError as exc:  # e.g. --resume on a folder holding another run
+        # sweeps inside inherit the limit for their workers; the rest runs under it in this process
+        with blas_threads(threads):
+            report = run_suite(out, quick=quick, seed=seed, sections=list(sections) or None,
+                               workers=workers, scheduler=scheduler, resume=resume, progress=progress,
+                               echo=click.echo)
+    except ResumeRefused:
+        raise  # one line, exit status 2: replica_mlm.cli's error handler
+    except ValueError as exc:  # e.g. a malformed --scheduler address
         raise click.UsageError(str(exc)) from None
     failed = [c["name"] for c in report["checks"] if not c["passed"]]
     click.echo(f"{'PASSED' if report['passed'] else 'FAILED'}: {len(report['checks']) - len(failed)} of "

@@ -87,7 +87,7 @@ def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = 
                              repr(curve.rho), repr(curve.noise)])
     text = buf.getvalue()
     if path is not None:
-        from replica_mlm.validation.report import atomic_write_text
+        from replica_mlm.io import atomic_write_text
 
         atomic_write_text(path, text)
     return text

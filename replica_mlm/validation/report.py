@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import math
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# atomic_write_text is re-exported for the validation sections, which import it from here
+from replica_mlm.io import atomic_write_text, dumps, to_plain
 
 
 @dataclass
@@ -51,37 +51,10 @@ class Section:
         return all(c.passed for c in self.checks)
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.bool_ | bool):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating | float):
-        x = float(obj)
-        return x if math.isfinite(x) else str(x)  # JSON has no inf/nan: write them as strings
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+#: numpy values to plain JSON values. One convention for every file the package writes: non-finite
+#: floats stay floats and ``json.dumps`` writes them as ``Infinity``/``-Infinity``/``NaN``, which
+#: ``json.loads`` reads back exactly (see :mod:`replica_mlm.io`).
+_jsonable = to_plain
 
 
 def write_report(out: str | os.PathLike, sections: list[Section], **metadata: Any) -> dict:
@@ -110,8 +83,8 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
         ],
         **metadata,
     }
-    report = _jsonable(report)
-    atomic_write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
+    report = to_plain(report)
+    atomic_write_text(out / "report.json", dumps(report, indent=2) + "\n")
 
     lines = [f"# replica_mlm validation report (version {__version__})", ""]
     lines.append(f"**Overall: {'PASSED' if report['passed'] else 'FAILED'}**")

@@ -1,0 +1,215 @@
+"""Files written by replica_mlm: atomic writes, one JSON convention, sweep fingerprints, folder locks.
+
+A leaf module: it imports nothing from the package (only numpy and the standard library; the folder
+lock imports ``filelock`` when it is used), so every layer may use it.
+
+Atomic writes
+    :func:`atomic_write_text` writes a temporary file in the target's folder and renames it over the
+    target, so a reader (or a run killed half-way) never sees a half-written file. The temporary file
+    is created with mode ``0o666`` and the process umask applied by the kernel, exactly like
+    ``open(path, "w")``: CSV and JSON get the same permissions as the PNG and PDF figures.
+
+JSON convention (one for every file the package writes)
+    :func:`dumps` turns numpy scalars and arrays into Python numbers and lists, paths into strings,
+    and writes floats with Python's shortest round-trip ``repr``. Non-finite floats are written as
+    the bare tokens ``Infinity``, ``-Infinity`` and ``NaN`` (JavaScript's names, also JSON5's), which
+    :func:`loads` (= :func:`json.loads`) reads back as floats. Every float, ``inf`` and ``nan``
+    included, therefore survives a write and a read bit for bit (``nan`` stays ``nan``), and a
+    number never turns into a string. Strict JSON parsers (e.g. JavaScript's ``JSON.parse``) reject
+    the three tokens; Python, pandas and JSON5 readers accept them. The interpolation peak of the
+    theory is ``eg = inf``, so the package needs them.
+
+Fingerprints
+    :func:`fingerprint` is a plain dict of everything that determines the files of a sweep folder;
+    :func:`fingerprint_digest` hashes it; :func:`fingerprint_difference` names the first field in
+    which two fingerprints differ (for one-line refusals of ``--resume``).
+
+Folder locks
+    :func:`folder_lock` takes an exclusive, non-blocking lock on a folder (a ``.lock`` file inside
+    it, with the ``filelock`` package), so two runs cannot write into the same folder at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "FolderBusy",
+    "atomic_write_text",
+    "dumps",
+    "fingerprint",
+    "fingerprint_difference",
+    "fingerprint_digest",
+    "folder_lock",
+    "loads",
+    "to_plain",
+]
+
+#: name of the lock file :func:`folder_lock` creates inside a folder
+LOCK_NAME = ".replica-mlm.lock"
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, with the permissions the umask gives new files.
+
+    The text goes to a temporary file ``.<name>.<random>.tmp`` in the same folder, which is then
+    renamed over ``path`` (``os.replace``): readers see the old file or the new one, never a part.
+    The temporary file is opened with mode ``0o666`` so the kernel applies the process umask, as
+    for any ``open(path, "w")`` (``tempfile.mkstemp`` would leave it ``0o600``). Missing parent
+    folders are created.
+
+    Parameters
+    ----------
+    path : path
+        The file to write.
+    text : str
+        Its content (written as UTF-8).
+
+    Raises
+    ------
+    OSError
+        If the folder cannot be created or written; no temporary file is left behind.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def to_plain(obj: Any) -> Any:
+    """numpy scalars and arrays to Python numbers and lists, tuples to lists, paths to strings.
+
+    Floats (finite or not) stay floats: see the module docstring for how they are written.
+    """
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_plain(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    return obj
+
+
+def dumps(obj: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
+    """``obj`` as JSON text in the package's convention (``Infinity``, ``-Infinity``, ``NaN``).
+
+    Raises
+    ------
+    TypeError
+        For values JSON cannot hold (e.g. arbitrary objects).
+    """
+    return json.dumps(to_plain(obj), allow_nan=True, indent=indent, sort_keys=sort_keys)
+
+
+def loads(text: str) -> Any:
+    """Read JSON written by :func:`dumps` (floats, ``inf`` and ``nan`` exactly as written)."""
+    return json.loads(text)
+
+
+def fingerprint(**fields: Any) -> dict[str, Any]:
+    """A fingerprint: the given fields (e.g. function, points, seed, version) as plain JSON values.
+
+    Two runs whose fingerprints are equal compute the same files; :func:`fingerprint_difference`
+    says where two fingerprints differ.
+    """
+    return loads(dumps(fields))
+
+
+def fingerprint_digest(fp: dict[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of a fingerprint (sorted keys)."""
+    return hashlib.sha256(dumps(fp, sort_keys=True).encode()).hexdigest()
+
+
+def _same(a: Any, b: Any) -> bool:
+    # JSON equality, with nan equal to nan (a stored nan is the same parameter as a fresh one)
+    return dumps(a, sort_keys=True) == dumps(b, sort_keys=True)
+
+
+def fingerprint_difference(stored: dict[str, Any], current: dict[str, Any]) -> tuple[str, Any, Any] | None:
+    """The first difference between two fingerprints, or ``None`` if they are equal.
+
+    Returns
+    -------
+    (field, stored_value, current_value) or None
+        ``field`` is a top-level key; where both values are lists of dicts of the same length
+        (e.g. the points of a sweep) it is ``"key[index].subkey"`` and the values are the
+        differing entries; where the lists have different lengths it is ``"len(key)"`` with the
+        two lengths.
+    """
+    for key in list(stored) + [k for k in current if k not in stored]:
+        a, b = stored.get(key), current.get(key)
+        if _same(a, b):
+            continue
+        if isinstance(a, list) and isinstance(b, list):
+            if len(a) != len(b):
+                return f"len({key})", len(a), len(b)
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                if _same(x, y):
+                    continue
+                if isinstance(x, dict) and isinstance(y, dict):
+                    for sub in list(x) + [s for s in y if s not in x]:
+                        if not _same(x.get(sub), y.get(sub)):
+                            return f"{key}[{i}].{sub}", x.get(sub), y.get(sub)
+                return f"{key}[{i}]", x, y
+        return key, a, b
+    return None
+
+
+class FolderBusy(OSError):
+    """Another process holds the lock of an output folder."""
+
+
+@contextlib.contextmanager
+def folder_lock(folder: str | os.PathLike) -> Iterator[Path]:
+    """Hold an exclusive lock on ``folder`` (created if missing) for the duration of the block.
+
+    The lock is the file ``folder/.replica-mlm.lock`` locked with ``filelock`` (``flock`` on
+    POSIX); it does not block: if another process holds it, :class:`FolderBusy` is raised at once.
+    The operating system releases the lock when the holder exits, even by ``SIGKILL``.
+
+    Raises
+    ------
+    FolderBusy
+        If another run is writing into ``folder``.
+    OSError
+        If the folder cannot be created.
+    """
+    from filelock import FileLock, Timeout
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(folder / LOCK_NAME, timeout=0, is_singleton=False, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise FolderBusy(
+            f"another run is writing into {folder} (it holds {folder / LOCK_NAME}); wait for it to "
+            f"finish or choose another output folder") from None
+    try:
+        yield folder
+    finally:
+        lock.release()
