@@ -54,7 +54,8 @@ def nodes_for(shift: float, digits: float) -> int:
     """
     half = shift / 2.0
     log_r = math.log(half + math.sqrt(half * half - 1.0))
-    return min(MAX_NODES, math.ceil(digits * math.log(10.0) / (2.0 * log_r)) + 12)
+    nodes = digits * math.log(10.0) / (2.0 * log_r) + 12  # compared before ceil: may be huge
+    return MAX_NODES if nodes >= MAX_NODES else math.ceil(nodes)
 
 
 class GaussianPottsLimit:
@@ -115,7 +116,7 @@ class GaussianPottsLimit:
 
     def mp_spectrum(self, dps: int) -> tuple[list, list, list, mpmath.mpf]:
         """The same quadrature at ``dps`` significant digits (mpmath): omega, bulk, teacher, noise."""
-        return _mp_quadrature(self.shift, int(dps))
+        return _mp_quadrature(self.shift, _checks.precision_digits(dps, "dps", minimum=1))
 
 
 @cache

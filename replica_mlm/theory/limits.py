@@ -190,7 +190,7 @@ def asymptotics(task, *, lam: float, precision: int | None = None) -> Asymptotic
         subs = {**values, P.lam: lam, P.noise: noise}
         nums = [conv(sp.N(e.subs(subs), 17)) for e in exprs]
     else:
-        digits = _checks.positive_int(precision, "precision")
+        digits = _checks.precision_digits(precision, minimum=1)
         with mpmath.workdps(digits + 10):
             ps: PreciseSpectrum = precise_spectrum(task, spec, digits)
             values = {s: ps.moment(*_which(s)) for s in symbols}
