@@ -83,6 +83,9 @@ class GaussianPottsLimit:
             )
         self.shift = shift
         self.digits = _checks.positive(digits, "digits")
+        if self.digits > _checks.MAX_DIGITS:
+            raise ValueError(f"digits must be <= {_checks.MAX_DIGITS} (beyond about 17 only the "
+                             f"number of nodes grows, up to {MAX_NODES}), got {self.digits:g}")
 
     def __repr__(self) -> str:
         return f"GaussianPotts.limit(shift={self.shift:g})"

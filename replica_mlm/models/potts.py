@@ -416,7 +416,8 @@ class PottsModel:
         _checks.work(n_sweeps * C * self.L * self.q, f"run_chains(n_sweeps={n_sweeps}) of {C} chains")
         records = n_sweeps // record_every if record_every else 0
         _checks.allocation(2 * 8 * records * C * self.L,
-                           f"run_chains recording {records} states of {C} chains")
+                           f"run_chains(n_sweeps={n_sweeps}, record_every={record_every}) recording "
+                           f"{records} states of {C} chains")
         Nq = self._init_fields(s)
         rec = []
         for t in range(1, n_sweeps + 1):
@@ -736,11 +737,13 @@ class PottsModel:
             n_rungs = positive_int(n_rungs, "n_rungs")
         beta_hot = positive(beta_hot, "beta_hot")
         C = min(n, 500 if n_chains is None else n_chains)
-        # the saved configurations (intp) and their copy
-        _checks.allocation(2 * 8 * (n + C) * self.L, f"sample(n={n}) of L = {self.L} sites")
+        K = n_rungs or 1
+        what = f"sample(n={n}, sweeps_between={sweeps_between}, burn_in={burn_in}, n_rungs={n_rungs})"
+        # the saved configurations (intp) and their copy; the chains' states and colour fields
+        _checks.allocation(2 * 8 * (n + C) * self.L + 8 * C * K * self.L * (self.q + 2),
+                           f"{what} of L = {self.L} sites")
         sweeps = (burn_in or 0) + (sweeps_between or 1) * (-(-n // C))
-        _checks.work(sweeps * C * (n_rungs or 1) * self.L * self.q,
-                     f"sample(n={n}, sweeps_between={sweeps_between}, burn_in={burn_in})")
+        _checks.work(sweeps * C * K * self.L * self.q, what)
         diag = None
         if sweeps_between is None or burn_in is None:
             diag = self.gibbs_diagnostics(rng=gen, method=method, n_rungs=n_rungs,
