@@ -74,7 +74,7 @@ def encode_values(values) -> np.ndarray:
 
 def decode_values(tokens) -> np.ndarray:
     """Tokens (..., N, 2k) -> values in [0, 1], shape (..., N, k) (angle projected onto the arc)."""
-    x = np.asarray(tokens, dtype=float)
+    x = finite_array(tokens, "tokens")
     if x.ndim < 2 or x.shape[-1] % 2:
         raise ValueError(f"tokens must have shape (..., N, 2k), got {x.shape}")
     pairs = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
@@ -124,7 +124,7 @@ def image_tokens(images) -> np.ndarray:
 
 def tokens_image(values, shape: tuple[int, int] = (8, 8)) -> np.ndarray:
     """Inverse of :func:`image_tokens`: (..., 16, 4) values -> (..., 8, 8) images."""
-    v = np.asarray(values, dtype=float)
+    v = finite_array(values, "values")
     H, W = shape
     lead = v.shape[:-2]
     p = v.reshape(*lead, H // 2, W // 2, 2, 2)
@@ -142,7 +142,7 @@ def gaussian_potts_sequences(
     """
     from scipy.special import ndtr
 
-    P = np.asarray(precision, dtype=float)
+    P = finite_array(precision, "precision", ndim=2)
     C = np.linalg.inv(P)
     C = 0.5 * (C + C.T)
     chol = np.linalg.cholesky(C)

@@ -247,7 +247,7 @@ def test_sizes_and_iteration_counts_beyond_the_machine_are_refused():
         pm.sample(5, sweeps_between=1, burn_in=10**18)
     with pytest.raises(ValueError, match="elementary operations"):
         pm.run_chains(np.zeros((2, 4), int), 10**18)
-    with pytest.raises(ValueError, match="more than the .* available"):
+    with pytest.raises(ValueError, match=r"more than the .* available"):
         pm.gibbs_diagnostics(max_sweeps=10**15)
     with pytest.raises(TypeError, match="n_sweeps must be an integer"):
         pm.run_chains(np.zeros((2, 4), int), "5")

@@ -24,6 +24,16 @@ def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUN
     is of order xatol^2: far below 1e-8 relative). If the minimum lies at an end of ``bounds``
     that end is returned and the SaddlePoint's message says so.
 
+    Parameters
+    ----------
+    task : MaskedSite, limit or Spectrum
+    alpha : float
+        Sample ratio, > 0.
+    bounds : (float, float)
+        Search interval ``0 < low < high`` of lam.
+    xatol : float
+        Absolute tolerance of Brent's method in ``log lam``, in (0, 1].
+
     Returns
     -------
     lam_star : float
