@@ -428,7 +428,7 @@ class AttractorNetwork:
         """
         arr, batched = self._tokens(x0, "x0")
         steps = positive_int(steps, "steps")
-        _checks.allocation(8 * (steps + 1) * arr.size, f"run(steps={steps}) of {arr.shape[0]} states")
+        _checks.allocation(8 * (steps + 1) * arr.size, f"run(steps={steps}) from x0 of shape {np.shape(x0)}")
         traj = np.empty((steps + 1, *arr.shape))
         traj[0] = arr
         for t in range(steps):
