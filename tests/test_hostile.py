@@ -34,7 +34,6 @@ from dataclasses import dataclass, fields, is_dataclass
 
 import mpmath
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -101,10 +100,6 @@ def bad_array(a: np.ndarray, *, integer: bool = False) -> list:
             out.append(b)
     c = f.astype(complex)
     c.flat[0] += 1j
-    lst = a.tolist()
-    flat = lst
-    while isinstance(flat[0], list):
-        flat = flat[0]
     for bad in ("1", True, 1 + 1j, None):
         bl = a.tolist()
         leaf = bl
@@ -519,11 +514,6 @@ CHOICES = {"root", "iterate", "gibbs", "tempering", "auto", "linear", "softmax",
            "vmf"}
 
 
-def _valid_shape(p: Param, shape: tuple) -> bool:
-    """Whether an array of ``shape`` could be a valid value of ``p`` (those are not hostile)."""
-    return p.valid_shape(shape)
-
-
 def _retyped(v: np.ndarray, kind: str, x: float):
     if kind == "complex":
         c = v.astype(complex)
@@ -549,7 +539,7 @@ def _hostile_value(p: Param):
         return st.one_of(
             st.builds(_retyped, st.just(v), st.sampled_from(["complex", "bool", "str", "object"]),
                       st.floats(-3, 3)),
-            hnp.arrays(np.float64, shapes.filter(lambda s: not _valid_shape(p, s)),
+            hnp.arrays(np.float64, shapes.filter(lambda s: not p.valid_shape(s)),
                        elements=st.floats(0.1, 0.9)),
             st.builds(_with_bad_entry, st.just(v), st.integers(0, 100),
                       st.sampled_from([math.nan, math.inf, -math.inf])),
@@ -603,6 +593,3 @@ def test_every_public_name_is_driven():
     missing = set(rm.__all__) - skipped - driven
     assert not missing, missing
 
-
-if __name__ == "__main__":  # pragma: no cover
-    pytest.main([__file__, "-s", "-q"])
