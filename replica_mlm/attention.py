@@ -40,6 +40,7 @@ gauge-invariant distance between coupling tensors.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -47,6 +48,7 @@ import numpy as np
 from scipy import optimize, sparse
 from scipy.special import log_softmax, softmax
 
+from replica_mlm import _checks
 from replica_mlm._checks import (
     RngLike,
     as_generator,
@@ -144,8 +146,9 @@ def reconstruction_error(W, W_true, *, symmetrise: bool = False) -> float:
     symmetrise : bool
         Replace the estimate by ``(W_ij + W_ji^T) / 2`` first (the plmDCA symmetrisation).
     """
-    W = np.asarray(W, dtype=float)
-    W_true = np.asarray(W_true, dtype=float)
+    W = finite_array(W, "W", ndim=4)
+    W_true = finite_array(W_true, "W_true", ndim=4)
+    symmetrise = _checks.flag(symmetrise, "symmetrise")
     if W.shape != W_true.shape:
         raise ValueError(f"W and W_true must have the same shape, got {W.shape} and {W_true.shape}")
     if symmetrise:
@@ -189,6 +192,8 @@ class FactoredAttention:
                 "attention A must have a zero diagonal (a masked site does not attend to itself), "
                 f"got max |A_ii| = {d:.3g}"
             )
+        if fit_info is not None and not isinstance(fit_info, FitInfo):
+            raise TypeError(f"fit_info must be a FitInfo or None, got {type(fit_info).__name__}")
         self._A = A
         self._V = V
         self._A.flags.writeable = False
@@ -291,42 +296,47 @@ class FactoredAttention:
         monitor : int array (n, L), optional
             Held-out sequences whose MLM loss is recorded after every iteration / epoch.
         """
-        variant = _choice(variant, VARIANTS, "variant")
-        method = _choice(method, METHODS, "method")
+        variant = _checks.choice(variant, VARIANTS, "variant")
+        method = _checks.choice(method, METHODS, "method")
         q = positive_int(q, "q")
         if q < 2:
             raise ValueError(f"q must be >= 2, got {q}")
         lam = nonnegative(lam, "lam")
-        arr = np.asarray(seqs)
+        arr = _checks.real_array(seqs, "seqs")
         if arr.ndim != 2:
             raise ValueError(f"seqs must have shape (M, L), got shape {arr.shape}")
         L = arr.shape[1]
         if L < 2:
-            raise ValueError(f"sequences must have length L >= 2, got L = {L}")
+            raise ValueError(f"seqs must have length L >= 2, got L = {L}")
         s = check_sequences(arr, L=L, q=q)
         mon = None if monitor is None else check_sequences(monitor, L=L, q=q, name="monitor")
         gen = as_generator(rng)
         init_scale = positive(init_scale, "init_scale")
+        # every option is checked, whichever method uses it
+        max_iter = positive_int(max_iter, "max_iter")
+        tol = positive(tol, "tol")
+        epochs = positive_int(epochs, "epochs")
+        batch_size = positive_int(batch_size, "batch_size")
+        lr = positive(lr, "lr")
+        # the one-hot data and the (M, L, q) logits, probabilities and gradients
+        _checks.allocation(8 * 8 * s.size * q, f"FactoredAttention.fit on {s.shape[0]} sequences")
+        if method == "sgd":
+            _checks.work(epochs * s.size * (L + q) * q, f"FactoredAttention.fit(epochs={epochs})")
+            _checks.allocation(8 * 4 * epochs, f"FactoredAttention.fit(epochs={epochs})")
+        unseen = np.setdiff1d(np.arange(q), s)
+        if unseen.size:
+            warnings.warn(
+                f"colours {unseen.tolist()} of q = {q} never occur in seqs: their rows and columns "
+                "of V are set by the initialisation and the penalty alone, not by the data",
+                UserWarning, stacklevel=2,
+            )
         problem = _FAProblem(s, q, lam, variant)
         x0 = problem.init(gen, init_scale)
         if method == "lbfgs":
-            x, info = _run_lbfgs(
-                problem,
-                x0,
-                max_iter=positive_int(max_iter, "max_iter"),
-                tol=positive(tol, "tol"),
-                monitor=mon,
-            )
+            x, info = _run_lbfgs(problem, x0, max_iter=max_iter, tol=tol, monitor=mon)
         else:
-            x, info = _run_sgd(
-                problem,
-                x0,
-                gen,
-                epochs=positive_int(epochs, "epochs"),
-                batch_size=positive_int(batch_size, "batch_size"),
-                lr=positive(lr, "lr"),
-                monitor=mon,
-            )
+            x, info = _run_sgd(problem, x0, gen, epochs=epochs, batch_size=batch_size, lr=lr,
+                               monitor=mon)
         A, V, S = problem.unpack(x)
         info.logits = S
         return cls(attention=A, value=V, fit_info=info)
@@ -393,7 +403,7 @@ class FullCouplingPotts:
         if q < 2:
             raise ValueError(f"q must be >= 2, got {q}")
         lam = nonnegative(lam, "lam")
-        arr = np.asarray(seqs)
+        arr = _checks.real_array(seqs, "seqs")
         if arr.ndim != 2 or arr.shape[1] < 2:
             raise ValueError(f"seqs must have shape (M, L) with L >= 2, got shape {arr.shape}")
         L = arr.shape[1]
@@ -428,12 +438,6 @@ class FullCouplingPotts:
 
 
 # ---------------------------------------------------------------------- internals
-def _choice(value, allowed: tuple[str, ...], name: str) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
-    return value
-
-
 def _onehot_sparse(s: np.ndarray, q: int) -> sparse.csr_matrix:
     """One-hot (n, L q) sparse matrix with a 1 at column ``j q + s_j`` of row ``mu``."""
     n, L = s.shape

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from replica_mlm import _checks
 from replica_mlm._checks import as_generator, finite_array, nonnegative, positive, positive_int
 
 __all__ = ["AttractorNetwork", "FitHistory"]
@@ -99,9 +100,7 @@ def _check_tokens(x, N: int, d: int, name: str = "x") -> tuple[np.ndarray, bool]
 
 
 def _check_normalisation(normalisation) -> str:
-    if normalisation not in ("none", "vmf"):
-        raise ValueError(f"normalisation must be 'none' or 'vmf', got {normalisation!r}")
-    return normalisation
+    return _checks.choice(normalisation, ("none", "vmf"), "normalisation")
 
 
 def _chunks(M: int, N: int, d: int):
@@ -124,31 +123,37 @@ def _fields(J: np.ndarray, x: np.ndarray) -> np.ndarray:
     return y.reshape(N, M, N, d).transpose(1, 2, 0, 3)  # (M, i, j, a)
 
 
-def _scores(x: np.ndarray, y: np.ndarray, beta: float) -> np.ndarray:
-    """beta x_i^T J_ij x_j, shape (M, N, N); the diagonal is garbage and masked by callers."""
-    return beta * np.einsum("mia,mija->mij", x, y, optimize=True)
+def _scores(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x_i^T J_ij x_j (without beta), shape (M, N, N); the diagonal is garbage, masked by callers."""
+    return np.einsum("mia,mija->mij", x, y, optimize=True)
 
 
-def _offdiag_softmax(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Softmax over j != i and log-sum-exp over j != i of scores s (M, N, N), stably.
+def _offdiag_softmax(r: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Softmax over j != i of ``beta r_ij`` and the smooth maximum ``(1/beta) log sum exp(beta r_ij)``.
 
-    Works for complex s (analytic in s) so that complex-step differentiation is exact.
+    Exact for every beta > 0: with ``r_max = max_j r_ij`` the smooth maximum is
+    ``r_max + (1/beta) log sum_j exp(beta (r_ij - r_max))``, whose sum lies in [1, N - 1]. Nothing
+    is multiplied by beta except the non-positive differences, which may underflow to ``-inf``
+    (``exp`` then gives the exact 0 of the beta -> infinity limit) but never overflow upwards.
+    Works for complex r (analytic in r) so that complex-step differentiation is exact.
     """
-    N = s.shape[-1]
+    N = r.shape[-1]
     off = ~np.eye(N, dtype=bool)
-    re = np.where(off, s.real, -np.inf)
-    shift = re.max(axis=-1, keepdims=True)  # real, finite because N >= 2
-    w = np.where(off, np.exp(np.where(off, s, 0.0) - shift), 0.0)
-    z = w.sum(axis=-1, keepdims=True)
-    return w / z, (np.log(z) + shift)[..., 0]
+    re = np.where(off, r.real, -np.inf)
+    top = re.max(axis=-1, keepdims=True)  # real, finite because N >= 2
+    with np.errstate(over="ignore", under="ignore"):
+        z = beta * (np.where(off, r, top) - top)
+    w = np.where(off, np.exp(z), 0.0)
+    total = w.sum(axis=-1, keepdims=True)
+    return w / total, (top + np.log(total) / beta)[..., 0]
 
 
 def _energies_kernel(J: np.ndarray, x: np.ndarray, beta: float) -> np.ndarray:
     out = np.empty(x.shape[:2], dtype=np.result_type(J, x))
     for sl in _chunks(*x.shape):
         xs = x[sl]
-        _, lse = _offdiag_softmax(_scores(xs, _fields(J, xs), beta))
-        out[sl] = -lse / beta
+        _, smax = _offdiag_softmax(_scores(xs, _fields(J, xs)), beta)
+        out[sl] = -smax
     return out
 
 
@@ -159,9 +164,9 @@ def _attention_kernel(J: np.ndarray, x: np.ndarray, beta: float) -> tuple[np.nda
     for sl in _chunks(*x.shape):
         xs = x[sl]
         y = _fields(J, xs)
-        a, lse = _offdiag_softmax(_scores(xs, y, beta))
+        a, smax = _offdiag_softmax(_scores(xs, y), beta)
         att[sl] = np.einsum("mij,mija->mia", a, y, optimize=True)
-        e[sl] = -lse / beta
+        e[sl] = -smax
     return att, e
 
 
@@ -170,19 +175,41 @@ def _vmf_log_normaliser(kappa: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarr
 
     Z_d(kappa) = int_{S^{d-1}} exp(kappa u . x) dx = (2 pi)^{d/2} I_{d/2-1}(kappa) / kappa^{d/2-1};
     A_d = d log Z_d / d kappa = I_{d/2}(kappa) / I_{d/2-1}(kappa) (exponentially scaled Bessel
-    functions for stability; the kappa -> 0 limits are used below 1e-6).
+    functions for stability; the kappa -> 0 limits are used below 1e-6). Above ``_VMF_LARGE``
+    (where scipy's ``ive`` returns NaN from about 1e7 on) the scaled Bessel functions come from
+    Hankel's expansion ``I_nu(k) e^-k = (2 pi k)^(-1/2) (1 - (mu-1)/(8k) + (mu-1)(mu-9)/(2!(8k)^2)
+    - (mu-1)(mu-9)(mu-25)/(3!(8k)^3))``, ``mu = 4 nu^2``, whose next term is below 1e-17 there
+    for d <= 64 (it agrees with ``ive`` to the last bit at k = 1e6).
     """
     from scipy.special import gammaln, ive
 
     nu = 0.5 * d - 1.0
     small = kappa < 1e-6
-    k = np.where(small, 1.0, kappa)
+    large = kappa > _VMF_LARGE
+    k = np.where(small | large, 1.0, kappa)
     i_nu = ive(nu, k)
+    i_nu1 = ive(nu + 1.0, k)
+    kl = np.where(large, kappa, _VMF_LARGE)
     log_z = 0.5 * d * np.log(2 * np.pi) - nu * np.log(k) + np.log(i_nu) + k
+    log_zl = (0.5 * d * np.log(2 * np.pi) - nu * np.log(kl) - 0.5 * np.log(2 * np.pi * kl)
+              + np.log(_hankel(nu, kl)) + kl)
     log_z0 = np.log(2.0) + 0.5 * d * np.log(np.pi) - gammaln(0.5 * d)
-    log_z = np.where(small, log_z0 + kappa**2 / (2 * d), log_z)
-    ratio = np.where(small, 1.0 / d, ive(nu + 1.0, k) / i_nu / k)
+    log_z = np.where(small, log_z0 + np.where(small, kappa, 0.0) ** 2 / (2 * d),
+                     np.where(large, log_zl, log_z))
+    ratio = np.where(small, 1.0 / d, np.where(large, _hankel(nu + 1.0, kl) / _hankel(nu, kl) / kl,
+                                              i_nu1 / i_nu / k))
     return log_z, ratio
+
+
+#: above this kappa the vMF normaliser uses Hankel's expansion (see _vmf_log_normaliser)
+_VMF_LARGE = 1e6
+
+
+def _hankel(nu: float, k: np.ndarray) -> np.ndarray:
+    """``I_nu(k) e^-k sqrt(2 pi k)`` by Hankel's large-k expansion, to four terms."""
+    mu = 4.0 * nu * nu
+    t = 1.0 / (8.0 * k)
+    return 1.0 - (mu - 1) * t * (1.0 - (mu - 9) * t / 2.0 * (1.0 - (mu - 25) * t / 3.0))
 
 
 def _cost_and_gradient(
@@ -203,13 +230,19 @@ def _cost_and_gradient(
         xs = x[sl]
         m = xs.shape[0]
         y = _fields(J, xs)
-        a, lse = _offdiag_softmax(_scores(xs, y, beta))
-        total += float(np.sum(-lse / beta))
+        a, smax = _offdiag_softmax(_scores(xs, y), beta)
+        total += float(np.sum(-smax))
         W = a.transpose(2, 0, 1)[..., None] * xs[None]  # (j, m, i, a): a_ij x_i
         if normalisation == "vmf":
-            kappa = beta * np.linalg.norm(y, axis=-1)  # (m, i, j)
+            with np.errstate(over="ignore"):
+                kappa = beta * np.linalg.norm(y, axis=-1)  # (m, i, j)
+            if not np.all(np.isfinite(kappa)):
+                raise ValueError(
+                    f"normalisation='vmf' needs kappa = beta |J_ij x_j| below 1.8e308; beta = "
+                    f"{beta:g} makes it overflow: use a smaller beta"
+                )
             log_z, ratio = _vmf_log_normaliser(kappa, d)
-            b, lse_z = _offdiag_softmax(log_z)  # b_ij = Z_ij / sum_k Z_ik
+            b, lse_z = _offdiag_softmax(log_z, 1.0)  # b_ij = Z_ij / sum_k Z_ik
             total += float(np.sum(lse_z / beta))
             c = beta * b * ratio  # b_ij A(kappa_ij) u_ij = b_ij (A / kappa) beta y_ij
             W = W - (c[..., None] * y).transpose(2, 0, 1, 3)
@@ -342,7 +375,7 @@ class AttractorNetwork:
         arr, batched = self._tokens(x)
         a = np.concatenate(
             [
-                _offdiag_softmax(_scores(arr[sl], _fields(self.couplings, arr[sl]), self.beta))[0]
+                _offdiag_softmax(_scores(arr[sl], _fields(self.couplings, arr[sl])), self.beta)[0]
                 for sl in _chunks(*arr.shape)
             ]
         )
@@ -395,6 +428,7 @@ class AttractorNetwork:
         """
         arr, batched = self._tokens(x0, "x0")
         steps = positive_int(steps, "steps")
+        _checks.allocation(8 * (steps + 1) * arr.size, f"run(steps={steps}) from x0 of shape {np.shape(x0)}")
         traj = np.empty((steps + 1, *arr.shape))
         traj[0] = arr
         for t in range(steps):
@@ -505,6 +539,9 @@ class AttractorNetwork:
         init_scale = nonnegative(init_scale, "init_scale")
         norm = _check_normalisation(normalisation)
         gen = as_generator(rng)
+        what = f"AttractorNetwork.fit(epochs={epochs}) on {M} configurations"
+        _checks.allocation(8 * (N * N * d * d * 4 + 4 * epochs), what)
+        _checks.work(epochs * M * N * N * d * d, what)
 
         J = init_scale / np.sqrt(d) * gen.normal(size=(N, N, d, d))
         J[np.arange(N), np.arange(N)] = 0.0

@@ -92,7 +92,7 @@ def encode_values(values) -> np.ndarray:
 
 def decode_values(tokens) -> np.ndarray:
     """Tokens (..., N, 2k) -> values in [0, 1], shape (..., N, k) (angle projected onto the arc)."""
-    x = np.asarray(tokens, dtype=float)
+    x = finite_array(tokens, "tokens")
     if x.ndim < 2 or x.shape[-1] % 2:
         raise ValueError(f"tokens must have shape (..., N, 2k), got {x.shape}")
     pairs = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
@@ -159,7 +159,7 @@ def tokens_image(
     values, shape: tuple[int, int] = (8, 8), *, patch: tuple[int, int] = (2, 2)
 ) -> np.ndarray:
     """Inverse of :func:`image_tokens`: (..., N, k) values -> (..., H, W) images."""
-    v = np.asarray(values, dtype=float)
+    v = finite_array(values, "values")
     H, W = shape
     ph, pw = _check_patch(patch, H, W)
     lead = v.shape[:-2]
@@ -178,7 +178,7 @@ def gaussian_potts_sequences(
     """
     from scipy.special import ndtr
 
-    P = np.asarray(precision, dtype=float)
+    P = finite_array(precision, "precision", ndim=2)
     C = np.linalg.inv(P)
     C = 0.5 * (C + C.T)
     chol = np.linalg.cholesky(C)

@@ -90,11 +90,12 @@ def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
     site : MaskedSite
         The task (finite covariance, teacher and noise).
     alpha : float
-        Sample ratio; the realised ratio n / p is reported in the result.
+        Sample ratio, at least 1 / p (one sample); the realised ratio n / p, with
+        n = round(alpha p), is reported in the result.
     lam : float or array_like
         Ridge strength(s) >= 0; all are computed from one SVD per sample.
     seeds : int
-        Number of independent samples.
+        Number of independent samples, >= 2 (the standard errors need two).
     rng : int or numpy.random.Generator
         Seed; sample ``k`` uses the ``k``-th child of ``SeedSequence``-spawned generators, so
         results do not depend on how samples are split across workers.
@@ -109,12 +110,24 @@ def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
     Simulation
     """
     if not isinstance(site, MaskedSite):
-        raise ValueError(f"simulate needs a MaskedSite (a finite instance), got {type(site).__name__}")
+        raise TypeError(f"simulate needs a MaskedSite (a finite instance) as site, got "
+                        f"{type(site).__name__}")
     alpha = _checks.positive(alpha, "alpha")
     lam = grid(lam, "lam", positive=False)
     seeds = _checks.positive_int(seeds, "seeds")
+    if seeds < 2:
+        raise ValueError(f"seeds must be >= 2 (a standard error needs two independent samples), "
+                         f"got {seeds}")
     p = site.p
-    n = max(1, round(alpha * p))
+    if alpha * p < 1:
+        raise ValueError(f"alpha = {alpha:g} gives alpha * p = {alpha * p:.3g} < 1 sample for p = {p} "
+                         f"inputs: alpha must be >= 1/p = {1 / p:.6g}")
+    n = round(alpha * p)
+    # per seed: a child generator (about 1 KiB) and two rows of results; one sample at a time,
+    # with its SVD and the ridge path
+    _checks.allocation(seeds * (1024 + 16 * lam.size) + 8 * (6 * n * p + 2 * p * p + 3 * p * lam.size),
+                       f"simulate(seeds={seeds}) at n = {n}, p = {p}")
+    _checks.work(seeds * (n * p * min(n, p) + n * p * lam.size), f"simulate(seeds={seeds})")
     children = _checks.as_generator(rng).spawn(seeds)
     eg = np.empty((seeds, lam.size))
     et = np.empty((seeds, lam.size))

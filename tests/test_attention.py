@@ -233,3 +233,26 @@ def test_bad_fit_shapes():
         rm.FactoredAttention.fit(np.zeros((5, 1), int), q=3)
     with pytest.raises(ValueError, match="same shape"):
         reconstruction_error(np.zeros((3, 3, 2, 2)), np.zeros((4, 4, 2, 2)))
+
+
+def test_fit_warns_about_colours_the_data_never_show():
+    s = np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 1, 0, 2]])
+    with pytest.warns(UserWarning, match=r"colours \[4, 5, 6, 7\] of q = 8 never occur in seqs"):
+        rm.FactoredAttention.fit(s, q=8, max_iter=3)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rm.FactoredAttention.fit(s, q=4, max_iter=3)
+
+
+def test_fit_checks_every_option_whichever_method():
+    s = np.array([[0, 1, 2, 0], [2, 1, 0, 1]])
+    with pytest.raises(TypeError, match="epochs must be an integer"):
+        rm.FactoredAttention.fit(s, q=3, method="lbfgs", epochs="10")
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        rm.FactoredAttention.fit(s, q=3, method="lbfgs", lr=-1.0)
+    with pytest.raises(TypeError, match="variant must be one of"):
+        rm.FactoredAttention.fit(s, q=3, variant=None)
+    with pytest.raises(TypeError, match="fit_info must be a FitInfo"):
+        rm.FactoredAttention(attention=np.zeros((2, 2)), value=np.eye(2), fit_info="info")

@@ -262,11 +262,27 @@ J_OK = np.zeros((3, 3, 2, 2))
         ({"couplings": J_OK, "gamma": -0.1}, "gamma must be >= 0"),
         ({"couplings": J_OK, "gamma": 1.5}, r"gamma must be in \[0, 1\]"),
         ({"couplings": J_OK, "gamma": np.inf}, "gamma must be finite"),
-        ({"couplings": "abc"}, "couplings must be a real array"),
     ],
 )
 def test_constructor_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
+        rm.AttractorNetwork(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"couplings": "abc"}, "couplings must be an array of real numbers"),
+        ({"couplings": J_OK + 0j}, "complex numbers"),
+        ({"couplings": J_OK != 0}, "booleans"),
+        ({"couplings": J_OK.astype(object)}, "dtype object"),
+        ({"couplings": J_OK, "beta": 1 + 0j}, "beta must be a real number"),
+        ({"couplings": J_OK, "beta": "1"}, "beta must be a real number, not a string"),
+        ({"couplings": J_OK, "gamma": True}, "gamma must be a real number, got the boolean"),
+    ],
+)
+def test_constructor_rejects_wrong_types(kwargs, match):
+    with pytest.raises(TypeError, match=match):
         rm.AttractorNetwork(**kwargs)
 
 
@@ -292,9 +308,14 @@ def test_methods_reject_bad_states(method, x, match):
 def test_run_rejects_bad_steps_and_states():
     net = rm.AttractorNetwork(couplings=J_OK)
     x = np.eye(2)[[0, 1, 0]]
-    for steps in (0, -1, 2.5, True):
+    for steps in (0, -1):
         with pytest.raises(ValueError, match="steps"):
             net.run(x, steps=steps)
+    for steps in (2.5, True, "3"):
+        with pytest.raises(TypeError, match="steps must be an integer"):
+            net.run(x, steps=steps)
+    with pytest.raises(ValueError, match=r"run\(steps=1000000000\).*more than"):
+        net.run(x, steps=10**9)
     with pytest.raises(ValueError, match="x0"):
         net.run(np.zeros((3, 3)), steps=2)
 
@@ -316,13 +337,15 @@ def test_run_rejects_bad_steps_and_states():
         ({"normalisation": "l2"}, "normalisation must be"),
         ({"rng": -3}, "rng must be"),
         ({"rng": "seed"}, "rng must be"),
+        ({"normalisation": None}, "normalisation must be one of"),
     ],
 )
 def test_fit_rejects_bad_input(kwargs, match):
     args = {"data": np.eye(2)[[[0, 1, 0]] * 4]}
     args.update(kwargs)
     data = args.pop("data")
-    with pytest.raises(ValueError, match=match):
+    wrong_type = isinstance(kwargs.get("rng"), str) or kwargs.get("normalisation", "") is None
+    with pytest.raises(TypeError if wrong_type else ValueError, match=match):
         rm.AttractorNetwork.fit(data, **args)
 
 
@@ -331,3 +354,35 @@ def test_fit_reports_divergence_instead_of_returning_nan():
     data = _unit(rng.normal(size=(5, 3, 2)))
     with pytest.raises(ValueError, match="training diverged"):
         rm.AttractorNetwork.fit(data, lr=1e300, epochs=5, beta=50.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# huge beta: exact numerics, no warnings (issue 9)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("beta", [1e300, np.finfo(float).max])
+def test_huge_beta_is_the_exact_hard_maximum(beta):
+    """beta -> infinity: e_i = -max_j x_i^T J_ij x_j and a_ij puts all weight on the argmax.
+
+    At beta = 1e300 the gaps between scores (order 0.1 here) times beta are below -1e298, so the
+    softmax is exactly one-hot in float64 and the energy is the maximum score (to 2 ulp: the
+    reference scores below are summed in another order than the network's).
+    """
+    net, rng = _random_net(7, N=5, d=3, beta=beta)
+    x = _unit(rng.normal(size=(5, 3)))
+    r = np.einsum("ia,ijab,jb->ij", x, net.couplings, x)
+    np.fill_diagonal(r, -np.inf)
+    np.testing.assert_allclose(net.local_energies(x), -r.max(axis=1), rtol=2 * EPS, atol=0)
+    np.testing.assert_array_equal(net.attention_weights(x), np.eye(5)[r.argmax(axis=1)])
+    traj = net.run(x, steps=5)
+    assert np.all(np.isfinite(traj))
+    fitted = rm.AttractorNetwork.fit(_unit(rng.normal(size=(4, 5, 3))), beta=beta, epochs=2)
+    assert np.all(np.isfinite(fitted.history.cost))
+    if beta == 1e300:
+        cost = net.training_cost(x[None], weight_decay=0.1, normalisation="vmf")
+        assert np.isfinite(cost)
+    else:
+        with pytest.raises(ValueError, match="smaller beta"):
+            net.training_cost(x[None], weight_decay=0.1, normalisation="vmf")

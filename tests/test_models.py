@@ -81,14 +81,34 @@ def test_bad_model_input(make, match):
         make()
 
 
-@pytest.mark.parametrize("i", [-1, 301, 1000, 2.0, "0"])
-def test_masked_site_index_out_of_range(potts300, i):
-    with pytest.raises(ValueError, match="site index"):
+@pytest.mark.parametrize("i,error", [(-1, ValueError), (301, ValueError), (1000, ValueError),
+                                     (2.0, TypeError), ("0", TypeError), (True, TypeError)])
+def test_masked_site_index_out_of_range(potts300, i, error):
+    with pytest.raises(error, match="site index"):
         potts300.masked_site(i)
 
 
 def test_bad_sample_input(site300):
     with pytest.raises(ValueError, match="n must be"):
         site300.sample(0, rng=0)
-    with pytest.raises(ValueError, match="rng must be"):
+    with pytest.raises(TypeError, match="rng must be"):
         site300.sample(3, rng="seed")
+
+
+def test_sizes_beyond_memory_are_refused_before_allocating(site300):
+    """ValueError naming the request and the memory available, not MemoryError or the OOM killer."""
+    with pytest.raises(ValueError, match=r"sample\(n=1000000000\).*iB of memory, more than"):
+        site300.sample(10**9, rng=0)
+    with pytest.raises(ValueError, match=r"L = 1000000000.*more than the .* available"):
+        rm.GaussianPotts.random(L=10**9, seed=0)
+
+
+def test_generalisation_error_checks_weights(site300):
+    w = np.zeros(site300.p)
+    assert site300.generalisation_error(w.tolist()) == site300.generalisation_error(w)
+    with pytest.raises(TypeError, match="weights"):
+        site300.generalisation_error(w + 1j)
+    with pytest.raises(ValueError, match="weights contains NaN"):
+        site300.generalisation_error(np.full(site300.p, np.nan))
+    with pytest.raises(ValueError, match="weights must have shape"):
+        site300.generalisation_error(np.zeros(3))

@@ -91,3 +91,31 @@ def test_bad_shift_grid_and_optimal_bounds():
         rm.optimal_lambda(rm.GaussianPotts.limit(shift=3.0), alpha=1.0, bounds=(1.0, 0.1))
     with pytest.raises(ValueError, match="alpha must be > 0"):
         rm.optimal_lambda(rm.GaussianPotts.limit(shift=3.0), alpha=-1.0)
+
+
+@pytest.mark.parametrize("xatol,error", [(np.nan, ValueError), (np.inf, ValueError), (-1e-9, ValueError),
+                                         (0.0, ValueError), (2.0, ValueError), ("1e-9", TypeError)])
+def test_optimal_lambda_refuses_bad_xatol(xatol, error):
+    with pytest.raises(error, match="xatol"):
+        rm.optimal_lambda(rm.GaussianPotts.limit(shift=3.0), alpha=1.0, xatol=xatol)
+
+
+@pytest.mark.parametrize("optimal", ["str", "no", 1, None, np.array([True])])
+def test_phase_diagram_flags_must_be_booleans(optimal):
+    limit = rm.GaussianPotts.limit(shift=3.0)
+    with pytest.raises(TypeError, match="optimal must be True or False"):
+        rm.phase_diagram(limit, alpha=[0.5, 2.0], lam=[0.1, 1.0], optimal=optimal)
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        rm.phase_diagram(limit, alpha=[0.5, 2.0], lam=[0.1, 1.0], optimal=False, progress=optimal)
+    with pytest.raises(TypeError, match="latex must be True or False"):
+        rm.equations(latex=optimal)
+
+
+def test_grids_refuse_strings_and_complex():
+    limit = rm.GaussianPotts.limit(shift=3.0)
+    with pytest.raises(TypeError, match="alpha must be an array of real numbers, got strings"):
+        rm.phase_diagram(limit, alpha=np.array(["0.5", "2.0"]), lam=[0.1], optimal=False)
+    with pytest.raises(TypeError, match="lam must be an array of real numbers, got complex"):
+        rm.phase_diagram(limit, alpha=[0.5, 2.0], lam=np.array([0.1 + 0j]), optimal=False)
+    with pytest.raises(TypeError, match="alpha must contain real numbers only"):
+        rm.learning_curve(limit, alpha=[0.5, "2.0"], lam=0.1)

@@ -191,14 +191,15 @@ def test_bad_model_input(kwargs, match):
         (np.array([0, 1, 2, 1]), "shape"),
         (np.array([[0, 1, np.nan, 1]]), "NaN"),
         (np.array([[0, 1, 0.5, 1]]), "integer"),
-        (np.array([["a", "b", "c", "d"]]), "integer"),
+        (np.array([["a", "b", "c", "d"]]), "real numbers"),
         (np.zeros((0, 4), int), "at least one"),
     ],
 )
 def test_bad_sequences(seqs, match):
     pm = rm.PottsModel(couplings=J4, colours=U3)
+    error = TypeError if seqs.dtype.kind == "U" else ValueError
     for f in (pm.energy, pm.neg_pseudo_loglikelihood, lambda s: pm.conditional(s, 0)):
-        with pytest.raises(ValueError, match=match):
+        with pytest.raises(error, match=match):
             f(seqs)
 
 
@@ -207,11 +208,11 @@ def test_bad_site_and_sampling_options():
     s = np.zeros((2, 4), int)
     with pytest.raises(ValueError, match="site index"):
         pm.conditional(s, 4)
-    with pytest.raises(ValueError, match="site index"):
+    with pytest.raises(TypeError, match="site index"):
         pm.conditional(s, 1.5)
     with pytest.raises(ValueError, match="n must be"):
         pm.sample(0)
-    with pytest.raises(ValueError, match="rng"):
+    with pytest.raises(TypeError, match="rng"):
         pm.sample(5, rng="seed")
     with pytest.raises(ValueError, match="burn_in"):
         pm.sample(5, sweeps_between=1, burn_in=-1)
@@ -224,3 +225,75 @@ def test_bad_site_and_sampling_options():
 def test_float_integer_sequences_accepted():
     s = check_sequences(np.array([[0.0, 2.0, 1.0]]), L=3, q=3)
     assert s.dtype.kind == "i"
+
+
+# ---------------------------------------------------------------------- issue 9: types, sizes, symmetry
+def test_complex_and_boolean_couplings_are_refused():
+    with pytest.raises(TypeError, match="couplings J must be an array of real numbers, got complex"):
+        rm.PottsModel(couplings=J4 + 1e-3j, colours=U3)
+    with pytest.raises(TypeError, match="colours U must be an array of real numbers, got complex"):
+        rm.PottsModel(couplings=J4, colours=U3.astype(complex))
+    with pytest.raises(TypeError, match="booleans"):
+        rm.PottsModel(couplings=J4 != 0, colours=U3)
+    with pytest.raises(TypeError, match="seqs must be an array of real numbers, got booleans"):
+        rm.PottsModel(couplings=J4, colours=U3).energy(np.zeros((2, 4), bool))
+
+
+def test_sizes_and_iteration_counts_beyond_the_machine_are_refused():
+    pm = rm.PottsModel(couplings=J4, colours=U3)
+    with pytest.raises(ValueError, match=r"sample\(n=1000000000\) of L = 4 sites needs .* more than"):
+        pm.sample(10**9, sweeps_between=1, burn_in=0)
+    with pytest.raises(ValueError, match="elementary operations, more than the limit"):
+        pm.sample(5, sweeps_between=1, burn_in=10**18)
+    with pytest.raises(ValueError, match="elementary operations"):
+        pm.run_chains(np.zeros((2, 4), int), 10**18)
+    with pytest.raises(ValueError, match=r"more than the .* available"):
+        pm.gibbs_diagnostics(max_sweeps=10**15)
+    with pytest.raises(TypeError, match="n_sweeps must be an integer"):
+        pm.run_chains(np.zeros((2, 4), int), "5")
+    with pytest.raises(TypeError, match="return_diagnostics must be True or False"):
+        pm.sample(5, sweeps_between=1, burn_in=0, return_diagnostics="no")
+
+
+def _symmetric_model(q: int = 3) -> rm.PottsModel:
+    J = rm.PottsModel.random(L=6, q=q, seed=4).couplings
+    return rm.PottsModel(couplings=J, colours=np.eye(q), beta=1.0)
+
+
+def test_colour_symmetric_hamming_is_one_minus_one_over_q_at_every_beta():
+    """U = identity and no fields: P(s) is invariant under colour permutations, so every marginal
+    is uniform and independent samples differ at a site with probability 1 - 1/q exactly.
+
+    Exact by enumeration (3^6 sequences) at four betas; then sampled at two betas: the mean
+    Hamming distance of 12 independent batches of 100 sequences agrees with 1 - 1/q within 4
+    standard errors of the batch mean.
+    """
+    pm = _symmetric_model()
+    ceiling = 1.0 - 1.0 / pm.q
+    for beta in (0.1, 1.0, 3.0, 10.0):
+        assert exact_mean_hamming(pm.with_beta(beta)) == pytest.approx(ceiling, abs=1e-12)
+    for beta, seed in ((0.5, 1), (1.5, 2)):
+        m = pm.with_beta(beta)
+        s = m.sample(1200, rng=seed)
+        h = np.array([m.mean_hamming(b) for b in s.reshape(12, 100, m.L)])
+        se = h.std(ddof=1) / math.sqrt(h.size)
+        assert abs(h.mean() - ceiling) < 4 * se, (beta, h.mean(), se)
+    # control: without the symmetry the same couplings do lower the Hamming distance
+    random_u = rm.PottsModel.random(L=6, q=3, seed=4, beta=1.5)
+    assert exact_mean_hamming(random_u) < ceiling - 0.05
+
+
+@pytest.mark.parametrize("colours,why", [
+    (np.eye(3), "treats all 3 colours alike"),
+    (2.0 * np.eye(3) - 0.5, "treats all 3 colours alike"),
+    (np.array([[1.0, 0.3, 0.3, -0.2], [0.3, 1.0, -0.2, 0.3], [0.3, -0.2, 1.0, 0.3],
+               [-0.2, 0.3, 0.3, 1.0]])[np.ix_([0, 1, 3, 2], [0, 1, 3, 2])], "circulant"),
+])
+def test_tune_beta_explains_colour_symmetry_before_searching(colours, why):
+    J = rm.PottsModel.random(L=5, q=colours.shape[0], seed=0).couplings
+    pm = rm.PottsModel(couplings=J, colours=colours)
+    with pytest.raises(ValueError, match=f"cannot be reached at any beta: .*{why}.*exactly 1 - 1/q"):
+        pm.tune_beta(0.3, rng=0)
+    zero = rm.PottsModel(couplings=np.zeros((4, 4)), colours=U3)
+    with pytest.raises(ValueError, match="couplings J are all zero"):
+        zero.tune_beta(0.3)

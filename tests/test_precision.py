@@ -41,8 +41,10 @@ def test_precision_peak_and_bad_input(site300):
         rm.solve(site300, alpha=1.0, lam=1e-3, precision=8)
     with pytest.raises(ValueError, match="method='root'"):
         rm.solve(site300, alpha=1.0, lam=1e-3, precision=30, method="iterate")
-    with pytest.raises(ValueError, match="precision must be"):
+    with pytest.raises(TypeError, match="precision must be an integer"):
         rm.solve(site300, alpha=1.0, lam=1e-3, precision=30.5)
+    with pytest.raises(ValueError, match="precision must be <= 1000 digits"):
+        rm.solve(site300, alpha=1.0, lam=1e-3, precision=10**9)
     assert math.isfinite(float(rm.solve(site300, alpha=1.0, lam=1e-3, precision=20).eg))
 
 

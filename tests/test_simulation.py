@@ -79,8 +79,30 @@ def test_theory_agrees_with_simulation(site300):
     (dict(alpha=1.0, lam=[-0.1]), "lam must be >= 0"),
     (dict(alpha=1.0, lam=[0.1, np.nan]), "NaN"),
     (dict(alpha=1.0, lam=0.1, seeds=0), "seeds must be >= 1"),
-    (dict(alpha=1.0, lam=0.1, rng="x"), "rng must be"),
+    (dict(alpha=1.0, lam=0.1, seeds=1), "seeds must be >= 2"),
+    (dict(alpha=0.5 / 300, lam=0.1), r"alpha \* p = 0.5 < 1 sample"),
+    (dict(alpha=0.99 / 300, lam=0.1), r"alpha must be >= 1/p"),
+    (dict(alpha=1.0, lam=0.1, seeds=10**18), r"simulate\(seeds=1000000000000000000\).*more than"),
 ])
 def test_bad_simulation_input(site300, kwargs, match):
     with pytest.raises(ValueError, match=match):
         rm.simulate(site300, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(alpha=1.0, lam=0.1, rng="x"), "rng must be"),
+    (dict(alpha=1.0, lam=0.1, seeds=2.0), "seeds must be an integer"),
+    (dict(alpha=1.0 + 0j, lam=0.1), "alpha must be a real number"),
+    (dict(alpha="1.0", lam=0.1), "alpha must be a real number, not a string"),
+    (dict(alpha=1.0, lam=[0.1, True]), "lam must contain real numbers"),
+    (dict(alpha=1.0, lam=np.array([0.1 + 1e-9j])), "lam must be an array of real numbers"),
+])
+def test_wrong_types_in_simulation(site300, kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        rm.simulate(site300, **kwargs)
+
+
+def test_simulation_of_one_sample_per_seed(site300):
+    """alpha * p = 1 exactly is the smallest allowed training set (n = 1), no NaN."""
+    sim = rm.simulate(site300, alpha=1 / 300, lam=[0.0, 0.1], seeds=2, rng=0)
+    assert sim.n == 1 and np.all(np.isfinite(sim.eg_stderr))

@@ -14,7 +14,10 @@ from replica_mlm.models.masked_site import MaskedSite
 def goe(L: int, *, rng: _checks.RngLike = None) -> np.ndarray:
     """GOE(L) matrix: symmetric, J_ij ~ N(0, 1/L) off the diagonal, J_ii ~ N(0, 2/L)."""
     L = _checks.positive_int(L, "L")
-    a = _checks.as_generator(rng).standard_normal((L, L))
+    gen = _checks.as_generator(rng)
+    # the L x L draw, its symmetrisation, the checks' copies, the precision and its factor
+    _checks.allocation(8 * 8 * L * L, f"a GOE coupling matrix of size L = {L}")
+    a = gen.standard_normal((L, L))
     return (a + a.T) / np.sqrt(2 * L)
 
 
@@ -89,8 +92,8 @@ class GaussianPotts:
 
         ``w* = -P_{-i,i} / P_ii``, ``sigma^2 = 1 / P_ii`` and ``Sigma = C_{-i,-i}``.
         """
-        if isinstance(i, bool) or not isinstance(i, int | np.integer):
-            raise ValueError(f"site index must be an int, got {i!r}")
+        if isinstance(i, bool | np.bool_) or not isinstance(i, int | np.integer):
+            raise TypeError(f"site index i must be an int, got {type(i).__name__} {i!r}")
         if not 0 <= i < self.L:
             raise ValueError(f"site index {i} is out of range: 0 <= i < L = {self.L}")
         keep = np.arange(self.L) != i

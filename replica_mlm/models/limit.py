@@ -54,7 +54,8 @@ def nodes_for(shift: float, digits: float) -> int:
     """
     half = shift / 2.0
     log_r = math.log(half + math.sqrt(half * half - 1.0))
-    return min(MAX_NODES, math.ceil(digits * math.log(10.0) / (2.0 * log_r)) + 12)
+    nodes = digits * math.log(10.0) / (2.0 * log_r) + 12  # compared before ceil: may be huge
+    return MAX_NODES if nodes >= MAX_NODES else math.ceil(nodes)
 
 
 class GaussianPottsLimit:
@@ -82,6 +83,9 @@ class GaussianPottsLimit:
             )
         self.shift = shift
         self.digits = _checks.positive(digits, "digits")
+        if self.digits > _checks.MAX_DIGITS:
+            raise ValueError(f"digits must be <= {_checks.MAX_DIGITS} (beyond about 17 only the "
+                             f"number of nodes grows, up to {MAX_NODES}), got {self.digits:g}")
 
     def __repr__(self) -> str:
         return f"GaussianPotts.limit(shift={self.shift:g})"
@@ -115,7 +119,7 @@ class GaussianPottsLimit:
 
     def mp_spectrum(self, dps: int) -> tuple[list, list, list, mpmath.mpf]:
         """The same quadrature at ``dps`` significant digits (mpmath): omega, bulk, teacher, noise."""
-        return _mp_quadrature(self.shift, int(dps))
+        return _mp_quadrature(self.shift, _checks.precision_digits(dps, "dps", minimum=1))
 
 
 @cache

@@ -74,9 +74,10 @@ class MaskedSite:
 
     def generalisation_error(self, weights) -> np.ndarray:
         """eg = sigma^2 + (w - w*)^T Sigma (w - w*) for weights of shape (p,) or (p, k)."""
-        d = np.asarray(weights, dtype=float) - (
-            self.teacher if np.ndim(weights) == 1 else self.teacher[:, None]
-        )
+        w = _checks.finite_array(weights, "weights")
+        if w.ndim not in (1, 2) or w.shape[0] != self.p:
+            raise ValueError(f"weights must have shape (p,) or (p, k) with p = {self.p}, got {w.shape}")
+        d = w - (self.teacher if w.ndim == 1 else self.teacher[:, None])
         omega, u = self._eigh
         proj = u.T @ d
         return self.noise + np.einsum("k,k...->...", omega, proj**2)
@@ -88,6 +89,8 @@ class MaskedSite:
         """
         n = _checks.positive_int(n, "n")
         gen = _checks.as_generator(rng)
+        # the normal draw, its scaled copy and X, plus y and its noise
+        _checks.allocation(8 * (3 * n * self.p + 3 * n), f"sample(n={n}) on p = {self.p} inputs")
         omega, u = self._eigh
         x = (gen.standard_normal((n, self.p)) * np.sqrt(omega)) @ u.T
         y = x @ self.teacher + np.sqrt(self.noise) * gen.standard_normal(n)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import log_softmax, logsumexp
 
+from replica_mlm import _checks
 from replica_mlm._checks import (
     RngLike,
     as_generator,
@@ -74,16 +75,10 @@ def check_sequences(seqs, *, L: int, q: int, name: str = "seqs") -> np.ndarray:
     """Validate an integer array of sequences of shape (n, L) with values in [0, q).
 
     Returns an ``intp`` copy. Float input is accepted only when every entry is an exact integer.
-    Raises ValueError for the wrong shape, NaN, non-integer values or colours out of range.
+    Raises TypeError for booleans, complex numbers, strings and objects, ValueError for the wrong
+    shape, NaN, non-integer values or colours out of range.
     """
-    try:
-        arr = np.asarray(seqs)
-    except (TypeError, ValueError) as exc:  # pragma: no cover - ragged input
-        raise ValueError(f"{name} must be an integer array of shape (n, {L}): {exc}") from None
-    if arr.dtype == object or arr.dtype.kind not in "iufb":
-        raise ValueError(
-            f"{name} must be an integer array of shape (n, {L}), got dtype {arr.dtype}"
-        )
+    arr = _checks.real_array(seqs, name)
     if arr.ndim != 2 or arr.shape[1] != L:
         raise ValueError(
             f"{name} must have shape (n, L) = (n, {L}), got shape {arr.shape} "
@@ -91,8 +86,6 @@ def check_sequences(seqs, *, L: int, q: int, name: str = "seqs") -> np.ndarray:
         )
     if arr.shape[0] == 0:
         raise ValueError(f"{name} must contain at least one sequence")
-    if arr.dtype.kind == "b":
-        raise ValueError(f"{name} must be an integer array, got booleans")
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} contains NaN or infinite entries")
@@ -261,6 +254,7 @@ class PottsModel:
         if L < 2 or q < 2:
             raise ValueError(f"L and q must be >= 2, got L={L}, q={q}")
         gen = as_generator(seed, name="seed")
+        _checks.allocation(6 * 8 * (L * L + q * q), f"PottsModel.random(L={L}, q={q})")
         G = gen.standard_normal((L, L)) / math.sqrt(L)
         J = np.triu(G, 1)
         J = J + J.T
@@ -414,11 +408,16 @@ class PottsModel:
         Returns the final states and, if ``record_every > 0``, the states after every
         ``record_every``-th sweep as an array (n_records, C, L).
         """
-        s = self._check(s0).copy()
-        n_sweeps = int(n_sweeps)
-        if n_sweeps < 0:
-            raise ValueError(f"n_sweeps must be >= 0, got {n_sweeps}")
+        s = check_sequences(s0, L=self.L, q=self.q, name="s0")
+        n_sweeps = _checks.nonnegative_int(n_sweeps, "n_sweeps")
+        record_every = _checks.nonnegative_int(record_every, "record_every")
         gen = as_generator(rng)
+        C = s.shape[0]
+        _checks.work(n_sweeps * C * self.L * self.q, f"run_chains(n_sweeps={n_sweeps}) of {C} chains")
+        records = n_sweeps // record_every if record_every else 0
+        _checks.allocation(2 * 8 * records * C * self.L,
+                           f"run_chains(n_sweeps={n_sweeps}, record_every={record_every}) recording "
+                           f"{records} states of {C} chains")
         Nq = self._init_fields(s)
         rec = []
         for t in range(1, n_sweeps + 1):
@@ -449,6 +448,9 @@ class PottsModel:
         ndarray, hottest first; the last entry is the model's ``beta`` exactly.
         """
         beta_hot = positive(beta_hot, "beta_hot")
+        if n_rungs is not None:
+            n_rungs = positive_int(n_rungs, "n_rungs")
+            _checks.allocation(4 * 8 * n_rungs, f"a tempering ladder of n_rungs={n_rungs}")
         lo = min(beta_hot, self._beta)
         if n_rungs is None:
             if lo >= self._beta:
@@ -561,11 +563,16 @@ class PottsModel:
         beta_hot : float
             Hottest rung of the ladder.
         """
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        method = _checks.choice(method, METHODS, "method")
         n_sweeps = positive_int(n_sweeps, "n_sweeps")
         max_sweeps = positive_int(max_sweeps, "max_sweeps")
         gen = as_generator(rng)
+        if n_chains is not None:
+            n_chains = positive_int(n_chains, "n_chains")
+        if n_rungs is not None:
+            n_rungs = positive_int(n_rungs, "n_rungs")
+        beta_hot = positive(beta_hot, "beta_hot")
+        self._check_pilot_size(n_chains, n_sweeps, max_sweeps, n_rungs)
         if method in ("gibbs", "auto"):
             C = 64 if n_chains is None else positive_int(n_chains, "n_chains")
             d = self._pilot_gibbs(gen, C, n_sweeps, max_sweeps)
@@ -581,6 +588,16 @@ class PottsModel:
                 return d
             K = min(TEMPERING_MAX_RUNGS, 1 + math.ceil(1.5 * (K - 1)))
             ladder = self.tempering_ladder(K, beta_hot=beta_hot)
+
+    def _check_pilot_size(self, n_chains, n_sweeps, max_sweeps, n_rungs) -> None:
+        """Refuse a pilot run whose recorded states or sweeps the machine cannot afford."""
+        C = 64 if n_chains is None else n_chains
+        K = TEMPERING_MAX_RUNGS if n_rungs is None else n_rungs
+        T = max(n_sweeps, max_sweeps)  # the recorded run doubles from n_sweeps up to max_sweeps
+        what = f"gibbs_diagnostics(n_chains={n_chains}, n_sweeps={n_sweeps}, max_sweeps={max_sweeps})"
+        # recorded spins (int16) and energies, a boolean copy per lag; the chains' states and fields
+        _checks.allocation(T * C * (4 * self.L + 8) + 8 * C * K * self.L * (self.q + 2), what)
+        _checks.work(4 * T * C * self.L * self.q, what)
 
     def _pilot_gibbs(self, gen, n_chains, n_sweeps, max_sweeps) -> GibbsDiagnostics:
         s = gen.integers(0, self.q, size=(n_chains, self.L))
@@ -706,12 +723,27 @@ class PottsModel:
         seqs : int array (n, L), or ``(seqs, diagnostics)`` if ``return_diagnostics`` (diagnostics
         is None when both ``sweeps_between`` and ``burn_in`` were given).
         """
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        method = _checks.choice(method, METHODS, "method")
         n = positive_int(n, "n")
         gen = as_generator(rng)
         if n_chains is not None:
             n_chains = positive_int(n_chains, "n_chains")
+        if sweeps_between is not None:
+            sweeps_between = positive_int(sweeps_between, "sweeps_between")
+        if burn_in is not None:
+            burn_in = _checks.nonnegative_int(burn_in, "burn_in")
+        return_diagnostics = _checks.flag(return_diagnostics, "return_diagnostics")
+        if n_rungs is not None:
+            n_rungs = positive_int(n_rungs, "n_rungs")
+        beta_hot = positive(beta_hot, "beta_hot")
+        C = min(n, 500 if n_chains is None else n_chains)
+        K = n_rungs or 1
+        what = f"sample(n={n}, sweeps_between={sweeps_between}, burn_in={burn_in}, n_rungs={n_rungs})"
+        # the saved configurations (intp) and their copy; the chains' states and colour fields
+        _checks.allocation(2 * 8 * (n + C) * self.L + 8 * C * K * self.L * (self.q + 2),
+                           f"{what} of L = {self.L} sites")
+        sweeps = (burn_in or 0) + (sweeps_between or 1) * (-(-n // C))
+        _checks.work(sweeps * C * K * self.L * self.q, what)
         diag = None
         if sweeps_between is None or burn_in is None:
             diag = self.gibbs_diagnostics(rng=gen, method=method, n_rungs=n_rungs,
@@ -735,13 +767,7 @@ class PottsModel:
         between = diag.sweeps_between if sweeps_between is None else positive_int(
             sweeps_between, "sweeps_between"
         )
-        if burn_in is None:
-            burn = diag.burn_in
-        else:
-            bad = isinstance(burn_in, bool) or not isinstance(burn_in, int | np.integer)
-            if bad or burn_in < 0:
-                raise ValueError(f"burn_in must be a non-negative integer, got {burn_in!r}")
-            burn = int(burn_in)
+        burn = diag.burn_in if burn_in is None else burn_in
         if method == "tempering":
             K = ladder.size
             C = min(n, max(16, 500 // K)) if n_chains is None else min(n_chains, n)
@@ -825,8 +851,7 @@ class PottsModel:
         the 2-core development machine): see benchmarks/README.md, "tune_beta with parallel
         tempering".
         """
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        method = _checks.choice(method, METHODS, "method")
         target = positive(target_hamming, "target_hamming")
         ceiling = 1.0 - 1.0 / self.q
         if target >= ceiling:
@@ -835,6 +860,20 @@ class PottsModel:
                 f"got {target}"
             )
         tol = positive(tol, "tol")
+        n_samples = positive_int(n_samples, "n_samples")
+        if n_samples < 2:
+            raise ValueError(f"n_samples must be >= 2 (a Hamming distance needs pairs), got {n_samples}")
+        _checks.allocation(2 * 8 * (n_samples + 500) * self.L, f"tune_beta(n_samples={n_samples})")
+        max_iter = positive_int(max_iter, "max_iter")
+        symmetry = _colour_symmetry(self._J, self._U)
+        if symmetry is not None:
+            raise ValueError(
+                f"target_hamming={target} cannot be reached at any beta: {symmetry}, so the "
+                "Boltzmann measure is unchanged when the colours are permuted and has no fields "
+                "to break that symmetry; every site's marginal is then uniform and two independent "
+                f"samples differ at a site with probability exactly 1 - 1/q = {ceiling:.4g}, "
+                "whatever beta is"
+            )
         seed = int(as_generator(rng).integers(2**31))
         # smallest beta at which plain Gibbs was seen not to mix
         gibbs_fails = 0.0 if method == "tempering" else math.inf
@@ -893,9 +932,31 @@ class PottsModel:
 
 
 # ---------------------------------------------------------------------- helpers
+def _colour_symmetry(J: np.ndarray, U: np.ndarray) -> str | None:
+    """Why P(s) is invariant under a transitive group of colour permutations, or None.
+
+    Checked exactly (no tolerance): ``J = 0`` (every sequence equally likely); ``U = c I + d``
+    (constant diagonal and constant off-diagonal: invariant under every permutation of the
+    colours, e.g. the standard Potts model U = identity); ``U`` circulant,
+    ``U[a, b] = f((b - a) mod q)`` (invariant under the cyclic shifts). The model has no fields,
+    so in each case the group acts transitively on colours and every marginal is uniform.
+    """
+    q = U.shape[0]
+    if not np.any(J):
+        return "the couplings J are all zero"
+    off = U[~np.eye(q, dtype=bool)]
+    if np.all(np.diag(U) == U[0, 0]) and np.all(off == off[0]):
+        return (f"the colour matrix U = {U[0, 0]:.6g} I + {off[0]:.6g} (1 - I) treats all "
+                f"{q} colours alike (U = identity is the standard Potts model)")
+    idx = (np.arange(q)[None, :] - np.arange(q)[:, None]) % q
+    if np.array_equal(U, U[0][idx]):
+        return "the colour matrix U is circulant (unchanged by cyclic shifts of the colours)"
+    return None
+
+
 def _site(i, L: int) -> int:
-    if isinstance(i, bool) or not isinstance(i, int | np.integer):
-        raise ValueError(f"site index i must be an integer in [0, {L}), got {i!r}")
+    if isinstance(i, bool | np.bool_) or not isinstance(i, int | np.integer):
+        raise TypeError(f"site index i must be an integer in [0, {L}), got {type(i).__name__} {i!r}")
     if not 0 <= i < L:
         raise ValueError(f"site index i must lie in [0, L) = [0, {L}), got {i}")
     return int(i)

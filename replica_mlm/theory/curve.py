@@ -99,7 +99,7 @@ def _item(x):
 
 def grid(values, name: str, *, positive: bool = True) -> np.ndarray:
     """A 1-d, non-empty, finite grid (strictly positive if ``positive``), or ValueError."""
-    arr = _checks.finite_array(np.atleast_1d(values), name, ndim=1)
+    arr = _checks.finite_array(np.atleast_1d(_checks.real_array(values, name)), name, ndim=1)
     if positive and np.any(arr <= 0):
         raise ValueError(f"{name} must be > 0 everywhere, min is {arr.min():g}")
     if not positive and np.any(arr < 0):

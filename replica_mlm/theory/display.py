@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from replica_mlm import _checks
 from replica_mlm.theory import potentials as P
 
 
@@ -24,6 +25,7 @@ def equations(*, latex: bool = False) -> dict[str, sp.Eq] | str:
     dict of sympy.Eq, or str
         Keys ``"V_hat", "q_hat", "m_hat", "V", "q", "m", "eg", "train_loss"``.
     """
+    latex = _checks.flag(latex, "latex")
     eqs = P.derive()
     p = sp.Symbol("p", positive=True, integer=True)
     k = sp.Symbol("k", integer=True, positive=True)

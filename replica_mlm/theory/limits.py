@@ -178,6 +178,8 @@ def asymptotics(task, *, lam: float, precision: int | None = None) -> Asymptotic
     """
     spec = spectrum_of(task)
     lam = _checks.nonnegative(lam, "lam")
+    if precision is not None:
+        precision = _checks.precision_digits(precision, minimum=1)
     ex = expansions()
     exprs = [*ex["small_alpha"].coefficients, *ex["large_alpha"].coefficients[1:],
              ex["peak"].coefficients[0], ex["peak"].coefficients[2], ex["peak"].coefficients[1]]
@@ -190,7 +192,7 @@ def asymptotics(task, *, lam: float, precision: int | None = None) -> Asymptotic
         subs = {**values, P.lam: lam, P.noise: noise}
         nums = [conv(sp.N(e.subs(subs), 17)) for e in exprs]
     else:
-        digits = _checks.positive_int(precision, "precision")
+        digits = precision
         with mpmath.workdps(digits + 10):
             ps: PreciseSpectrum = precise_spectrum(task, spec, digits)
             values = {s: ps.moment(*_which(s)) for s in symbols}

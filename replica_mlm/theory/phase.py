@@ -24,6 +24,16 @@ def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUN
     is of order xatol^2: far below 1e-8 relative). If the minimum lies at an end of ``bounds``
     that end is returned and the SaddlePoint's message says so.
 
+    Parameters
+    ----------
+    task : MaskedSite, limit or Spectrum
+    alpha : float
+        Sample ratio, > 0.
+    bounds : (float, float)
+        Search interval ``0 < low < high`` of lam.
+    xatol : float
+        Absolute tolerance of Brent's method in ``log lam``, in (0, 1].
+
     Returns
     -------
     lam_star : float
@@ -31,9 +41,14 @@ def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUN
     """
     spec = spectrum_of(task)
     alpha = _checks.positive(alpha, "alpha")
+    if not isinstance(bounds, tuple | list) or len(bounds) != 2:
+        raise TypeError(f"bounds must be a pair (low, high), got {bounds!r}")
     lo, hi = (_checks.positive(b, "bounds") for b in bounds)
     if not lo < hi:
         raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds}")
+    xatol = _checks.positive(xatol, "xatol")
+    if xatol > 1.0:
+        raise ValueError(f"xatol (tolerance in log lam) must be in (0, 1], got {xatol}")
     return _optimal(task, spec, np.array([alpha]), (lo, hi), xatol)[0]
 
 
@@ -124,7 +139,7 @@ class PhaseDiagram:
 
 def increasing_grid(values, name: str, *, positive: bool = True) -> np.ndarray:
     """A non-empty, finite, strictly increasing 1-d grid (strictly positive if ``positive``)."""
-    arr = np.atleast_1d(np.asarray(values, dtype=float)) if np.size(values) else np.array([])
+    arr = np.atleast_1d(_checks.real_array(values, name))
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-d grid, got shape {arr.shape}")
     arr = _checks.finite_array(arr, name, ndim=1)
@@ -174,6 +189,8 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
         Show a progress bar over rows.
     """
     spec = spectrum_of(task)
+    optimal = _checks.flag(optimal, "optimal")
+    progress = _checks.flag(progress, "progress")
     alphas = increasing_grid(alpha, "alpha")
     lams = increasing_grid(lam, "lam")
     eg, et, slope = _grid(spec, alphas, lams[:, None])
@@ -193,6 +210,7 @@ def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> 
     """eg over a grid of alpha and Potts shift s > 2 in the thermodynamic limit, at one lam."""
     from replica_mlm.models.limit import GaussianPottsLimit
 
+    progress = _checks.flag(progress, "progress")
     alphas = increasing_grid(alpha, "alpha")
     shifts = increasing_grid(shift, "shift")
     if shifts[0] <= 2:

@@ -160,7 +160,7 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", precision: in
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
     if precision is not None:
-        digits = _checks.positive_int(precision, "precision")
+        digits = _checks.precision_digits(precision)
         if digits < 16:
             raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
         if method != "root" or options:
