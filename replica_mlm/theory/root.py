@@ -123,8 +123,8 @@ def _newton(spec: Spectrum, alpha: np.ndarray, lam: np.ndarray, max_iter: int = 
         step[active] = s
         iterations[active] = it
         # size of the terms of G, hence its rounding level (1 - alpha is exact near alpha = 1)
-        scale = lm / k + np.where(dr, sums["S_1"] + a, sums["S_1c"] + np.abs(1.0 - a))
-        done = (np.abs(s) <= 4 * EPS * k) | (np.abs(g) <= 4 * EPS * scale)
+        scale = np.maximum(lm / k, np.where(dr, sums["S_1"] + a, sums["S_1c"] + np.abs(1.0 - a)))
+        done = (np.abs(s) <= 4 * EPS * k) | (np.abs(g) <= 8 * EPS * scale)
         active = active[~done]
         if active.size == 0:
             return kappa, iterations
@@ -220,11 +220,12 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam) -> dict[str, np.ndarra
             out[name][large] = value
 
     residual = np.zeros(n)
-    finite = np.isfinite(out["V"])
-    if finite.any():
-        residual[finite] = raw_residual(spec, alpha[finite], lam[finite],
-                                        {k: v[finite] for k, v in out.items()})
-    min_norm = ~finite & ~peak
+    checked = (lam > 0) | (alpha > 1.0)  # V finite: all six raw equations
+    if checked.any():
+        x, scale = _rescaled(spec, alpha, lam, out, sums, free, large)
+        residual[checked] = raw_residual(spec, alpha[checked], lam[checked],
+                                         {k: v[checked] for k, v in x.items()}, scale[checked])
+    min_norm = ~checked & ~peak
     if min_norm.any():  # V = inf: the V_hat equation V_hat(kappa) = 0, in its exact form
         a = alpha[min_norm]
         s = spectral_sums(spec, ["S_1", "S_1c"], out["kappa"][min_norm])
@@ -239,6 +240,36 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam) -> dict[str, np.ndarra
             out[name][peak] = value
         out["m"][peak] = spec.rho
     return out
+
+
+def _rescaled(spec, alpha, lam, out, sums, free, large):
+    """The solution with hats scaled by ``2^k`` (V by ``2^-k``) where V_hat < 2^-900, for the residual.
+
+    The mode equations are invariant under ``(lam, V_hat, m_hat, q_hat, V) -> (2^k lam, 2^k V_hat,
+    2^k m_hat, 4^k q_hat, 2^-k V)``; scaled, a V_hat that is subnormal (or a V that overflows) in
+    the result is a normal number whose equations can be checked to rounding, so the residual
+    is that of the solution before its rounding to the float range. k <= 1000.
+    """
+    x = {k: out[k].copy() for k in ("V", "q", "m", "V_hat", "q_hat", "m_hat")}
+    v_hat = out["V_hat"]
+    cii = spec.rho + spec.noise
+    share = lam / (lam + spec.mean_omega)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_v = np.where(large, np.log2(alpha) + np.log2(share),
+                         np.log2(lam) - np.log2(np.where(free, out["kappa"], 1.0)))
+        tiny = (free | large) & (lam > 0) & (log_v < -900)
+        scale = np.where(tiny, 2.0 ** np.clip(np.floor(-log_v) - 100, 0, 1000), 1.0)
+        lam_s = lam * scale
+        d = v_hat + sums["S_12"]
+        v_hat_s = np.where(large, np.where(share > 2.0**-900, alpha * scale * share,
+                                           alpha * (lam_s / (lam + spec.mean_omega))),
+                           lam_s / out["kappa"])
+        q_hat_s = np.where(large, cii * v_hat_s * (v_hat_s / alpha),
+                           (sums["R"] + spec.noise) * (v_hat_s / d) * v_hat_s)
+        v_s = np.where(large, spec.mean_omega / lam_s, sums["S_1"] * out["kappa"] / lam_s)
+    for name, value in (("V_hat", v_hat_s), ("m_hat", v_hat_s), ("q_hat", q_hat_s), ("V", v_s)):
+        x[name] = np.where(tiny, value, x[name])
+    return x, scale
 
 
 def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam, kappa: np.ndarray,
@@ -272,10 +303,12 @@ def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam, kappa: np.ndarray,
     return np.where((lam == 0.0) & (alpha == 1.0), np.nan, out)
 
 
-def raw_residual(spec: Spectrum, alpha, lam, x: dict) -> np.ndarray:
+def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0) -> np.ndarray:
     """Largest relative violation of the six raw saddle-point equations of ``derive()`` at ``x``.
 
-    ``x`` maps V, q, m, V_hat, q_hat, m_hat to arrays (or scalars) over points. The equations
+    ``x`` maps V, q, m, V_hat, q_hat, m_hat to arrays (or scalars) over points; with ``scale``
+    (powers of two, see :func:`_rescaled`) its hats are ``scale`` (q_hat: ``scale^2``) times, and
+    its V ``1/scale`` times, those of the solution at ridge ``lam``. The equations
     are evaluated as grouped here (equal to ``derive()``, checked by sympy in the tests) so that
     no intermediate overflows: with ``g = 1/(lam + V_hat omega)`` per mode,
     ``V = sum b omega g``, ``m = sum c omega^2 (m_hat g)``,
@@ -289,15 +322,17 @@ def raw_residual(spec: Spectrum, alpha, lam, x: dict) -> np.ndarray:
     """
     alpha = np.asarray(alpha, dtype=float)
     get = {k: np.asarray(x[k], dtype=float) for k in ("V", "q", "m", "V_hat", "q_hat", "m_hat")}
+    scale = np.broadcast_to(np.asarray(scale, dtype=float), alpha.shape)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        share = alpha / (1.0 + get["V"])
+        one_plus_v = 1.0 / scale + get["V"]  # (1 + V) / scale
+        share = alpha / one_plus_v  # scale alpha / (1 + V)
         eg = spec.rho + spec.noise - 2.0 * get["m"] + get["q"]
         eg_scale = spec.rho + spec.noise + 2.0 * np.abs(get["m"]) + np.abs(get["q"])
         worst = np.maximum(_rel(get["V_hat"], share), _rel(get["m_hat"], share))
-        q_hat = share * (eg / (1.0 + get["V"]))
-        q_hat_scale = share * (eg_scale / (1.0 + get["V"]))
+        q_hat = share * (eg / one_plus_v)
+        q_hat_scale = share * (eg_scale / one_plus_v)
         worst = np.maximum(worst, _rel(get["q_hat"], q_hat, q_hat_scale))
-        lam = np.broadcast_to(np.asarray(lam, dtype=float), alpha.shape)[..., None]
+        lam = (np.broadcast_to(np.asarray(lam, dtype=float), alpha.shape) * scale)[..., None]
         w, b, c = spec.omega, spec.bulk, spec.teacher
         g = 1.0 / (lam + get["V_hat"][..., None] * w)
         mg = get["m_hat"][..., None] * g
@@ -305,7 +340,7 @@ def raw_residual(spec: Spectrum, alpha, lam, x: dict) -> np.ndarray:
             "V": np.sum(b * w * g, axis=-1),
             "m": np.sum(c * w**2 * mg, axis=-1),
             "q": np.sum(c * w**3 * mg**2 + b * w**2 * (share[..., None] * g)
-                        * (eg[..., None] / (1.0 + get["V"][..., None])) * g, axis=-1),
+                        * (eg[..., None] / one_plus_v[..., None]) * g, axis=-1),
         }
     for name, total in totals.items():
         worst = np.maximum(worst, _rel(get[name], total))

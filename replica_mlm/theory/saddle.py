@@ -215,8 +215,9 @@ def solve_reduced(spec: Spectrum, alpha, lam) -> dict[str, np.ndarray]:
         raise ConvergenceError(
             f"the reduced solution violates the raw equations beyond {root.RESIDUAL_TOL:.3g} (or is "
             f"NaN) at alpha={a[bad].tolist()[:5]}, lam={lm[bad].tolist()[:5]}",
-            last={k: v[bad] for k, v in out.items()}, residual=float(np.nanmax(out["residual"][bad],
-                                                                            initial=np.inf)),
+            last={k: v[bad] for k, v in out.items()},
+            residual=float(np.max(np.where(np.isnan(out["residual"][bad]), np.inf,
+                                           out["residual"][bad]))),
             iterations=int(out["iterations"][bad].max()))
     return out
 
