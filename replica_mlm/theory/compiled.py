@@ -29,8 +29,9 @@ DERIVATIVE_ARGS = (P.alpha, P.delta, P.kappa, P.lam, P.noise, P.R_SUM, P.S2, P.S
                    P.R_PRIME, P.S2C_PRIME)
 #: argument order of the stable closed forms and of the stable d eg / d alpha
 STABLE_ARGS = (P.alpha, P.noise, P.V_hat, *P.SUMS)
-STABLE_DERIVATIVE_ARGS = (P.alpha, P.noise, P.V_hat, P.R_SUM, P.S2, P.S12, P.KR_PRIME,
-                          P.KS2C_PRIME)
+STABLE_DERIVATIVE_ARGS = (P.alpha, P.noise, P.V_hat, P.R_SUM, P.S12, P.KR_PRIME, sp.Symbol("B"))
+#: argument order of the two forms of its bracket B (``potentials.reduce().deg_b``)
+BRACKET_ARGS = (P.alpha, P.delta, P.V_hat, P.S2, P.S12, P.KS2C_PRIME, P.SF)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Compiled:
         ``V_hat(S_1, alpha) = alpha - S_1``.
     deg_dalpha_stable : Callable
         d eg / d alpha as a function of ``STABLE_DERIVATIVE_ARGS``.
+    deg_b : dict[str, Callable]
+        The two forms of its bracket B, functions of ``BRACKET_ARGS``.
     """
 
     modes_together: Callable
@@ -93,6 +96,7 @@ class Compiled:
     newton_scale: Callable
     v_hat_direct: Callable
     deg_dalpha_stable: Callable
+    deg_b: dict[str, Callable]
 
 
 _NAMES = {P.V_hat: "V_hat", P.q_hat: "q_hat", P.m_hat: "m_hat", P.V: "V", P.q: "q", P.m: "m"}
@@ -130,6 +134,7 @@ def compiled(backend: str = "numpy") -> Compiled:
         newton_scale=fn((P.kappa, P.S12, P.lam), red.newton_scale),
         v_hat_direct=fn((P.S1, P.alpha), red.v_hat_direct),
         deg_dalpha_stable=fn(STABLE_DERIVATIVE_ARGS, red.deg_dalpha_stable),
+        deg_b={k: fn(BRACKET_ARGS, v) for k, v in red.deg_b.items()},
     )
 
 

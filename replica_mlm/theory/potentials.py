@@ -138,6 +138,8 @@ S1C_PRIME = sp.Symbol("S_1c'")
 R_PRIME, S2C_PRIME = sp.symbols("R' S_2c'")
 #: kappa times R' and S_2c' (finite where kappa -> infinity, used by the stable d eg / d alpha)
 KR_PRIME, KS2C_PRIME = sp.symbols("kR' kS_2c'")
+#: S_F = sum b x^2 (1 + 2y) = S_1c + S_12 - kS_2c' (for d eg / d alpha at the peak)
+SF = sp.Symbol("S_F")
 #: per-mode ratios x = kappa / (kappa + omega) and y = omega / (kappa + omega) (x + y = 1, each
 #: computed directly, so neither loses digits when the other is close to 1)
 X, Y = sp.symbols("x y", nonnegative=True)
@@ -195,8 +197,9 @@ class ReducedSystem:
         ``G = lam/kappa + S_1 - alpha`` (for alpha < 1/2), ``-kappa dG/dkappa = lam/kappa +
         S_12`` and ``V_hat = alpha - S_1``.
     deg_dalpha_stable : sympy.Expr
-        d eg / d alpha in terms of ``D = V_hat + S_12`` and ``kR' = kappa R'``, ``kS_2c' =
-        kappa S_2c'`` (finite as kappa -> infinity).
+        d eg / d alpha in terms of ``D = V_hat + S_12``, ``kR' = kappa R'`` (finite as kappa ->
+        infinity) and a bracket ``B``, given by ``deg_b``: ``"far"`` (small terms where kappa
+        -> infinity) or ``"peak"`` (small terms at the peak); see :func:`_stable_forms`.
     """
 
     sums: dict
@@ -214,6 +217,7 @@ class ReducedSystem:
     newton_scale: sp.Expr
     v_hat_direct: sp.Expr
     deg_dalpha_stable: sp.Expr
+    deg_b: dict
 
 
 def _free_of(expr: sp.Expr, *symbols: sp.Symbol) -> sp.Expr:
@@ -324,6 +328,7 @@ def reduce() -> ReducedSystem:
     sums[S12] = _free_of(sums[S2C] - sums[S1C])
     sums[KR_PRIME] = sp.factor(kappa * sums[R_PRIME])
     sums[KS2C_PRIME] = sp.factor(kappa * sums[S2C_PRIME])
+    sums[SF] = _free_of(sums[S1C] + sums[S12] - sums[KS2C_PRIME])
     values = {k: _with_delta(v) for k, v in values.items()}
     newton = _with_delta(newton)
     deg_dalpha = _with_delta(deg_dalpha)
@@ -389,18 +394,32 @@ def _stable_forms(sums: dict, values: dict, newton: sp.Expr, newton_slope: sp.Ex
     if (sp.simplify(sums[S12] - kappa * sums[S1C_PRIME]) != 0
             or sp.simplify(-kappa * newton_slope.subs(S1C_PRIME, S12 / kappa) - newton_scale) != 0):
         raise AssertionError("-kappa G' is not lam/kappa + S_12")
-    # d eg / d alpha: the kappa'-term divided by dG/dkappa = -D/kappa (lam = kappa V_hat)
-    energy = U(noise_r / den)
-    deg_stable = (-U(S2 / den) * energy
-                  - U(alpha / den) * (KR_PRIME - KS2C_PRIME * energy) / den)
-    lhs = deg_stable.doit().subs({**defs, KR_PRIME: kappa * R_PRIME, KS2C_PRIME: kappa * S2C_PRIME})
-    rhs = deg_dalpha.subs({lam: kappa * V_hat, S1C_PRIME: S12 / kappa}).subs(defs)
-    if sp.simplify((lhs - rhs).subs(at_saddle)) != 0:
+    # d eg / d alpha = (N/D^2) B - alpha kR'/D^2 with N = R + sigma^2, B = D - alpha F / D and
+    # F = D dD/dalpha = D - kS_2c' (dkappa/dalpha = -kappa/D). B has two forms: "far",
+    # -S_2 + (alpha/D) kS_2c' (small terms where kappa -> infinity or alpha -> 0), and "peak",
+    # D - (alpha/D)(S_F - delta), with S_F = S_1c + S_12 - kS_2c' = sum b x^2 (1 + 2y) at the
+    # saddle point: at alpha = 1, lam -> 0 the terms of the far form are ~1 and cancel to O(kappa),
+    # those of the peak form are O(kappa). The solver uses the form with the smaller terms.
+    bracket = sp.Symbol("B")
+    deg_stable = (U(U(noise_r / den) / den) * bracket - U(alpha / den) * U(KR_PRIME / den))
+    exact_b = den - alpha * (den - KS2C_PRIME) / den
+    forms = {"far": -S2 + U(alpha / den) * KS2C_PRIME,
+             "peak": den - U(alpha / den) * (SF - delta)}
+    full = {**defs, S2: 1 - S2C, SF: S1C + S12 - KS2C_PRIME}
+    for name, form in forms.items():
+        diff = (form.doit() - exact_b).subs(full).subs(defs).subs(at_saddle).subs(delta, 1 - alpha)
+        if sp.simplify(diff) != 0:
+            raise AssertionError(f"the {name} form of B differs")
+    lhs = deg_stable.doit().subs(bracket, exact_b).subs(
+        {**defs, KR_PRIME: kappa * R_PRIME, KS2C_PRIME: kappa * S2C_PRIME})
+    rhs = deg_dalpha.subs({lam: kappa * V_hat, S1C_PRIME: S12 / kappa}).subs({**defs, S2: 1 - S2C})
+    if sp.simplify((lhs - rhs).subs(at_saddle).subs(delta, 1 - alpha)) != 0:
         raise AssertionError("the stable form of d eg / d alpha differs")
     return dict(
         stable_sums={k: _ratio_form(v) for k, v in sums.items()},
         stable=stable, newton_direct=newton_direct, newton_scale=newton_scale,
         v_hat_direct=alpha - S1, deg_dalpha_stable=deg_stable,
+        deg_b=forms,
     )
 
 

@@ -286,7 +286,7 @@ def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam, kappa: np.ndarray,
     """
     fns = compiled()
     alpha, lam, kappa = (np.array(x, dtype=float) for x in np.broadcast_arrays(alpha, lam, kappa))
-    names = ("R", "S_1c", "S_2", "S_12", "kR'", "kS_2c'")
+    names = ("R", "S_1c", "S_2", "S_12", "kR'", "kS_2c'", "S_F")
     sums = spectral_sums(spec, names, kappa.ravel())
     sums = {k: v.reshape(alpha.shape) for k, v in sums.items()}
     if v_hat is None:
@@ -294,12 +294,17 @@ def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam, kappa: np.ndarray,
             v_hat = np.where(lam > 0, lam / kappa,
                              np.maximum(fns.v_hat_of_kappa(sums["S_1c"], 1.0 - alpha), 0.0))
     v_hat = np.broadcast_to(np.asarray(v_hat, dtype=float), alpha.shape)
-    fixed = (lam == 0.0) & (alpha >= 1.0)
-    zero = np.zeros(alpha.shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = fns.deg_dalpha_stable(alpha, spec.noise, v_hat, sums["R"], sums["S_2"], sums["S_12"],
-                                    np.where(fixed, zero, sums["kR'"]),
-                                    np.where(fixed, zero, sums["kS_2c'"]))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # +-inf: true overflow
+        d = v_hat + sums["S_12"]
+        ratio = alpha / d
+        # the bracket B in the form whose terms are smaller (potentials._stable_forms)
+        far_terms = sums["S_2"] + ratio * sums["kS_2c'"]
+        peak_terms = d + ratio * (sums["S_F"] + np.abs(1.0 - alpha))
+        b_args = (alpha, 1.0 - alpha, v_hat, sums["S_2"], sums["S_12"], sums["kS_2c'"], sums["S_F"])
+        bracket = np.where(far_terms <= peak_terms, fns.deg_b["far"](*b_args),
+                           fns.deg_b["peak"](*b_args))
+        out = fns.deg_dalpha_stable(alpha, spec.noise, v_hat, sums["R"], sums["S_12"],
+                                    sums["kR'"], bracket)
     return np.where((lam == 0.0) & (alpha == 1.0), np.nan, out)
 
 
