@@ -105,8 +105,9 @@ def _newton(spec: Spectrum, alpha: np.ndarray, lam: np.ndarray, max_iter: int = 
     nodes = np.geomspace(lo.min(), hi.max(), TABLE)
     sums = spectral_sums(spec, ["S_1", "S_1c"], nodes)
     direct = alpha < 0.5
-    g_nodes = _g(fns, direct[:, None], nodes[None, :], sums["S_1"][None, :],
-                 sums["S_1c"][None, :], alpha[:, None], lam[:, None])
+    with np.errstate(over="ignore"):  # lam / kappa = inf at a node far left: G = +inf, right sign
+        g_nodes = _g(fns, direct[:, None], nodes[None, :], sums["S_1"][None, :],
+                     sums["S_1c"][None, :], alpha[:, None], lam[:, None])
     count = np.sum(g_nodes >= 0, axis=1)  # G decreases: G >= 0 on the first `count` nodes
     kappa = np.maximum(np.where(count > 0, nodes[np.maximum(count - 1, 0)], lo), lo)
 
