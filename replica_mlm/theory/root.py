@@ -3,15 +3,15 @@
 Everything is vectorised over the points (alpha values) of one ridge strength lam:
 
 1. ``kappa = lam / V_hat`` solves ``G(kappa) = lam/kappa - S_1c(kappa) + 1 - alpha = 0``
-   (THEORY.md section 4). G is convex and decreasing, and ``G(kappa_lo) >= 0`` at
-   ``kappa_lo = max(lam/alpha, (1 - alpha)^+ / <1/omega>)`` (because ``S_1c <= 1`` and
-   ``S_1c(kappa) <= kappa <1/omega>``), while ``G <= 0`` at ``(lam + <omega>)/alpha``. Newton's
-   method started anywhere left of the root climbs to it monotonically and quadratically; the
-   start is the largest node of a geometric table of G on that bracket at which G >= 0, which is
-   within a factor of about 2 of the root, so a handful of steps reach machine precision.
-2. lam = 0 and alpha > 1 is least squares, kappa = 0 exactly; lam = 0, alpha = 1 is the
-   interpolation peak (eg = inf, exactly, without warnings).
-3. All order parameters follow in closed form from spectral sums at kappa.
+   (see docs/theory.md, section 'One scalar equation'). G is convex and decreasing; Newton's
+   method started left of the root (:func:`_bounds`, then the largest node of a geometric table
+   of G at which G >= 0) climbs to it monotonically and quadratically, a handful of steps.
+2. Exact limits where they hold in double precision (:func:`solve_reduced`): lam = 0 and
+   alpha > 1 is least squares, kappa = 0, and so is lam / (alpha - 1) < 2^-800 omega_min;
+   omega_max / kappa < 2^-60 (lam -> infinity, alpha -> 0) is first order in 1/kappa;
+   lam = 0, alpha = 1 is the interpolation peak (eg = inf, exactly, without warnings).
+3. All order parameters follow from spectral sums at kappa in the cancellation-free forms of
+   ``reduce().stable``; every point's raw-equation residual is returned (:func:`raw_residual`).
 """
 
 from __future__ import annotations
