@@ -214,3 +214,7 @@ def test_no_runtime_warning_for_valid_inputs(site50):
         rm.solve(site50, alpha=0.5, lam=1e-300, method="root")
         rm.learning_curve(site50, alpha=np.geomspace(1e-8, 1e8, 33), lam=1e-300)
         rm.learning_curve(rm.GaussianPotts.limit(shift=3.0), alpha=[0.5, 1.0, 2.0], lam=5e-324)
+        # damped iteration at huge lam: (lam + V_hat omega)^2 overflows to inf, q's summand to 0;
+        # it iterates until the raw residual (relative down to 2^-1022) is below its tol
+        it = rm.solve(site50, alpha=2.0, lam=1e300, method="iterate")
+        assert it.V == pytest.approx(rm.solve(site50, alpha=2.0, lam=1e300).V, rel=1e-11)

@@ -36,9 +36,9 @@ LARGE = 2.0**60
 TINY = 2.0**-800
 #: largest raw-equation residual of a converged float64 point (256 eps; see :func:`raw_residual`)
 RESIDUAL_TOL = 256 * EPS
-#: relative residuals are taken against max(|a|, |b|, FLOOR): below FLOOR (2^-1022 / eps)
-#: a difference is one of underflow, at most an ulp of the smallest normal number
-FLOOR = np.finfo(float).tiny / EPS
+#: relative residuals are taken against max(|a|, |b|, FLOOR), FLOOR = 2^-1022 the smallest
+#: normal number: a subnormal result is exact only to ~2^-1074 = eps FLOOR absolute
+FLOOR = np.finfo(float).tiny
 #: codes of the ``regime`` array of :func:`solve_reduced`
 NEWTON, FLAT, LARGE_KAPPA, PEAK = 0, 1, 2, 3
 

@@ -311,4 +311,6 @@ def _sweep(spec: Spectrum, alpha: float, lam: float, x: dict) -> dict:
     hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
     hats = [fns.hat[name](*hat_args) for name in ("V_hat", "q_hat", "m_hat")]
     mode_args = (spec.omega, spec.bulk, spec.teacher, lam, *hats)
-    return {name: float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")}
+    # (lam + V_hat omega)^2 may overflow at huge lam: the summand is then 0, its rounded value
+    with np.errstate(over="ignore"):
+        return {name: float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")}
