@@ -120,8 +120,8 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
 def _latex_number(x: float) -> str:
     if x == 0:
         return "0"
-    exp = int(np.floor(np.log10(abs(x))))
-    mant = x / 10**exp
+    mant_text, exp_text = f"{x:.12e}".split("e")  # no 10**exp: it underflows for subnormal x
+    exp, mant = int(exp_text), float(mant_text)
     if abs(mant - 1) < 1e-12:
         return rf"10^{{{exp}}}"
     if -2 <= exp <= 2:

@@ -19,8 +19,8 @@ def test_float_agrees_with_40_digits(site300, alpha, lam):
         for name in ("eg", "train_loss", "m", "q"):
             x, y = getattr(hi, name), getattr(lo, name)
             assert isinstance(x, mpmath.mpf)
-            # a few ulps: the denominator alpha - S_2 is evaluated as S_2c - (1 - alpha), which at
-            # alpha = 0.05 costs log10(1/alpha) ~ 1.3 digits; elsewhere the error is ~1e-16
+            # a few ulps: the denominator alpha - S_2 is evaluated as V_hat + S_12, a sum of
+            # positive terms, so no digits are lost at small alpha (tests/test_extremes.py)
             assert abs(float((x - y) / x)) < 1e-14 if x else y == 0, (name, x, y)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
 import sympy as sp
 
 from replica_mlm.theory import potentials as P
@@ -26,6 +27,11 @@ VALUE_ARGS = (P.alpha, P.delta, P.kappa, P.noise, P.V_hat, *P.SUMS)
 #: argument order of d eg / d alpha
 DERIVATIVE_ARGS = (P.alpha, P.delta, P.kappa, P.lam, P.noise, P.R_SUM, P.S2, P.S2C, P.S1C_PRIME,
                    P.R_PRIME, P.S2C_PRIME)
+#: argument order of the stable closed forms and of the stable d eg / d alpha
+STABLE_ARGS = (P.alpha, P.noise, P.V_hat, *P.SUMS)
+STABLE_DERIVATIVE_ARGS = (P.alpha, P.noise, P.V_hat, P.R_SUM, P.S12, P.KR_PRIME, sp.Symbol("B"))
+#: argument order of the two forms of its bracket B (``potentials.reduce().deg_b``)
+BRACKET_ARGS = (P.alpha, P.delta, P.V_hat, P.S2, P.S12, P.KS2C_PRIME, P.SF)
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,18 @@ class Compiled:
         d eg / d alpha along the solution, a function of ``DERIVATIVE_ARGS``.
     values : dict[str, Callable]
         Closed forms of the order parameters, eg and train loss, functions of ``VALUE_ARGS``.
+    stable : dict[str, Callable]
+        The same without cancellation or spurious overflow (``potentials.reduce().stable``),
+        functions of ``STABLE_ARGS``: what the solvers use.
+    newton_direct, newton_scale : Callable
+        ``G(kappa, S_1, alpha, lam)`` in the form exact at small alpha, and
+        ``-kappa G'(kappa, S_12, lam)``.
+    v_hat_direct : Callable
+        ``V_hat(S_1, alpha) = alpha - S_1``.
+    deg_dalpha_stable : Callable
+        d eg / d alpha as a function of ``STABLE_DERIVATIVE_ARGS``.
+    deg_b : dict[str, Callable]
+        The two forms of its bracket B, functions of ``BRACKET_ARGS``.
     """
 
     modes_together: Callable
@@ -73,6 +91,12 @@ class Compiled:
     deg_dalpha: Callable
     deg_dalpha_fixed_kappa: Callable
     values: dict[str, Callable]
+    stable: dict[str, Callable]
+    newton_direct: Callable
+    newton_scale: Callable
+    v_hat_direct: Callable
+    deg_dalpha_stable: Callable
+    deg_b: dict[str, Callable]
 
 
 _NAMES = {P.V_hat: "V_hat", P.q_hat: "q_hat", P.m_hat: "m_hat", P.V: "V", P.q: "q", P.m: "m"}
@@ -105,6 +129,12 @@ def compiled(backend: str = "numpy") -> Compiled:
         deg_dalpha=fn(DERIVATIVE_ARGS, red.deg_dalpha),
         deg_dalpha_fixed_kappa=fn(DERIVATIVE_ARGS, red.deg_dalpha_fixed_kappa),
         values={k: fn(VALUE_ARGS, v) for k, v in red.values.items()},
+        stable={k: fn(STABLE_ARGS, v) for k, v in red.stable.items()},
+        newton_direct=fn((P.kappa, P.S1, P.alpha, P.lam), red.newton_direct),
+        newton_scale=fn((P.kappa, P.S12, P.lam), red.newton_scale),
+        v_hat_direct=fn((P.S1, P.alpha), red.v_hat_direct),
+        deg_dalpha_stable=fn(STABLE_DERIVATIVE_ARGS, red.deg_dalpha_stable),
+        deg_b={k: fn(BRACKET_ARGS, v) for k, v in red.deg_b.items()},
     )
 
 
@@ -112,10 +142,38 @@ def compiled(backend: str = "numpy") -> Compiled:
 def compiled_sums(names: tuple[str, ...], backend: str = "numpy") -> Callable:
     """The summands of the reduced sums ``names`` in one function of ``SUM_ARGS`` returning a list.
 
-    Common subexpressions (``kappa + omega`` and its powers) are computed once (``cse=True``).
+    The summands are those of ``potentials.reduce().stable_sums``, functions of omega, the
+    weights and the ratios ``x = kappa/(kappa+omega)``, ``y = omega/(kappa+omega)``, which are
+    computed from ``r = min(kappa, omega)/max(kappa, omega)`` as ``r/(1+r)`` and ``1/(1+r)``:
+    exact to an ulp or two for every kappa in [0, inf], with no overflow or 0/0. Common
+    subexpressions are computed once (``cse=True``).
     """
-    sums = {str(k): v for k, v in P.reduce().sums.items()}
+    sums = {str(k): v for k, v in P.reduce().stable_sums.items()}
     unknown = set(names) - set(sums)
     if unknown:
         raise ValueError(f"unknown spectral sums {sorted(unknown)}; known: {sorted(sums)}")
-    return sp.lambdify(SUM_ARGS, [sums[n] for n in names], modules=backend, cse=True)
+    fn = sp.lambdify((P.omega, P.b, P.c, P.X, P.Y), [sums[n] for n in names], modules=backend,
+                     cse=True)
+    ratios = _ratios_numpy if backend == "numpy" else _ratios_scalar
+
+    def summands(omega, b, c, kappa):
+        x, y = ratios(kappa, omega)
+        return fn(omega, b, c, x, y)
+
+    return summands
+
+
+def _ratios_numpy(kappa, omega):
+    kappa, omega = np.broadcast_arrays(np.asarray(kappa, dtype=float), np.asarray(omega, dtype=float))
+    small = kappa <= omega
+    r = np.where(small, kappa, omega) / np.where(small, omega, kappa)
+    near, far = r / (1.0 + r), 1.0 / (1.0 + r)
+    return np.where(small, near, far), np.where(small, far, near)
+
+
+def _ratios_scalar(kappa, omega):
+    if kappa <= omega:
+        r = kappa / omega
+        return r / (1 + r), 1 / (1 + r)
+    r = omega / kappa
+    return 1 / (1 + r), r / (1 + r)

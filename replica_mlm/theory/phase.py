@@ -154,7 +154,7 @@ def _grid(spec, alphas: np.ndarray, lam) -> tuple[np.ndarray, ...]:
     """eg, train loss and d eg/d alpha on the grid alphas x lam (lam a column or a scalar)."""
     a, lm = np.broadcast_arrays(alphas[None, :], lam)
     out = solve_reduced(spec, a.ravel(), lm.ravel())
-    slope = alpha_derivative(spec, a.ravel(), lm.ravel(), out["kappa"])
+    slope = alpha_derivative(spec, a.ravel(), lm.ravel(), out["kappa"], out["V_hat"])
     return out["eg"].reshape(a.shape), out["train_loss"].reshape(a.shape), slope.reshape(a.shape)
 
 
@@ -168,7 +168,7 @@ def _peak(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray) -> floa
 
     def d(a: float) -> float:
         out = solve_reduced(spec, np.array([a]), lam)
-        return float(alpha_derivative(spec, np.array([a]), lam, out["kappa"])[0])
+        return float(alpha_derivative(spec, np.array([a]), lam, out["kappa"], out["V_hat"])[0])
 
     return float(optimize.brentq(d, alphas[j], alphas[j + 1], xtol=1e-14, rtol=1e-13))
 

@@ -132,10 +132,20 @@ def derive() -> SaddlePointEquations:
 # --- reduction to one scalar equation --------------------------------------------------
 
 #: names of the spectral sums the reduced system needs; each is sum_k of a per-mode summand
-SUMS = sp.symbols("S_1 S_1c S_2 S_2c Q_T M R P_rho")
-S1, S1C, S2, S2C, QT_SUM, M_SUM, R_SUM, RHO_SUM = SUMS
+SUMS = sp.symbols("S_1 S_1c S_2 S_2c Q_T M R P_rho S_12")
+S1, S1C, S2, S2C, QT_SUM, M_SUM, R_SUM, RHO_SUM, S12 = SUMS
 S1C_PRIME = sp.Symbol("S_1c'")
 R_PRIME, S2C_PRIME = sp.symbols("R' S_2c'")
+#: kappa times R' and S_2c' (finite where kappa -> infinity, used by the stable d eg / d alpha)
+KR_PRIME, KS2C_PRIME = sp.symbols("kR' kS_2c'")
+#: S_F = sum b x^2 (1 + 2y) = S_1c + S_12 - kS_2c' (for d eg / d alpha at the peak)
+SF = sp.Symbol("S_F")
+#: per-mode ratios x = kappa / (kappa + omega) and y = omega / (kappa + omega) (x + y = 1, each
+#: computed directly, so neither loses digits when the other is close to 1)
+X, Y = sp.symbols("x y", nonnegative=True)
+#: the denominator alpha - S_2 = S_2c - delta of eg written as a sum of positive terms,
+#: V_hat + S_12 (V_hat = S_1c - delta, S_12 = S_2c - S_1c = sum b kappa omega / (kappa + omega)^2)
+D = sp.Symbol("D", positive=True)
 
 
 @dataclass(frozen=True)
@@ -177,6 +187,19 @@ class ReducedSystem:
         the sums and their kappa-derivatives ``R'``, ``S_2c'``, ``S_1c'``.
     deg_dalpha_fixed_kappa : sympy.Expr
         Its explicit part, the whole derivative where kappa stays 0 (lam = 0, alpha > 1).
+    stable_sums : dict
+        The summands of ``sums`` written with ``x = kappa/(kappa+omega)``, ``y = omega/(kappa+
+        omega)`` and omega (no kappa): what the solvers evaluate (see :func:`_stable_forms`).
+    stable : dict
+        eg, train loss, q, q_hat, m, V at the saddle point without cancellation or spurious
+        overflow: functions of the sums (including ``S_12 = S_1 - S_2``), alpha and V_hat.
+    newton_direct, newton_scale, v_hat_direct : sympy.Expr
+        ``G = lam/kappa + S_1 - alpha`` (for alpha < 1/2), ``-kappa dG/dkappa = lam/kappa +
+        S_12`` and ``V_hat = alpha - S_1``.
+    deg_dalpha_stable : sympy.Expr
+        d eg / d alpha in terms of ``D = V_hat + S_12``, ``kR' = kappa R'`` (finite as kappa ->
+        infinity) and a bracket ``B``, given by ``deg_b``: ``"far"`` (small terms where kappa
+        -> infinity) or ``"peak"`` (small terms at the peak); see :func:`_stable_forms`.
     """
 
     sums: dict
@@ -188,6 +211,13 @@ class ReducedSystem:
     newton_slope: sp.Expr
     deg_dalpha: sp.Expr
     deg_dalpha_fixed_kappa: sp.Expr
+    stable_sums: dict
+    stable: dict
+    newton_direct: sp.Expr
+    newton_scale: sp.Expr
+    v_hat_direct: sp.Expr
+    deg_dalpha_stable: sp.Expr
+    deg_b: dict
 
 
 def _free_of(expr: sp.Expr, *symbols: sp.Symbol) -> sp.Expr:
@@ -295,12 +325,107 @@ def reduce() -> ReducedSystem:
         raise AssertionError(f"could not write d eg / d alpha with S_2: {partial}")
     deg_dalpha = partial_stable + kappa_prime * (
         sp.diff(eg_sol, R_SUM) * R_PRIME + sp.diff(eg_sol, S2C) * S2C_PRIME)
+    sums[S12] = _free_of(sums[S2C] - sums[S1C])
+    sums[KR_PRIME] = sp.factor(kappa * sums[R_PRIME])
+    sums[KS2C_PRIME] = sp.factor(kappa * sums[S2C_PRIME])
+    sums[SF] = _free_of(sums[S1C] + sums[S12] - sums[KS2C_PRIME])
+    values = {k: _with_delta(v) for k, v in values.items()}
+    newton = _with_delta(newton)
+    deg_dalpha = _with_delta(deg_dalpha)
     return ReducedSystem(
         sums=sums, root=root, v_hat_of_kappa=_with_delta(v_hat_k),
-        v_hat_from_root=v_hat_from_root, values={k: _with_delta(v) for k, v in values.items()},
-        newton=_with_delta(newton), newton_slope=newton_slope,
-        deg_dalpha=_with_delta(deg_dalpha), deg_dalpha_fixed_kappa=_with_delta(partial_stable),
+        v_hat_from_root=v_hat_from_root, values=values,
+        newton=newton, newton_slope=newton_slope,
+        deg_dalpha=deg_dalpha, deg_dalpha_fixed_kappa=_with_delta(partial_stable),
+        **_stable_forms(sums, values, newton, newton_slope, deg_dalpha),
     )
+
+
+def _ratio_form(summand: sp.Expr) -> sp.Expr:
+    """A per-mode summand written with x = kappa/(kappa+omega), y = omega/(kappa+omega), checked.
+
+    Every summand is homogeneous in (kappa, omega), so it is a polynomial in x and y times a
+    power of omega: no power of kappa or of kappa + omega is left to overflow or underflow.
+    """
+    out = sp.factor(sp.cancel(summand.subs(kappa, omega * X / Y))).subs(X + Y, 1)
+    back = out.subs({X: kappa / (kappa + omega), Y: omega / (kappa + omega)})
+    if out.has(kappa) or not _is_zero(back - summand):
+        raise AssertionError(f"could not write {summand} with x and y: {out}")
+    return out
+
+
+def _stable_forms(sums: dict, values: dict, newton: sp.Expr, newton_slope: sp.Expr,
+                  deg_dalpha: sp.Expr) -> dict:
+    """Cancellation-free and overflow-free forms of the reduced system, each checked by sympy.
+
+    * ``alpha - S_2 = S_2c - delta``, the denominator of eg, is a difference of two numbers
+      close to 1 at small alpha (relative error ~eps/alpha) and of two numbers close to
+      alpha at the peak; at the saddle point it equals ``D = V_hat + S_12``, a sum of positive
+      terms (``V_hat = lam/kappa`` for lam > 0, ``S_1c - delta`` for lam = 0).
+    * Products are grouped (``sympy.UnevaluatedExpr``) so that each factor is a ratio of
+      comparable numbers: ``eg = (R + sigma^2) (alpha/D)``, ``train_loss = (R + sigma^2)
+      (V_hat/D) (V_hat/alpha)``, ...; nothing overflows or underflows that is not itself out of
+      the float range.
+    * ``G = lam/kappa - S_1c + delta`` (exact near alpha = 1) and ``G = lam/kappa + S_1 - alpha``
+      (exact at small alpha: no 1 - alpha); the Newton step is ``kappa G / (lam/kappa + S_12)``
+      (``kappa dG/dkappa = -(lam/kappa + S_12)``), free of ``lam / kappa^2``.
+    """
+    U = sp.UnevaluatedExpr
+    noise_r = R_SUM + noise
+    den = V_hat + S12
+    at_saddle = {V_hat: S1C - delta}
+    defs = {S12: S2C - S1C}
+    stable = {
+        "eg": noise_r * U(alpha / den),
+        "train_loss": noise_r * U(V_hat / den) * U(V_hat / alpha),
+        "q_hat": noise_r * U(V_hat / den) * V_hat,
+        "q": QT_SUM + U(S2 / den) * noise_r,
+        "m": M_SUM,
+        "V": S1 / V_hat,
+    }
+    for name, expr in stable.items():
+        lhs = expr.doit().subs(defs).subs(at_saddle)
+        if not _is_zero(lhs - values[name].subs(at_saddle)):
+            raise AssertionError(f"the stable form of {name} differs: {expr} vs {values[name]}")
+    newton_direct = lam / kappa + S1 - alpha
+    if not _is_zero(newton_direct.subs(S1, 1 - S1C) - newton.subs(delta, 1 - alpha)):
+        raise AssertionError("the direct form of G differs")
+    newton_scale = lam / kappa + S12  # -kappa dG/dkappa, with kappa S_1c' = S_12
+    if (not _is_zero(sums[S12] - kappa * sums[S1C_PRIME])
+            or not _is_zero(-kappa * newton_slope.subs(S1C_PRIME, S12 / kappa) - newton_scale)):
+        raise AssertionError("-kappa G' is not lam/kappa + S_12")
+    # d eg / d alpha = (N/D^2) B - alpha kR'/D^2 with N = R + sigma^2, B = D - alpha F / D and
+    # F = D dD/dalpha = D - kS_2c' (dkappa/dalpha = -kappa/D). B has two forms: "far",
+    # -S_2 + (alpha/D) kS_2c' (small terms where kappa -> infinity or alpha -> 0), and "peak",
+    # D - (alpha/D)(S_F - delta), with S_F = S_1c + S_12 - kS_2c' = sum b x^2 (1 + 2y) at the
+    # saddle point: at alpha = 1, lam -> 0 the terms of the far form are ~1 and cancel to O(kappa),
+    # those of the peak form are O(kappa). The solver uses the form with the smaller terms.
+    bracket = sp.Symbol("B")
+    deg_stable = (U(U(noise_r / den) / den) * bracket - U(alpha / den) * U(KR_PRIME / den))
+    exact_b = den - alpha * (den - KS2C_PRIME) / den
+    forms = {"far": -S2 + U(alpha / den) * KS2C_PRIME,
+             "peak": den - U(alpha / den) * (SF - delta)}
+    full = {**defs, S2: 1 - S2C, SF: S1C + S12 - KS2C_PRIME}
+    for name, form in forms.items():
+        diff = (form.doit() - exact_b).subs(full).subs(defs).subs(at_saddle).subs(delta, 1 - alpha)
+        if not _is_zero(diff):
+            raise AssertionError(f"the {name} form of B differs")
+    lhs = deg_stable.doit().subs(bracket, exact_b).subs(
+        {**defs, KR_PRIME: kappa * R_PRIME, KS2C_PRIME: kappa * S2C_PRIME})
+    rhs = deg_dalpha.subs({lam: kappa * V_hat, S1C_PRIME: S12 / kappa}).subs({**defs, S2: 1 - S2C})
+    if not _is_zero((lhs - rhs).subs(at_saddle).subs(delta, 1 - alpha)):
+        raise AssertionError("the stable form of d eg / d alpha differs")
+    return dict(
+        stable_sums={k: _ratio_form(v) for k, v in sums.items()},
+        stable=stable, newton_direct=newton_direct, newton_scale=newton_scale,
+        v_hat_direct=alpha - S1, deg_dalpha_stable=deg_stable,
+        deg_b=forms,
+    )
+
+
+def _is_zero(expr: sp.Expr) -> bool:
+    """Whether a rational function is identically zero (``cancel`` is canonical for them)."""
+    return sp.cancel(sp.together(expr)) == 0
 
 
 def _with_delta(expr: sp.Expr) -> sp.Expr:

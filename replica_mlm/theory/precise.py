@@ -18,6 +18,11 @@ from replica_mlm.theory.compiled import compiled, compiled_sums
 GUARD = 10
 
 
+def residual_tol(dps: int):
+    """Largest raw-equation residual of a converged point at ``dps`` digits: ``10^-dps``."""
+    return mpmath.mpf(10) ** -dps
+
+
 class PrecisionFailure(ArithmeticError):
     """Newton's method did not reach the requested digits (turned into ConvergenceError by solve)."""
 
@@ -60,13 +65,23 @@ def precise_spectrum(task, spec: Spectrum, dps: int) -> PreciseSpectrum:
 
 def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
                   max_iter: int = 2000) -> dict:
-    """Saddle point at ``dps`` significant digits. Returns mpmath numbers keyed like :mod:`.root`."""
+    """Saddle point at ``dps`` significant digits. Returns mpmath numbers keyed like :mod:`.root`.
+
+    Newton's method (the form of G and the step of :func:`.root._newton`, started at the lower
+    bound of :func:`.root._bounds`) stops when the relative step is below ``10^-(dps + 5)`` or
+    |G| is at the rounding level of its terms at the working precision (``dps + 10`` digits):
+    where G's terms are much larger than ``kappa |G'| = lam/kappa + S_12`` (G is a difference
+    of such terms), a step below their rounding level cannot be resolved, and the
+    raw-equation residual then decides whether the point converged (see :func:`.saddle.solve`).
+    """
     fns = compiled("mpmath")
     with mpmath.workdps(dps + GUARD):
         ps = precise_spectrum(task, spec, dps)
         a, lm = mpmath.mpf(alpha), mpmath.mpf(lam)
         one = mpmath.mpf(1)
+        delta = one - a
         tol = mpmath.mpf(10) ** (-(dps + GUARD // 2))
+        ulp = 4 * mpmath.eps
         iterations = 0
         if lm == 0 and a == 1:
             out = dict(eg=mpmath.inf, train_loss=mpmath.mpf(0), m=ps.rho, q=mpmath.inf, V=mpmath.inf,
@@ -76,13 +91,23 @@ def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
         if lm == 0 and a > 1:
             kappa = mpmath.mpf(0)
         else:
-            inv_mean = ps.moment("bulk", -1)
-            kappa = max(lm / a, max(one - a, 0) / inv_mean)  # G(kappa) >= 0 here: left of the root
+            inv_mean, mean, top = ps.moment("bulk", -1), ps.moment("bulk", 1), max(ps.omega)
+            disc = mpmath.sqrt(delta**2 + 4 * inv_mean * lm)
+            kq = (delta + disc) / (2 * inv_mean) if delta > 0 else 2 * lm / (disc - delta)
+            t = lm + mean - a * top
+            disc = mpmath.sqrt(t**2 + 4 * a * lm * top)
+            kb = (t + disc) / (2 * a) if t > 0 else (2 * lm * top / (disc - t) if disc > t else 0)
+            kappa = max(lm / a, kq, kb)  # G(kappa) >= 0 here: left of the root
+            direct = a < mpmath.mpf(1) / 2
             for iterations in range(1, max_iter + 1):  # noqa: B007 - reported below
-                s = ps.sums(["S_1c", "S_1c'"], kappa)
-                step = -fns.newton(kappa, s["S_1c"], one - a, lm) / fns.newton_slope(kappa, s["S_1c'"], lm)
+                s = ps.sums(["S_1", "S_1c", "S_12"], kappa)
+                if direct:
+                    g, scale = fns.newton_direct(kappa, s["S_1"], a, lm), s["S_1"] + a
+                else:
+                    g, scale = fns.newton(kappa, s["S_1c"], delta, lm), s["S_1c"] + abs(delta)
+                step = kappa * (g / fns.newton_scale(kappa, s["S_12"], lm))
                 kappa = kappa + step if kappa + step > 0 else kappa / 2
-                if abs(step) <= tol * kappa:
+                if abs(step) <= tol * kappa or abs(g) <= ulp * (lm / kappa + scale):
                     break
             else:
                 raise PrecisionFailure(f"Newton's method did not reach {dps} digits in {max_iter} steps",
@@ -92,10 +117,10 @@ def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
         if lm > 0:
             v_hat = fns.v_hat_from_root(kappa, lm)
         else:
-            v_hat = fns.v_hat_of_kappa(sums["S_1c"], one - a) if a > 1 else mpmath.mpf(0)
-        args = (a, one - a, kappa, ps.noise, v_hat, *(sums[n] for n in names))
+            v_hat = fns.v_hat_of_kappa(sums["S_1c"], delta) if a > 1 else mpmath.mpf(0)
+        args = (a, ps.noise, v_hat, *(sums[n] for n in names))
         out = {}
-        for name, f in fns.values.items():
+        for name, f in fns.stable.items():
             out[name] = mpmath.inf if (name == "V" and v_hat == 0) else f(*args)
         out.update(V_hat=v_hat, m_hat=v_hat, kappa=kappa, iterations=iterations)
         out["residual"] = _residual(ps, a, lm, out, sums)
@@ -106,7 +131,8 @@ def _residual(ps: PreciseSpectrum, a, lm, x: dict, sums: dict):
     """Largest relative violation of the six raw equations (of the V_hat equation if V = inf)."""
     fns = compiled("mpmath")
     if x["V"] == mpmath.inf:
-        return abs(fns.v_hat_of_kappa(sums["S_1c"], 1 - a)) / a
+        v_hat = fns.v_hat_direct(sums["S_1"], a) if a < 0.5 else fns.v_hat_of_kappa(sums["S_1c"], 1 - a)
+        return abs(v_hat) / a
     hat_args = (a, x["V"], x["q"], x["m"], ps.rho, ps.noise)
     worst = mpmath.mpf(0)
     for name, f in fns.hat.items():

@@ -3,15 +3,15 @@
 Everything is vectorised over the points (alpha values) of one ridge strength lam:
 
 1. ``kappa = lam / V_hat`` solves ``G(kappa) = lam/kappa - S_1c(kappa) + 1 - alpha = 0``
-   (THEORY.md section 4). G is convex and decreasing, and ``G(kappa_lo) >= 0`` at
-   ``kappa_lo = max(lam/alpha, (1 - alpha)^+ / <1/omega>)`` (because ``S_1c <= 1`` and
-   ``S_1c(kappa) <= kappa <1/omega>``), while ``G <= 0`` at ``(lam + <omega>)/alpha``. Newton's
-   method started anywhere left of the root climbs to it monotonically and quadratically; the
-   start is the largest node of a geometric table of G on that bracket at which G >= 0, which is
-   within a factor of about 2 of the root, so a handful of steps reach machine precision.
-2. lam = 0 and alpha > 1 is least squares, kappa = 0 exactly; lam = 0, alpha = 1 is the
-   interpolation peak (eg = inf, exactly, without warnings).
-3. All order parameters follow in closed form from spectral sums at kappa.
+   (see docs/theory.md, section 'One scalar equation'). G is convex and decreasing; Newton's
+   method started left of the root (:func:`_bounds`, then the largest node of a geometric table
+   of G at which G >= 0) climbs to it monotonically and quadratically, a handful of steps.
+2. Exact limits where they hold in double precision (:func:`solve_reduced`): lam = 0 and
+   alpha > 1 is least squares, kappa = 0, and so is lam / (alpha - 1) < 2^-800 omega_min;
+   omega_max / kappa < 2^-60 (lam -> infinity, alpha -> 0) is first order in 1/kappa;
+   lam = 0, alpha = 1 is the interpolation peak (eg = inf, exactly, without warnings).
+3. All order parameters follow from spectral sums at kappa in the cancellation-free forms of
+   ``reduce().stable``; every point's raw-equation residual is returned (:func:`raw_residual`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,17 @@ TABLE = 128
 FIELDS = ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa", "iterations",
           "residual")
 EPS = np.finfo(float).eps
+#: kappa >= LARGE * omega_max: the first order in 1/kappa is exact (:func:`_large_kappa`)
+LARGE = 2.0**60
+#: lam / (alpha - 1) <= TINY * omega_min (alpha > 1): kappa = 0 is exact (:func:`solve_reduced`)
+TINY = 2.0**-800
+#: largest raw-equation residual of a converged float64 point (256 eps; see :func:`raw_residual`)
+RESIDUAL_TOL = 256 * EPS
+#: relative residuals are taken against max(|a|, |b|, FLOOR), FLOOR = 2^-1022 the smallest
+#: normal number: a subnormal result is exact only to ~2^-1074 = eps FLOOR absolute
+FLOOR = np.finfo(float).tiny
+#: codes of the ``regime`` array of :func:`solve_reduced`
+NEWTON, FLAT, LARGE_KAPPA, PEAK = 0, 1, 2, 3
 
 
 class NewtonFailure(RuntimeError):
@@ -55,15 +66,48 @@ def spectral_sums(spec: Spectrum, names, kappa: np.ndarray) -> dict[str, np.ndar
     return out
 
 
-def _newton(spec: Spectrum, alpha: np.ndarray, lam: np.ndarray, max_iter: int = 100):
-    """kappa > 0 with G(kappa) = 0 for each (alpha, lam) pair (lam > 0, or alpha < 1)."""
-    fns = compiled()
+def _bounds(spec: Spectrum, alpha: np.ndarray, lam: np.ndarray):
+    """A start ``lo`` with G(lo) >= 0 (left of the root) and ``hi`` with G(hi) <= 0, per point.
+
+    ``G = lam/kappa + S_1 - alpha >= lam/kappa - alpha`` gives ``lo >= lam/alpha``; since
+    ``S_1c <= kappa B_{-1}`` (``B_{-1} = sum b / omega``), ``G >= lam/kappa - kappa B_{-1} + delta``,
+    whose positive root (written without cancellation for either sign of delta) is a second lower
+    bound, sharp at the peak (kappa ~ sqrt(lam / B_{-1})); a third one (sharp at small alpha)
+    comes from ``S_1 >= B_1 / (kappa + omega_max)``. ``S_1 <= B_1 / kappa`` gives ``hi``.
+    """
     inv_mean = float(np.dot(spec.bulk, 1.0 / spec.omega))
-    lo = np.maximum(lam / alpha, np.maximum(1.0 - alpha, 0.0) / inv_mean)
+    top = float(spec.omega.max())
+    delta = 1.0 - alpha
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        disc = np.hypot(delta, 2.0 * np.sqrt(inv_mean * lam))
+        kq = np.where(delta > 0, (delta + disc) / (2.0 * inv_mean), 2.0 * lam / (disc - delta))
+        # S_1 >= B_1 / (kappa + omega_max): G >= lam/kappa + B_1/(kappa + omega_max) - alpha,
+        # whose positive root is sharp at small alpha or large lam
+        t = lam + spec.mean_omega - alpha * top
+        disc = np.hypot(t, 2.0 * np.sqrt(alpha * lam * top))
+        kb = np.where(t > 0, (t + disc) / (2.0 * alpha), 2.0 * lam * top / (disc - t))
+    kb = np.where(np.isfinite(kb), kb, 0.0)
+    lo = np.maximum(np.maximum(lam / alpha, kq), kb)
     hi = (lam + spec.mean_omega) / alpha
+    return lo, hi
+
+
+def _newton(spec: Spectrum, alpha: np.ndarray, lam: np.ndarray, max_iter: int = 100):
+    """kappa > 0 with G(kappa) = 0 for each (alpha, lam) pair (lam > 0, or alpha < 1).
+
+    G is evaluated as ``lam/kappa - S_1c + delta`` for alpha >= 1/2 and as
+    ``lam/kappa + S_1 - alpha`` below (no ``1 - alpha`` to cancel against S_1c ~ 1); the Newton
+    step is ``kappa G / (lam/kappa + S_12)``. It stops at a relative step of 4 eps or where |G| is
+    at the rounding level of its terms.
+    """
+    fns = compiled()
+    lo, hi = _bounds(spec, alpha, lam)
     nodes = np.geomspace(lo.min(), hi.max(), TABLE)
-    s1c_nodes = spectral_sums(spec, ["S_1c"], nodes)["S_1c"]
-    g_nodes = fns.newton(nodes[None, :], s1c_nodes[None, :], 1.0 - alpha[:, None], lam[:, None])
+    sums = spectral_sums(spec, ["S_1", "S_1c"], nodes)
+    direct = alpha < 0.5
+    with np.errstate(over="ignore"):  # lam / kappa = inf at a node far left: G = +inf, right sign
+        g_nodes = _g(fns, direct[:, None], nodes[None, :], sums["S_1"][None, :],
+                     sums["S_1c"][None, :], alpha[:, None], lam[:, None])
     count = np.sum(g_nodes >= 0, axis=1)  # G decreases: G >= 0 on the first `count` nodes
     kappa = np.maximum(np.where(count > 0, nodes[np.maximum(count - 1, 0)], lo), lo)
 
@@ -71,40 +115,83 @@ def _newton(spec: Spectrum, alpha: np.ndarray, lam: np.ndarray, max_iter: int = 
     active = np.arange(alpha.size)
     step = np.zeros(alpha.size)
     for it in range(1, max_iter + 1):
-        k, a, lm = kappa[active], alpha[active], lam[active]
-        sums = spectral_sums(spec, ["S_1c", "S_1c'"], k)
-        g = fns.newton(k, sums["S_1c"], 1.0 - a, lm)
-        dg = fns.newton_slope(k, sums["S_1c'"], lm)
-        s = -g / dg
+        k, a, lm, dr = kappa[active], alpha[active], lam[active], direct[active]
+        sums = spectral_sums(spec, ["S_1", "S_1c", "S_12"], k)
+        g = _g(fns, dr, k, sums["S_1"], sums["S_1c"], a, lm)
+        s = k * (g / fns.newton_scale(k, sums["S_12"], lm))
         new = k + s
         kappa[active] = np.where(new > 0, new, 0.5 * k)
         step[active] = s
         iterations[active] = it
         # size of the terms of G, hence its rounding level (1 - alpha is exact near alpha = 1)
-        scale = lm / k + sums["S_1c"] + np.abs(1.0 - a)
-        done = (np.abs(s) <= 4 * EPS * k) | (np.abs(g) <= 4 * EPS * scale)
+        scale = np.maximum(lm / k, np.where(dr, sums["S_1"] + a, sums["S_1c"] + np.abs(1.0 - a)))
+        done = (np.abs(s) <= 4 * EPS * k) | (np.abs(g) <= 8 * EPS * scale)
         active = active[~done]
         if active.size == 0:
             return kappa, iterations
     raise NewtonFailure(alpha[active], kappa[active], step[active], max_iter)
 
 
+def _g(fns, direct, kappa, s1, s1c, alpha, lam):
+    """G(kappa) in the form exact for each alpha (see :func:`_newton`)."""
+    return np.where(direct, fns.newton_direct(kappa, s1, alpha, lam),
+                    fns.newton(kappa, s1c, 1.0 - alpha, lam))
+
+
+def _large_kappa(spec: Spectrum, alpha: np.ndarray, lam: np.ndarray) -> dict[str, np.ndarray]:
+    """The saddle point where omega_max / kappa < 2^-60: first order in 1/kappa, exact in float64.
+
+    With ``eps = 1/kappa``: ``S_1 = S_12 = B_1 eps``, ``S_2 = B_2 eps^2``, ``M = C_2 eps``,
+    ``Q_T = C_3 eps^2``, ``R = rho``, each to relative O(omega_max eps); G = 0 gives
+    ``eps = alpha / (lam + B_1)``, ``V_hat = alpha lam / (lam + B_1)`` and ``D = V_hat + S_12 =
+    alpha``, so eg = rho + sigma^2 (the estimator vanishes: lam -> infinity or alpha -> 0).
+    """
+    b1 = spec.mean_omega
+    b2 = float(np.dot(spec.bulk, spec.omega**2))
+    c2 = float(np.dot(spec.teacher, spec.omega**2))
+    c3 = float(np.dot(spec.teacher, spec.omega**3))
+    cii = spec.rho + spec.noise
+    total = lam + b1
+    share = lam / total  # V_hat / alpha
+    v_hat = alpha * share
+    with np.errstate(divide="ignore", over="ignore"):
+        return dict(
+            eg=np.full(alpha.shape, cii), train_loss=cii * share * share, q_hat=cii * v_hat * share,
+            m=c2 * alpha / total, q=(c3 * alpha + b2 * cii) / total * alpha / total,
+            V=np.where(lam > 0, b1 / lam, np.inf), V_hat=v_hat, m_hat=v_hat,
+            kappa=total / alpha,
+        )
+
+
 def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam) -> dict[str, np.ndarray]:
     """Saddle point at every pair of ``alpha`` (> 0) and ``lam`` (>= 0), broadcast to one 1-d shape.
+
+    Regimes, each exact to double precision where it is used:
+
+    * ``omega_max / kappa < 2^-60`` (lam -> infinity, or alpha -> 0): :func:`_large_kappa`;
+    * lam = 0 and alpha > 1, or ``lam / (alpha - 1) < 2^-800 omega_min`` (where kappa would be
+      below ~1e-241 omega_min, or subnormal): kappa = 0, least squares; the relative change
+      of every quantity from lam is below 2^-800 (the reported ``kappa`` is ``lam / V_hat``);
+    * lam = 0, alpha = 1: the interpolation peak (eg = inf, exactly);
+    * otherwise Newton's method on G(kappa) = 0 (:func:`_newton`).
 
     Returns
     -------
     dict
-        Arrays keyed by :data:`FIELDS`; ``iterations`` counts Newton steps (0 where kappa is
-        known exactly), ``residual`` is the largest relative violation of the six raw
-        saddle-point equations (at lam = 0, alpha < 1, where V = inf: of the V_hat equation).
+        Arrays keyed by :data:`FIELDS` and ``regime`` (:data:`NEWTON`, :data:`FLAT` (kappa = 0,
+        including lam = 0 at alpha > 1), :data:`LARGE_KAPPA`, :data:`PEAK`); ``iterations``
+        counts Newton steps (0 where kappa is known exactly), ``residual`` is
+        :func:`raw_residual` (where V = inf: the relative violation of the V_hat equation).
     """
     fns = compiled()
     alpha, lam = (np.array(x, dtype=float).ravel() for x in np.broadcast_arrays(alpha, lam))
     n = alpha.size
+    delta = 1.0 - alpha
+    with np.errstate(over="ignore"):
+        large = (lam + spec.mean_omega) >= LARGE * float(spec.omega.max()) * alpha
+        flat = ~large & (alpha > 1.0) & (lam <= TINY * float(spec.omega.min()) * (alpha - 1.0))
     peak = (lam == 0.0) & (alpha == 1.0)
-    exact = (lam == 0.0) & (alpha > 1.0)
-    free = ~(peak | exact)
+    free = ~(peak | flat | large)
     kappa = np.zeros(n)
     iterations = np.zeros(n, dtype=int)
     if free.any():
@@ -112,26 +199,40 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam) -> dict[str, np.ndarra
 
     names = [str(s) for s in P.SUMS]
     sums = spectral_sums(spec, names, kappa)
-    # lam > 0: V_hat = lam / kappa; lam = 0: V_hat = S_1c - (1 - alpha), exactly 0 for alpha <= 1
+    # V_hat: lam / kappa for lam > 0 (exact given kappa); S_1c - delta = alpha - 1 at kappa = 0;
+    # 0 at lam = 0, alpha < 1 (minimum norm)
     with np.errstate(divide="ignore", invalid="ignore"):
-        v_hat = np.where(lam > 0, fns.v_hat_from_root(kappa, lam),
-                         np.where(alpha > 1.0, fns.v_hat_of_kappa(sums["S_1c"], 1.0 - alpha), 0.0))
-    args = (alpha, 1.0 - alpha, kappa, spec.noise, v_hat, *(sums[name] for name in names))
-    with np.errstate(divide="ignore", invalid="ignore"):  # V = S_1 / V_hat = inf at lam = 0
+        v_hat = np.where(free & (lam > 0), lam / kappa,
+                         np.where(alpha > 1.0, fns.v_hat_of_kappa(sums["S_1c"], delta), 0.0))
+    args = (alpha, spec.noise, v_hat, *(sums[name] for name in names))
+    # inf where a true value overflows (V ~ 1/lam); nan only on the points overwritten below
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out = {name: np.broadcast_to(f(*args), (n,)).astype(float)
-               for name, f in fns.values.items()}
+               for name, f in fns.stable.items()}
+        # V = S_1 / V_hat = S_1 kappa / lam (lam may be subnormal: divide by it last)
+        out["V"] = np.where(free & (lam > 0), sums["S_1"] * kappa / lam, out["V"])
+        out["kappa"] = np.where(flat, lam / v_hat, kappa)
     out["V_hat"] = out["m_hat"] = np.asarray(v_hat, dtype=float)  # m_hat = V_hat (reduce, step 1)
     out["V"] = np.where(v_hat == 0.0, np.inf, out["V"])
-    out["kappa"], out["iterations"] = kappa, iterations
+    out["iterations"] = iterations
+    out["regime"] = np.select([peak, large, flat], [PEAK, LARGE_KAPPA, FLAT], NEWTON)
+    if large.any():
+        for name, value in _large_kappa(spec, alpha[large], lam[large]).items():
+            out[name][large] = value
 
     residual = np.zeros(n)
-    finite = np.isfinite(out["V"])
-    if finite.any():
-        residual[finite] = raw_residual(spec, alpha[finite], lam[finite],
-                                        {k: v[finite] for k, v in out.items()})
-    min_norm = (lam == 0.0) & (alpha < 1.0)
-    residual[min_norm] = (np.abs(fns.v_hat_of_kappa(sums["S_1c"][min_norm], 1.0 - alpha[min_norm]))
-                          / alpha[min_norm])
+    checked = (lam > 0) | (alpha > 1.0)  # V finite: all six raw equations
+    if checked.any():
+        x, scale = _rescaled(spec, alpha, lam, out, sums, free, large)
+        residual[checked] = raw_residual(spec, alpha[checked], lam[checked],
+                                         {k: v[checked] for k, v in x.items()}, scale[checked])
+    min_norm = ~checked & ~peak
+    if min_norm.any():  # V = inf: the V_hat equation V_hat(kappa) = 0, in its exact form
+        a = alpha[min_norm]
+        s = spectral_sums(spec, ["S_1", "S_1c"], out["kappa"][min_norm])
+        v = np.where(a < 0.5, fns.v_hat_direct(s["S_1"], a),
+                     fns.v_hat_of_kappa(s["S_1c"], 1.0 - a))
+        residual[min_norm] = np.abs(v) / a
     out["residual"] = residual
 
     if peak.any():  # alpha = 1, lam = 0: the exact limit
@@ -142,46 +243,120 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam) -> dict[str, np.ndarra
     return out
 
 
-def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam, kappa: np.ndarray) -> np.ndarray:
-    """d eg / d alpha along the saddle point at each alpha, given the solved ``kappa``.
+def _rescaled(spec, alpha, lam, out, sums, free, large):
+    """The solution with hats scaled by ``2^k`` (V by ``2^-k``) where V_hat < 2^-900, for the residual.
 
-    Implicit differentiation of G(kappa; alpha) = 0 (``potentials.reduce``). Where kappa stays
-    0 (lam = 0, alpha > 1) only the explicit derivative remains; at the interpolation peak
-    (lam = 0, alpha = 1) the derivative does not exist and NaN is returned there.
+    The mode equations are invariant under ``(lam, V_hat, m_hat, q_hat, V) -> (2^k lam, 2^k V_hat,
+    2^k m_hat, 4^k q_hat, 2^-k V)``; scaled, a V_hat that is subnormal (or a V that overflows) in
+    the result is a normal number whose equations can be checked to rounding, so the residual
+    is that of the solution before its rounding to the float range. k <= 1000.
+    """
+    x = {k: out[k].copy() for k in ("V", "q", "m", "V_hat", "q_hat", "m_hat")}
+    v_hat = out["V_hat"]
+    cii = spec.rho + spec.noise
+    share = lam / (lam + spec.mean_omega)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_v = np.where(large, np.log2(alpha) + np.log2(share),
+                         np.log2(lam) - np.log2(np.where(free, out["kappa"], 1.0)))
+        tiny = (free | large) & (lam > 0) & (log_v < -900)
+        scale = np.where(tiny, 2.0 ** np.clip(np.floor(-log_v) - 100, 0, 1000), 1.0)
+        lam_s = lam * scale
+        d = v_hat + sums["S_12"]
+        v_hat_s = np.where(large, np.where(share > 2.0**-900, alpha * scale * share,
+                                           alpha * (lam_s / (lam + spec.mean_omega))),
+                           lam_s / out["kappa"])
+        q_hat_s = np.where(large, cii * v_hat_s * (v_hat_s / alpha),
+                           (sums["R"] + spec.noise) * (v_hat_s / d) * v_hat_s)
+        v_s = np.where(large, spec.mean_omega / lam_s, sums["S_1"] * out["kappa"] / lam_s)
+    for name, value in (("V_hat", v_hat_s), ("m_hat", v_hat_s), ("q_hat", q_hat_s), ("V", v_s)):
+        x[name] = np.where(tiny, value, x[name])
+    return x, scale
+
+
+def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam, kappa: np.ndarray,
+                     v_hat: np.ndarray | None = None) -> np.ndarray:
+    """d eg / d alpha along the saddle point at each alpha, given the solved ``kappa`` and ``V_hat``.
+
+    ``v_hat`` (the ``V_hat`` of :func:`solve_reduced`) is needed where kappa overflows; without
+    it, ``lam / kappa`` (lam > 0) or ``S_1c - delta`` (lam = 0) is used.
+
+    Implicit differentiation of G(kappa; alpha) = 0 (``potentials.reduce``), in the stable form
+    ``reduce().deg_dalpha_stable`` (finite for kappa in [0, inf]). Where kappa stays 0 (lam = 0,
+    alpha > 1) only the explicit derivative remains; at the interpolation peak (lam = 0,
+    alpha = 1) the derivative does not exist and NaN is returned there.
     """
     fns = compiled()
-    alpha, lam = (np.array(x, dtype=float) for x in np.broadcast_arrays(alpha, lam))
-    names = ("R", "S_2", "S_2c", "S_1c'", "R'", "S_2c'")
-    sums = spectral_sums(spec, names, kappa)
-    args = (alpha, 1.0 - alpha, kappa, lam, spec.noise, *(sums[n] for n in names))
-    fixed = (lam == 0.0) & (alpha >= 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(fixed, fns.deg_dalpha_fixed_kappa(*args), fns.deg_dalpha(*args))
+    alpha, lam, kappa = (np.array(x, dtype=float) for x in np.broadcast_arrays(alpha, lam, kappa))
+    names = ("R", "S_1c", "S_2", "S_12", "kR'", "kS_2c'", "S_F")
+    sums = spectral_sums(spec, names, kappa.ravel())
+    sums = {k: v.reshape(alpha.shape) for k, v in sums.items()}
+    if v_hat is None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v_hat = np.where(lam > 0, lam / kappa,
+                             np.maximum(fns.v_hat_of_kappa(sums["S_1c"], 1.0 - alpha), 0.0))
+    v_hat = np.broadcast_to(np.asarray(v_hat, dtype=float), alpha.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # +-inf: true overflow
+        d = v_hat + sums["S_12"]
+        ratio = alpha / d
+        # the bracket B in the form whose terms are smaller (potentials._stable_forms)
+        far_terms = sums["S_2"] + ratio * sums["kS_2c'"]
+        peak_terms = d + ratio * (sums["S_F"] + np.abs(1.0 - alpha))
+        b_args = (alpha, 1.0 - alpha, v_hat, sums["S_2"], sums["S_12"], sums["kS_2c'"], sums["S_F"])
+        bracket = np.where(far_terms <= peak_terms, fns.deg_b["far"](*b_args),
+                           fns.deg_b["peak"](*b_args))
+        out = fns.deg_dalpha_stable(alpha, spec.noise, v_hat, sums["R"], sums["S_12"],
+                                    sums["kR'"], bracket)
     return np.where((lam == 0.0) & (alpha == 1.0), np.nan, out)
 
 
-def raw_residual(spec: Spectrum, alpha, lam, x: dict) -> np.ndarray:
+def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0) -> np.ndarray:
     """Largest relative violation of the six raw saddle-point equations of ``derive()`` at ``x``.
 
-    ``x`` maps V, q, m, V_hat, q_hat, m_hat to arrays (or scalars) over points.
+    ``x`` maps V, q, m, V_hat, q_hat, m_hat to arrays (or scalars) over points; with ``scale``
+    (powers of two, see :func:`_rescaled`) its hats are ``scale`` (q_hat: ``scale^2``) times, and
+    its V ``1/scale`` times, those of the solution at ridge ``lam``. The equations
+    are evaluated as grouped here (equal to ``derive()``, checked by sympy in the tests) so that
+    no intermediate overflows: with ``g = 1/(lam + V_hat omega)`` per mode,
+    ``V = sum b omega g``, ``m = sum c omega^2 (m_hat g)``,
+    ``q = sum c omega^3 (m_hat g)^2 + b omega^2 q_hat g^2``, and ``V_hat = m_hat = alpha/(1+V)``,
+    ``q_hat = (alpha/(1+V)) (eg/(1+V))`` with ``eg = rho + sigma^2 - 2m + q``. In the q equation
+    q_hat is taken from its own equation, ``q_hat g^2 = (alpha g/(1+V)) (eg/(1+V)) g``, which
+    stays finite where q_hat itself underflows (V_hat -> 0, below the minimum-norm limit). Each
+    violation is
+    relative to the size of the terms of its equation (for q_hat: ``rho + sigma^2 + 2|m| + q``
+    in place of eg), floored at :data:`FLOOR`.
     """
-    fns = compiled()
     alpha = np.asarray(alpha, dtype=float)
-    hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
-    worst = np.zeros(alpha.shape)
-    for name, f in fns.hat.items():
-        worst = np.maximum(worst, _rel(x[name], f(*hat_args)))
-    hats = [np.asarray(x[h], dtype=float)[..., None] for h in ("V_hat", "q_hat", "m_hat")]
-    lam = np.broadcast_to(np.asarray(lam, dtype=float), alpha.shape)[..., None]
-    modes = fns.modes_together(spec.omega, spec.bulk, spec.teacher, lam, *hats)
-    for name, val in zip(("V", "q", "m"), modes, strict=True):
-        total = np.broadcast_to(val, (*alpha.shape, spec.omega.size)).sum(axis=-1)
-        worst = np.maximum(worst, _rel(x[name], total))
+    get = {k: np.asarray(x[k], dtype=float) for k in ("V", "q", "m", "V_hat", "q_hat", "m_hat")}
+    scale = np.broadcast_to(np.asarray(scale, dtype=float), alpha.shape)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        one_plus_v = 1.0 / scale + get["V"]  # (1 + V) / scale
+        share = alpha / one_plus_v  # scale alpha / (1 + V)
+        eg = spec.rho + spec.noise - 2.0 * get["m"] + get["q"]
+        eg_scale = spec.rho + spec.noise + 2.0 * np.abs(get["m"]) + np.abs(get["q"])
+        worst = np.maximum(_rel(get["V_hat"], share), _rel(get["m_hat"], share))
+        q_hat = share * (eg / one_plus_v)
+        q_hat_scale = share * (eg_scale / one_plus_v)
+        worst = np.maximum(worst, _rel(get["q_hat"], q_hat, q_hat_scale))
+        lam = (np.broadcast_to(np.asarray(lam, dtype=float), alpha.shape) * scale)[..., None]
+        w, b, c = spec.omega, spec.bulk, spec.teacher
+        g = 1.0 / (lam + get["V_hat"][..., None] * w)
+        mg = get["m_hat"][..., None] * g
+        totals = {
+            "V": np.sum(b * w * g, axis=-1),
+            "m": np.sum(c * w**2 * mg, axis=-1),
+            "q": np.sum(c * w**3 * mg**2 + b * w**2 * (share[..., None] * g)
+                        * (eg[..., None] / one_plus_v[..., None]) * g, axis=-1),
+        }
+    for name, total in totals.items():
+        worst = np.maximum(worst, _rel(get[name], total))
     return worst
 
 
-def _rel(a, b):
+def _rel(a, b, scale=None):
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    scale = np.maximum(np.abs(a), np.abs(b))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(scale == 0, 0.0, np.abs(a - b) / scale)
+    big = np.maximum(np.abs(a), np.abs(b))
+    scale = big if scale is None else np.maximum(big, np.abs(scale))
+    with np.errstate(invalid="ignore"):
+        out = np.abs(a - b) / np.maximum(scale, FLOOR)
+    return np.where(a == b, 0.0, np.where(np.isnan(out), np.inf, out))

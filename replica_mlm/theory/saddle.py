@@ -12,7 +12,8 @@ Two methods, one answer:
     Damped fixed-point iteration of the six raw saddle-point equations of
     :func:`.potentials.derive`, as in public replica codes: with ``x = (V, q, m)``,
     ``x_{t+1} = damping * x_t + (1 - damping) * F(x_t)`` where F computes the hats from x and
-    then x from the hats. It stops when ``|dV| + |dq| + |dm| < tol``.
+    then x from the hats. It stops when ``|dV| + |dq| + |dm| < tol`` and the raw-equation
+    residual is at most ``max(tol, 256 eps)``.
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ class SaddlePoint:
     kappa : float
         lam / V_hat, the variable of the reduced scalar equation (nan for ``"iterate"``).
     converged : bool
-        Always True on a returned object: failures raise :class:`ConvergenceError`.
+        Always True on a returned object: failures raise :class:`ConvergenceError`. A point
+        converged only if ``residual`` is at most 256 eps (``"root"``), ``10^-precision``
+        (mpmath) or ``max(tol, 256 eps)`` (``"iterate"``).
     iterations : int
         Newton steps on the scalar equation (``"root"``; 0 where kappa is known exactly) or
         fixed-point steps (``"iterate"``).
@@ -170,6 +173,11 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", precision: in
         except precise.PrecisionFailure as exc:
             raise ConvergenceError(str(exc), last={"kappa": exc.kappa}, residual=float(exc.step),
                                    iterations=exc.iterations) from None
+        if not out["residual"] <= precise.residual_tol(digits):
+            raise ConvergenceError(
+                f"mpmath solution at alpha={alpha}, lam={lam} violates the raw equations beyond "
+                f"10^-{digits}", last={k: out[k] for k in ("V", "q", "m", "kappa")},
+                residual=float(out["residual"]), iterations=int(out["iterations"]))
         return _result(spec, alpha, lam, out, method="root", convert=False,
                        message=f"{root_message(alpha, lam)}; mpmath at {digits} digits")
     if method == "root":
@@ -185,19 +193,42 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", precision: in
 
 
 def solve_reduced(spec: Spectrum, alpha, lam) -> dict[str, np.ndarray]:
-    """:func:`.root.solve_reduced` with its failure turned into :class:`ConvergenceError`."""
+    """:func:`.root.solve_reduced`, every point checked: a failure is a :class:`ConvergenceError`.
+
+    A point converged if its raw-equation residual is at most :data:`.root.RESIDUAL_TOL`
+    (256 eps) and none of its numbers is NaN; otherwise the error names the points.
+    """
     try:
-        return root.solve_reduced(spec, alpha, lam)
+        out = root.solve_reduced(spec, alpha, lam)
     except root.NewtonFailure as exc:
         raise ConvergenceError(
             f"Newton's method on the reduced equation did not converge at alpha={exc.alpha.tolist()}, "
             f"lam={lam}", last={"kappa": exc.kappa, "step": exc.step},
             residual=float(np.max(np.abs(exc.step) / exc.kappa)), iterations=exc.iterations,
         ) from None
+    bad = ~(out["residual"] <= root.RESIDUAL_TOL)
+    for name in root.FIELDS:
+        bad |= np.isnan(out[name])
+    if bad.any():
+        a, lm = (np.broadcast_to(np.asarray(x, dtype=float), bad.shape) for x in
+                 np.broadcast_arrays(alpha, lam))
+        raise ConvergenceError(
+            f"the reduced solution violates the raw equations beyond {root.RESIDUAL_TOL:.3g} (or is "
+            f"NaN) at alpha={a[bad].tolist()[:5]}, lam={lm[bad].tolist()[:5]}",
+            last={k: v[bad] for k, v in out.items()},
+            residual=float(np.max(np.where(np.isnan(out["residual"][bad]), np.inf,
+                                           out["residual"][bad]))),
+            iterations=int(out["iterations"][bad].max()))
+    return out
 
 
-def root_message(alpha: float, lam: float) -> str:
-    """How the root method obtained the point (alpha, lam)."""
+def root_message(alpha: float, lam: float, regime: int = root.NEWTON) -> str:
+    """How the root method obtained the point (alpha, lam) (``regime`` of :func:`.root.solve_reduced`)."""
+    if regime == root.LARGE_KAPPA:
+        return ("omega_max / kappa < 2^-60 (lam -> infinity or alpha -> 0): first order in "
+                "1/kappa, exact in float64")
+    if regime == root.FLAT and lam > 0:
+        return "lam / (alpha - 1) below 2^-800 omega_min: least squares (kappa = 0) is exact"
     if lam > 0:
         return "Newton's method on the reduced scalar equation G(kappa) = 0"
     if alpha > 1:
@@ -210,7 +241,7 @@ def root_message(alpha: float, lam: float) -> str:
 def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
     out = solve_reduced(spec, np.array([alpha]), lam)
     return _result(spec, alpha, lam, {k: v[0] for k, v in out.items()}, method="root",
-                   message=root_message(alpha, lam))
+                   message=root_message(alpha, lam, int(out["regime"][0])))
 
 
 def _result(spec, alpha, lam, out, *, convert: bool = True, **info) -> SaddlePoint:
@@ -258,6 +289,8 @@ def _solve_iterate(
                 out.update(x, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
                            kappa=math.nan, iterations=it)
                 out["residual"] = root.raw_residual(spec, alpha, lam, out)
+                if not out["residual"] <= max(tol, root.RESIDUAL_TOL):
+                    continue  # steps below tol, raw equations not yet: iterate on
                 return _result(
                     spec, alpha, lam, out, method="iterate",
                     message=f"damped iteration (damping={damping}) reached "
@@ -278,4 +311,6 @@ def _sweep(spec: Spectrum, alpha: float, lam: float, x: dict) -> dict:
     hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
     hats = [fns.hat[name](*hat_args) for name in ("V_hat", "q_hat", "m_hat")]
     mode_args = (spec.omega, spec.bulk, spec.teacher, lam, *hats)
-    return {name: float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")}
+    # (lam + V_hat omega)^2 may overflow at huge lam: the summand is then 0, its rounded value
+    with np.errstate(over="ignore"):
+        return {name: float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")}
