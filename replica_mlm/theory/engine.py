@@ -93,7 +93,8 @@ class Problem:
         """``pack(prior(hats(unpack(x))))``: the fixed-point map in the packed unknowns."""
         V, q, m = self.unpack(x)
         h = self.hats(V, q, m)
-        if not (h["V_hat"] > 0 and h["q_hat"] > 0 and all(map(math.isfinite, h.values()))):
+        # V_hat = 0 is legitimate (hinge with no field near its kink); negative or NaN is not
+        if not (h["V_hat"] >= 0 and h["q_hat"] >= 0 and all(map(math.isfinite, h.values()))):
             raise FloatingPointError(f"hats left their domain at V={V:.3g}, q={q:.3g}, m={m:.3g}: {h}")
         return self.pack(*self.prior(h["V_hat"], h["q_hat"], h["m_hat"]))
 
@@ -168,7 +169,7 @@ def _finish(problem: Problem, point: dict, residual: float) -> dict:
         "eg": energetic.error(channel, **args),
         "test_loss": energetic.test_loss(loss, channel, **args),
         "estimation_error": float(np.sum(np.broadcast_to(est, spec.omega.shape))),
-        "kappa": problem.lam / point["V_hat"],
+        "kappa": problem.lam / point["V_hat"] if point["V_hat"] > 0 else math.inf,
         "residual": residual,
         "iterations": problem.evaluations,
         "packed": problem.pack(V, q, m),
