@@ -131,7 +131,7 @@ def test_estimation_error_against_ridge_simulation():
     site = rm.GaussianPotts.random(251, shift=3.0, seed=11).masked_site(0)
     p = site.p
     for alpha, lam in ((0.6, 0.05), (2.0, 0.01)):
-        n = int(round(alpha * p))
+        n = round(alpha * p)
         rng = np.random.default_rng(123)
         errs = []
         for _ in range(40):
