@@ -227,3 +227,15 @@ def test_equations_of_the_general_engine():
     text = rm.equations(loss="logistic", channel="logit", latex=True)
     assert text.startswith("\\begin{aligned}") and "\\hat{m}" in text
     assert set(rm.equations()) == {"V_hat", "q_hat", "m_hat", "V", "q", "m", "eg", "train_loss"}
+
+
+def test_cli_equations_of_the_general_engine():
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    res = CliRunner().invoke(main, ["equations", "--loss", "logistic", "--channel", "logit"])
+    assert res.exit_code == 0, res.output
+    assert "prox:" in res.output and "m_hat" in res.output and "Integral" in res.output
+    res = CliRunner().invoke(main, ["equations", "--loss", "probit"])
+    assert res.exit_code == 2
