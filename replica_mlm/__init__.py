@@ -18,6 +18,9 @@ from replica_mlm.theory.limits import Asymptotics, asymptotics, expansions
 from replica_mlm.theory.phase import PhaseDiagram, optimal_lambda, phase_diagram, shift_phase_diagram
 from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
 
+# isort: split
+from replica_mlm import losses
+
 # --- discrete generalised Potts model and factored self-attention ---
 # isort: split
 from replica_mlm.attention import FactoredAttention
@@ -56,6 +59,7 @@ __all__ = [
     "equations",
     "expansions",
     "learning_curve",
+    "losses",
     "optimal_lambda",
     "phase_diagram",
     "plotting",

@@ -177,3 +177,23 @@ def _ratios_scalar(kappa, omega):
         return r / (1 + r), 1 / (1 + r)
     r = omega / kappa
     return 1 / (1 + r), r / (1 + r)
+
+
+@cache
+def compiled_estimation(backend: str = "numpy") -> tuple[Callable, Callable]:
+    """Summands of E |w_hat - w*|^2: of ``MODE_ARGS``, and of ``(omega, b, c, kappa, e_g, alpha)``.
+
+    The second (square loss, gaussian channel, from :func:`.potentials.estimation`) is evaluated
+    in the ratios ``x = kappa/(kappa+omega)``, ``y = omega/(kappa+omega)`` like the reduced
+    sums, so it is exact for every kappa in [0, inf] (kappa = inf: ``|w*|^2``).
+    """
+    general, reduced = P.estimation()
+    fn = sp.lambdify((P.omega, P.b, P.c, P.X, P.Y, P.eg, P.alpha), P.ratio_form(reduced),
+                     modules=backend)
+    ratios = _ratios_numpy if backend == "numpy" else _ratios_scalar
+
+    def summand(omega, b, c, kappa, eg, alpha):
+        x, y = ratios(kappa, omega)
+        return fn(omega, b, c, x, y, eg, alpha)
+
+    return sp.lambdify(MODE_ARGS, general, modules=backend), summand
