@@ -19,6 +19,9 @@ from replica_mlm.theory.phase import PhaseDiagram, optimal_lambda, phase_diagram
 from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
 from replica_mlm.theory.separability import separability_threshold
 
+# isort: split
+from replica_mlm import losses
+
 # --- discrete generalised Potts model and factored self-attention ---
 # isort: split
 from replica_mlm.attention import FactoredAttention
@@ -57,6 +60,7 @@ __all__ = [
     "equations",
     "expansions",
     "learning_curve",
+    "losses",
     "optimal_lambda",
     "phase_diagram",
     "plotting",
