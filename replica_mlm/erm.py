@@ -18,7 +18,8 @@ by scikit-learn's ``LogisticRegression(C = 1 / (lam p), fit_intercept=False)`` (
 method (the objective is piecewise quadratic, so Newton terminates exactly); hinge and absolute by
 their dual box-constrained quadratic programmes
 
-    max_a  sum_mu a_mu y_mu - |X^T a|^2 / (2 lam p),   a_mu y_mu in [0, 1] (hinge), a_mu in [-1, 1] (absolute),
+    max_a  sum_mu a_mu y_mu - |X^T a|^2 / (2 lam p),
+    a_mu y_mu in [0, 1] (hinge), a_mu in [-1, 1] (absolute),
 
 solved by L-BFGS-B and then exactly on the partition of the samples (on the kink, or
 on either side of it) that the approximate solution identifies (scikit-learn's ``LinearSVC`` was
@@ -30,6 +31,7 @@ sample (:func:`test_quantities`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -126,7 +128,7 @@ def fit(x: np.ndarray, y: np.ndarray, lam: np.ndarray, name: str, delta: float
 
     Returns ``(w, bound)`` of shapes (p, k) and (k,): ``bound[j]`` >= |w[:, j] - w_exact(lam_j)|.
     """
-    n, p = x.shape
+    _n, p = x.shape
     w = np.zeros((p, lam.size))
     bound = np.empty(lam.size)
     start = np.zeros(p)
@@ -354,8 +356,8 @@ def test_quantities(m: float, q: float, rho: float, noise: float, name: str, del
 
     def integrand(lam_):
         pp = p_plus(lam_)
-        return float(pp * pointwise(name, delta, 1.0, lam_) + (1.0 - pp) * pointwise(name, delta, -1.0, lam_)) \
-            * math.exp(-0.5 * lam_ * lam_ / q) / (sq * math.sqrt(2 * math.pi))
+        mix = pp * pointwise(name, delta, 1.0, lam_) + (1.0 - pp) * pointwise(name, delta, -1.0, lam_)
+        return float(mix) * math.exp(-0.5 * lam_ * lam_ / q) / (sq * math.sqrt(2 * math.pi))
 
     return eg, _line_integral(integrand, _kinks(name, delta), scale=sq)
 
@@ -366,7 +368,7 @@ def _line_integral(fn, kinks, *, scale: float) -> float:
     pts = sorted({0.0, *[k for k in kinks if -cut < k < cut]})
     edges = [-cut, *pts, cut]
     total = 0.0
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+    for lo, hi in itertools.pairwise(edges):
         val, _ = integrate.quad(fn, lo, hi, **_QUAD)
         total += val
     return total
@@ -395,7 +397,8 @@ def _logit_error(m: float, q: float, rho: float) -> float:
     cond = q - m * m / rho  # Var(lambda | nu)
     sr = math.sqrt(rho)
     if cond <= 0.0:
-        fn = (lambda v: special.expit(-sr * v) * (1.0 if m * v > 0 else 0.0))
+        def fn(v):
+            return (special.expit(-sr * v) * (1.0 if m * v > 0 else 0.0))
     else:
         c = m / rho / math.sqrt(cond)
 

@@ -52,7 +52,7 @@ def test_logistic_matches_sklearn_objective_and_is_certified():
 def test_huber_newton_is_exact_and_reduces_to_ridge():
     x, y = _data(channel="gaussian")
     lam = np.array([0.01, 1.0])
-    w, bound = erm.fit(x, y, lam, "huber", 0.7)
+    _w, bound = erm.fit(x, y, lam, "huber", 0.7)
     assert np.all(bound < 1e-11)
     # with delta larger than every residual the Huber estimator is ridge
     w_big, _ = erm.fit(x, y, lam, "huber", 1e6)
