@@ -17,6 +17,7 @@ independent check of the engine.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -44,7 +45,7 @@ def prox(name: str, y: float, w: float, V: float) -> tuple[float, float]:
                                    bracket=(w - 1.0, w + V + 1.0), method="brent",
                                    options={"xtol": 1e-12})
     z = res.x
-    if name == "hinge" and abs(y * z - 1.0) < 1e-6:  # pinned at the kink: z* = y, dz*/dw = 0
+    if name == "hinge" and 1.0 - V <= y * w <= 1.0:  # the subgradient condition pins z* = y
         z, dwf = y, -1.0 / V
     else:
         dwf = (1.0 / (1.0 + V * _loss2(name, y, z)) - 1.0) / V
@@ -82,7 +83,11 @@ def hats(name, channel, alpha, V, q, m, rho, noise) -> tuple[float, float, float
             total += (-z * dwf, z * f * f, dz * f)[which]
         return total * math.exp(-0.5 * xi * xi) / math.sqrt(2 * math.pi)
 
-    out = [alpha * integrate.quad(point, -np.inf, np.inf, args=(k,), **QUAD)[0] for k in range(3)]
+    # hinge: the proximal map has kinks at y w = 1 - V and y w = 1; split the integral there
+    cuts = sorted({c / sq for c in (1.0 - V, 1.0, V - 1.0, -1.0)}) if name == "hinge" else []
+    edges = [-np.inf, *[c for c in cuts if abs(c) < 40], np.inf]
+    out = [alpha * sum(integrate.quad(point, lo, hi, args=(k,), **QUAD)[0]
+                       for lo, hi in itertools.pairwise(edges)) for k in range(3)]
     return out[0], out[1], out[2]
 
 
