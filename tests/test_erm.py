@@ -181,3 +181,31 @@ def test_theory_against_erm_sweep(site300, loss, channel):
     for k, alpha in enumerate((0.6, 1.2, 3.0, 5.0)):
         for zs in _zscores(site300, loss, channel, alpha, [1e-3, 0.1], seeds=20, rng=k):
             assert all(abs(z) < 4 for z in zs.values()), (alpha, zs)
+
+
+# --- CLI -------------------------------------------------------------------------------------
+
+
+def test_cli_loss_channel_options(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    res = CliRunner().invoke(main, ["curve", "--L", "41", "--alpha-min", "0.5", "--alpha-max", "3",
+                                    "--points", "3", "--lam", "0.1", "--loss", "logistic",
+                                    "--channel", "sign",
+                                    "--out", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((tmp_path / "c" / "curve.json").read_text())
+    assert meta["parameters"]["loss"] == "logistic" and meta["parameters"]["channel"] == "sign"
+    site = rm.GaussianPotts.random(L=41, shift=3.0, seed=0).masked_site(0)
+    first = (tmp_path / "c" / "curve.csv").read_text().splitlines()[1].split(",")
+    assert float(first[2]) == pytest.approx(
+        rm.solve(site, alpha=0.5, lam=0.1, loss="logistic", channel="sign").eg, rel=1e-12)
+    bad = CliRunner().invoke(main, ["curve", "--loss", "hinge", "--out", str(tmp_path / "d")])
+    assert bad.exit_code != 0 and "binary labels" in bad.output
+    bad = CliRunner().invoke(main, ["simulate", "--loss", "logistic", "--channel", "sign", "--lam", "0",
+                                    "--out", str(tmp_path / "e")])
+    assert bad.exit_code != 0 and "lam = 0" in bad.output
