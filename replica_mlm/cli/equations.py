@@ -11,17 +11,24 @@ from replica_mlm.cli._common import CONVENTIONS
 
 @click.command("equations", epilog=CONVENTIONS)
 @click.option("--latex", is_flag=True, default=False, help="Print one LaTeX aligned block.")
-def equations(latex):
+@click.option("--loss", "loss", default=None,
+              type=click.Choice(["square", "absolute", "huber", "logistic", "hinge"]),
+              help="Show the general engine's equations for this loss (docs/theory.md, section 6).")
+@click.option("--channel", "channel", default=None, type=click.Choice(["gaussian", "sign", "logit"]),
+              help="Label channel of the general engine's equations.")
+def equations(latex, loss, channel):
     """Print the replica-symmetric saddle-point equations (THEORY.md section 4).
 
     They are derived by sympy from the entropic and energetic potentials, per spectral mode
     omega_k of Sigma with teacher weight t_k = p theta_k^2, and are the equations the solver uses.
+    With --loss and/or --channel: the equations of the general engine (proximal point, channel
+    partition function, hat integrals; docs/theory.md, section 6).
     """
     import sympy as sp
 
     from replica_mlm import equations as derive
 
-    out = derive(latex=latex)
+    out = derive(latex=latex, loss=loss, channel=channel)
     if latex:
         click.echo(out)
         return

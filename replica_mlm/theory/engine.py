@@ -92,8 +92,11 @@ class Problem:
     def image(self, x) -> np.ndarray:
         """``pack(prior(hats(unpack(x))))``: the fixed-point map in the packed unknowns."""
         V, q, m = self.unpack(x)
+        if not all(math.isfinite(t) and t > 0 for t in (V, q)):
+            raise FloatingPointError(f"V or q left (0, inf): V={V:.3g}, q={q:.3g}")
         h = self.hats(V, q, m)
-        if not (h["V_hat"] > 0 and h["q_hat"] > 0 and all(map(math.isfinite, h.values()))):
+        # V_hat = 0 is legitimate (hinge with no field near its kink); negative or NaN is not
+        if not (h["V_hat"] >= 0 and h["q_hat"] >= 0 and all(map(math.isfinite, h.values()))):
             raise FloatingPointError(f"hats left their domain at V={V:.3g}, q={q:.3g}, m={m:.3g}: {h}")
         return self.pack(*self.prior(h["V_hat"], h["q_hat"], h["m_hat"]))
 
@@ -129,9 +132,16 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
                 x = 0.5 * x + 0.5 * problem.image(x)
                 last = x
         best = (math.inf, x)
+        def gap(u):
+            # outside the domain (an overflowing trial step of hybr) return a large gap: the
+            # trust region then shrinks back towards admissible points
+            try:
+                return problem.image(u) - u
+            except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError):
+                return np.full(u.shape, 1e3)
+
         for attempt in range(3):
-            sol = optimize.root(lambda u: problem.image(u) - u, x, method="hybr",
-                                options={"xtol": 1e-15, "maxfev": max_evaluations})
+            sol = optimize.root(gap, x, method="hybr", options={"xtol": 1e-15, "maxfev": max_evaluations})
             last = sol.x
             res, point = problem.residual(sol.x)
             if res < best[0]:
@@ -142,7 +152,7 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
             x = best[1]
             for _ in range(4 * (attempt + 1)):
                 x = 0.5 * x + 0.5 * problem.image(x)
-    except (FloatingPointError, OverflowError, ValueError, RuntimeError) as exc:
+    except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, RuntimeError) as exc:
         V, q, m = problem.unpack(last)
         raise EngineFailure(f"the general engine failed: {exc}", last={"V": V, "q": q, "m": m},
                             residual=math.inf, iterations=problem.evaluations) from None
@@ -168,7 +178,7 @@ def _finish(problem: Problem, point: dict, residual: float) -> dict:
         "eg": energetic.error(channel, **args),
         "test_loss": energetic.test_loss(loss, channel, **args),
         "estimation_error": float(np.sum(np.broadcast_to(est, spec.omega.shape))),
-        "kappa": problem.lam / point["V_hat"],
+        "kappa": problem.lam / point["V_hat"] if point["V_hat"] > 0 else math.inf,
         "residual": residual,
         "iterations": problem.evaluations,
         "packed": problem.pack(V, q, m),

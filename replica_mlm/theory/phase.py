@@ -88,7 +88,7 @@ def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
         alpha = float(alpha)
         j = int(np.argmin(row))
         if j in (0, logs.size - 1):
-            lam_star = float(math.exp(logs[j]))
+            lam_star = float(bounds[0] if j == 0 else bounds[1])  # exactly the bound, not exp(log)
             end = "lower" if j == 0 else "upper"
             sp = kind.solve(task, alpha, lam_star, start[j])
             results.append((lam_star, _with_message(sp, f"optimal lam at the {end} bound {lam_star:g}")))

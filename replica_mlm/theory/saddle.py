@@ -13,6 +13,10 @@ Two methods, one answer:
     :func:`.potentials.derive`, as in public replica codes: with ``x = (V, q, m)``,
     ``x_{t+1} = damping * x_t + (1 - damping) * F(x_t)`` where F computes the hats from x and
     then x from the hats. It stops when ``|dV| + |dq| + |dm| < tol``.
+``method="general"``
+    The general engine (:mod:`.engine`) for any convex loss and label channel; chosen
+    automatically for anything but the square loss with the gaussian channel, for which the two
+    methods above apply (docs/theory.md, section "The general engine").
 """
 
 from __future__ import annotations
