@@ -1,6 +1,6 @@
 """Empirical risk minimisation on Gaussian covariates for any convex loss and label channel.
 
-The estimator (penalty convention of docs/theory.md)
+The estimator (docs/theory.md, section 'Separability and ERM simulations')
 
     w_hat = argmin_w  sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2     (no intercept)
 

@@ -162,7 +162,7 @@ def section_command(name: str, *, doc: str, quick_help: str, seed_help: str) -> 
     return command
 
 
-# --- loss and label channel (general ERM; see docs/theory.md, section 'Any convex loss') ---------
+# --- loss and label channel (general ERM; see docs/theory.md, sections 6-7) ----------------
 
 LOSS_NAMES = ("square", "absolute", "huber", "logistic", "hinge")
 CHANNEL_NAMES = ("gaussian", "sign", "logit")

@@ -3,7 +3,7 @@ replica codes are: damped iteration on (V, q, m), every channel integral by adap
 ``scipy.integrate.quad`` and every proximal point by ``scipy.optimize.minimize_scalar``.
 
 It shares no code with the engine (:mod:`.engine`): the prior side is typed from the closed forms
-of docs/theory.md (section 'Any convex loss'), the channel side from the definitions
+of docs/theory.md (section 'The general engine'), the channel side from the definitions
 
     z*(y, w, V) = argmin_z (z - w)^2 / (2V) + loss(y, z),  f = (z* - w) / V,
     d_w f = (1 / (1 + V loss''(y, z*)) - 1) / V,

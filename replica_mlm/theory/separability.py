@@ -7,7 +7,7 @@ tending to one for alpha < alpha_c and to zero for alpha > alpha_c, where
     1 / alpha_c = min_t E[ (Z - t Y V)_+^2 ],   V, Z ~ N(0, 1) independent,  Y ~ P_out(. | sqrt(rho) V)
 
 (Candes and Sur 2020, Ann. Stat. 48(1); the same formula holds for any Sigma because separability is
-invariant under x -> Sigma^{-1/2} x). See docs/theory.md, section 'Any convex loss'.
+invariant under x -> Sigma^{-1/2} x). See docs/theory.md, section 'Separability and ERM simulations'.
 
 The expectation is reduced to one dimension in closed form: with a = t Y V,
 

@@ -1,6 +1,6 @@
 """Validation section ``erm``: square and logistic losses, theory lines against ERM simulations.
 
-On one Gaussian Potts masked site (docs/theory.md, section 'Any convex loss'):
+On one Gaussian Potts masked site (docs/theory.md, sections 6 and 7):
 
 1-3. theory vs ERM, z-scores of eg, test loss, training loss and estimation error at every simulated
      (alpha, lam), |z| < 4, for square loss with the gaussian channel, square loss with the sign
@@ -156,7 +156,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     gen = np.random.default_rng(np.random.SeedSequence([rng, 10]))
     ac = separability_threshold(site, channel="sign")
     section = Section(name="erm: square and logistic losses, theory vs ERM (docs/theory.md, "
-                           "'Any convex loss')")
+                           "sections 6-7)")
     section.parameters = {"quick": quick, "rng": rng, "settings": asdict(cfg), "z_max": Z_MAX,
                           "seeds_rule": "SeedSequence([rng, 10]) spawns one child per simulated alpha"}
 
