@@ -62,7 +62,8 @@ def main() -> None:
           f"{np.round(grid[sub], 3).tolist()} (iterations {iters}), all converged; scaled to "
           f"{args.points} points: {t_base * scale:.1f} s wall, {c_base * scale:.1f} s CPU")
     print(f"largest relative difference of (V, q, m), baseline vs engine: {dev:.2e}")
-    print(f"ratio baseline / engine: {t_base * scale / t_engine:.1f}x wall, {c_base * scale / c_engine:.1f}x CPU "
+    print(f"ratio baseline / engine: {t_base * scale / t_engine:.1f}x wall, "
+          f"{c_base * scale / c_engine:.1f}x CPU "
           "(the CPU ratio is the fair one on a shared machine; both run single-threaded)")
 
 
