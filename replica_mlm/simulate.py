@@ -183,4 +183,5 @@ def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
         if channel == "gaussian":  # the exact quadratic form, as before (same numbers)
             out["eg"][k] = site.generalisation_error(w)
         out["estimation_error"][k] = np.sum((w - site.teacher[:, None]) ** 2, axis=0)
-    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=name, channel=channel, **out)
+    label = f"huber(delta={delta:g})" if name == "huber" else name  # as rm.losses names it
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=label, channel=channel, **out)

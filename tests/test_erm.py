@@ -142,6 +142,18 @@ def test_bad_input(site200):
         rm.simulate(site200, alpha=1.0, lam=0.1, seeds=2, loss="cauchy")
 
 
+def test_huber_object_and_custom_loss(site200):
+    import sympy as sp
+
+    sim = rm.simulate(site200, alpha=1.0, lam=0.1, seeds=2, rng=0, loss=rm.losses.Huber(delta=0.8))
+    assert sim.loss == "huber(delta=0.8)" == rm.losses.Huber(delta=0.8).name
+    ref = rm.simulate(site200, alpha=1.0, lam=0.1, seeds=2, rng=0, loss="huber")
+    assert not np.allclose(sim.eg, ref.eg)  # delta 0.8 is not the default delta 1
+    y, z = sp.symbols("y z")
+    with pytest.raises(ValueError, match="ERM simulations support"):
+        rm.simulate(site200, alpha=1.0, lam=0.1, seeds=2, loss=rm.losses.Loss.from_sympy((y - z) ** 4, y, z))
+
+
 # --- theory against ERM ----------------------------------------------------------------------
 
 # (loss, channel, alpha, lam): both sides of alpha_c (2.1 for sign, 2.0 for logit on this site)
