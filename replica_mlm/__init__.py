@@ -17,6 +17,7 @@ from replica_mlm.theory.display import equations
 from replica_mlm.theory.limits import Asymptotics, asymptotics, expansions
 from replica_mlm.theory.phase import PhaseDiagram, optimal_lambda, phase_diagram, shift_phase_diagram
 from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
+from replica_mlm.theory.separability import separability_threshold
 
 # isort: split
 from replica_mlm import losses
@@ -63,6 +64,7 @@ __all__ = [
     "optimal_lambda",
     "phase_diagram",
     "plotting",
+    "separability_threshold",
     "shift_phase_diagram",
     "simulate",
     "solve",

@@ -278,3 +278,53 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         return _finish(fig, ax, title=title, path=path,
                        legend=dict(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15),
                                    ncol=2, fontsize=7.5, frameon=False))
+
+
+def plot_erm_curves(lines: dict, rows: Sequence, *, alpha_c: float | None = None,
+                    path: str | os.PathLike | None = None, title: str | None = None):
+    """eg (left) and test loss (right) against alpha for several (loss, channel) pairs.
+
+    Parameters
+    ----------
+    lines : dict
+        ``(loss, channel) -> LearningCurve`` (theory lines; columns ``eg`` and ``test_loss``).
+    rows : sequence of dict
+        Simulated points with keys ``loss``, ``channel``, ``alpha``, ``eg_mean``, ``eg_stderr``,
+        ``test_loss_mean``, ``test_loss_stderr`` (points at the curve's lam only are drawn:
+        those whose ``lam`` equals the curve's).
+    alpha_c : float, optional
+        Separability threshold, drawn as a vertical line.
+    path, title
+        As in :func:`plot_learning_curves`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
+        n = len(lines)
+        for i, ((loss, channel), c) in enumerate(lines.items()):
+            style = dict(color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)])
+            label = f"{loss} / {channel}"
+            for ax, key in zip(axes, ("eg", "test_loss"), strict=True):
+                ax.plot(c.alpha, getattr(c, key), label=label, **style)
+                pts = [r for r in rows if r["loss"] == loss and r["channel"] == channel and r["lam"] == c.lam]
+                if pts:
+                    ax.errorbar([r["alpha"] for r in pts], [r[f"{key}_mean"] for r in pts],
+                                yerr=[r[f"{key}_stderr"] for r in pts], fmt=MARKERS[i % len(MARKERS)], ms=3.5,
+                                color=grey(i, n), mfc="white", capsize=2, lw=0.8)
+        for ax, ylabel in zip(axes, ("generalisation error $e_g$", "test loss"), strict=True):
+            ax.axvline(1.0, color="0.85", lw=0.7, zorder=0)
+            if alpha_c is not None:
+                ax.axvline(alpha_c, color="0.6", lw=0.7, ls=":", zorder=0, label=r"$\alpha_c$")
+            ax.set_xlabel(r"$\alpha = n/p$")
+            ax.set_ylabel(ylabel)
+            ax.set_yscale("log")
+        axes[1].legend(loc="upper right", fontsize=7)
+        if title:
+            fig.suptitle(title, fontsize=9)
+        fig.tight_layout()
+        if path is not None:
+            save(fig, path)
+        return fig

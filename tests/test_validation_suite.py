@@ -30,7 +30,7 @@ def test_quick_suite_passes_and_report_is_complete(quick_report):
     assert report["passed"] is True and report["version"] == rm.__version__
     assert report["mode"] == "quick" and report["seeds"]["root"] == 0
     names = [c["name"] for c in report["checks"]]
-    for prefix in ("mlm.a.", "mlm.c.", "mlm.d.", "attractor."):
+    for prefix in ("mlm.a.", "mlm.c.", "mlm.d.", "attractor.", "erm."):
         assert any(n.startswith(prefix) for n in names), prefix
     for c in report["checks"]:
         assert set(c) >= {"name", "passed", "value", "threshold", "detail"} and c["passed"] is True

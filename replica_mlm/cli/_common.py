@@ -205,3 +205,29 @@ def section_command(name: str, *, doc: str, quick_help: str, seed_help: str) -> 
             raise SystemExit(1)
 
     return command
+
+
+# --- loss and label channel (general ERM; see docs/theory.md, sections 6-7) ----------------
+
+LOSS_NAMES = ("square", "absolute", "huber", "logistic", "hinge")
+CHANNEL_NAMES = ("gaussian", "sign", "logit")
+
+
+def erm_options(f):
+    """``--loss`` and ``--channel``: the convex loss and the label channel (default: ridge MLM)."""
+    f = click.option("--channel", type=click.Choice(CHANNEL_NAMES), default="gaussian", show_default=True,
+                     help="Label channel: gaussian (y = w*.x + noise, the MLM label), sign (the sign of "
+                          "it) or logit (P(y|nu) = 1/(1+exp(-y nu))).")(f)
+    f = click.option("--loss", type=click.Choice(LOSS_NAMES), default="square", show_default=True,
+                     help="Training loss (default instance of each; huber has delta = 1). Logistic and "
+                          "hinge need --channel sign or logit; losses other than square need lam > 0.")(f)
+    return f
+
+
+def check_erm(loss: str, channel: str, lams=()) -> None:
+    """Usage errors for loss/channel combinations the general engine refuses."""
+    if loss in ("logistic", "hinge") and channel == "gaussian":
+        raise click.UsageError(f"--loss {loss} needs binary labels: use --channel sign or logit")
+    if (loss, channel) != ("square", "gaussian") and any(lam == 0 for lam in lams):
+        raise click.UsageError(f"lam = 0 is available for --loss square --channel gaussian only; "
+                               f"use --lam > 0 with --loss {loss} --channel {channel}")

@@ -10,6 +10,8 @@ from replica_mlm.cli._common import (
     CONVENTIONS,
     alpha_grid,
     alpha_range_options,
+    check_erm,
+    erm_options,
     lam_option,
     limit_option,
     make_task,
@@ -25,23 +27,28 @@ from replica_mlm.cli._common import (
 @limit_option
 @alpha_range_options
 @lam_option((1e-4, 1e-2, 1e-1, 1.0))
+@erm_options
 @out_option("replica-mlm-out")
-def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, out):
+def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out):
     """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
 
     Solves the replica-symmetric saddle point (sympy-derived, THEORY.md section 4) on the
     spectrum of one masked site of a GOE instance, P = shift I - J (or, with --limit, in the
     thermodynamic limit L -> infinity), for every alpha and lam.
     eg is the mean squared error on a fresh sample (no factor 1/2), alpha = n/p, p = L - 1.
+    With --loss/--channel the general engine solves any convex loss and label channel; eg is
+    then the channel's natural error (classification error for sign and logit).
     Writes curve.csv, curve.json (metadata), curve.png and curve.pdf into --out.
     """
     from replica_mlm.plotting import plot_learning_curves
     from replica_mlm.theory.curve import curves_to_csv, learning_curve
 
     started = time.time()
+    check_erm(loss, channel, lams)
     task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
     alphas = alpha_grid(alpha_min, alpha_max, points)
-    curves = [learning_curve(task, alpha=alphas, lam=lam) for lam in sorted(set(lams))]
+    curves = [learning_curve(task, alpha=alphas, lam=lam, loss=loss, channel=channel)
+              for lam in sorted(set(lams))]
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "curve.csv"
     curves_to_csv(curves, csv_path)
@@ -53,7 +60,8 @@ def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, out):
     files = [csv_path, out / "curve.png", out / "curve.pdf"]
     write_metadata(out, "curve", dict(L=None if limit else L, limit=limit, shift=shift, seed=seed,
                                       site=site, alpha_min=alpha_min,
-                                      alpha_max=alpha_max, points=points, lam=sorted(set(lams))),
+                                      alpha_max=alpha_max, points=points, lam=sorted(set(lams)),
+                                      loss=loss, channel=channel),
                    started=started, files=files,
                    extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii})
     click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'curve.json'}")

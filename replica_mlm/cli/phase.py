@@ -15,6 +15,8 @@ from replica_mlm.cli._common import (
     FiniteFloat,
     alpha_grid,
     alpha_range_options,
+    check_erm,
+    erm_options,
     limit_option,
     make_task,
     out_option,
@@ -42,9 +44,10 @@ from replica_mlm.cli._common import (
               help="Compute the optimal-lam line (lam diagrams).")
 @click.option("--progress/--no-progress", "progress", default=None,
               help="Progress bar on stderr [default: when stderr is a terminal].")
+@erm_options
 @out_option("replica-mlm-out")
 def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_min, lam_max, lam_points,
-          lam, shift_min, shift_max, shift_points, optimal, progress, out):
+          lam, shift_min, shift_max, shift_points, optimal, progress, loss, channel, out):
     """Phase diagram of the replica eg: colour map, contours, the region where more data hurts
     (d eg / d alpha > 0), the optimal-lam line, the peak of eg in alpha and the interpolation
     threshold alpha = 1.
@@ -61,6 +64,9 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
     from replica_mlm.theory.phase import phase_diagram, shift_phase_diagram
 
     started = time.time()
+    check_erm(loss, channel, [lam] if axis == "shift" else [])
+    if axis == "shift" and (loss, channel) != ("square", "gaussian"):
+        raise click.UsageError("--axis shift supports --loss square --channel gaussian only")
     show = sys.stderr.isatty() if progress is None else progress
     alphas = alpha_grid(alpha_min, alpha_max, points)
     if axis == "shift":
@@ -75,7 +81,7 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
         task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
         title = task_title(task, L=L, shift=shift, site=site, limit=limit)
         pd = phase_diagram(task, alpha=alphas, lam=np.geomspace(lam_min, lam_max, lam_points),
-                           optimal=optimal, progress=show)
+                           optimal=optimal, progress=show, loss=loss, channel=channel)
 
     out.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
@@ -100,7 +106,8 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
     plt.close(fig)
     files = [out / n for n in ("phase.csv", "phase_lines.csv", "phase.png", "phase.pdf")]
     params = dict(axis=axis, limit=limit or axis == "shift", L=None if limit else L, shift=shift, seed=seed,
-                  site=site, alpha_min=alpha_min, alpha_max=alpha_max, points=points)
+                  site=site, alpha_min=alpha_min, alpha_max=alpha_max, points=points, loss=loss,
+                  channel=channel)
     if axis == "lam":
         params.update(lam_min=lam_min, lam_max=lam_max, lam_points=lam_points, optimal=optimal)
     else:

@@ -12,7 +12,9 @@ import numpy as np
 from replica_mlm.cli._common import (
     CONVENTIONS,
     FiniteFloat,
+    check_erm,
     check_scheduler,
+    erm_options,
     lam_option,
     make_task,
     out_option,
@@ -37,17 +39,20 @@ COLUMNS = ("alpha_target", "alpha", "n", "p", "lam", "seeds", "eg_mean", "eg_std
 @click.option("--sample-seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Root seed of the training sets: alpha number k uses SeedSequence(sample_seed, "
                    "spawn_key=(k,)), so results do not depend on --workers.")
+@erm_options
 @scale_options
 @out_option("replica-mlm-simulate")
-def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, threads, scheduler, resume,
-             progress, out):
+def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, channel, workers, threads,
+             scheduler, resume, progress, out):
     """Ridge / Moore-Penrose simulations of one masked site, with the replica prediction.
 
     For every alpha, trains ridge for every lam on --seeds independent training sets of
     n = round(alpha p) samples (one SVD per set serves all lam), and solves the replica saddle
     point on the same instance at the realised n/p. z = (mean - replica) / standard error; the
     replica value is the p -> infinity limit, so expect an O(1/p) bias, larger near alpha = 1 at
-    small lam. Writes simulate.csv, simulate.json (metadata), simulate.png and simulate.pdf, and one
+    small lam. --loss/--channel train any convex loss on labels from any channel (exact convex
+    solvers, see replica_mlm.erm) against the general engine; eg is then the channel's natural
+    error. Writes simulate.csv, simulate.json (metadata), simulate.png and simulate.pdf, and one
     file per finished alpha in OUT/simulate_points/ (used by --resume, with fingerprint.json: a
     resume with other options or seeds is refused).
     """
@@ -61,18 +66,23 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, th
 
     started = time.time()
     check_scheduler(scheduler)
+    check_erm(loss, channel, lams)
     task = make_task(L=L, shift=shift, seed=seed, site=site)
     lam_list = sorted(set(lams))
     alpha_list = list(dict.fromkeys(float(a) for a in alphas))
     points = [{"L": L, "instance": 0, "instance_seed": seed, "shift": shift, "site": site, "alpha": a,
                "lams": lam_list, "seeds": seeds} for a in alpha_list]
+    if (loss, channel) != ("square", "gaussian"):  # only when not the default: old --resume folders match
+        for pt in points:
+            pt.update(loss=loss, channel=channel)
     # the replica curves first: this compiles the equations once here, before the worker processes
     # are forked, so they inherit them instead of each deriving them again with sympy
     grid = np.linspace(0.02, 1.1 * max(max(alpha_list), 1.2), 300)
-    curves = [learning_curve(task, alpha=grid, lam=lam) for lam in lam_list]
+    curves = [learning_curve(task, alpha=grid, lam=lam, loss=loss, channel=channel) for lam in lam_list]
     resume_labels(seed="--sample-seed", function="the point function", version="the package version",
                   L="--L", instance_seed="--seed", shift="--shift", site="--site", alpha="--alpha",
-                  lams="--lam", seeds="--seeds")
+                  lams="--lam", seeds="--seeds", loss="--loss",
+                  channel="--channel")
     try:
         sweep = run_sweep(simulate_point, points, seed=sample_seed, workers=workers, scheduler=scheduler,
                           out=out / "simulate_points", resume=resume, progress=progress, desc="simulate",
@@ -109,8 +119,8 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, workers, th
     zs = np.array([r["z"] for r in rows])
     write_metadata(out, "simulate",
                    dict(L=L, shift=shift, seed=seed, site=site, alpha=alpha_list, lam=lam_list, seeds=seeds,
-                        sample_seed=sample_seed, workers=workers, threads=threads, scheduler=scheduler,
-                        resume=resume),
+                        sample_seed=sample_seed, loss=loss, channel=channel, workers=workers,
+                        threads=threads, scheduler=scheduler, resume=resume),
                    started=started, files=files,
                    extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii,
                           "seeds_rule": "alpha number k: SeedSequence(sample_seed, spawn_key=(k,)); training "

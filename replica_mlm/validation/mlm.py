@@ -121,13 +121,15 @@ def _site(L: int, shift: float, instance_seed: int, site: int):
 def simulate_point(point: dict, rng: np.random.Generator) -> dict:
     """Simulation and replica prediction at one (L, instance, alpha), every lam.
 
-    ``point`` has keys ``L, shift, site, instance_seed, alpha, lams, seeds``.
+    ``point`` has keys ``L, shift, site, instance_seed, alpha, lams, seeds`` and optionally
+    ``loss`` and ``channel`` (default square and gaussian).
     """
     from replica_mlm import simulate, solve
 
     site = _site(point["L"], point["shift"], point["instance_seed"], point["site"])
-    sim = simulate(site, alpha=point["alpha"], lam=point["lams"], seeds=point["seeds"], rng=rng)
-    theory = [solve(site, alpha=sim.alpha, lam=lam) for lam in point["lams"]]
+    erm = {"loss": point.get("loss", "square"), "channel": point.get("channel", "gaussian")}
+    sim = simulate(site, alpha=point["alpha"], lam=point["lams"], seeds=point["seeds"], rng=rng, **erm)
+    theory = [solve(site, alpha=sim.alpha, lam=lam, **erm) for lam in point["lams"]]
     n, p = sim.n, sim.p
     return {
         "n": n, "p": p, "alpha": sim.alpha, "rho": site.rho, "noise": site.noise,
