@@ -56,6 +56,13 @@ def nonnegative(value, name: str) -> float:
     return x
 
 
+def flag(value, name: str) -> bool:
+    """A Python or numpy bool, or TypeError (strings and numbers are not flags)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def positive_int(value, name: str) -> int:
     """An int >= 1, or ValueError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
