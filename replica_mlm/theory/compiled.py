@@ -119,3 +119,11 @@ def compiled_sums(names: tuple[str, ...], backend: str = "numpy") -> Callable:
     if unknown:
         raise ValueError(f"unknown spectral sums {sorted(unknown)}; known: {sorted(sums)}")
     return sp.lambdify(SUM_ARGS, [sums[n] for n in names], modules=backend, cse=True)
+
+
+@cache
+def compiled_estimation(backend: str = "numpy") -> tuple[Callable, Callable]:
+    """Summands of E |w_hat - w*|^2: of ``MODE_ARGS``, and of ``(omega, b, c, kappa, e_g, alpha)``."""
+    general, reduced = P.estimation()
+    return (sp.lambdify(MODE_ARGS, general, modules=backend),
+            sp.lambdify((P.omega, P.b, P.c, P.kappa, P.eg, P.alpha), reduced, modules=backend))

@@ -83,6 +83,40 @@ def training_loss() -> sp.Expr:
     return generalisation_error() / (1 + V) ** 2
 
 
+def estimation_mode() -> sp.Expr:
+    """Per-mode summand of the Euclidean estimation error E |w_hat - w*|^2.
+
+    In the eigenbasis of Sigma the estimator is Gaussian mode by mode,
+    ``w_hat_k = (m_hat omega_k theta_k + sqrt(q_hat b_k omega_k) z_k) / (lam + V_hat omega_k)``
+    (``z_k ~ N(0, 1)``), so the k-th term of ``sum_k (w_hat_k - theta_k)^2`` has mean
+    ``c_k (m_hat omega_k / (lam + V_hat omega_k) - 1)^2 + b_k q_hat omega_k / (lam + V_hat omega_k)^2``.
+    Weighting each term by ``omega_k`` gives the summand of ``rho - 2 m + q`` (checked in
+    :func:`estimation`).
+    """
+    return (c * (m_hat * omega / (lam + V_hat * omega) - 1) ** 2
+            + b * q_hat * omega / (lam + V_hat * omega) ** 2)
+
+
+@cache
+def estimation() -> tuple[sp.Expr, sp.Expr]:
+    """The estimation-error summand in the hats, and in the reduced variables of :func:`reduce`.
+
+    The second form substitutes ``lam = kappa V_hat``, ``m_hat = V_hat`` and
+    ``q_hat = V_hat^2 e_g / alpha`` (square loss, gaussian channel): it depends on
+    ``(omega, b, c, kappa, e_g, alpha)`` only and stays finite at lam = 0.
+    """
+    eqs = derive()
+    est = estimation_mode()
+    teacher_error = c * omega - 2 * eqs.mode[m] + eqs.mode[q]
+    if sp.simplify(omega * est - teacher_error) != 0:
+        raise AssertionError("omega-weighted estimation error differs from rho - 2m + q")
+    reduced = sp.factor(sp.simplify(est.subs({lam: kappa * V_hat, m_hat: V_hat,
+                                              q_hat: V_hat**2 * eg / alpha})))
+    if reduced.has(V_hat):
+        raise AssertionError(f"reduced estimation error still depends on V_hat: {reduced}")
+    return est, reduced
+
+
 @dataclass(frozen=True)
 class SaddlePointEquations:
     """The stationarity conditions of Phi.

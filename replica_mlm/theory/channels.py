@@ -1,0 +1,185 @@
+"""Label channels P_out(y | nu) of the general replica engine, and their partition functions.
+
+The teacher's field is ``nu = w* . x`` (variance ``rho``); the label is drawn from
+``P_out(y | nu)``. With the student's field ``w = sqrt(q) xi``, the teacher's field is Gaussian
+given ``xi`` with mean ``mu = (m / sqrt q) xi`` and variance ``v = rho - m^2/q``, and the channel
+enters the hat equations only through
+
+    Z(y; mu, v) = int N(nu; mu, v) P_out(y | nu) d nu,      dZ = d Z / d mu.
+
+Each channel is a sympy expression for ``P_out``; ``Z`` is a sympy closed form where one exists
+(``"gaussian"``, ``"sign"``; checked against the defining integral in the tests) and otherwise a
+Gauss-Hermite quadrature over ``nu`` of the sympy ``P_out`` and its ``nu``-derivative
+(``"logit"``: ``dZ = int N(nu; mu, v) dP_out/dnu d nu`` after an integration by parts). ``dZ`` of a
+closed form is differentiated by sympy. See docs/theory.md, section "The general engine".
+
+Channels
+--------
+``"gaussian"``  ``y = nu + sigma eps``: ``Z = N(y; mu, v + sigma^2)`` (real labels).
+``"sign"``      ``y = sign(nu + sigma eps)``: ``Z = Phi(y mu / sqrt(v + sigma^2))``.
+``"logit"``     ``P(y | nu) = 1 / (1 + exp(-y nu))``, no further noise.
+
+``sigma^2`` is the task's label noise (``spectrum.noise``).
+"""
+
+from __future__ import annotations
+
+from functools import cache, cached_property
+
+import numpy as np
+import sympy as sp
+
+from replica_mlm.theory import potentials as P
+from replica_mlm.theory.losses import Sigmoid, lambdify, y
+
+nu, mu = sp.symbols("nu mu", real=True)
+v = sp.Symbol("v", nonnegative=True)
+noise = P.noise
+#: Gauss-Hermite nodes over nu for channels without a closed-form Z
+NU_NODES = 64
+
+
+def _phi(x):
+    return (1 + sp.erf(x / sp.sqrt(2))) / 2
+
+
+def _normal(x, mean, var):
+    return sp.exp(-((x - mean) ** 2) / (2 * var)) / sp.sqrt(2 * sp.pi * var)
+
+
+class Channel:
+    """A label channel: ``P_out(y | nu)`` and the partition function ``Z(y; mu, v)``.
+
+    Parameters
+    ----------
+    name : str
+    p_out : sympy.Expr
+        ``P_out(y | nu)`` in the symbols ``y``, ``nu`` (and ``sigma^2``).
+    labels : {"binary", "real"}
+        ``y in {-1, +1}`` or ``y`` real.
+    z_closed : sympy.Expr or None
+        ``Z(y; mu, v)`` in closed form, or None for Gauss-Hermite quadrature over ``nu``.
+    error : sympy.Expr or None
+        The channel's natural error in closed form in ``(rho, sigma^2, m, q)``, or None to
+        integrate ``P(y != sign(w_hat . x))`` numerically (binary labels only).
+    """
+
+    def __init__(self, name: str, p_out: sp.Expr, *, labels: str, z_closed: sp.Expr | None,
+                 error: sp.Expr | None) -> None:
+        if labels not in ("binary", "real"):
+            raise ValueError(f"labels must be 'binary' or 'real', got {labels!r}")
+        if labels == "real" and z_closed is None:
+            raise ValueError("a real-label channel needs Z in closed form")
+        self.name, self.p_out, self.labels = name, p_out, labels
+        self.z_closed, self.error = z_closed, error
+
+    def __repr__(self) -> str:
+        return f"Channel({self.name!r})"
+
+    @cached_property
+    def dz_closed(self) -> sp.Expr | None:
+        """``dZ/dmu`` by sympy (None without a closed-form Z)."""
+        return None if self.z_closed is None else sp.diff(self.z_closed, mu)
+
+    @cached_property
+    def gaussian_label(self) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+        """For real labels: ``(mean, variance, score)`` of Z as a density in y, by sympy.
+
+        ``log Z`` must be quadratic in ``y``; ``score = dZ/Z = d log Z / d mu`` is then linear.
+        """
+        log_z = sp.expand(sp.expand_log(sp.log(self.z_closed), force=True))
+        poly = sp.Poly(log_z, y)
+        if poly.degree() != 2:
+            raise ValueError(f"real-label channel {self.name!r}: log Z is not quadratic in y")
+        a2, a1 = poly.coeff_monomial(y**2), poly.coeff_monomial(y)
+        var = sp.simplify(-1 / (2 * a2))
+        mean = sp.simplify(a1 * var)
+        score = sp.simplify(sp.diff(log_z, mu))
+        if sp.simplify(mean - mu) != 0 or var.has(mu):
+            raise ValueError(f"real-label channel {self.name!r}: y given the teacher's field must be "
+                             f"Gaussian with mean mu and a variance free of mu, got {mean}, {var}")
+        return mean, var, score
+
+    @cached_property
+    def _numeric(self):
+        if self.labels == "real":
+            _, var, score = self.gaussian_label
+            out = {"var": lambdify((mu, v, noise), var), "score": lambdify((y, mu, v, noise), score)}
+        elif self.z_closed is not None:
+            out = {}
+            out["Z"] = lambdify((y, mu, v, noise), self.z_closed)
+            out["dZ"] = lambdify((y, mu, v, noise), self.dz_closed)
+        else:
+            out = {}
+            out["P"] = lambdify((y, nu, noise), self.p_out)
+            out["dP"] = lambdify((y, nu, noise), sp.diff(self.p_out, nu))
+        if self.error is not None:
+            out["error"] = lambdify((P.rho, noise, P.m, P.q), self.error)
+        return out
+
+    def partition(self, yv: float, muv: np.ndarray, vv: float, s2: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(Z, dZ/dmu)`` at the binary label ``yv`` and means ``muv``, variance ``vv``."""
+        fns = self._numeric
+        muv = np.asarray(muv, dtype=float)
+        if "Z" in fns:
+            zv = np.broadcast_to(fns["Z"](yv, muv, vv, s2), muv.shape)
+            dz = np.broadcast_to(fns["dZ"](yv, muv, vv, s2), muv.shape)
+            return zv, dz
+        nodes, weights = _hermite(NU_NODES)
+        nus = muv[..., None] + np.sqrt(max(vv, 0.0)) * nodes
+        zv = np.broadcast_to(fns["P"](yv, nus, s2), nus.shape) @ weights
+        dz = np.broadcast_to(fns["dP"](yv, nus, s2), nus.shape) @ weights
+        return zv, dz
+
+    def closed_error(self, rho: float, s2: float, m: float, q: float) -> float | None:
+        """The natural error in closed form, or None if the channel has none."""
+        fn = self._numeric.get("error")
+        return None if fn is None else float(fn(rho, s2, m, q))
+
+
+@cache
+def _hermite(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilists' Gauss-Hermite nodes and weights normalised to E over N(0, 1)."""
+    x, wts = np.polynomial.hermite_e.hermegauss(n)
+    return x, wts / wts.sum()
+
+
+def gaussian() -> Channel:
+    """``y = nu + sigma eps`` (the masked-site regression)."""
+    return Channel("gaussian", _normal(y, nu, noise), labels="real",
+                   z_closed=_normal(y, mu, v + noise),
+                   error=P.rho + noise - 2 * P.m + P.q)
+
+
+def sign() -> Channel:
+    """``y = sign(nu + sigma eps)`` (a binarised masked spin); classification error in closed form."""
+    return Channel("sign", _phi(y * nu / sp.sqrt(noise)), labels="binary",
+                   z_closed=_phi(y * mu / sp.sqrt(v + noise)),
+                   error=sp.acos(P.m / sp.sqrt(P.q * (P.rho + noise))) / sp.pi)
+
+
+def logit() -> Channel:
+    """``P(y | nu) = 1 / (1 + exp(-y nu))``; Z by Gauss-Hermite quadrature over nu."""
+    return Channel("logit", Sigmoid(y * nu), labels="binary", z_closed=None, error=None)
+
+
+NAMED = {"gaussian": gaussian, "sign": sign, "logit": logit}
+
+
+@cache
+def _default(key: str) -> Channel:
+    return NAMED[key]()
+
+
+def resolve(channel) -> Channel:
+    """A :class:`Channel` from a name in :data:`NAMED`, a Channel, or None (gaussian)."""
+    if channel is None:
+        return _default("gaussian")
+    if isinstance(channel, Channel):
+        return channel
+    if isinstance(channel, str):
+        key = channel.strip().lower()
+        if key in NAMED:
+            return _default(key)
+        raise ValueError(f"unknown channel {channel!r}; known: {sorted(NAMED)}")
+    raise TypeError(f"channel must be one of {sorted(NAMED)}, got {type(channel).__name__}")

@@ -1,0 +1,175 @@
+"""The general replica engine: any convex loss, any label channel, on any spectrum.
+
+The saddle point is a fixed point on the student's order parameters ``x = (V, q, m)``:
+
+* channel side (:mod:`.energetic`): hats ``(V_hat, q_hat, m_hat)`` from ``x`` by quadrature over
+  the student's field with the loss's proximal operator (:mod:`.losses`) and the channel's
+  partition function (:mod:`.channels`);
+* prior side (l2 penalty): ``x`` from the hats in closed form per spectral mode, the compiled
+  summands of :func:`.potentials.derive` (the same functions as the square-loss fast path).
+
+It is solved by MINPACK's hybrid Powell method (``scipy.optimize.root(method="hybr")``) on the
+well-scaled unknowns ``(log V, log q, artanh(m / sqrt(q rho)))`` (``|m| < sqrt(q rho)`` holds at
+every admissible point), after a few damped iterations from a cold start or directly from a warm
+start (the previous point of a curve). The residual reported is the largest relative violation of
+the six raw equations at the solution: the hats are recomputed from ``x`` and ``x`` from the hats,
+so it measures what the solution misses, not a solver's step. ``converged`` is True only when it
+is at most ``tol`` (1e-10); otherwise :class:`ConvergenceError` carries the last iterate.
+See docs/theory.md, section "The general engine".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.theory import energetic
+from replica_mlm.theory.channels import Channel
+from replica_mlm.theory.compiled import compiled, compiled_estimation
+from replica_mlm.theory.losses import Loss
+
+#: residual (largest relative violation of the raw equations) required for converged=True
+TOL = 1e-10
+#: damped iterations before the root solver, from a cold start
+WARMUP = 8
+#: clip of m / sqrt(q rho) inside (-1, 1)
+EDGE = 1.0 - 1e-15
+
+
+class EngineFailure(RuntimeError):
+    """The fixed point was not reached (turned into ConvergenceError by :func:`.saddle.solve`)."""
+
+    def __init__(self, message: str, *, last: dict, residual: float, iterations: int) -> None:
+        super().__init__(message)
+        self.last, self.residual, self.iterations = last, residual, iterations
+
+
+class Problem:
+    """The fixed-point map of one (spectrum, alpha, lam, loss, channel) point."""
+
+    def __init__(self, spec: Spectrum, alpha: float, lam: float, loss: Loss, channel: Channel, *,
+                 order: int = energetic.ORDER) -> None:
+        if lam <= 0:
+            raise ValueError(f"lam must be > 0 for the general engine (loss {loss.name!r}, channel "
+                             f"{channel.name!r}), got {lam}; lam = 0 is available for square loss "
+                             "with the gaussian channel only")
+        self.spec, self.alpha, self.lam = spec, float(alpha), float(lam)
+        self.loss, self.channel, self.order = loss, channel, int(order)
+        self.rho, self.noise = spec.rho, spec.noise
+        self.signal = self.rho > 0
+        self.evaluations = 0
+
+    # --- parametrisation ------------------------------------------------------------------
+    def pack(self, V: float, q: float, m: float) -> np.ndarray:
+        x = [math.log(V), math.log(q)]
+        if self.signal:
+            x.append(math.atanh(float(np.clip(m / math.sqrt(q * self.rho), -EDGE, EDGE))))
+        return np.array(x)
+
+    def unpack(self, x) -> tuple[float, float, float]:
+        V, q = math.exp(x[0]), math.exp(x[1])
+        m = math.sqrt(q * self.rho) * math.tanh(x[2]) if self.signal else 0.0
+        return V, q, m
+
+    # --- the two sides --------------------------------------------------------------------
+    def hats(self, V: float, q: float, m: float) -> dict[str, float]:
+        self.evaluations += 1
+        out = energetic.hats(self.loss, self.channel, alpha=self.alpha, V=V, q=q, m=m, rho=self.rho,
+                             noise=self.noise, order=self.order)
+        if not self.signal:
+            out["m_hat"] = 0.0
+        return out
+
+    def prior(self, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:
+        spec = self.spec
+        terms = compiled().modes_together(spec.omega, spec.bulk, spec.teacher, self.lam, V_hat, q_hat,
+                                          m_hat)
+        V, q, m = (float(np.sum(np.broadcast_to(t, spec.omega.shape))) for t in terms)
+        return V, q, m
+
+    def image(self, x) -> np.ndarray:
+        """``pack(prior(hats(unpack(x))))``: the fixed-point map in the packed unknowns."""
+        V, q, m = self.unpack(x)
+        h = self.hats(V, q, m)
+        if not (h["V_hat"] > 0 and h["q_hat"] > 0 and all(map(math.isfinite, h.values()))):
+            raise FloatingPointError(f"hats left their domain at V={V:.3g}, q={q:.3g}, m={m:.3g}: {h}")
+        return self.pack(*self.prior(h["V_hat"], h["q_hat"], h["m_hat"]))
+
+    def start(self) -> np.ndarray:
+        """A cold start: the prior side at hats of the size square loss would give."""
+        a = self.alpha
+        return self.pack(*self.prior(a / 2, a * (self.rho + self.noise + 1) / 4, a / 2))
+
+    def residual(self, x) -> tuple[float, dict]:
+        """Largest relative violation of the six raw equations at ``x``, and the point."""
+        V, q, m = self.unpack(x)
+        h = self.hats(V, q, m)
+        V2, q2, m2 = self.prior(h["V_hat"], h["q_hat"], h["m_hat"])
+        # the reported hats are the channel side at the reported (V, q, m): their three equations
+        # hold by construction, and the residual is that of the three prior-side equations
+        return max(_rel(V, V2), _rel(q, q2), _rel(m, m2)), {"V": V, "q": q, "m": m, **h}
+
+
+def _rel(a: float, b: float) -> float:
+    scale = max(abs(a), abs(b))
+    return 0.0 if scale == 0 else abs(a - b) / scale
+
+
+def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 400) -> dict:
+    """Solve one point; ``init`` is a packed start (warm start) or None (cold start)."""
+    from scipy import optimize
+
+    x = problem.start() if init is None else np.asarray(init, dtype=float)
+    last = x
+    try:
+        if init is None:
+            for _ in range(WARMUP):
+                x = 0.5 * x + 0.5 * problem.image(x)
+                last = x
+        best = (math.inf, x)
+        for attempt in range(3):
+            sol = optimize.root(lambda u: problem.image(u) - u, x, method="hybr",
+                                options={"xtol": 1e-15, "maxfev": max_evaluations})
+            last = sol.x
+            res, point = problem.residual(sol.x)
+            if res < best[0]:
+                best = (res, sol.x)
+            if res <= tol:
+                return _finish(problem, point, res)
+            # not there: a few damped iterations move away from where hybr stalled
+            x = best[1]
+            for _ in range(4 * (attempt + 1)):
+                x = 0.5 * x + 0.5 * problem.image(x)
+    except (FloatingPointError, OverflowError, ValueError, RuntimeError) as exc:
+        V, q, m = problem.unpack(last)
+        raise EngineFailure(f"the general engine failed: {exc}", last={"V": V, "q": q, "m": m},
+                            residual=math.inf, iterations=problem.evaluations) from None
+    res, point = problem.residual(best[1])
+    raise EngineFailure(f"residual {res:.3g} > tol {tol:g} after {problem.evaluations} evaluations",
+                        last=point, residual=res, iterations=problem.evaluations)
+
+
+def _finish(problem: Problem, point: dict, residual: float) -> dict:
+    """Derived quantities at a solved point."""
+    loss, channel = problem.loss, problem.channel
+    V, q, m = point["V"], point["q"], point["m"]
+    args = dict(q=q, m=m, rho=problem.rho, noise=problem.noise, order=problem.order)
+    train = point["train_loss"]
+    if loss.is_square:  # the package's MSE convention |y - X w|^2 / n, no factor 1/2
+        train = 2.0 * train
+    spec = problem.spec
+    est = compiled_estimation()[0](spec.omega, spec.bulk, spec.teacher, problem.lam, point["V_hat"],
+                                   point["q_hat"], point["m_hat"])
+    return {
+        **point,
+        "train_loss": train,
+        "eg": energetic.error(channel, **args),
+        "test_loss": energetic.test_loss(loss, channel, **args),
+        "estimation_error": float(np.sum(np.broadcast_to(est, spec.omega.shape))),
+        "kappa": problem.lam / point["V_hat"],
+        "residual": residual,
+        "iterations": problem.evaluations,
+        "packed": problem.pack(V, q, m),
+    }

@@ -1,0 +1,389 @@
+"""Convex losses for the general replica engine, and their proximal operator.
+
+A :class:`Loss` is a sympy expression ``loss(y, z)`` in the label ``y`` and the student's field
+``z = w . x``, convex in ``z``. Its first and second derivatives in ``z`` are taken by sympy and
+lambdified once (cached per instance); everything the engine needs from the loss follows:
+
+* the proximal point ``z* = argmin_z (z - w)^2 / (2V) + loss(y, z)`` (:meth:`Loss.prox`), by a
+  safeguarded Newton method vectorised over all quadrature nodes: a bracket ``[lo, hi]`` that
+  contains the root of the monotone stationarity condition ``g(z) = (z - w)/V + loss'(y, z)``,
+  Newton steps that are replaced by bisection whenever they leave the bracket;
+* non-differentiable points (kinks) are found by sympy: the zeros in ``z`` of the arguments of
+  ``Abs``, ``sign``, ``Heaviside``, ``Max``, ``Min`` and of ``Piecewise`` conditions. At a kink
+  ``k`` the subdifferential is ``[loss'(k-), loss'(k+)]``; if it contains ``(w - k)/V`` the
+  proximal point sits exactly on the kink, ``dz*/dw = 0``. Otherwise the kink tightens the
+  bracket, so that Newton's method works on one smooth piece;
+* ``f = (z* - w)/V`` (computed as ``-loss'(y, z*)`` off kinks, which does not cancel) and
+  ``d_w f = (dz*/dw - 1)/V`` with ``dz*/dw = 1 / (1 + V loss''(y, z*))`` (0 on a kink).
+
+``log(1 + exp(u))`` in a user's expression is evaluated as a stable softplus (and its
+derivatives as logistic sigmoids), so a hand-written logistic loss equals :class:`Logistic`.
+See docs/theory.md, section "The general engine".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache, cached_property
+
+import numpy as np
+import sympy as sp
+from scipy import special
+
+from replica_mlm import _checks
+
+#: the label and the student's field
+y, z = sp.symbols("y z", real=True)
+#: the proximal problem's parameters
+w, V = sp.symbols("w V", real=True)
+EPS = np.finfo(float).eps
+
+
+class Softplus(sp.Function):
+    """``log(1 + exp(x))``, evaluated stably (``numpy.logaddexp(0, x)``)."""
+
+    def fdiff(self, argindex: int = 1):
+        return Sigmoid(self.args[0])
+
+    def _eval_rewrite_as_log(self, x, **kwargs):
+        return sp.log(1 + sp.exp(x))
+
+
+class Sigmoid(sp.Function):
+    """``1 / (1 + exp(-x))``, evaluated stably (``scipy.special.expit``)."""
+
+    def fdiff(self, argindex: int = 1):
+        s = Sigmoid(self.args[0])
+        return s * (1 - s)
+
+    def _eval_rewrite_as_exp(self, x, **kwargs):
+        return 1 / (1 + sp.exp(-x))
+
+
+#: numerical implementations of the custom functions for lambdify
+NUMERIC = {"Softplus": lambda x: np.logaddexp(0.0, x), "Sigmoid": special.expit, "erf": special.erf,
+           "erfc": special.erfc}
+
+
+def stable(expr: sp.Expr) -> sp.Expr:
+    """Rewrite ``log(1 + exp(u))`` as Softplus(u) and ``1/(1 + exp(u))`` as Sigmoid(-u)."""
+    a = sp.Wild("a")
+    expr = expr.replace(sp.log(1 + sp.exp(a)), Softplus(a))
+    return expr.replace(1 / (1 + sp.exp(a)), Sigmoid(-a))
+
+
+def lambdify(args, expr):
+    """Lambdify for numpy with the stable custom functions; DiracDelta (kinks) is dropped."""
+    expr = sp.sympify(expr).replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
+    return sp.lambdify(args, expr, modules=[NUMERIC, "numpy"])
+
+
+def _kink_arguments(expr: sp.Expr) -> set:
+    """Expressions whose zeros are candidate non-differentiable points of ``expr``."""
+    out = set()
+    for node in sp.preorder_traversal(expr):
+        if isinstance(node, sp.Abs | sp.sign | sp.Heaviside):
+            out.add(node.args[0])
+        elif isinstance(node, sp.Max | sp.Min):
+            args = node.args
+            out.update(a - b for i, a in enumerate(args) for b in args[i + 1:])
+        elif isinstance(node, sp.Piecewise):
+            for _, cond in node.args:
+                for rel in sp.preorder_traversal(cond):
+                    if isinstance(rel, sp.core.relational.Relational):
+                        out.add(rel.lhs - rel.rhs)
+    return out
+
+
+@dataclass(frozen=True)
+class Prox:
+    """The proximal point and the quantities the hat equations need, per node.
+
+    Attributes
+    ----------
+    z : ndarray
+        ``z* = argmin_z (z - w)^2/(2V) + loss(y, z)``.
+    f : ndarray
+        ``(z* - w) / V``.
+    dfdw : ndarray
+        ``d f / d w = (dz*/dw - 1) / V``.
+    at_kink : ndarray of bool
+        Where ``z*`` sits on a kink of the loss (``dz*/dw = 0``).
+    """
+
+    z: np.ndarray
+    f: np.ndarray
+    dfdw: np.ndarray
+    at_kink: np.ndarray
+
+
+class Loss:
+    """A loss ``loss(y, z)`` convex in ``z``, given as a sympy expression in :data:`y`, :data:`z`.
+
+    Use the built-in instances (:class:`Square`, :class:`Absolute`, :class:`Huber`,
+    :class:`Logistic`, :class:`Hinge`) or :meth:`from_sympy` for any other convex loss.
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+        The loss in the module's symbols ``y`` and ``z``.
+    name : str
+        Short name (shown in results).
+    """
+
+    def __init__(self, expr: sp.Expr, *, name: str = "custom") -> None:
+        if not isinstance(expr, sp.Expr):
+            raise TypeError(f"expr must be a sympy expression, got {type(expr).__name__}")
+        extra = expr.free_symbols - {y, z}
+        if extra:
+            raise ValueError(f"the loss may depend on y and z only; it also has {sorted(map(str, extra))}")
+        if not expr.has(z):
+            raise ValueError("the loss must depend on z (the student's field)")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        self.expr = stable(expr)
+        self.name = name
+
+    @classmethod
+    def from_sympy(cls, expr, y_symbol: sp.Symbol, z_symbol: sp.Symbol, *, name: str = "custom") -> Loss:
+        """A loss from any sympy expression in a label symbol and a field symbol.
+
+        Parameters
+        ----------
+        expr : sympy.Expr
+            ``loss(y, z)``, convex in ``z`` (checked numerically on a grid).
+        y_symbol, z_symbol : sympy.Symbol
+            The symbols of the label and of the field used in ``expr``.
+        name : str
+            Shown in results.
+
+        Examples
+        --------
+        >>> import sympy as sp
+        >>> a, b = sp.symbols("a b", real=True)
+        >>> pseudo_huber = Loss.from_sympy(sp.sqrt(1 + (a - b) ** 2) - 1, a, b)
+        """
+        for s, what in ((y_symbol, "y_symbol"), (z_symbol, "z_symbol")):
+            if not isinstance(s, sp.Symbol):
+                raise TypeError(f"{what} must be a sympy Symbol, got {type(s).__name__}")
+        expr = sp.sympify(expr)
+        dummy_y, dummy_z = sp.Dummy("y"), sp.Dummy("z")
+        expr = expr.subs({y_symbol: dummy_y, z_symbol: dummy_z}).subs({dummy_y: y, dummy_z: z})
+        loss = cls(expr, name=name)
+        loss.check_convex()
+        return loss
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name}: {self.expr})"
+
+    # --- compiled pieces -----------------------------------------------------------------
+
+    @cached_property
+    def derivatives(self) -> tuple[sp.Expr, sp.Expr]:
+        """``(d loss/dz, d^2 loss/dz^2)`` by sympy."""
+        d1 = sp.diff(self.expr, z)
+        return d1, sp.diff(d1, z)
+
+    @cached_property
+    def _fns(self):
+        d1, d2 = self.derivatives
+        kinks = []
+        for arg in _kink_arguments(self.expr) | _kink_arguments(d1):
+            if not arg.has(z):
+                continue
+            for sol in sp.solve(sp.Eq(arg, 0), z):
+                if sol.has(z) or sol.has(sp.I) or sol in kinks:
+                    continue
+                kinks.append(sol)
+        return (lambdify((y, z), self.expr), lambdify((y, z), d1), lambdify((y, z), d2),
+                [lambdify((y,), k) for k in kinks], tuple(kinks))
+
+    @property
+    def kinks(self) -> tuple[sp.Expr, ...]:
+        """Candidate non-differentiable points ``z = k(y)`` found by sympy."""
+        return self._fns[4]
+
+    @cached_property
+    def shift_invariant(self) -> bool:
+        """Whether the loss is a function of ``y - z`` only (regression losses)."""
+        t = sp.Dummy("t")
+        return sp.simplify(self.expr.subs({y: y + t, z: z + t}, simultaneous=True) - self.expr) == 0
+
+    @cached_property
+    def is_square(self) -> bool:
+        """Whether the loss is ``(y - z)^2 / 2`` exactly (the fast path's loss)."""
+        return sp.simplify(self.expr - (y - z) ** 2 / 2) == 0
+
+    def value(self, yv, zv) -> np.ndarray:
+        """``loss(y, z)`` elementwise."""
+        return _full(self._fns[0](yv, zv), yv, zv)
+
+    def d1(self, yv, zv) -> np.ndarray:
+        """``d loss / dz`` elementwise (at a kink: some element of the subdifferential)."""
+        return _full(self._fns[1](yv, zv), yv, zv)
+
+    def d2(self, yv, zv) -> np.ndarray:
+        """``d^2 loss / dz^2`` elementwise (0 on the kinks' Dirac masses)."""
+        return _full(self._fns[2](yv, zv), yv, zv)
+
+    def kink_points(self, yv) -> list[np.ndarray]:
+        """The kinks ``k(y)`` at each label (NaN where a kink does not exist, e.g. 1/y at y = 0)."""
+        yv = np.asarray(yv, dtype=float)
+        out = []
+        for fn in self._fns[3]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                k = np.broadcast_to(np.asarray(fn(yv), dtype=float), yv.shape).copy()
+            k[~np.isfinite(k)] = np.nan
+            out.append(k)
+        return out
+
+    def _one_sided(self, yv, k) -> tuple[np.ndarray, np.ndarray]:
+        h = 1e-9 * np.maximum(1.0, np.abs(k))
+        return self.d1(yv, k - h), self.d1(yv, k + h)
+
+    def thresholds(self, yv, vv: float) -> list[np.ndarray]:
+        """Values of ``w`` where the proximal point enters or leaves a kink (for quadrature panels).
+
+        For each kink ``k(y)``: ``k + V loss'(k-)`` and ``k + V loss'(k+)``.
+        """
+        out = []
+        for k in self.kink_points(yv):
+            left, right = self._one_sided(yv, np.nan_to_num(k))
+            out += [np.where(np.isnan(k), np.nan, k + vv * left),
+                    np.where(np.isnan(k), np.nan, k + vv * right)]
+        return out
+
+    def check_convex(self, *, grid: int = 41) -> None:
+        """Raise ValueError if ``loss''`` is negative somewhere on a grid of (y, z) in [-5, 5]^2."""
+        yy, zz = np.meshgrid(np.linspace(-5, 5, grid), np.linspace(-5, 5, grid))
+        with np.errstate(all="ignore"):
+            d2 = self.d2(yy, zz)
+            val = self.value(yy, zz)
+        if not np.all(np.isfinite(val)) or not np.all(np.isfinite(d2)):
+            raise ValueError(f"the loss {self.expr} is not finite on the grid (y, z) in [-5, 5]^2")
+        if d2.min() < -1e-9 * max(1.0, float(np.abs(d2).max())):
+            raise ValueError(f"the loss {self.expr} is not convex in z: loss'' = {d2.min():.3g} < 0 "
+                             "somewhere on (y, z) in [-5, 5]^2")
+
+    # --- the proximal operator -----------------------------------------------------------
+
+    def prox(self, yv, wv, vv: float, *, max_iter: int = 200) -> Prox:
+        """Proximal point of the loss at labels ``y`` and fields ``w`` (broadcast), ``V > 0``.
+
+        Safeguarded Newton on ``g(z) = (z - w)/V + loss'(y, z)`` (increasing in z), exact on
+        kinks (see the module docstring). Converges to a few ulps of ``z*``.
+        """
+        yv, wv = np.broadcast_arrays(np.asarray(yv, dtype=float), np.asarray(wv, dtype=float))
+        vv = float(vv)
+        d = self.d1(yv, wv)
+        lo = np.where(d > 0, wv - vv * d, wv)
+        hi = np.where(d > 0, wv, wv - vv * d)
+        at_kink = np.zeros(yv.shape, dtype=bool)
+        z_kink = np.zeros(yv.shape)
+        for k in self.kink_points(yv):
+            ok = ~np.isnan(k)
+            kk = np.where(ok, k, 0.0)
+            left, right = self._one_sided(yv, kk)
+            g_left, g_right = (kk - wv) / vv + left, (kk - wv) / vv + right
+            hit = ok & (g_left <= 0) & (g_right >= 0) & (g_right > g_left)
+            at_kink |= hit
+            z_kink = np.where(hit, kk, z_kink)
+            lo = np.where(ok & (g_right < 0) & (kk > lo) & (kk < hi), kk, lo)
+            hi = np.where(ok & (g_left > 0) & (kk < hi) & (kk > lo), kk, hi)
+        with np.errstate(all="ignore"):
+            zv = wv - vv * d / (1.0 + vv * self.d2(yv, wv))
+        zv = np.where(np.isfinite(zv) & (zv >= lo) & (zv <= hi), zv, 0.5 * (lo + hi))
+        done = at_kink | (lo == hi)
+        zv = np.where(lo == hi, lo, zv)
+        last_step = hi - lo
+        for _ in range(max_iter):
+            if done.all():
+                break
+            g = (zv - wv) / vv + self.d1(yv, zv)
+            lo = np.where(g < 0, zv, lo)
+            hi = np.where(g > 0, zv, hi)
+            with np.errstate(all="ignore"):
+                new = zv - g / (1.0 / vv + self.d2(yv, zv))
+            # Newton is kept only if it stays in the bracket and at least halves the step
+            # (rtsafe's rule: this stops cycling between two points on a sigmoid-shaped g)
+            bad = ~((new >= lo) & (new <= hi) & (np.abs(new - zv) <= 0.5 * np.abs(last_step)))
+            new = np.where(bad, 0.5 * (lo + hi), new)
+            tol = 4 * EPS * (np.abs(zv) + np.abs(wv) + vv * np.abs(g - (zv - wv) / vv)) + 1e-300
+            finished = (g == 0) | ((np.abs(new - zv) <= tol) & ~bad) | (hi - lo <= tol)
+            last_step = np.where(done, last_step, new - zv)
+            zv = np.where(done, zv, new)
+            done |= finished
+        else:
+            raise RuntimeError(f"proximal Newton did not converge in {max_iter} steps "
+                               f"({int((~done).sum())} nodes left)")
+        zv = np.where(at_kink, z_kink, zv)
+        with np.errstate(all="ignore"):
+            slope = np.where(at_kink, 0.0, 1.0 / (1.0 + vv * self.d2(yv, zv)))
+        f = np.where(at_kink, (zv - wv) / vv, -self.d1(yv, zv))
+        return Prox(z=zv, f=f, dfdw=(slope - 1.0) / vv, at_kink=at_kink)
+
+
+def _full(value, yv, zv) -> np.ndarray:
+    shape = np.broadcast_shapes(np.shape(yv), np.shape(zv))
+    return np.broadcast_to(np.asarray(value, dtype=float), shape)
+
+
+class Square(Loss):
+    """``(y - z)^2 / 2``: ridge regression (the fast path with the gaussian channel)."""
+
+    def __init__(self) -> None:
+        super().__init__((y - z) ** 2 / 2, name="square")
+
+
+class Absolute(Loss):
+    """``|y - z|``: least absolute deviations."""
+
+    def __init__(self) -> None:
+        super().__init__(sp.Abs(y - z), name="absolute")
+
+
+class Huber(Loss):
+    """Huber loss: ``(y - z)^2 / 2`` for ``|y - z| <= delta``, ``delta |y - z| - delta^2/2`` beyond."""
+
+    def __init__(self, delta: float = 1.0) -> None:
+        self.delta = _checks.positive(delta, "delta")
+        r, d = y - z, sp.Float(self.delta)
+        super().__init__(sp.Piecewise((r**2 / 2, sp.Abs(r) <= d), (d * sp.Abs(r) - d**2 / 2, True)),
+                         name=f"huber(delta={self.delta:g})")
+
+
+class Logistic(Loss):
+    """``log(1 + exp(-y z))``: logistic regression (cross-entropy), labels y = +-1."""
+
+    def __init__(self) -> None:
+        super().__init__(Softplus(-y * z), name="logistic")
+
+
+class Hinge(Loss):
+    """``max(0, 1 - y z)``: the support vector machine, labels y = +-1."""
+
+    def __init__(self) -> None:
+        super().__init__(sp.Max(0, 1 - y * z), name="hinge")
+
+
+#: the default instance of each named loss
+NAMED = {"square": Square, "absolute": Absolute, "huber": Huber, "logistic": Logistic, "hinge": Hinge}
+
+
+@cache
+def _default(key: str) -> Loss:
+    return NAMED[key]()
+
+
+def resolve(loss) -> Loss:
+    """A :class:`Loss` from a Loss, a name in :data:`NAMED` or None (square)."""
+    if loss is None:
+        return Square()
+    if isinstance(loss, Loss):
+        return loss
+    if isinstance(loss, str):
+        key = loss.strip().lower()
+        if key in NAMED:
+            return _default(key)
+        raise ValueError(f"unknown loss {loss!r}; known: {sorted(NAMED)} or a rm.losses.Loss")
+    raise TypeError(f"loss must be a name ({sorted(NAMED)}) or a rm.losses.Loss, got {type(loss).__name__}")
