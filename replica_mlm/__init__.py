@@ -17,6 +17,10 @@ from replica_mlm.theory.display import equations
 from replica_mlm.theory.limits import Asymptotics, asymptotics, expansions
 from replica_mlm.theory.phase import PhaseDiagram, optimal_lambda, phase_diagram, shift_phase_diagram
 from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
+from replica_mlm.theory.separability import separability_threshold
+
+# isort: split
+from replica_mlm import losses
 
 # --- discrete generalised Potts model and factored self-attention ---
 # isort: split
@@ -56,9 +60,11 @@ __all__ = [
     "equations",
     "expansions",
     "learning_curve",
+    "losses",
     "optimal_lambda",
     "phase_diagram",
     "plotting",
+    "separability_threshold",
     "shift_phase_diagram",
     "simulate",
     "solve",

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm import _checks, erm
 from replica_mlm.models.masked_site import MaskedSite
 from replica_mlm.theory.curve import grid
 
@@ -24,9 +24,21 @@ class Simulation:
     lam : ndarray, shape (k,)
         Ridge strengths (0 is the Moore-Penrose solution).
     eg, train_loss : ndarray, shape (seeds, k)
-        Exact generalisation error sigma^2 + (w_hat - w*)^T Sigma (w_hat - w*) and empirical
-        training loss |y - X w_hat|^2 / n, per seed and lam.
-    eg_mean, eg_stderr, train_loss_mean, train_loss_stderr : ndarray, shape (k,)
+        Exact generalisation error and empirical training loss, per seed and lam. eg is the natural
+        error of the channel: sigma^2 + (w_hat - w*)^T Sigma (w_hat - w*) for ``"gaussian"``, the
+        classification error P(y != sign(w_hat . x)) for ``"sign"`` and ``"logit"``, computed from
+        the overlaps without a test sample. train_loss is (1/n) sum loss(y, w_hat . x), except for
+        the square loss: |y - X w_hat|^2 / n (the MSE convention).
+    test_loss : ndarray, shape (seeds, k)
+        Expected loss on a fresh sample, E loss(y, w_hat . x), exact (see :mod:`replica_mlm.erm`).
+    estimation_error : ndarray, shape (seeds, k)
+        |w_hat - w*|^2 (Euclidean).
+    kkt_residual : ndarray, shape (seeds, k)
+        Certified upper bound on |w_hat - w_exact| (the optimiser's error, see
+        :mod:`replica_mlm.erm`); 0 for the closed-form square-loss path.
+    loss, channel : str
+        Loss and label channel.
+    eg_mean, eg_stderr, train_loss_mean, ..., estimation_error_stderr : ndarray, shape (k,)
         Means over seeds and their standard errors (std with ddof=1 over sqrt(seeds)).
     """
 
@@ -37,6 +49,11 @@ class Simulation:
     lam: np.ndarray
     eg: np.ndarray
     train_loss: np.ndarray
+    test_loss: np.ndarray | None = None
+    estimation_error: np.ndarray | None = None
+    kkt_residual: np.ndarray | None = None
+    loss: str = "square"
+    channel: str = "gaussian"
 
     @property
     def eg_mean(self) -> np.ndarray:
@@ -53,6 +70,22 @@ class Simulation:
     @property
     def train_loss_stderr(self) -> np.ndarray:
         return _stderr(self.train_loss)
+
+    @property
+    def test_loss_mean(self) -> np.ndarray:
+        return self.test_loss.mean(axis=0)
+
+    @property
+    def test_loss_stderr(self) -> np.ndarray:
+        return _stderr(self.test_loss)
+
+    @property
+    def estimation_error_mean(self) -> np.ndarray:
+        return self.estimation_error.mean(axis=0)
+
+    @property
+    def estimation_error_stderr(self) -> np.ndarray:
+        return _stderr(self.estimation_error)
 
 
 def _stderr(x: np.ndarray) -> np.ndarray:
@@ -81,8 +114,8 @@ def ridge_path(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray:
 
 
 def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
-             rng: _checks.RngLike = None) -> Simulation:
-    """Train ridge on ``seeds`` independent samples of ``n = round(alpha p)`` points.
+             rng: _checks.RngLike = None, loss="square", channel: str = "gaussian") -> Simulation:
+    """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
 
     Parameters
     ----------
@@ -91,12 +124,21 @@ def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
     alpha : float
         Sample ratio; the realised ratio n / p is reported in the result.
     lam : float or array_like
-        Ridge strength(s) >= 0; all are computed from one SVD per sample.
+        Ridge strength(s) >= 0; for the square loss all are computed from one SVD per sample.
+        Other losses need lam > 0 (their minimiser may not exist or be unique at lam = 0: e.g.
+        the logistic loss on separable data, alpha < alpha_c, has no finite minimiser).
     seeds : int
         Number of independent samples.
     rng : int or numpy.random.Generator
         Seed; sample ``k`` uses the ``k``-th child of ``SeedSequence``-spawned generators, so
         results do not depend on how samples are split across workers.
+    loss : str or loss object
+        ``"square"`` (default; closed form), ``"absolute"``, ``"huber"`` (delta = 1, or a
+        ``Huber(delta)`` object), ``"logistic"`` or ``"hinge"``; the estimator minimises
+        ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see :mod:`replica_mlm.erm`).
+    channel : {"gaussian", "sign", "logit"}
+        Labels: ``y = w* . x + sigma eps`` (sigma^2 = ``site.noise``), its sign, or +1 with
+        probability ``1 / (1 + exp(-w* . x))``. Logistic and hinge need a binary channel.
 
     Returns
     -------
@@ -107,14 +149,38 @@ def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
     alpha = _checks.positive(alpha, "alpha")
     lam = grid(lam, "lam", positive=False)
     seeds = _checks.positive_int(seeds, "seeds")
+    name, delta = erm.loss_spec(loss)
+    channel = erm.check_channel(channel, name)
+    if name != "square" and np.any(lam == 0):
+        raise ValueError(
+            f"lam must be > 0 for the {name} loss: at lam = 0 the minimiser need not exist or be unique "
+            "(e.g. logistic regression on linearly separable data, alpha < alpha_c, diverges)"
+        )
     p = site.p
     n = max(1, round(alpha * p))
     children = _checks.as_generator(rng).spawn(seeds)
-    eg = np.empty((seeds, lam.size))
-    et = np.empty((seeds, lam.size))
+    out = {key: np.empty((seeds, lam.size)) for key in
+           ("eg", "train_loss", "test_loss", "estimation_error", "kkt_residual")}
+    rho = site.rho
     for k, gen in enumerate(children):
-        x, y = site.sample(n, rng=gen)
-        w = ridge_path(x, y, lam)
-        eg[k] = site.generalisation_error(w)
-        et[k] = np.mean((y[:, None] - x @ w) ** 2, axis=0)
-    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, eg=eg, train_loss=et)
+        x, noisy = site.sample(n, rng=gen)
+        y = erm.labels(x @ site.teacher, noisy, channel, gen)
+        if name == "square":
+            w = ridge_path(x, y, lam)
+            out["kkt_residual"][k] = 0.0
+        else:
+            w, out["kkt_residual"][k] = erm.fit(x, y, lam, name, delta)
+        z = x @ w
+        if name == "square":
+            out["train_loss"][k] = np.mean((y[:, None] - z) ** 2, axis=0)
+        else:
+            out["train_loss"][k] = np.mean(erm.pointwise(name, delta, y[:, None], z), axis=0)
+        sw = site.covariance @ w
+        ms, qs = site.teacher @ sw, np.einsum("ij,ij->j", w, sw)
+        for j in range(lam.size):
+            out["eg"][k, j], out["test_loss"][k, j] = erm.test_quantities(
+                float(ms[j]), float(qs[j]), rho, site.noise, name, delta, channel)
+        if channel == "gaussian":  # the exact quadratic form, as before (same numbers)
+            out["eg"][k] = site.generalisation_error(w)
+        out["estimation_error"][k] = np.sum((w - site.teacher[:, None]) ** 2, axis=0)
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=name, channel=channel, **out)

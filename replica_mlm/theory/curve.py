@@ -10,11 +10,11 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.theory.saddle import SaddlePoint, solve, solve_reduced, spectrum_of
+from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve, solve_reduced, spectrum_of
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
-           "iterations", "residual")
+           "iterations", "residual", "test_loss", "estimation_error")
 
 
 @dataclass(frozen=True)
@@ -25,12 +25,16 @@ class LearningCurve:
     ----------
     alpha, eg, train_loss, m, q, V, m_hat, q_hat, V_hat, kappa, iterations, residual : ndarray
         As in :class:`SaddlePoint`, one entry per alpha.
+    test_loss, estimation_error : ndarray
+        As in :class:`SaddlePoint`, one entry per alpha.
     lam, rho, noise : float
         Ridge strength and the task's teacher signal and label noise.
     method : str
         Solver used.
     converged : bool
         True: a point that does not converge raises :class:`ConvergenceError`.
+    loss, channel : str
+        Names of the loss and of the label channel.
     """
 
     alpha: np.ndarray
@@ -45,11 +49,15 @@ class LearningCurve:
     kappa: np.ndarray
     iterations: np.ndarray
     residual: np.ndarray
+    test_loss: np.ndarray
+    estimation_error: np.ndarray
     lam: float
     rho: float
     noise: float
     method: str
     converged: bool = True
+    loss: str = "square"
+    channel: str = "gaussian"
 
     @classmethod
     def from_points(cls, points: list[SaddlePoint]) -> LearningCurve:
@@ -57,7 +65,7 @@ class LearningCurve:
         first = points[0]
         cols = {c: np.array([getattr(p, c) for p in points]) for c in COLUMNS}
         return cls(**cols, lam=first.lam, rho=first.rho, noise=first.noise, method=first.method,
-                   converged=all(p.converged for p in points))
+                   converged=all(p.converged for p in points), loss=first.loss, channel=first.channel)
 
     def __len__(self) -> int:
         return len(self.alpha)
@@ -107,7 +115,8 @@ def grid(values, name: str, *, positive: bool = True) -> np.ndarray:
     return arr
 
 
-def learning_curve(task, *, alpha, lam: float, method: str = "root", **options) -> LearningCurve:
+def learning_curve(task, *, alpha, lam: float, method: str | None = None, loss=None, channel=None,
+                   **options) -> LearningCurve:
     """Solve the saddle point at every alpha of a grid, at fixed ``lam``.
 
     Parameters
@@ -117,21 +126,46 @@ def learning_curve(task, *, alpha, lam: float, method: str = "root", **options) 
     alpha : array_like
         Grid of sample ratios n/p, each > 0 (any order).
     lam : float
-        Ridge strength >= 0.
-    method, **options
-        Passed to :func:`solve`.
+        Ridge strength >= 0 (> 0 for the general engine).
+    method, loss, channel, **options
+        Passed to :func:`solve`. With the general engine each point is warm-started from the
+        solution at the previous alpha of the grid (so a grid in increasing order follows the
+        curve continuously); a point that fails from the warm start is retried from a cold start.
 
     Returns
     -------
     LearningCurve
     """
+    from replica_mlm.theory import channels, losses
+
     spec = spectrum_of(task)
     alphas = grid(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
-    if method == "root" and not options:  # vectorised over alpha
+    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel)
+    fast = loss_obj.is_square and channel_obj.name == "gaussian"
+    if method is None:
+        method = "root" if fast else "general"
+    if method == "root" and fast and not options:  # vectorised over alpha
         out = solve_reduced(spec, alphas, lam)
         return LearningCurve(alpha=alphas, **{c: out[c] for c in COLUMNS if c != "alpha"}, lam=lam,
                              rho=spec.rho, noise=spec.noise, method="root")
+    if method == "general":
+        if "init" in options:
+            raise ValueError("learning_curve warm-starts each point itself; do not pass init")
+        points, prev = [], None
+        for a in alphas:
+            try:
+                pt = solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj,
+                           channel=channel_obj, init=prev, **options)
+            except ConvergenceError:
+                if prev is None:
+                    raise
+                pt = solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj,
+                           channel=channel_obj, **options)
+            points.append(pt)
+            prev = pt
+        return LearningCurve.from_points(points)
     return LearningCurve.from_points(
-        [solve(spec, alpha=float(a), lam=lam, method=method, **options) for a in alphas]
+        [solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj, channel=channel_obj,
+               **options) for a in alphas]
     )

@@ -285,7 +285,12 @@ class Loss:
             kk = np.where(ok, k, 0.0)
             left, right = self._one_sided(yv, kk)
             g_left, g_right = (kk - wv) / vv + left, (kk - wv) / vv + right
-            hit = ok & (g_left <= 0) & (g_right >= 0) & (g_right > g_left)
+            # a genuine kink: loss' jumps by more than its smooth change over the probe, 2 h loss''
+            # (a candidate where loss' is continuous, e.g. Huber's, only bounds the bracket)
+            h = 1e-9 * np.maximum(1.0, np.abs(kk))
+            curv = np.abs(self.d2(yv, kk - h)) + np.abs(self.d2(yv, kk + h))
+            genuine = (right - left) > 100 * h * curv
+            hit = ok & genuine & (g_left <= 0) & (g_right >= 0) & (g_right > g_left)
             at_kink |= hit
             z_kink = np.where(hit, kk, z_kink)
             lo = np.where(ok & (g_right < 0) & (kk > lo) & (kk < hi), kk, lo)

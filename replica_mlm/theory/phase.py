@@ -9,15 +9,19 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm.theory.root import alpha_derivative
-from replica_mlm.theory.saddle import SaddlePoint, solve, solve_reduced, spectrum_of
+from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve, solve_reduced, spectrum_of
 
 #: default search interval of optimal_lambda
 LAM_BOUNDS = (1e-8, 1e4)
 
 
 def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUNDS,
-                   xatol: float = 1e-9) -> tuple[float, SaddlePoint]:
+                   xatol: float = 1e-9, loss=None, channel=None) -> tuple[float, SaddlePoint]:
     """The ridge strength that minimises eg at ``alpha``, and the saddle point there.
+
+    ``loss`` and ``channel`` are as in :func:`solve`; with the general engine the scan is solved
+    point by point with warm starts along lam (from large to small lam) and eg is the channel's
+    natural error (the classification error for sign and logit).
 
     A scan of 41 log-spaced lam in ``bounds`` brackets the minimum, which bounded Brent
     minimisation in ``log lam`` then refines to ``xatol`` (eg is smooth in log lam, so its error
@@ -34,34 +38,69 @@ def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUN
     lo, hi = (_checks.positive(b, "bounds") for b in bounds)
     if not lo < hi:
         raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds}")
-    return _optimal(task, spec, np.array([alpha]), (lo, hi), xatol)[0]
+    kind = _Kind(loss, channel)
+    return _optimal(task, spec, np.array([alpha]), (lo, hi), xatol, kind)[0]
 
 
-def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float) -> list[tuple[float, SaddlePoint]]:
-    """optimal_lambda at every alpha: one vectorised scan over (alpha, lam), then Brent per alpha."""
+class _Kind:
+    """The loss and channel of a diagram: fast path (square, gaussian) or the general engine."""
+
+    def __init__(self, loss=None, channel=None) -> None:
+        from replica_mlm.theory import channels, losses
+
+        self.loss, self.channel = losses.resolve(loss), channels.resolve(channel)
+        self.fast = self.loss.is_square and self.channel.name == "gaussian"
+
+    def solve(self, task, alpha: float, lam: float, init: SaddlePoint | None = None) -> SaddlePoint:
+        if self.fast:
+            return solve(task, alpha=alpha, lam=lam)
+        try:
+            return solve(task, alpha=alpha, lam=lam, loss=self.loss, channel=self.channel, init=init)
+        except ConvergenceError:
+            if init is None:
+                raise
+            return solve(task, alpha=alpha, lam=lam, loss=self.loss, channel=self.channel)
+
+
+def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
+             kind: _Kind | None = None) -> list[tuple[float, SaddlePoint]]:
+    """optimal_lambda at every alpha: a scan over (alpha, lam) (vectorised on the fast path),
+    then Brent per alpha."""
     from scipy import optimize  # imported here: scipy.optimize costs ~0.5 s at package import
 
+    kind = kind or _Kind()
     logs = np.linspace(math.log(bounds[0]), math.log(bounds[1]), 41)
-    grid_a, grid_l = np.meshgrid(alphas, np.exp(logs), indexing="ij")
-    scan = solve_reduced(spec, grid_a.ravel(), grid_l.ravel())["eg"].reshape(grid_a.shape)
+    if kind.fast:
+        grid_a, grid_l = np.meshgrid(alphas, np.exp(logs), indexing="ij")
+        scan = solve_reduced(spec, grid_a.ravel(), grid_l.ravel())["eg"].reshape(grid_a.shape)
+        starts = [[None] * logs.size for _ in alphas]
+    else:  # warm starts from strong to weak ridge
+        scan = np.empty((alphas.size, logs.size))
+        starts = []
+        for i, a in enumerate(alphas):
+            prev, row = None, [None] * logs.size
+            for j in range(logs.size - 1, -1, -1):
+                prev = row[j] = kind.solve(task, float(a), float(math.exp(logs[j])), prev)
+                scan[i, j] = prev.eg
+            starts.append(row)
     results = []
-    for alpha, row in zip(alphas, scan, strict=True):
+    for alpha, row, start in zip(alphas, scan, starts, strict=True):
         alpha = float(alpha)
         j = int(np.argmin(row))
         if j in (0, logs.size - 1):
             lam_star = float(math.exp(logs[j]))
             end = "lower" if j == 0 else "upper"
-            sp = solve(task, alpha=alpha, lam=lam_star)
+            sp = kind.solve(task, alpha, lam_star, start[j])
             results.append((lam_star, _with_message(sp, f"optimal lam at the {end} bound {lam_star:g}")))
             continue
 
-        def eg(log_lam: float, alpha=alpha) -> float:
-            return solve(task, alpha=alpha, lam=math.exp(log_lam)).eg
+        def eg(log_lam: float, alpha=alpha, init=start[j]) -> float:
+            return kind.solve(task, alpha, math.exp(log_lam), init).eg
 
         res = optimize.minimize_scalar(eg, bounds=(logs[j - 1], logs[j + 1]), method="bounded",
                                        options={"xatol": xatol, "maxiter": 500})
         lam_star = float(math.exp(res.x))
-        sp = solve(task, alpha=alpha, lam=lam_star)
+        sp = kind.solve(task, alpha, lam_star, start[j])
         results.append((lam_star, _with_message(
             sp, f"optimal lam by bounded Brent in log lam ({res.nfev} solves)")))
     return results
@@ -143,7 +182,36 @@ def _grid(spec, alphas: np.ndarray, lam) -> tuple[np.ndarray, ...]:
     return out["eg"].reshape(a.shape), out["train_loss"].reshape(a.shape), slope.reshape(a.shape)
 
 
-def _peak(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray) -> float:
+#: relative step of the central finite difference of eg in alpha (general engine)
+FD_STEP = 1e-4
+
+
+def _general_row(task, kind: _Kind, alphas: np.ndarray, lam: float) -> tuple[np.ndarray, ...]:
+    """eg, train loss and d eg/d alpha along one row, by the general engine (warm starts)."""
+    eg, et, slope = (np.empty(alphas.size) for _ in range(3))
+    prev = None
+    for i, a in enumerate(alphas):
+        prev = kind.solve(task, float(a), lam, prev)
+        eg[i], et[i] = prev.eg, prev.train_loss
+        slope[i] = _fd_slope(task, kind, float(a), lam, prev)
+    return eg, et, slope
+
+
+def _fd_slope(task, kind: _Kind, a: float, lam: float, at: SaddlePoint) -> float:
+    """d eg/d alpha by the central difference (eg(a (1 + h)) - eg(a (1 - h))) / (2 a h), h = FD_STEP.
+
+    Its truncation error is (a h)^2/6 times the third alpha-derivative of eg (about 1e-8
+    relative on a smooth curve) and its rounding error about 1e-10 / (a h) from the engine's
+    residual: together ~1e-6 relative.
+    """
+    h = FD_STEP * a
+    up = kind.solve(task, a + h, lam, at).eg
+    down = kind.solve(task, a - h, lam, at).eg
+    return (up - down) / (2 * h)
+
+
+def _peak(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray,
+          kind: _Kind | None = None) -> float:
     """alpha where d eg/d alpha crosses from + to - inside the grid (Brent), else NaN."""
     cross = np.nonzero((slope[:-1] > 0) & (slope[1:] < 0))[0]
     if cross.size == 0:
@@ -151,15 +219,32 @@ def _peak(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray) -> floa
     j = int(cross[0])
     from scipy import optimize
 
-    def d(a: float) -> float:
-        out = solve_reduced(spec, np.array([a]), lam)
-        return float(alpha_derivative(spec, np.array([a]), lam, out["kappa"])[0])
+    kind = kind or _Kind()
+    if kind.fast:
+        def d(a: float) -> float:
+            out = solve_reduced(spec, np.array([a]), lam)
+            return float(alpha_derivative(spec, np.array([a]), lam, out["kappa"])[0])
 
-    return float(optimize.brentq(d, alphas[j], alphas[j + 1], xtol=1e-14, rtol=1e-13))
+        return float(optimize.brentq(d, alphas[j], alphas[j + 1], xtol=1e-14, rtol=1e-13))
+    start = kind.solve(task, float(alphas[j]), lam)
+
+    def d_general(a: float) -> float:
+        return _fd_slope(task, kind, a, lam, kind.solve(task, a, lam, start))
+
+    # the finite difference is accurate to ~1e-6 relative: so is the peak position
+    return float(optimize.brentq(d_general, alphas[j], alphas[j + 1], xtol=1e-9, rtol=1e-8))
 
 
-def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = False) -> PhaseDiagram:
+def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = False,
+                  loss=None, channel=None) -> PhaseDiagram:
     """eg over a grid of alpha and lam, with d eg / d alpha, the optimal-lam line and the peak.
+
+    With the square loss and the gaussian channel (default) everything is vectorised and d eg /
+    d alpha is exact (implicit differentiation of the reduced equation). With any other ``loss``
+    or ``channel`` (as in :func:`solve`) each row is a warm-started curve of the general engine,
+    eg is the channel's natural error and d eg / d alpha the central finite difference
+    ``(eg(alpha (1 + h)) - eg(alpha (1 - h))) / (2 alpha h)`` with ``h = 1e-4`` (about 1e-6
+    relative accuracy); the peak is located by Brent on that difference.
 
     Parameters
     ----------
@@ -176,12 +261,18 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
     spec = spectrum_of(task)
     alphas = increasing_grid(alpha, "alpha")
     lams = increasing_grid(lam, "lam")
-    eg, et, slope = _grid(spec, alphas, lams[:, None])
-    peaks = np.array([_peak(task, spec, alphas, float(lm), slope[i])
+    kind = _Kind(loss, channel)
+    if kind.fast:
+        eg, et, slope = _grid(spec, alphas, lams[:, None])
+    else:
+        rows = [_general_row(task, kind, alphas, float(lm))
+                for lm in _progress(lams, progress, "rows (general engine)")]
+        eg, et, slope = (np.array([r[k] for r in rows]) for k in range(3))
+    peaks = np.array([_peak(task, spec, alphas, float(lm), slope[i], kind)
                       for i, lm in enumerate(_progress(lams, progress, "peak per lam"))])
     opt_lam = opt_eg = None
     if optimal:
-        pairs = _optimal(task, spec, alphas, LAM_BOUNDS, 1e-9)
+        pairs = _optimal(task, spec, alphas, LAM_BOUNDS, 1e-9, kind)
         opt_lam = np.array([p[0] for p in pairs])
         opt_eg = np.array([p[1].eg for p in pairs])
     return PhaseDiagram(alpha=alphas, axis="lam", y=lams, lam=lams, shift=None, eg=eg, train_loss=et,

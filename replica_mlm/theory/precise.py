@@ -13,7 +13,7 @@ import mpmath
 
 from replica_mlm.models.spectrum import Spectrum
 from replica_mlm.theory import potentials as P
-from replica_mlm.theory.compiled import compiled, compiled_sums
+from replica_mlm.theory.compiled import compiled, compiled_estimation, compiled_sums
 
 GUARD = 10
 
@@ -71,7 +71,8 @@ def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
         if lm == 0 and a == 1:
             out = dict(eg=mpmath.inf, train_loss=mpmath.mpf(0), m=ps.rho, q=mpmath.inf, V=mpmath.inf,
                        m_hat=mpmath.mpf(0), q_hat=mpmath.mpf(0), V_hat=mpmath.mpf(0),
-                       kappa=mpmath.mpf(0), iterations=0, residual=mpmath.mpf(0))
+                       kappa=mpmath.mpf(0), iterations=0, residual=mpmath.mpf(0),
+                       test_loss=mpmath.inf, estimation_error=mpmath.inf)
             return out
         if lm == 0 and a > 1:
             kappa = mpmath.mpf(0)
@@ -98,6 +99,10 @@ def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
         for name, f in fns.values.items():
             out[name] = mpmath.inf if (name == "V" and v_hat == 0) else f(*args)
         out.update(V_hat=v_hat, m_hat=v_hat, kappa=kappa, iterations=iterations)
+        out["test_loss"] = out["eg"] / 2
+        est = compiled_estimation("mpmath")[1]
+        out["estimation_error"] = mpmath.fsum(
+            est(w, b, c, kappa, out["eg"], a) for w, b, c in zip(ps.omega, ps.bulk, ps.teacher, strict=True))
         out["residual"] = _residual(ps, a, lm, out, sums)
         return {k: (+v if isinstance(v, mpmath.mpf) else v) for k, v in out.items()}
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from replica_mlm.models.spectrum import Spectrum
 from replica_mlm.theory import potentials as P
-from replica_mlm.theory.compiled import compiled, compiled_sums
+from replica_mlm.theory.compiled import compiled, compiled_estimation, compiled_sums
 
 #: elements of a (points x modes) block evaluated at once
 CHUNK = 1 << 16
@@ -28,7 +28,7 @@ CHUNK = 1 << 16
 TABLE = 128
 #: order parameters and diagnostics returned for every point
 FIELDS = ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa", "iterations",
-          "residual")
+          "residual", "test_loss", "estimation_error")
 EPS = np.finfo(float).eps
 
 
@@ -134,11 +134,28 @@ def solve_reduced(spec: Spectrum, alpha: np.ndarray, lam) -> dict[str, np.ndarra
                           / alpha[min_norm])
     out["residual"] = residual
 
+    out["test_loss"] = out["eg"] / 2  # the square loss is (y - z)^2 / 2; eg has no factor 1/2
+    out["estimation_error"] = estimation_error(spec, alpha, kappa, out["eg"])
+
     if peak.any():  # alpha = 1, lam = 0: the exact limit
         for name, value in dict(eg=np.inf, train_loss=0.0, q=np.inf, V=np.inf, m_hat=0.0,
-                                q_hat=0.0, V_hat=0.0, kappa=0.0, residual=0.0).items():
+                                q_hat=0.0, V_hat=0.0, kappa=0.0, residual=0.0, test_loss=np.inf,
+                                estimation_error=np.inf).items():
             out[name][peak] = value
         out["m"][peak] = spec.rho
+    return out
+
+
+def estimation_error(spec: Spectrum, alpha: np.ndarray, kappa: np.ndarray, eg: np.ndarray) -> np.ndarray:
+    """E |w_hat - w*|^2 at each point from kappa and eg (the reduced summand of
+    :func:`.potentials.estimation`, finite at lam = 0); inf where eg is."""
+    fn = compiled_estimation()[1]
+    out = np.empty(np.shape(alpha))
+    finite = np.isfinite(eg)
+    for i in np.flatnonzero(finite):
+        out[i] = np.sum(np.broadcast_to(fn(spec.omega, spec.bulk, spec.teacher, kappa[i], eg[i],
+                                           alpha[i]), spec.omega.shape))
+    out[~finite] = np.inf
     return out
 
 

@@ -25,9 +25,9 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm.models.spectrum import Spectrum
 from replica_mlm.theory import precise, root
-from replica_mlm.theory.compiled import compiled
+from replica_mlm.theory.compiled import compiled, compiled_estimation
 
-METHODS = ("root", "iterate")
+METHODS = ("root", "iterate", "general")
 
 
 class ConvergenceError(RuntimeError):
@@ -59,9 +59,13 @@ class SaddlePoint:
     alpha, lam : float
         Sample ratio n/p and ridge strength (penalty (lam p / 2) |w|^2).
     eg : float
-        Generalisation error rho + sigma^2 - 2m + q (no factor 1/2); ``inf`` at alpha = 1, lam = 0.
+        The channel's natural error. Gaussian channel: the generalisation error
+        rho + sigma^2 - 2m + q (no factor 1/2); ``inf`` at alpha = 1, lam = 0. Sign and logit
+        channels: the classification error ``P(y != sign(w_hat . x))``.
     train_loss : float
-        Training loss |y - X w|^2 / n = eg / (1 + V)^2.
+        Training loss at the minimiser, the mean of the loss over the training set; for the
+        square loss the package's MSE convention |y - X w|^2 / n (= eg / (1 + V)^2 on the
+        gaussian channel).
     m, q, V, m_hat, q_hat, V_hat : float
         Order parameters and their conjugates. At lam = 0 and alpha <= 1, V = inf and the
         hats vanish (the minimum-norm interpolator).
@@ -78,9 +82,19 @@ class SaddlePoint:
         Largest relative violation of the six raw saddle-point equations at the solution
         (for lam = 0, alpha <= 1, where V = inf, that of the scalar equation instead).
     method : str
-        ``"root"`` or ``"iterate"``.
+        ``"root"``, ``"iterate"`` (square loss, gaussian channel) or ``"general"``.
     message : str
         How the solution was obtained.
+    test_loss : float
+        Expected loss on a fresh sample, ``E loss(y, w_hat . x)``, with the loss as defined: for
+        the square loss ``(y - z)^2 / 2`` it is ``eg / 2`` on the gaussian channel (``eg`` keeps
+        no factor 1/2).
+    estimation_error : float
+        ``E |w_hat - w*|^2`` in the Euclidean metric (the error on the row of J the site
+        estimates; in the thermodynamic limit ``|w*|^2 = sum_k c_k -> 1/s^2``), see
+        docs/theory.md, section "The general engine".
+    loss, channel : str
+        Names of the loss and of the label channel.
     """
 
     alpha: float
@@ -101,6 +115,10 @@ class SaddlePoint:
     residual: float
     method: str
     message: str
+    test_loss: float = math.nan
+    estimation_error: float = math.nan
+    loss: str = "square"
+    channel: str = "gaussian"
 
     def as_dict(self) -> dict:
         """The fields as a plain dict."""
@@ -118,9 +136,13 @@ def spectrum_of(task) -> Spectrum:
     return spec
 
 
-def solve(task, *, alpha: float, lam: float, method: str = "root", precision: int | None = None,
-          **options) -> SaddlePoint:
-    """Solve the saddle-point equations of ridge MLM at sample ratio ``alpha`` and ridge ``lam``.
+def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,
+          loss=None, channel=None, **options) -> SaddlePoint:
+    """Solve the replica saddle point at sample ratio ``alpha`` and ridge ``lam``.
+
+    With the square loss and the gaussian channel (the defaults: ridge MLM) the exact reduced
+    solver is used (the fast path); any other loss or channel goes through the general engine
+    (docs/theory.md, section "The general engine").
 
     Parameters
     ----------
@@ -134,16 +156,28 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", precision: in
         (minimum-norm / least-squares) limit, solved exactly: for alpha < 1 kappa solves
         ``V_hat(kappa) = 0`` (THEORY.md section 5), for alpha > 1 kappa = 0, and at alpha = 1
         the interpolation peak gives eg = inf, q = inf, V = inf, vanishing hats, m = rho and a
-        vanishing train loss (returned without warnings).
-    method : {"root", "iterate"}
-        See the module docstring.
+        vanishing train loss (returned without warnings). The general engine needs lam > 0.
+    method : {None, "root", "iterate", "general"}
+        None chooses ``"root"`` for the square loss with the gaussian channel and ``"general"``
+        otherwise. ``"root"`` and ``"iterate"`` (see the module docstring) exist for the square
+        loss with the gaussian channel only; ``"general"`` forces the general engine.
     precision : int, optional
         Significant digits (>= 16). Runs the same sympy-derived reduced equations with mpmath
         (:mod:`.precise`); the numbers of the result are then ``mpmath.mpf``. Only with
-        ``method="root"``.
+        ``method="root"``, i.e. for the square loss with the gaussian channel: other losses and
+        channels raise ValueError.
+    loss : str or rm.losses.Loss, optional
+        ``"square"`` (default), ``"absolute"``, ``"huber"``, ``"logistic"``, ``"hinge"`` (the
+        default instance of each) or any :class:`rm.losses.Loss`.
+    channel : {"gaussian", "sign", "logit"}, optional
+        How labels are drawn from the teacher's field ``nu = w* . x``: ``"gaussian"`` (default)
+        ``y = nu + sigma eps``; ``"sign"`` ``y = sign(nu + sigma eps)``; ``"logit"``
+        ``P(y | nu) = 1 / (1 + exp(-y nu))``. ``sigma^2`` is the task's noise.
     **options
         For ``"iterate"``: ``damping`` (0.5), ``tol`` (1e-12), ``max_iter`` (100000) and
-        ``init`` ((V, q, m) = (1000, 1e-3, 1e-3)). ``"root"`` takes none.
+        ``init`` ((V, q, m) = (1000, 1e-3, 1e-3)). For ``"general"``: ``init`` (a SaddlePoint
+        to warm-start from) and ``order`` (Gauss-Legendre nodes per quadrature panel, 16).
+        ``"root"`` takes none.
 
     Returns
     -------
@@ -152,18 +186,35 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", precision: in
     Raises
     ------
     ValueError
-        For alpha <= 0, lam < 0, non-finite input or an unknown method.
+        For alpha <= 0, lam < 0, non-finite input, an unknown method, loss or channel.
     ConvergenceError
-        If the solver does not converge.
+        If the solver does not converge (the general engine: residual above 1e-10).
     """
+    from replica_mlm.theory import channels, losses
+
     spec = spectrum_of(task)
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
+    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel)
+    fast = loss_obj.is_square and channel_obj.name == "gaussian"
+    if method is None:
+        method = "root" if fast else "general"
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS} (or None), got {method!r}")
+    if method in ("root", "iterate") and not fast:
+        raise ValueError(f"method {method!r} solves the square loss with the gaussian channel only; "
+                         f"use method='general' (or None) for loss {loss_obj.name!r}, channel "
+                         f"{channel_obj.name!r}")
     if precision is not None:
+        if not fast:
+            raise ValueError("precision= is available for the square loss with the gaussian channel "
+                             "only (the reduced closed forms); the general engine works in float64")
+        if method != "root":
+            raise ValueError("precision= works with method='root' and no options")
         digits = _checks.positive_int(precision, "precision")
         if digits < 16:
             raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
-        if method != "root" or options:
+        if options:
             raise ValueError("precision= works with method='root' and no options")
         try:
             out = precise.solve_precise(task, spec, alpha, lam, digits)
@@ -178,7 +229,31 @@ def solve(task, *, alpha: float, lam: float, method: str = "root", precision: in
         return _solve_root(spec, alpha, lam)
     if method == "iterate":
         return _solve_iterate(spec, alpha, lam, **options)
-    raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    return solve_general(spec, alpha, lam, loss_obj, channel_obj, **options)
+
+
+def solve_general(spec: Spectrum, alpha: float, lam: float, loss, channel, *, init=None,
+                  order: int = 16) -> SaddlePoint:
+    """The general engine (:mod:`.engine`) at one point; ``init`` a SaddlePoint to start from."""
+    from replica_mlm.theory import engine
+
+    order = _checks.positive_int(order, "order")
+    problem = engine.Problem(spec, alpha, lam, loss, channel, order=order)
+    start = None
+    if init is not None:
+        if not isinstance(init, SaddlePoint):
+            raise TypeError(f"init must be a SaddlePoint, got {type(init).__name__}")
+        if all(math.isfinite(x) and x > 0 for x in (init.V, init.q)):
+            start = problem.pack(init.V, init.q, init.m)
+    try:
+        out = engine.solve_point(problem, init=start)
+    except engine.EngineFailure as exc:
+        raise ConvergenceError(f"general engine at alpha={alpha}, lam={lam}, loss={loss.name}, "
+                               f"channel={channel.name}: {exc}", last=exc.last, residual=exc.residual,
+                               iterations=exc.iterations) from None
+    return _result(spec, alpha, lam, out, method="general", loss=loss.name, channel=channel.name,
+                   message=f"general engine (hybr on log V, log q, artanh m/sqrt(q rho); "
+                   f"{out['iterations']} channel-side evaluations)")
 
 
 # --- the reduced scalar equation -----------------------------------------------------------
@@ -214,7 +289,8 @@ def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
 
 
 def _result(spec, alpha, lam, out, *, convert: bool = True, **info) -> SaddlePoint:
-    keys = ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa", "residual")
+    keys = ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa", "residual",
+            "test_loss", "estimation_error")
     values = {k: (float(out[k]) if convert else out[k]) for k in keys}
     rho, noise = (spec.rho, spec.noise) if convert else (out.get("rho", spec.rho), spec.noise)
     return SaddlePoint(alpha=alpha, lam=lam, rho=rho, noise=noise, converged=True,
@@ -257,6 +333,10 @@ def _solve_iterate(
                 out = {name: f(*hat_args) for name, f in fns.hat.items()}
                 out.update(x, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
                            kappa=math.nan, iterations=it)
+                out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
+                est = compiled_estimation()[0](spec.omega, spec.bulk, spec.teacher, lam,
+                                               out["V_hat"], out["q_hat"], out["m_hat"])
+                out["estimation_error"] = float(np.sum(np.broadcast_to(est, spec.omega.shape)))
                 out["residual"] = root.raw_residual(spec, alpha, lam, out)
                 return _result(
                     spec, alpha, lam, out, method="iterate",

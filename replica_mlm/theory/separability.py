@@ -1,0 +1,155 @@
+"""Linear separability threshold of binary labels on Gaussian covariates (Candes and Sur 2020).
+
+For n = alpha p samples x ~ N(0, Sigma) with labels y in {-1, +1} drawn from a channel
+P_out(y | nu), nu = w* . x, the data are linearly separable through the origin with probability
+tending to one for alpha < alpha_c and to zero for alpha > alpha_c, where
+
+    1 / alpha_c = min_t E[ (Z - t Y V)_+^2 ],   V, Z ~ N(0, 1) independent,  Y ~ P_out(. | sqrt(rho) V)
+
+(Candes and Sur 2020, Ann. Stat. 48(1); the same formula holds for any Sigma because separability is
+invariant under x -> Sigma^{-1/2} x). See docs/theory.md, section 'Any convex loss'.
+
+The expectation is reduced to one dimension in closed form: with a = t Y V,
+
+    E_Z[(Z - a)_+^2] = g(a) = (1 + a^2) Phi(-a) - a phi(a),
+
+and, since both channels are odd (P_out(y | -nu) = P_out(-y | nu)),
+
+    E[(Z - t Y V)_+^2] = 2 int phi(v) P_out(+1 | sqrt(rho) v) g(t v) dv,
+
+a smooth one-dimensional integral done by adaptive quadrature split at v = 0 (absolute accuracy
+~1e-14). The function of t is convex (a mean of convex functions of t), so its minimiser is the
+root of its derivative, ``2 int phi(v) P(+1 | v) g'(t v) v dv`` with ``g'(a) = -2 (phi(a) - a Phi(-a))``,
+found by Brent's method on a bracket [0, t_hi] to ~1e-14.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import integrate, optimize, special
+
+from replica_mlm.models.spectrum import Spectrum
+
+#: label channels with binary labels, for which separability is defined
+CHANNELS = ("sign", "logit")
+
+_QUAD = {"epsabs": 1e-15, "epsrel": 1e-13, "limit": 400}
+_SQRT2PI = math.sqrt(2.0 * math.pi)
+
+
+def _phi(a):
+    return np.exp(-0.5 * np.square(a)) / _SQRT2PI
+
+
+def g(a):
+    """E_Z[(Z - a)_+^2] = (1 + a^2) Phi(-a) - a phi(a) for Z ~ N(0, 1)."""
+    a = np.asarray(a, dtype=float)
+    return (1.0 + a * a) * special.ndtr(-a) - a * _phi(a)
+
+
+def g_prime(a):
+    """d g / d a = -2 E_Z[(Z - a)_+] = -2 (phi(a) - a Phi(-a))."""
+    a = np.asarray(a, dtype=float)
+    return -2.0 * (_phi(a) - a * special.ndtr(-a))
+
+
+def positive_label_probability(channel: str, rho: float, noise: float):
+    """``v -> P_out(+1 | sqrt(rho) v)`` for the binary channels.
+
+    sign: ``P(sign(sqrt(rho) v + sigma eps) = +1) = Phi(sqrt(rho) v / sigma)``;
+    logit: ``1 / (1 + exp(-sqrt(rho) v))``.
+    """
+    root = math.sqrt(rho)
+    if channel == "sign":
+        if noise == 0.0:
+            return lambda v: np.where(np.asarray(v) > 0, 1.0, np.where(np.asarray(v) < 0, 0.0, 0.5))
+        snr = root / math.sqrt(noise)
+        return lambda v: special.ndtr(snr * np.asarray(v, dtype=float))
+    if channel == "logit":
+        return lambda v: special.expit(root * np.asarray(v, dtype=float))
+    raise ValueError(f"channel must be one of {CHANNELS} for separability, got {channel!r}")
+
+
+def _integral(fn) -> float:
+    """int_R fn(v) phi(v) dv, split at 0 (where a noiseless sign channel jumps)."""
+    total = 0.0
+    for lo, hi in ((-math.inf, 0.0), (0.0, math.inf)):
+        val, _err = integrate.quad(lambda v: float(fn(v)) * float(_phi(v)), lo, hi, **_QUAD)
+        total += val
+    return total
+
+
+def objective(t: float, channel: str, rho: float, noise: float) -> float:
+    """E[(Z - t Y V)_+^2] for the channel (its minimum over t is 1 / alpha_c)."""
+    prob = positive_label_probability(channel, rho, noise)
+    return 2.0 * _integral(lambda v: prob(v) * g(t * v))
+
+
+def objective_slope(t: float, channel: str, rho: float, noise: float) -> float:
+    """d/dt E[(Z - t Y V)_+^2]."""
+    prob = positive_label_probability(channel, rho, noise)
+    return 2.0 * _integral(lambda v: prob(v) * g_prime(t * v) * v)
+
+
+def _noise_of(task, channel: str) -> tuple[float, float]:
+    from replica_mlm.theory.saddle import spectrum_of
+
+    spec: Spectrum = spectrum_of(task)
+    rho = float(spec.rho)
+    noise = float(spec.noise) if channel == "sign" else 0.0
+    return rho, noise
+
+
+def separability_threshold(task, channel: str = "sign") -> float:
+    """Sample ratio alpha_c above which binary labels are no longer linearly separable.
+
+    Parameters
+    ----------
+    task : MaskedSite, GaussianPottsLimit or Spectrum
+        Only the teacher signal rho = w*^T Sigma w* and (for ``"sign"``) the label noise
+        sigma^2 enter.
+    channel : {"sign", "logit"}
+        ``"sign"``: y = sign(nu + sigma eps) with sigma^2 the task's noise; ``"logit"``:
+        P(y | nu) = 1 / (1 + exp(-y nu)), no extra noise.
+
+    Returns
+    -------
+    float
+        alpha_c = 1 / min_t E[(Z - t Y V)_+^2] (see the module docstring). It is 2 without signal
+        (rho = 0, Cover 1965) and ``math.inf`` for a noiseless sign teacher (sigma^2 = 0,
+        rho > 0), whose labels are separable at every alpha.
+
+    Raises
+    ------
+    ValueError
+        For a channel without binary labels (e.g. ``"gaussian"``), or a sign channel with
+        rho = 0 and sigma^2 = 0 (every label would be sign(0)).
+    """
+    if not isinstance(channel, str) or channel not in CHANNELS:
+        raise ValueError(
+            f"separability is defined for the binary channels {CHANNELS}, got channel={channel!r}"
+        )
+    rho, noise = _noise_of(task, channel)
+    return threshold(rho, noise, channel)
+
+
+def threshold(rho: float, noise: float, channel: str = "sign") -> float:
+    """alpha_c from the teacher signal rho and the sign channel's noise (see the module docstring)."""
+    if channel == "sign" and noise == 0.0:
+        if rho == 0.0:
+            raise ValueError("sign channel with rho = 0 and noise = 0: every label is sign(0)")
+        return math.inf
+    if rho == 0.0:
+        return 2.0  # the objective is g(t V) averaged, minimal at t = 0 where it equals 1/2
+    slope = lambda t: objective_slope(t, channel, rho, noise)  # noqa: E731
+    # the slope at t = 0 is -4 phi(0) E[v P(+1|v)] < 0 and the objective is convex: bracket the root
+    lo, hi = 0.0, 1.0
+    while slope(hi) < 0.0:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e8:
+            raise ValueError(f"no minimiser of the separability objective below t = 1e8 (rho={rho}, "
+                             f"noise={noise}): the labels are numerically noiseless")
+    t_star = optimize.brentq(slope, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=200)
+    return 1.0 / objective(t_star, channel, rho, noise)
