@@ -30,6 +30,7 @@ SECTIONS: dict[str, str] = {
     "limit": "replica_mlm.validation.limit",
     "attractor": "replica_mlm.validation.attractor",
     "potts": "replica_mlm.validation.potts",
+    "discrete": "replica_mlm.validation.discrete",
 }
 
 _OPTIONAL = ("workers", "scheduler", "resume", "progress")
