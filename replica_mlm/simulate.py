@@ -9,6 +9,7 @@ import numpy as np
 from replica_mlm import _checks, erm
 from replica_mlm._threads import INHERIT, blas_threads
 from replica_mlm.models.masked_site import MaskedSite
+from replica_mlm.models.potts import PottsModel
 from replica_mlm.theory.curve import grid
 
 
@@ -114,15 +115,20 @@ def ridge_path(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray:
     return vt.T @ (filt * uty[:, None])
 
 
-def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
-             rng: _checks.RngLike = None, loss="square", channel: str = "gaussian",
-             threads=INHERIT) -> Simulation:
+def simulate(task, *, alpha: float, lam, seeds: int = 20, rng: _checks.RngLike = None,
+             loss="square", channel: str | None = None, site: int | None = None,
+             n_test: int = 4000, threads=INHERIT) -> Simulation:
     """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
 
     Parameters
     ----------
-    site : MaskedSite
-        The task (finite covariance, teacher and noise).
+    task : MaskedSite or PottsModel
+        A Gaussian-covariate task (finite covariance, teacher, noise and channel), or an Ising
+        model (:meth:`PottsModel.ising`) whose site ``site`` is learnt from Boltzmann samples by
+        its pseudo-likelihood (= factored-attention MLM at that site): ``M = round(alpha p)``
+        sequences per seed from the package's sampler, logistic loss, and the test measures of
+        :func:`replica_mlm.models.pseudo_likelihood.site_measures` on ``n_test`` fresh sequences
+        (exact conditionals averaged analytically over the masked spin).
     alpha : float
         Sample ratio, at least 1 / p (one sample); the realised ratio n / p, with
         n = round(alpha p), is reported in the result.
@@ -139,7 +145,12 @@ def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
         ``"square"`` (default; closed form), ``"absolute"``, ``"huber"`` (delta = 1, or a
         ``Huber(delta)`` object), ``"logistic"`` or ``"hinge"``; the estimator minimises
         ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see :mod:`replica_mlm.erm`).
-    channel : {"gaussian", "sign", "logit"}
+    site : int
+        The masked site (Ising models only).
+    n_test : int
+        Fresh test sequences per seed (Ising models only).
+    channel : {"gaussian", "sign", "logit"}, optional
+        Default: the task's own channel (``"gaussian"`` for a Gaussian Potts site).
         Labels: ``y = w* . x + sigma eps`` (sigma^2 = ``site.noise``), its sign, or +1 with
         probability ``1 / (1 + exp(-w* . x))``. Logistic and hinge need a binary channel.
     threads : int or None
@@ -152,15 +163,20 @@ def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
     -------
     Simulation
     """
-    if not isinstance(site, MaskedSite):
-        raise TypeError(f"simulate needs a MaskedSite (a finite instance) as site, got "
-                        f"{type(site).__name__}")
+    if isinstance(task, PottsModel):
+        return _simulate_ising(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
+                               channel=channel, n_test=n_test, threads=threads)
+    if not isinstance(task, MaskedSite):
+        raise TypeError("simulate needs a MaskedSite (a finite instance) or an Ising PottsModel, got "
+                         f"{type(task).__name__}")
+    if site is not None:
+        raise ValueError("site= selects the masked site of a PottsModel; a MaskedSite is one site already")
+    site = task
+    if channel is None:
+        channel = site.channel
     alpha = _checks.positive(alpha, "alpha")
     lam = grid(lam, "lam", positive=False)
-    seeds = _checks.positive_int(seeds, "seeds")
-    if seeds < 2:
-        raise ValueError(f"seeds must be >= 2 (a standard error needs two independent samples), "
-                         f"got {seeds}")
+    seeds = _seed_count(seeds)
     name, delta = erm.loss_spec(loss)
     channel = erm.check_channel(channel, name)
     if name != "square" and np.any(lam == 0):
@@ -206,3 +222,44 @@ def simulate(site: MaskedSite, *, alpha: float, lam, seeds: int = 20,
             out["estimation_error"][k] = np.sum((w - site.teacher[:, None]) ** 2, axis=0)
     label = f"huber(delta={delta:g})" if name == "huber" else name  # as rm.losses names it
     return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=label, channel=channel, **out)
+
+
+def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
+                    threads) -> Simulation:
+    """:func:`simulate` on an Ising model: pseudo-likelihood of one site from Boltzmann samples."""
+    from replica_mlm.models.ising import require_ising
+    from replica_mlm.models.pseudo_likelihood import simulate_sites
+
+    require_ising(model, "simulate on a PottsModel")
+    if site is None:
+        raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")
+    if isinstance(site, bool) or not isinstance(site, int | np.integer) or not 0 <= site < model.L:
+        raise ValueError(f"site must be an integer in [0, L) = [0, {model.L}), got {site!r}")
+    name, _ = erm.loss_spec(loss)
+    if name != "logistic":
+        raise ValueError(f"the pseudo-likelihood of an Ising site is the logistic loss, got loss={name!r}")
+    if channel not in (None, "logit"):
+        raise ValueError(f"an Ising site's labels follow the logit channel, got channel={channel!r}")
+    alpha = _checks.positive(alpha, "alpha")
+    lam = grid(lam, "lam")
+    seeds = _seed_count(seeds)
+    n_test = _checks.positive_int(n_test, "n_test")
+    p = model.L - 1
+    n = round(alpha * p)
+    if n < 1:
+        raise ValueError(f"alpha * p = {alpha * p:.3g} rounds to no training sequence: alpha must be "
+                         f">= {0.5 / p:.3g} for L = {model.L}")
+    with blas_threads(threads):
+        out = simulate_sites(model, sites=[site], n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test)
+    kkt = out.pop("kkt")
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss="logistic", channel="logit",
+                      kkt_residual=np.full((seeds, lam.size), float(kkt)),
+                      **{k: v[:, 0, :] for k, v in out.items()})
+
+
+def _seed_count(seeds) -> int:
+    seeds = _checks.positive_int(seeds, "seeds")
+    if seeds < 2:
+        raise ValueError(f"seeds must be >= 2 (a standard error needs two independent samples), "
+                         f"got {seeds}")
+    return seeds

@@ -26,9 +26,16 @@ class MaskedSite:
         Teacher weights w*.
     noise : float
         Label noise variance sigma^2 >= 0.
+    channel : {"gaussian", "sign", "logit"}
+        How labels arise from the teacher field ``nu = w* . x``: ``y = nu + sigma xi``
+        (default, the Gaussian Potts site), ``y = sign(nu + sigma xi)``, or
+        ``P(y | nu) = 1 / (1 + exp(-y nu))`` (an Ising spin; ``noise`` must be 0). Solvers use it
+        as the default channel of the task.
     """
 
-    def __init__(self, *, covariance, teacher, noise: float) -> None:
+    CHANNELS = ("gaussian", "sign", "logit")
+
+    def __init__(self, *, covariance, teacher, noise: float, channel: str = "gaussian") -> None:
         self.covariance = _checks.positive_definite(covariance, "covariance")
         self.teacher = _checks.finite_array(teacher, "teacher", ndim=1)
         if self.teacher.shape[0] != self.covariance.shape[0]:
@@ -37,11 +44,17 @@ class MaskedSite:
                 f"{self.covariance.shape}: they must match"
             )
         self.noise = _checks.nonnegative(noise, "noise")
+        if not isinstance(channel, str) or channel not in self.CHANNELS:
+            raise ValueError(f"channel must be one of {self.CHANNELS}, got {channel!r}")
+        if channel == "logit" and self.noise != 0:
+            raise ValueError(f"the logit channel has no extra label noise: noise must be 0, got {noise}")
+        self.channel = channel
         self.covariance.setflags(write=False)
         self.teacher.setflags(write=False)
 
     def __repr__(self) -> str:
-        return f"MaskedSite(p={self.p}, rho={self.rho:.6g}, noise={self.noise:.6g})"
+        extra = "" if self.channel == "gaussian" else f", channel={self.channel!r}"
+        return f"MaskedSite(p={self.p}, rho={self.rho:.6g}, noise={self.noise:.6g}{extra})"
 
     @property
     def p(self) -> int:

@@ -262,6 +262,46 @@ class PottsModel:
         U = (H + H.T) / math.sqrt(2.0)
         return cls(couplings=J, colours=U, beta=beta)
 
+    @classmethod
+    def ising(cls, *, couplings, beta: float = 1.0) -> PottsModel:
+        """Ising spins as the two-colour model: ``q = 2``, ``U_ab = sigma_a sigma_b``, ``sigma = (+1, -1)``.
+
+        ``H = -1/2 sum_{i != j} J_ij s_i s_j`` with spin ``s_i = +1`` for colour 0 and ``-1`` for
+        colour 1; everything else is a :class:`PottsModel`. :meth:`masked_site` turns a site into
+        the logistic-regression task of its pseudo-likelihood.
+        """
+        from replica_mlm.models.ising import ising_colours
+
+        return cls(couplings=couplings, colours=ising_colours(), beta=beta)
+
+    @classmethod
+    def random_ising(cls, L: int, *, beta: float, seed: RngLike = 0) -> PottsModel:
+        """Sherrington-Kirkpatrick couplings ``J_ij = J_ji ~ N(0, 1/L)`` (zero diagonal), Ising spins.
+
+        The paramagnetic phase without fields is ``beta < 1``.
+        """
+        L = positive_int(L, "L")
+        if L < 2:
+            raise ValueError(f"L must be >= 2, got {L}")
+        gen = as_generator(seed, name="seed")
+        J = np.triu(gen.standard_normal((L, L)) / math.sqrt(L), 1)
+        return cls.ising(couplings=J + J.T, beta=beta)
+
+    def masked_site(self, i: int, rng: RngLike = 0, *, samples: int = 20000):
+        """Site ``i`` of an Ising model as a :class:`MaskedSite` with the logit channel.
+
+        The covariance ``Cov(s_-i)`` is exact (enumeration) for ``L <= 16`` and otherwise measured
+        from ``samples`` sequences of the sampler (thinning from its measured autocorrelation;
+        parallel tempering where Gibbs does not mix); the teacher is ``2 beta J_{i,-i}``. For the
+        covariance with its standard error and batch estimates, use
+        :func:`replica_mlm.models.ising.spin_covariance`.
+        """
+        from replica_mlm.models.ising import ising_site, require_ising, spin_covariance
+
+        require_ising(self, "masked_site")
+        i = _site(i, self.L)
+        return ising_site(self, i, spin_covariance(self, samples=samples, rng=rng))
+
     def with_beta(self, beta: float) -> PottsModel:
         """The same couplings and colours at inverse temperature ``beta``."""
         return PottsModel(couplings=self._J, colours=self._U, beta=beta)

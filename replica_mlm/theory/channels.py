@@ -171,10 +171,14 @@ def _default(key: str) -> Channel:
     return NAMED[key]()
 
 
-def resolve(channel) -> Channel:
-    """A :class:`Channel` from a name in :data:`NAMED`, a Channel, or None (gaussian)."""
+def resolve(channel, task=None) -> Channel:
+    """A :class:`Channel` from a name in :data:`NAMED`, a Channel, or None.
+
+    None means the task's own channel (``task.channel``, e.g. ``"logit"`` for an Ising site),
+    and ``"gaussian"`` for tasks without one (spectra, the thermodynamic limit).
+    """
     if channel is None:
-        return _default("gaussian")
+        return _default(getattr(task, "channel", "gaussian"))
     if isinstance(channel, Channel):
         return channel
     if isinstance(channel, str):

@@ -141,7 +141,7 @@ def learning_curve(task, *, alpha, lam: float, method: str | None = None, loss=N
     spec = spectrum_of(task)
     alphas = grid(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
-    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel)
+    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel, task)
     fast = loss_obj.is_square and channel_obj.name == "gaussian"
     if method is None:
         method = "root" if fast else "general"

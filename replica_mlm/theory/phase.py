@@ -53,17 +53,17 @@ def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUN
     xatol = _checks.positive(xatol, "xatol")
     if xatol > 1.0:
         raise ValueError(f"xatol (tolerance in log lam) must be in (0, 1], got {xatol}")
-    kind = _Kind(loss, channel)
+    kind = _Kind(loss, channel, task)
     return _optimal(task, spec, np.array([alpha]), (lo, hi), xatol, kind)[0]
 
 
 class _Kind:
     """The loss and channel of a diagram: fast path (square, gaussian) or the general engine."""
 
-    def __init__(self, loss=None, channel=None) -> None:
+    def __init__(self, loss=None, channel=None, task=None) -> None:
         from replica_mlm.theory import channels, losses
 
-        self.loss, self.channel = losses.resolve(loss), channels.resolve(channel)
+        self.loss, self.channel = losses.resolve(loss), channels.resolve(channel, task)
         self.fast = self.loss.is_square and self.channel.name == "gaussian"
 
     def solve(self, task, alpha: float, lam: float, init: SaddlePoint | None = None) -> SaddlePoint:
@@ -278,7 +278,7 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
     progress = _checks.flag(progress, "progress")
     alphas = increasing_grid(alpha, "alpha")
     lams = increasing_grid(lam, "lam")
-    kind = _Kind(loss, channel)
+    kind = _Kind(loss, channel, task)
     if kind.fast:
         eg, et, slope = _grid(spec, alphas, lams[:, None])
     else:

@@ -202,7 +202,7 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     spec = spectrum_of(task)
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
-    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel)
+    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel, task)
     fast = loss_obj.is_square and channel_obj.name == "gaussian"
     if method is None:
         method = "root" if fast else "general"

@@ -102,7 +102,7 @@ def _noise_of(task, channel: str) -> tuple[float, float]:
     return rho, noise
 
 
-def separability_threshold(task, channel: str = "sign") -> float:
+def separability_threshold(task, channel: str | None = None) -> float:
     """Sample ratio alpha_c above which binary labels are no longer linearly separable.
 
     Parameters
@@ -110,9 +110,10 @@ def separability_threshold(task, channel: str = "sign") -> float:
     task : MaskedSite, GaussianPottsLimit or Spectrum
         Only the teacher signal rho = w*^T Sigma w* and (for ``"sign"``) the label noise
         sigma^2 enter.
-    channel : {"sign", "logit"}
+    channel : {"sign", "logit"}, optional
         ``"sign"``: y = sign(nu + sigma eps) with sigma^2 the task's noise; ``"logit"``:
-        P(y | nu) = 1 / (1 + exp(-y nu)), no extra noise.
+        P(y | nu) = 1 / (1 + exp(-y nu)), no extra noise. Default: the task's own channel where
+        it is binary (an Ising site's ``"logit"``), else ``"sign"``.
 
     Returns
     -------
@@ -127,6 +128,9 @@ def separability_threshold(task, channel: str = "sign") -> float:
         For a channel without binary labels (e.g. ``"gaussian"``), or a sign channel with
         rho = 0 and sigma^2 = 0 (every label would be sign(0)).
     """
+    if channel is None:
+        own = getattr(task, "channel", None)
+        channel = own if own in CHANNELS else "sign"
     if not isinstance(channel, str) or channel not in CHANNELS:
         raise ValueError(
             f"separability is defined for the binary channels {CHANNELS}, got channel={channel!r}"

@@ -31,6 +31,7 @@ SECTIONS: dict[str, str] = {
     "attractor": "replica_mlm.validation.attractor",
     "potts": "replica_mlm.validation.potts",
     "erm": "replica_mlm.validation.erm",
+    "discrete": "replica_mlm.validation.discrete",
 }
 
 _OPTIONAL = ("workers", "scheduler", "resume", "progress")

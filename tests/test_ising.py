@@ -1,0 +1,104 @@
+"""Ising spins as the two-colour Potts model and the logistic task of one site (discrete theory)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import expit
+
+import replica_mlm as rm
+from replica_mlm.models.ising import SPINS, spin_covariance, spins
+from replica_mlm.models.pseudo_likelihood import fit_site, site_measures
+
+
+@pytest.fixture(scope="module")
+def small():
+    return rm.PottsModel.random_ising(L=10, beta=0.4, seed=3)
+
+
+def test_ising_energy_and_conditional_are_the_spin_forms(small):
+    J, beta = small.couplings, small.beta
+    seqs = np.random.default_rng(0).integers(0, 2, size=(50, small.L))
+    s = spins(seqs)
+    assert np.allclose(small.energy(seqs), -0.5 * np.einsum("ni,ij,nj->n", s, J, s), atol=1e-12)
+    for i in (0, 4):
+        h = s @ J[i]  # J_ii = 0
+        p_plus = expit(2 * beta * h)  # P(s_i = +1 | s_-i) = 1 / (1 + exp(-2 beta h_i))
+        assert np.allclose(small.conditional(seqs, i)[:, 0], p_plus, atol=1e-14)
+
+
+def test_masked_site_is_the_logit_task_of_the_pseudo_likelihood(small):
+    task = small.masked_site(2)
+    keep = np.arange(small.L) != 2
+    assert task.channel == "logit" and task.noise == 0
+    assert np.allclose(task.teacher, 2 * small.beta * small.couplings[2, keep])
+    # the site's logistic loss at w* is its negative log conditional (pseudo-likelihood term)
+    seqs = np.random.default_rng(1).integers(0, 2, size=(40, small.L))
+    s = spins(seqs)
+    nll = -np.log(small.conditional(seqs, 2)[np.arange(40), seqs[:, 2]])
+    assert np.allclose(np.log1p(np.exp(-s[:, 2] * (s[:, keep] @ task.teacher))), nll, atol=1e-13)
+
+
+def test_covariance_exact_against_gibbs_chi_square(small):
+    exact = spin_covariance(small)
+    assert exact.method == "exact" and np.allclose(np.diag(exact.covariance), 1.0)
+    sampled = spin_covariance(small, exact=False, samples=20000, rng=5)
+    iu = np.triu_indices(small.L, 1)
+    z = (sampled.covariance - exact.covariance)[iu] / sampled.stderr[iu]
+    # 45 entries, correlated only weakly: chi-square at the 0.1 % level
+    p_value = stats.chi2.sf(np.sum(z**2), z.size)
+    assert p_value > 1e-3, (p_value, np.abs(z).max())
+    assert sampled.batches.shape == (10, small.L, small.L)
+
+
+def test_fit_site_matches_an_independent_newton_solve():
+    gen = np.random.default_rng(2)
+    x = np.where(gen.random((80, 12)) < 0.5, 1.0, -1.0)
+    y = np.where(gen.random(80) < expit(x @ gen.normal(size=12) * 0.3), 1.0, -1.0)
+    lam, p = 0.01, 12
+    w, kkt = fit_site(x, y, lam)
+    # Newton's method on the same objective, written out here
+    v = np.zeros(p)
+    for _ in range(50):
+        m = y * (x @ v)
+        g = -x.T @ (y * expit(-m)) + lam * p * v
+        H = (x.T * (expit(m) * expit(-m))) @ x + lam * p * np.eye(p)
+        v -= np.linalg.solve(H, g)
+    assert kkt < 1e-7 and np.allclose(w, v, atol=1e-8)
+
+
+def test_site_measures_are_rao_blackwellised_means():
+    gen = np.random.default_rng(4)
+    x = np.where(gen.random((5000, 6)) < 0.5, 1.0, -1.0)
+    teacher, w = gen.normal(size=6), gen.normal(size=(6, 1))
+    out = site_measures(x, teacher, w)
+    y = np.where(gen.random(5000) < expit(x @ teacher), 1.0, -1.0)  # draw the labels instead
+    ce = np.log1p(np.exp(-y * (x @ w[:, 0])))
+    assert abs(out["test_loss"][0] - ce.mean()) < 4 * ce.std() / np.sqrt(5000)
+
+
+def test_bad_input_is_refused(small):
+    potts = rm.PottsModel.random(L=5, q=3, seed=0)
+    with pytest.raises(ValueError, match="Ising"):
+        potts.masked_site(0)
+    two = rm.PottsModel(couplings=small.couplings, colours=np.eye(2))
+    with pytest.raises(ValueError, match="Ising"):
+        two.masked_site(0)
+    for beta in (0.0, -1.0):
+        with pytest.raises(ValueError, match="beta"):
+            rm.PottsModel.random_ising(L=5, beta=beta)
+    with pytest.raises(ValueError, match="site"):
+        small.masked_site(small.L)
+    with pytest.raises(ValueError, match="site"):
+        rm.simulate(small, site=-1, alpha=1.0, lam=0.1, seeds=2, loss="logistic")
+    with pytest.raises(ValueError, match="alpha"):
+        rm.simulate(small, site=0, alpha=0.01, lam=0.1, seeds=2, loss="logistic")
+    with pytest.raises(ValueError, match="logistic"):
+        rm.simulate(small, site=0, alpha=1.0, lam=0.1, seeds=2, loss="square")
+
+
+def test_spins_of_colours():
+    assert np.array_equal(SPINS, [1.0, -1.0])
+    assert np.array_equal(rm.PottsModel.ising(couplings=np.zeros((3, 3)), beta=1.0).colours,
+                          [[1.0, -1.0], [-1.0, 1.0]])
