@@ -44,7 +44,7 @@ def main() -> None:
     curve = rm.learning_curve(site, alpha=grid, lam=args.lam, loss="logistic", channel="sign")
     t_engine, c_engine = time.perf_counter() - t0, time.process_time() - c0
     print(f"engine: {t_engine:.2f} s wall, {c_engine:.2f} s CPU for {args.points} points, max residual "
-          f"{np.max(curve.residual):.2e}, all converged: {bool(curve.converged)}")
+          f"{np.max(curve.residual):.2e}, all converged: {bool(curve.converged)}", flush=True)
 
     sub = np.unique(np.linspace(0, args.points - 1, args.baseline_points + 2).round().astype(int)[1:-1])
     init = (1.0, 0.1, 0.01)
@@ -54,6 +54,8 @@ def main() -> None:
         out = reference.solve(spec, grid[i], args.lam, "logistic", "sign", init=init)
         init = (out["V"], out["q"], out["m"])
         iters.append(out["iterations"])
+        print(f"  baseline point alpha = {grid[i]:.4f}: {out['iterations']} iterations, "
+              f"{time.process_time() - c0:.1f} s CPU so far", flush=True)
         ours = np.array([curve.V[i], curve.q[i], curve.m[i]])
         dev = max(dev, float(np.max(np.abs(np.array(init) - ours) / np.abs(ours))))
     t_base, c_base = time.perf_counter() - t0, time.process_time() - c0

@@ -77,7 +77,7 @@ def _z_rows(site, cfg, loss, channel, alphas, rng) -> list[dict]:
             for key, val in th.items():
                 mean, err = getattr(sim, f"{key}_mean")[j], getattr(sim, f"{key}_stderr")[j]
                 row.update({f"{key}_mean": float(mean), f"{key}_stderr": float(err), f"{key}_theory": val,
-                            f"{key}_z": float((mean - val) / err)})
+                            f"{key}_z": float((mean - val) / max(err, 1e-12))})  # round-off floor
             rows.append(row)
     return rows
 
