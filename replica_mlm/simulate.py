@@ -167,8 +167,8 @@ def simulate(task, *, alpha: float, lam, seeds: int = 20, rng: _checks.RngLike =
         return _simulate_ising(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
                                channel=channel, n_test=n_test, threads=threads)
     if not isinstance(task, MaskedSite):
-        raise TypeError("simulate needs a MaskedSite (a finite instance) or an Ising PottsModel, got "
-                         f"{type(task).__name__}")
+        raise TypeError("task must be a MaskedSite (a finite instance) or an Ising PottsModel, got "
+                        f"{type(task).__name__}")
     if site is not None:
         raise ValueError("site= selects the masked site of a PottsModel; a MaskedSite is one site already")
     site = task

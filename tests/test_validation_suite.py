@@ -13,6 +13,11 @@ from replica_mlm.cli import main
 from replica_mlm.validation import suite
 
 ROOT = Path(__file__).resolve().parents[1]
+#: claims of the papers that the quick suite measures and does NOT reproduce (the section's module
+#: docstring and docs/figures.md give the numbers): for masked digits the attractor's best state is
+#: no closer to a stored image than its input, and no better than shrinking the input toward the
+#: mean image. If one of them starts to pass, this set (and the docs) must change.
+NOT_REPRODUCED = {"attractor.digits.beyond_shrinkage.masked.test", "attractor.digits.recall.masked.test"}
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +28,13 @@ def quick_report(tmp_path_factory):
     return out, res
 
 
-def test_quick_suite_passes_and_report_is_complete(quick_report):
+def test_quick_suite_passes_but_for_the_claims_not_reproduced(quick_report):
     out, res = quick_report
-    assert res.exit_code == 0, res.output
     report = json.loads((out / "report.json").read_text())
-    assert report["passed"] is True and report["version"] == rm.__version__
+    failed = {c["name"] for c in report["checks"] if not c["passed"]}
+    assert failed == NOT_REPRODUCED, res.output
+    assert res.exit_code == 1 and report["passed"] is False  # a failed check fails the run
+    assert report["version"] == rm.__version__
     assert report["mode"] == "quick" and report["seeds"]["root"] == 0
     names = [c["name"] for c in report["checks"]]
     for prefix in ("mlm.a.", "mlm.c.", "mlm.d.", "attractor.", "erm."):
@@ -42,7 +49,7 @@ def test_quick_suite_passes_and_report_is_complete(quick_report):
     for fig in ("mlm_fig3_left", "mlm_zscores", "mlm_large_alpha"):
         assert (out / f"{fig}.png").exists() and (out / f"{fig}.pdf").exists()
     md = (out / "report.md").read_text()
-    assert "Overall: PASSED" in md and "mlm.d.ks_normal" in md
+    assert "Overall: FAILED" in md and "mlm.d.ks_normal" in md
     mlm = sections["mlm"]
     assert mlm["parameters"]["settings"]["lams"] == [0.0, 0.001, 0.1, 1.0]
     assert mlm["data"]["z_summary"]["n"] >= 200

@@ -27,8 +27,9 @@ import numpy as np
 from replica_mlm.models.spectrum import Spectrum
 from replica_mlm.theory import energetic
 from replica_mlm.theory.channels import Channel
-from replica_mlm.theory.compiled import compiled, compiled_estimation
+from replica_mlm.theory.compiled import compiled
 from replica_mlm.theory.losses import Loss
+from replica_mlm.theory.root import estimation_error_of_hats
 
 #: residual (largest relative violation of the raw equations) required for converged=True
 TOL = 1e-10
@@ -170,14 +171,13 @@ def _finish(problem: Problem, point: dict, residual: float) -> dict:
     if loss.is_square:  # the package's MSE convention |y - X w|^2 / n, no factor 1/2
         train = 2.0 * train
     spec = problem.spec
-    est = compiled_estimation()[0](spec.omega, spec.bulk, spec.teacher, problem.lam, point["V_hat"],
-                                   point["q_hat"], point["m_hat"])
+    est = estimation_error_of_hats(spec, problem.lam, point["V_hat"], point["q_hat"], point["m_hat"])
     return {
         **point,
         "train_loss": train,
         "eg": energetic.error(channel, **args),
         "test_loss": energetic.test_loss(loss, channel, **args),
-        "estimation_error": float(np.sum(np.broadcast_to(est, spec.omega.shape))),
+        "estimation_error": est,
         "kappa": problem.lam / point["V_hat"] if point["V_hat"] > 0 else math.inf,
         "residual": residual,
         "iterations": problem.evaluations,

@@ -260,6 +260,17 @@ def estimation_error(spec: Spectrum, alpha: np.ndarray, kappa: np.ndarray, eg: n
     return out
 
 
+def estimation_error_of_hats(spec: Spectrum, lam: float, V_hat: float, q_hat: float, m_hat: float) -> float:
+    """E |w_hat - w*|^2 from the hats (any loss and channel: :func:`.potentials.estimation_mode`).
+
+    At huge lam the square ``(lam + V_hat omega)^2`` overflows to inf and the noise term is 0,
+    which is its value to double precision; that overflow is not reported.
+    """
+    with np.errstate(over="ignore"):
+        est = compiled_estimation()[0](spec.omega, spec.bulk, spec.teacher, lam, V_hat, q_hat, m_hat)
+    return float(np.sum(np.broadcast_to(est, spec.omega.shape)))
+
+
 def _rescaled(spec, alpha, lam, out, sums, free, large):
     """The solution with hats scaled by ``2^k`` (V by ``2^-k``) where V_hat < 2^-900, for the residual.
 

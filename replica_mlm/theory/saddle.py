@@ -30,7 +30,7 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm.models.spectrum import Spectrum
 from replica_mlm.theory import precise, root
-from replica_mlm.theory.compiled import compiled, compiled_estimation
+from replica_mlm.theory.compiled import compiled
 
 METHODS = ("root", "iterate", "general")
 
@@ -369,9 +369,8 @@ def _solve_iterate(
                 out.update(x, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
                            kappa=math.nan, iterations=it)
                 out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
-                est = compiled_estimation()[0](spec.omega, spec.bulk, spec.teacher, lam,
-                                               out["V_hat"], out["q_hat"], out["m_hat"])
-                out["estimation_error"] = float(np.sum(np.broadcast_to(est, spec.omega.shape)))
+                out["estimation_error"] = root.estimation_error_of_hats(spec, lam, out["V_hat"],
+                                                                         out["q_hat"], out["m_hat"])
                 out["residual"] = root.raw_residual(spec, alpha, lam, out)
                 if not out["residual"] <= max(tol, root.RESIDUAL_TOL):
                     continue  # steps below tol, raw equations not yet: iterate on
