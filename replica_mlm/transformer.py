@@ -1,7 +1,7 @@
 """The vanilla transformer baseline of Rende et al. (fig. 2), in PyTorch (optional extra).
 
 The model is the encoder of the UvA deep-learning tutorials (Lippe 2022) as used in the paper
-(see docs/theory.md, "The vanilla transformer baseline"):
+(see docs/figures.md, "Rende et al., fig. 2"):
 
 * token ``x_j = E e_{s_j} + gamma p_j``: a learned colour embedding ``E`` (``q + 1`` rows, the last
   one the mask token that replaces the masked site) plus ``gamma`` times the sinusoidal positional

@@ -217,3 +217,70 @@ def test_training_lowers_the_test_loss_towards_the_conditional_entropy(data):
     assert H < after.mean() < before.mean()
     # at least half the way from the uniform guess to the optimum
     assert after.mean() < H + 0.5 * (uniform - H)
+
+
+def test_fig2_runner_gives_every_model_the_same_data_and_seeds(tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from replica_mlm import transformer
+    from replica_mlm.attention import FactoredAttention
+    from replica_mlm.cli import main
+    from replica_mlm.validation import figure2
+
+    seen = {"tf_init": [], "tf_fit": [], "fa_fit": []}
+    init, fit, fa_fit = transformer.TransformerMLM.__init__, transformer.TransformerMLM.fit, \
+        FactoredAttention.fit.__func__
+
+    def spy_init(self, *a, **kw):
+        seen["tf_init"].append((kw["layers"], kw["gamma"], kw["rng"]))
+        init(self, *a, **kw)
+
+    def spy_fit(self, train, *a, **kw):
+        seen["tf_fit"].append((np.array(train), np.array(kw["test"])))
+        return fit(self, train, *a, **kw)
+
+    def spy_fa(cls, seqs, *a, **kw):
+        seen["fa_fit"].append((np.array(seqs), kw["rng"], kw.get("method", "lbfgs")))
+        return fa_fit(cls, seqs, *a, **kw)
+
+    monkeypatch.setattr(transformer.TransformerMLM, "__init__", spy_init)
+    monkeypatch.setattr(transformer.TransformerMLM, "fit", spy_fit)
+    monkeypatch.setattr(FactoredAttention, "fit", classmethod(spy_fa))
+    st = figure2.Fig2Settings(L=4, q=3, target_hamming=0.5, M=200, n_test=100, seeds=2, epochs=2,
+                              eval_every=1, lr=0.05, momentum=0.0, lr_factored=0.02, d_model=4,
+                              gammas=(1.0, 3.0), gamma_seeds=2, rec_Ms=(100, 200), max_iter=50,
+                              tune_method="gibbs")
+    section = figure2.run(tmp_path, rng=5, settings=st)
+    pm, _, train, test, _ = figure2.make_data(st, 5)
+    seeds = figure2.model_seeds(5, 2)
+    assert len(set(seeds)) == 2
+    # 1- and 3-layer transformers and the gamma family: the same training seeds, the same data
+    by_kind = {}
+    for layers, gamma, rng in seen["tf_init"]:
+        by_kind.setdefault((layers, gamma), []).append(rng)
+    assert by_kind == {(1, 1.0): seeds, (3, 1.0): seeds, (1, 3.0): seeds}
+    for tr, te in seen["tf_fit"]:
+        np.testing.assert_array_equal(tr, train)
+        np.testing.assert_array_equal(te, test)
+    full = [(s, r, m) for s, r, m in seen["fa_fit"] if s.shape[0] == st.M]
+    assert sorted(r for _, r, m in full if m == "sgd") == sorted(seeds)
+    assert sorted(r for _, r, m in full if m == "lbfgs") == sorted(seeds)
+    for s, _, _ in seen["fa_fit"]:  # the reconstruction curve uses nested subsets of the same set
+        np.testing.assert_array_equal(s, train[:s.shape[0]])
+    # the report: every number of fig. 2, figures as PNG and PDF
+    report = json.loads((tmp_path / "fig2.json").read_text())
+    d = report["data"]
+    assert d["conditional_entropy"] == pytest.approx(pm.neg_pseudo_loglikelihood(test), rel=1e-12)
+    assert set(d["models"]) == {"transformer_1", "transformer_3", "factored"}
+    assert len(d["models"]["transformer_3"]["final"]) == 2 and d["gamma_family"]["gamma"] == [1.0, 3.0]
+    names = [c["name"] for c in report["checks"]]
+    assert names == ["figure2.data.mixing", "figure2.factored_reaches_entropy", "figure2.one_layer_gap",
+                     "figure2.three_layers_improve", "figure2.gamma_family_never_beats_factored"]
+    for stem in ("fig2a_test_loss", "fig2b_attention_maps", "fig2c_reconstruction",
+                 "fig2d_gamma_family"):
+        assert (tmp_path / f"{stem}.png").stat().st_size > 0 and (tmp_path / f"{stem}.pdf").exists()
+    assert len(section.checks) == 5
+    res = CliRunner().invoke(main, ["paper-fig2", "--help"])
+    assert res.exit_code == 0 and "--quick / --full" in res.output
