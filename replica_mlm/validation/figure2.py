@@ -87,12 +87,12 @@ class Fig2Settings:
 
 def settings_for(quick: bool) -> Fig2Settings:
     if quick:
-        return Fig2Settings(L=6, q=4, target_hamming=0.45, M=1500, n_test=1000, seeds=3, epochs=24,
-                            eval_every=4, lr=0.05, momentum=0.9, lr_factored=0.02, d_model=16,
-                            gammas=(0.3, 1.0, 3.0), gamma_seeds=2, rec_Ms=(150, 500, 1500),
+        return Fig2Settings(L=6, q=4, target_hamming=0.45, M=2000, n_test=600, seeds=3, epochs=30,
+                            eval_every=5, lr=0.05, momentum=0.9, lr_factored=0.1, d_model=16,
+                            gammas=(0.3, 1.0, 3.0), gamma_seeds=1, rec_Ms=(200, 600, 2000),
                             tune_method="gibbs")
     return Fig2Settings(L=20, q=20, target_hamming=0.3, M=3000, n_test=1000, seeds=3, epochs=40,
-                        eval_every=5, lr=0.1, momentum=0.9, lr_factored=0.02, d_model=20,
+                        eval_every=5, lr=0.1, momentum=0.9, lr_factored=0.05, d_model=20,
                         gammas=(0.3, 1.0, 3.0, 10.0), gamma_seeds=1, rec_Ms=(300, 1000, 3000),
                         max_iter=300)
 

@@ -8,7 +8,12 @@ import numpy as np
 
 
 def _save(fig, out: Path, stem: str) -> list[str]:
+    from matplotlib.ticker import NullFormatter
+
     from replica_mlm.plotting import save
+
+    for ax in fig.axes:  # minor tick labels of log x axes overlap
+        ax.xaxis.set_minor_formatter(NullFormatter())
 
     return [p.name for p in save(fig, out / stem, dpi=150, bbox_inches="tight")]
 
@@ -52,7 +57,7 @@ def figures(out: Path, st, d: dict) -> list[str]:
     # (b) attention maps beside |beta J|
     maps = d["attention_maps"]
     panels = [("|beta J| (true)", d["true_attention_abs_beta_J"], None),
-              ("factored |A| (learned)", maps["factored"], "factored"),
+              ("factored |A| (learned;\nonly A V is identifiable)", maps["factored"], "factored"),
               ("transformer, 1 layer", maps["transformer_1"], "transformer_1"),
               ("transformer, 3 layers (mean of last two)", maps["transformer_3"], "transformer_3")]
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.9), constrained_layout=True)
@@ -74,13 +79,15 @@ def figures(out: Path, st, d: dict) -> list[str]:
     fig, ax = plt.subplots(figsize=(5.6, 4.2))
     ax.errorbar(Ms, E.mean(axis=1), yerr=E.std(axis=1, ddof=1) / np.sqrt(E.shape[1]) if E.shape[1] > 1
                 else None, marker="o", capsize=3, label="factored attention (L-BFGS)")
-    ax.plot(Ms, E.mean(axis=1)[0] * (Ms / Ms[0]) ** -0.5, "k--", lw=0.8, label="M^(-1/2)")
+    ax.plot(Ms, E.mean(axis=1)[-1] * (Ms / Ms[-1]) ** -0.5, "k--", lw=0.8,
+            label="M^(-1/2) through the largest M")
     fa = models["factored"]["reconstruction_error_sgd"]
     ax.errorbar([st.M], [np.mean(fa)], yerr=[np.std(fa, ddof=1) / np.sqrt(len(fa))] if len(fa) > 1
                 else None, marker="s", ls="none", capsize=3,
                 label=f"factored attention (SGD, {st.epochs} epochs)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xticks(Ms, [f"{m:g}" for m in Ms])
     ax.set_xlabel("number of training sequences M")
     ax.set_ylabel("relative error of beta J U (zero-sum gauge)")
     ax.set_title("(c) coupling reconstruction; " + title, fontsize=8)
@@ -102,6 +109,7 @@ def figures(out: Path, st, d: dict) -> list[str]:
     ax.axhspan(fm - fse, fm + fse, color="C2", alpha=0.2, lw=0)
     ax.axhline(H, color="k", ls=":", label=f"conditional entropy {H:.3f}")
     ax.set_xscale("log")
+    ax.set_xticks(g, [f"{v:g}" for v in g])
     ax.set_xlabel("gamma (weight of the positional encoding)")
     ax.set_ylabel("final test MLM loss per sequence (nats)")
     ax.set_title("(d) gamma family; " + title, fontsize=8)
