@@ -28,7 +28,8 @@ turn (``L`` times the cost per epoch, less gradient noise). The objective is the
 averaged over the masked sites of the batch (PyTorch's mean reduction, so ``lr`` has its usual
 meaning); its expectation is ``mlm_loss / L`` in both cases. The learning rate is cosine
 annealed per step, ``lr_t = lr (1 + cos(pi t / T)) / 2`` over ``T = epochs * ceil(M / batch_size)``
-steps, the schedule of ``FactoredAttention.fit(method="sgd")``.
+steps, the schedule of ``FactoredAttention.fit(method="sgd")``, optionally times a linear warm-up
+``min(1, (t + 1) / warmup)`` (the tutorial's ``CosineWarmupScheduler``).
 
 Attention maps (:meth:`TransformerMLM.attention_maps`): for layer ``l``, row ``i`` of the map is
 the attention of the query at position ``i`` **when site i is the masked one**, averaged over heads
@@ -368,7 +369,7 @@ class TransformerMLM:
     # ------------------------------------------------------------------ training
     def fit(self, train_seqs, epochs: int = 100, batch_size: int = 100, lr: float = 0.05,
             schedule: str = "cosine", test=None, *, masking: str = "random",
-            momentum: float = 0.0, eval_every: int = 1) -> TrainingHistory:
+            momentum: float = 0.0, warmup: int = 0, eval_every: int = 1) -> TrainingHistory:
         """Train by SGD on masked-site cross-entropy (see the module docstring).
 
         Parameters
@@ -387,6 +388,10 @@ class TransformerMLM:
             One uniformly drawn masked site per sequence and step, or every site in turn.
         momentum : float
             SGD momentum (paper: plain SGD, 0).
+        warmup : int
+            Steps of linear warm-up: the rate is multiplied by ``min(1, (t + 1) / warmup)``, as in
+            the tutorial's ``CosineWarmupScheduler`` (post-norm layers are unstable without it at
+            large rates). 0: none.
         eval_every : int
             Record the test loss every ``eval_every`` epochs and after the last one (evaluation
             masks every test site in turn and can cost more than an epoch of training).
@@ -407,6 +412,8 @@ class TransformerMLM:
             raise ValueError(f"masking must be one of {MASKINGS}, got {masking!r}")
         momentum = 0.0 if momentum == 0 else positive(momentum, "momentum")
         eval_every = positive_int(eval_every, "eval_every")
+        if isinstance(warmup, bool) or not isinstance(warmup, int | np.integer) or warmup < 0:
+            raise ValueError(f"warmup must be a non-negative integer number of steps, got {warmup!r}")
         M = s.shape[0]
         per_epoch = math.ceil(M / batch_size)
         T = epochs * per_epoch
@@ -421,6 +428,8 @@ class TransformerMLM:
                 for b in range(per_epoch):
                     idx = perm[b * batch_size:(b + 1) * batch_size]
                     rate = lr * 0.5 * (1.0 + math.cos(math.pi * step / T)) if schedule == "cosine" else lr
+                    if warmup:
+                        rate *= min(1.0, (step + 1) / warmup)
                     for g in opt.param_groups:
                         g["lr"] = rate
                     opt.zero_grad()

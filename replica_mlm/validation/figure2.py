@@ -80,6 +80,8 @@ class Fig2Settings:
     gamma_seeds: int
     rec_Ms: tuple[int, ...]
     lam: float = 1e-4
+    #: linear warm-up of the transformers' learning rate (the tutorial's CosineWarmupScheduler)
+    warmup_epochs: int = 2
     max_iter: int = 500
     batch_size: int = 100
     tune_method: str = "auto"
@@ -154,7 +156,8 @@ def _train_transformer(st: Fig2Settings, train, test, *, layers: int, gamma: flo
     tf = TransformerMLM(L=st.L, q=st.q, layers=layers, d_model=st.d_model, heads=1, gamma=gamma,
                         rng=seed)
     hist = tf.fit(train, epochs=st.epochs, batch_size=st.batch_size, lr=st.lr, schedule="cosine",
-                  test=test, momentum=st.momentum, eval_every=st.eval_every)
+                  test=test, momentum=st.momentum, warmup=st.warmup_epochs * -(-st.M // st.batch_size),
+                  eval_every=st.eval_every)
     return tf, hist
 
 
