@@ -57,6 +57,10 @@ def test_shapes_and_normalisation(data):
         tf.fit(train, epochs=1, schedule="linear")
     with pytest.raises(ValueError, match="masking"):
         tf.fit(train, epochs=1, masking="none")
+    with pytest.raises(ValueError, match="warmup"):
+        tf.fit(train, epochs=1, warmup=-1)
+    with pytest.raises(ValueError, match="gamma"):
+        TransformerMLM(L=L, q=Q, gamma=-1.0)
 
 
 def _layer_norm(x, w, b):
