@@ -56,10 +56,10 @@ def figures(out: Path, st, d: dict) -> list[str]:
 
     # (b) attention maps beside |beta J|
     maps = d["attention_maps"]
-    panels = [("|beta J| (true)", d["true_attention_abs_beta_J"], None),
+    panels = [("|beta J|\n(true)", d["true_attention_abs_beta_J"], None),
               ("factored |A| (learned;\nonly A V is identifiable)", maps["factored"], "factored"),
-              ("transformer, 1 layer", maps["transformer_1"], "transformer_1"),
-              ("transformer, 3 layers (mean of last two)", maps["transformer_3"], "transformer_3")]
+              ("transformer,\n1 layer", maps["transformer_1"], "transformer_1"),
+              ("transformer, 3 layers\n(mean of the last two)", maps["transformer_3"], "transformer_3")]
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.9), constrained_layout=True)
     for ax, (name, A, key) in zip(axes, panels, strict=True):
         im = ax.imshow(A, cmap="viridis")
