@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 
-@click.command("paper-fig2")
+@click.command("paper-fig2",
+               short_help="Fig. 2 of Rende et al.: transformers vs factored attention vs the optimum.")
 @click.option("--quick/--full", default=True, show_default=True,
               help="Small model for CI (L = 6, q = 4, about a minute on one core) or the paper's "
                    "setting (L = q = 20, mean Hamming distance 0.3, M = 3000; tens of minutes).")
