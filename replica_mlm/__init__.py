@@ -33,11 +33,19 @@ from replica_mlm.attractor import AttractorNetwork
 
 
 def __getattr__(name: str):
+    import importlib
+
     # matplotlib is imported only when figures are asked for
     if name == "plotting":
-        import importlib
-
         return importlib.import_module("replica_mlm.plotting")
+    # PyTorch (the optional extra [transformer]) only when the vanilla transformer is asked for
+    if name == "TransformerMLM":
+        try:
+            return importlib.import_module("replica_mlm.transformer").TransformerMLM
+        except ImportError as exc:
+            raise ImportError(
+                f'rm.TransformerMLM needs PyTorch: pip install "replica-mlm[transformer]" ({exc})'
+            ) from exc
     raise AttributeError(f"module 'replica_mlm' has no attribute {name!r}")
 
 
@@ -55,6 +63,7 @@ __all__ = [
     "SaddlePoint",
     "Simulation",
     "Spectrum",
+    "TransformerMLM",
     "__version__",
     "asymptotics",
     "equations",

@@ -77,6 +77,7 @@ def _register() -> None:
     from replica_mlm.cli.attractor import attractor
     from replica_mlm.cli.curve import curve
     from replica_mlm.cli.equations import equations
+    from replica_mlm.cli.paper_fig2 import paper_fig2
     from replica_mlm.cli.phase import phase
     from replica_mlm.cli.potts import potts
     from replica_mlm.cli.simulate import simulate
@@ -89,6 +90,7 @@ def _register() -> None:
     main.add_command(equations)
     main.add_command(potts)
     main.add_command(phase)
+    main.add_command(paper_fig2)
 
 
 _register()

@@ -29,7 +29,9 @@ def validate(quick, sections, seed, workers, threads, scheduler, resume, progres
     Sections: mlm (replica prediction vs closed-form ridge simulations on the same Gaussian Potts
     instances: z-scores, the growth of the test loss below alpha = 1, the c / alpha decay;
     fig. 3 left of Rende et al.), attractor (transient memories of self-attention as an attractor
-    network) and potts (the discrete Potts model and factored attention) when installed. Every check
+    network), potts (the discrete Potts model and factored attention) and figure2 (fig. 2 of Rende
+    et al.: vanilla transformers against factored attention; needs the [transformer] extra) when
+    installed. Every check
     is a claim with a number and a threshold; the exit status is 1 if any check fails.
     """
     from replica_mlm._threads import blas_threads

@@ -32,14 +32,19 @@ SECTIONS: dict[str, str] = {
     "potts": "replica_mlm.validation.potts",
     "erm": "replica_mlm.validation.erm",
     "discrete": "replica_mlm.validation.discrete",
+    "figure2": "replica_mlm.validation.figure2",
 }
+
+#: sections that need an optional dependency (skipped, and listed as such, when it is missing)
+REQUIRES: dict[str, str] = {"figure2": "torch"}
 
 _OPTIONAL = ("workers", "scheduler", "resume", "progress")
 
 
 def available_sections() -> list[str]:
     """Names of the sections whose module is importable here."""
-    return [name for name, mod in SECTIONS.items() if importlib.util.find_spec(mod) is not None]
+    return [name for name, mod in SECTIONS.items() if importlib.util.find_spec(mod) is not None
+            and (name not in REQUIRES or importlib.util.find_spec(REQUIRES[name]) is not None)]
 
 
 def run_suite(
@@ -96,7 +101,8 @@ def run_suite(
     for name in names:
         if name in skipped:
             if echo:
-                echo(f"[skip] {name}: module {SECTIONS[name]} is not installed")
+                echo(f"[skip] {name}: module {SECTIONS[name]} or {REQUIRES.get(name, 'its dependencies')} "
+                     "is not installed")
             continue
         run = importlib.import_module(SECTIONS[name]).run
         accepted = inspect.signature(run).parameters
