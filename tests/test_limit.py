@@ -97,6 +97,7 @@ def _check_inverse_sqrt_rate(sizes, instances):
     assert slope == pytest.approx(-0.5, abs=0.2), (slope, rms)
 
 
+@pytest.mark.slow  # the quick validation section 'limit' checks the same rate in CI (limit.finite_size_rate)
 def test_finite_size_gap_shrinks_like_inverse_sqrt_L_quick():
     _check_inverse_sqrt_rate([100, 400, 1600], [48, 24, 8])
 

@@ -1,25 +1,8 @@
-"""The validation entry and the ``replica-mlm potts`` command (quick mode)."""
-
-import json
+"""The ``replica-mlm potts`` command (its quick section runs in tests/test_validation_suite.py)."""
 
 from click.testing import CliRunner
 
 from replica_mlm.cli import main
-from replica_mlm.validation.potts import run
-
-
-def test_quick_validation_entry(tmp_path):
-    section = run(tmp_path, quick=True, rng=0)
-    data = json.loads((tmp_path / "potts.json").read_text())
-    assert data["passed"] == section.passed
-    names = {c.name: c for c in section.checks}
-    assert names["potts.pseudolikelihood_equivalence"].passed
-    assert names["potts.sampler.chi_square"].passed
-    assert names["potts.consistency.reconstruction_slope"].passed
-    for f in section.figures:
-        assert (tmp_path / f).stat().st_size > 1000
-    assert {"potts_reconstruction.pdf", "potts_test_loss.png", "potts_small_lam.png",
-            "potts_gibbs.png"} <= set(section.figures)
 
 
 def test_cli_bad_options_exit_2(tmp_path):
