@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replica_mlm._checks import RngLike, as_generator, positive, positive_int
+from replica_mlm._checks import RngLike, allocation, as_generator, nonnegative, positive, positive_int
 from replica_mlm.models.potts import _site, check_sequences
 
 INSTALL_HINT = (
@@ -250,12 +250,17 @@ class TransformerMLM:
         if self.d_model % self.heads:
             raise ValueError(f"d_model must be divisible by heads, got d_model={self.d_model}, "
                              f"heads={self.heads}")
-        self.gamma = 0.0 if gamma == 0 else positive(gamma, "gamma")
+        self.gamma = nonnegative(gamma, "gamma")
         self.d_ff = 2 * self.d_model if d_ff is None else positive_int(d_ff, "d_ff")
         if dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
         self.dtype = getattr(torch, dtype)
         self.threads = positive_int(threads, "threads")
+        # embedding, positional encoding (L x d), and per layer attention (4 d^2) and MLP (2 d d_ff)
+        weights = (self.q + 1) * self.d_model + self.L * self.d_model + self.q * self.d_model
+        weights += self.layers * (4 * self.d_model**2 + 2 * self.d_model * self.d_ff)
+        allocation(8 * weights, f"TransformerMLM(L={self.L}, q={self.q}, layers={self.layers}, "
+                                f"d_model={self.d_model}, d_ff={self.d_ff})")
         self._gen = as_generator(rng)
         seed = int(self._gen.integers(2**62))
         with torch_threads(self.threads), torch.random.fork_rng(devices=[]):

@@ -100,9 +100,9 @@ def test_potts_section_of_the_quick_suite(quick_b):
     for name in ("potts.pseudolikelihood_equivalence", "potts.sampler.chi_square",
                  "potts.consistency.reconstruction_slope"):
         assert checks[name]["passed"], checks[name]["detail"]
-    figures = {f for s in report["sections"] if s["name"].startswith("potts") for f in s["figures"]}
-    assert {"potts_reconstruction.pdf", "potts_test_loss.png", "potts_small_lam.png",
-            "potts_gibbs.png"} <= figures
+    for fig in ("potts_reconstruction.pdf", "potts_test_loss.png", "potts_small_lam.png",
+                "potts_gibbs.png"):
+        assert (out / fig).stat().st_size > 1000, fig
 
 
 @pytest.mark.xdist_group("suite_b")
