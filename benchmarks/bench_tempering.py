@@ -68,13 +68,60 @@ def run_seed(seed: int, target: float, n_samples: int) -> dict:
     return row
 
 
+def survey_seed(seed: int, target: float, n_replicas: int) -> dict:
+    """Cheaper check: the tuner's scans locate beta, then ONE pilot run there (mixing, tau, h).
+
+    No precision loop and no sampling: what the tuner's first verification run sees.
+    """
+    from replica_mlm.models import potts_tempering as ps
+
+    pm = PottsModel.random(L=20, q=20, seed=seed)
+    t0, c0 = time.perf_counter(), time.process_time()
+    gen = np.random.default_rng(seed)
+    b_lo, b_top, scans = 1.0, 2.0, []
+    while True:
+        lad = (ps.equal_acceptance_ladder(scans[-1].ladder, scans[-1].swap_acceptance,
+                                          beta_lo=b_lo, beta_hi=b_top, target=0.5)
+               if scans else ps.geometric_ladder(b_top, None, b_lo, pm.L))
+        scans.append(ps.tempering_scan(pm, lad, gen, n_replicas=16, n_steps=400))
+        if scans[-1].hamming[-1] <= target:
+            break
+        b_top *= 2.0
+    beta, _ = ps._crossing(scans[-1], target)
+    lad = ps.equal_acceptance_ladder(scans[-1].ladder, scans[-1].swap_acceptance, beta_lo=b_lo,
+                                     beta_hi=beta, target=0.5)
+    d = ps.pilot_tempering(pm.with_beta(beta), gen, n_replicas, lad, 200, 3200)
+    acc = d.swap_acceptance
+    return dict(seed=seed, ok=True, beta=beta, hamming=d.hamming, hamming_se=d.hamming_se,
+                mixing=d.mixing, window_found=d.window_found, equilibrated=d.equilibrated,
+                tau=d.tau_int, pilot_steps=d.n_sweeps, rungs=int(lad.size),
+                acc_min=float(acc.min()), acc_max=float(acc.max()),
+                t=time.perf_counter() - t0, cpu=time.process_time() - c0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     ap.add_argument("--target", type=float, default=0.3)
     ap.add_argument("--n-samples", type=int, default=1000)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--survey", action="store_true",
+                    help="only the scans and one 16-replica pilot run at the located beta")
     args = ap.parse_args()
+    if args.survey:
+        rows = []
+        for seed in args.seeds:
+            r = survey_seed(seed, args.target, 16)
+            rows.append(r)
+            print(f"{seed:>4} beta {r['beta']:6.3f} h {r['hamming']:.4f}+-{r['hamming_se']:.4f} "
+                  f"mixing {r['mixing']} (window {r['window_found']}, halves "
+                  f"{r['equilibrated']}) tau {r['tau']:.1f} steps {r['pilot_steps']} rungs "
+                  f"{r['rungs']} acc {r['acc_min']:.2f}-{r['acc_max']:.2f} "
+                  f"cpu {r['cpu']:.0f} s wall {r['t']:.0f} s", flush=True)
+            if args.json:
+                with open(args.json, "w") as fh:
+                    json.dump(rows, fh, indent=1)
+        return
     print(f"{'seed':>4} {'beta':>7} {'h pilot':>15} {'h samples':>15} {'mix':>4} {'tau':>6} "
           f"{'rungs':>5} {'acceptance':>11} {'tune s':>13} {'sample s':>13}", flush=True)
     rows = []

@@ -5,7 +5,8 @@ import pytest
 from scipy import stats
 
 import replica_mlm as rm
-from replica_mlm.models import potts_sampling as potts_module
+from replica_mlm.models import potts_sampling as sampling_module
+from replica_mlm.models import potts_tempering as potts_module
 
 
 def chi_square_pvalue(pm, seqs):
@@ -76,7 +77,7 @@ def test_tempering_diagnostics_ladder_and_acceptance():
     assert d.swap_acceptance.shape == (d.ladder.size - 1,)
     assert np.all(d.swap_acceptance > 0) and np.all(d.swap_acceptance <= 1)
     # automatic ladder: rungs were added until every acceptance reached the documented minimum
-    assert d.swap_acceptance.min() >= potts_module.TEMPERING_MIN_ACCEPTANCE
+    assert d.swap_acceptance.min() >= sampling_module.TEMPERING_MIN_ACCEPTANCE
     assert d.mixing and d.sweeps_between >= 1 and d.burn_in >= d.sweeps_between
     fixed = pm.gibbs_diagnostics(rng=0, method="tempering", n_rungs=2, beta_hot=0.5)
     assert fixed.ladder.size == 2 and 0 < fixed.swap_acceptance[0] <= 1
@@ -185,11 +186,11 @@ def test_cross_chain_hamming_is_unbiased_for_correlated_chains():
     s0 = np.random.default_rng(0).integers(0, 3, size=(40, 6))
     s, _ = pm.run_chains(s0, 100, rng=1)  # burn-in
     _, rec = pm.run_chains(s, 400, rng=2, record_every=1)  # (400, 40, 6)
-    h, se = potts_module.cross_chain_hamming(potts_module._colour_counts(rec, 3))
+    h, se = sampling_module.cross_chain_hamming(sampling_module._colour_counts(rec, 3))
     assert 0 < se < 0.02
     assert abs(h - h_exact) <= 4 * se, (h, h_exact, se)
     with pytest.raises(ValueError, match="3 chains"):
-        potts_module.cross_chain_hamming(np.ones((2, 6, 3)))
+        sampling_module.cross_chain_hamming(np.ones((2, 6, 3)))
 
 
 def test_equal_acceptance_ladder_from_gaussian_energies():

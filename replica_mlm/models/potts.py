@@ -22,8 +22,8 @@ geometric ladder of inverse temperatures ending at the model's beta, all chains 
 per-chain temperatures, neighbouring rungs exchanging temperature labels with probability
 ``min(1, exp((beta_{k+1} - beta_k)(E_{k+1} - E_k)))``; samples are the configurations at the coldest
 rung. ``method="auto"`` uses Gibbs where it mixes and tempering where it does not. The diagnostics,
-the tempering kernel, ladders with equal swap acceptance and the temperature tuner live in
-:mod:`replica_mlm.models.potts_sampling`.
+and the tempering kernel, ladders with equal swap acceptance and the temperature tuner, live in
+:mod:`replica_mlm.models.potts_sampling` and :mod:`replica_mlm.models.potts_tempering`.
 """
 
 from __future__ import annotations
@@ -42,16 +42,17 @@ from replica_mlm._checks import (
     symmetric_matrix,
 )
 from replica_mlm.models import potts_sampling as _ps
+from replica_mlm.models import potts_tempering as _pt
 from replica_mlm.models.potts_sampling import (  # GibbsDiagnostics etc. re-exported from here
     METHODS,
     TEMPERING_BETA_HOT,
     TEMPERING_MAX_RUNGS,
     TEMPERING_MIN_ACCEPTANCE,
     GibbsDiagnostics,
-    TuneResult,
     initial_monotone_tau,
     integrated_autocorrelation_time,
 )
+from replica_mlm.models.potts_tempering import TuneResult
 
 __all__ = [
     "GibbsDiagnostics",
@@ -360,8 +361,8 @@ class PottsModel:
         return ladder
 
     def _tempering_step(self, s, Nq, who, ladder, t, gen, tally=None, swap_rounds=1) -> np.ndarray:
-        """One parallel-tempering step in place (``potts_sampling.tempering_step``)."""
-        return _ps.tempering_step(self, s, Nq, who, ladder, t, gen, tally, swap_rounds)
+        """One parallel-tempering step in place (``potts_tempering.tempering_step``)."""
+        return _pt.tempering_step(self, s, Nq, who, ladder, t, gen, tally, swap_rounds)
 
     # ------------------------------------------------------------------ diagnostics
     def gibbs_diagnostics(
@@ -429,7 +430,7 @@ class PottsModel:
         ladder : array, optional
             Explicit ladder (strictly increasing, positive, ending at the model's beta; no
             adaptation), e.g. one with equal swap acceptance
-            (``potts_sampling.equal_acceptance_ladder``) or a previous run's ``diagnostics.ladder``.
+            (``potts_tempering.equal_acceptance_ladder``) or a previous run's ``diagnostics.ladder``.
         swap_rounds : int
             Rounds of even/odd swaps after each tempering sweep (default 1). Swaps do not change
             the energies, so extra rounds cost little; each round keeps the target exact.
@@ -449,13 +450,13 @@ class PottsModel:
         ladder = self._ladder(ladder, n_rungs, beta_hot)
         swap_rounds = positive_int(swap_rounds, "swap_rounds")
         while True:
-            d = _ps.pilot_tempering(self, gen, R, ladder, n_sweeps, max_sweeps, swap_rounds)
+            d = _pt.pilot_tempering(self, gen, R, ladder, n_sweeps, max_sweeps, swap_rounds)
             K = ladder.size
             low = d.swap_acceptance.size and d.swap_acceptance.min() < TEMPERING_MIN_ACCEPTANCE
             if fixed or not low or K >= TEMPERING_MAX_RUNGS:
                 return d
             # rungs placed at equal predicted acceptance from the measured ones, at least 1.5x
-            new = _ps.equal_acceptance_ladder(ladder, d.swap_acceptance, beta_lo=ladder[0],
+            new = _pt.equal_acceptance_ladder(ladder, d.swap_acceptance, beta_lo=ladder[0],
                                               beta_hi=self._beta,
                                               target=TEMPERING_TARGET_ACCEPTANCE)
             if new.size < 1 + math.ceil(1.5 * (K - 1)):
@@ -632,7 +633,7 @@ class PottsModel:
         towards 0 as beta grows.
 
         ``method="auto"`` or ``"tempering"`` (scan, then verify;
-        ``potts_sampling.tune_with_tempering``): parallel-tempering scans over ladders from
+        ``potts_tempering.tune_with_tempering``): parallel-tempering scans over ladders from
         ``min(beta_hot, beta)`` upwards, widened by factors of 2 until the mean Hamming distance at
         the rungs (cross-replica pairs, with jackknife errors) crosses the target, give a first
         beta by interpolation in ``log beta``; every rung's Hamming distance comes from one run,
@@ -655,7 +656,7 @@ class PottsModel:
 
         Returns
         -------
-        beta : float, or a :class:`~replica_mlm.models.potts_sampling.TuneResult` (beta, the
+        beta : float, or a :class:`~replica_mlm.models.potts_tempering.TuneResult` (beta, the
         measured Hamming distance and its standard error, the final pilot run's diagnostics, the
         trials and scans) if ``return_result``.
 
@@ -674,7 +675,7 @@ class PottsModel:
         tol = positive((0.005 if method == "gibbs" else 0.01) if tol is None else tol, "tol")
         max_iter = positive_int(max_iter, "max_iter")
         if method != "gibbs":
-            res = _ps.tune_with_tempering(
+            res = _pt.tune_with_tempering(
                 self, target, as_generator(rng), tol=tol,
                 beta_hot=positive(beta_hot, "beta_hot"),
                 n_replicas=max(3, positive_int(n_replicas, "n_replicas")),
