@@ -204,7 +204,8 @@ class GibbsDiagnostics:
     sweeps_between : int
         Sweeps between saved configurations of one chain: ``ceil(tau_int log(1/0.01))``.
     burn_in : int
-        Sweeps discarded at the start of each chain (``10 * sweeps_between``, at least 20).
+        Sweeps discarded at the start of each chain (``10 * sweeps_between``, at least 20; for
+        tempering at least ``2 * n_sweeps``, the pilot's own burn-in plus its recorded run).
     rho_spin, rho_energy : ndarray
         Normalised autocorrelation functions at lags 0, 1, 2, ... sweeps.
     window_found : bool
