@@ -79,6 +79,8 @@ def test_tempering_diagnostics_ladder_and_acceptance():
     # automatic ladder: rungs were added until every acceptance reached the documented minimum
     assert d.swap_acceptance.min() >= sampling_module.TEMPERING_MIN_ACCEPTANCE
     assert d.mixing and d.sweeps_between >= 1 and d.burn_in >= d.sweeps_between
+    # burn-in covers the pilot's own burn-in plus recorded run (equilibration from random starts)
+    assert d.burn_in >= 2 * d.n_sweeps
     fixed = pm.gibbs_diagnostics(rng=0, method="tempering", n_rungs=2, beta_hot=0.5)
     assert fixed.ladder.size == 2 and 0 < fixed.swap_acceptance[0] <= 1
     # one rung (beta <= beta_hot): plain Gibbs at the model's beta, nothing to swap
