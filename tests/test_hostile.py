@@ -318,7 +318,7 @@ TARGETS = [
     _t("PottsModel.tune_beta", lambda **k: PM.tune_beta(**k),
        Param("target_hamming", 0.3, [*bad_scalar(), 0, -0.1, 0.5, 0.9], []),
        Param("rng", 0, list(BAD_SEED), []), Param("n_samples", 100, [*bad_int(), 0, 1, *HUGE], []),
-       Param("tol", 0.01, [*bad_scalar(), *POS], []),
+       Param("tol", 0.01, NOT_NONE([*bad_scalar(), *POS]), []),
        Param("max_iter", 30, [*bad_int(), 0, -1], []), Param("method", "auto", list(BAD_CHOICE), [])),
     _t("FactoredAttention", lambda **k: rm.FactoredAttention(**k),
        array("attention", A3), array("value", V2),

@@ -1,11 +1,12 @@
-"""Parallel tempering of the discrete Potts model (THEORY.md §1): exactness, swaps, diagnostics."""
+"""Parallel tempering of the discrete Potts model: exactness, swaps, ladders, diagnostics, tuning."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
 import replica_mlm as rm
-from replica_mlm.models import potts as potts_module
+from replica_mlm.models import potts_sampling as sampling_module
+from replica_mlm.models import potts_tempering as potts_module
 
 
 def chi_square_pvalue(pm, seqs):
@@ -76,8 +77,10 @@ def test_tempering_diagnostics_ladder_and_acceptance():
     assert d.swap_acceptance.shape == (d.ladder.size - 1,)
     assert np.all(d.swap_acceptance > 0) and np.all(d.swap_acceptance <= 1)
     # automatic ladder: rungs were added until every acceptance reached the documented minimum
-    assert d.swap_acceptance.min() >= potts_module.TEMPERING_MIN_ACCEPTANCE
+    assert d.swap_acceptance.min() >= sampling_module.TEMPERING_MIN_ACCEPTANCE
     assert d.mixing and d.sweeps_between >= 1 and d.burn_in >= d.sweeps_between
+    # burn-in covers the pilot's own burn-in plus recorded run (equilibration from random starts)
+    assert d.burn_in >= 2 * d.n_sweeps
     fixed = pm.gibbs_diagnostics(rng=0, method="tempering", n_rungs=2, beta_hot=0.5)
     assert fixed.ladder.size == 2 and 0 < fixed.swap_acceptance[0] <= 1
     # one rung (beta <= beta_hot): plain Gibbs at the model's beta, nothing to swap
@@ -131,13 +134,129 @@ def test_tempering_sample_shape_and_options():
         pm.tempering_ladder(0)
 
 
+def exact_mean_hamming(pm):
+    """1 - (1/L) sum_i sum_a P_i(a)^2 from the exact Boltzmann marginals (enumeration)."""
+    S, p = pm.all_sequences(), pm.boltzmann_probabilities()
+    marg = np.stack([np.bincount(S[:, i], weights=p, minlength=pm.q) for i in range(pm.L)])
+    return 1.0 - float((marg**2).sum(axis=1).mean())
+
+
 def test_tune_beta_with_tempering_reaches_target():
-    """Same target and tolerance as the plain-Gibbs test in test_potts.py, tempering throughout."""
+    """The tuner's beta has the target Hamming distance within its stated error (exact check).
+
+    The tuner promises ``|h_measured - target| <= tol`` with ``se <= tol / 3``; the exact mean
+    Hamming distance at the returned beta (enumeration of all 729 states) must then lie within
+    ``tol + 4 se`` of the target. (tol = 0.02 and 16 replicas keep the test to a few CPU seconds.)
+    """
     pm = rm.PottsModel.random(L=6, q=3, seed=1)
-    beta = pm.tune_beta(target_hamming=0.3, rng=0, tol=0.01, method="tempering")
-    S, p = pm.all_sequences(), pm.with_beta(beta).boltzmann_probabilities()
-    marg = np.stack([np.bincount(S[:, i], weights=p, minlength=3) for i in range(6)])
-    h = 1.0 - float((marg**2).sum(axis=1).mean())
-    assert abs(h - 0.3) < 0.04, (beta, h)
+    res = pm.tune_beta(target_hamming=0.3, rng=0, tol=0.02, n_replicas=16, method="tempering",
+                       return_result=True)
+    assert isinstance(res, potts_module.TuneResult) and res.diagnostics.mixing
+    assert abs(res.hamming - 0.3) <= 0.02 and res.hamming_se <= 0.02 / 3
+    h = exact_mean_hamming(pm.with_beta(res.beta))
+    assert abs(h - 0.3) <= 0.02 + 4 * res.hamming_se, (res.beta, h, res.hamming, res.hamming_se)
+    # the measured value is an honest estimate of the exact one: within 4 standard errors
+    assert abs(res.hamming - h) <= 4 * res.hamming_se, (res.hamming, h, res.hamming_se)
+    assert res.scans and res.trials[-1][0] == res.beta
+    assert pm.tune_beta(target_hamming=0.3, rng=0, tol=0.02, n_replicas=16,
+                        method="tempering") == res.beta
     with pytest.raises(ValueError, match="method"):
         pm.tune_beta(method="metropolis")
+    with pytest.raises(ValueError, match="return_result"):
+        pm.tune_beta(method="gibbs", return_result=True)
+
+
+def test_tune_beta_cold_target_brackets_upwards():
+    """A target needing beta far above the first scan (0.15 on L = 6, q = 3): exact check."""
+    pm = rm.PottsModel.random(L=6, q=3, seed=2)
+    res = pm.tune_beta(target_hamming=0.15, rng=1, tol=0.02, n_replicas=16, return_result=True)
+    assert len(res.scans) >= 2 and res.scans[-1].ladder[-1] > res.scans[0].ladder[-1]
+    h = exact_mean_hamming(pm.with_beta(res.beta))
+    assert abs(h - 0.15) <= 0.02 + 4 * res.hamming_se, (res.beta, h, res.hamming_se)
+    assert abs(res.hamming - h) <= 4 * res.hamming_se, (res.hamming, h, res.hamming_se)
+
+
+def test_cross_chain_hamming_is_unbiased_for_correlated_chains():
+    """Strongly autocorrelated chains (every sweep recorded) still give the exact Hamming distance.
+
+    40 Gibbs chains, 400 consecutive sweeps each (no thinning) on L = 6, q = 3 at beta 2: the
+    cross-chain estimate must lie within 4 jackknife standard errors of the exact value, while
+    the naive all-pairs estimate over the same (correlated) sequences is biased low.
+    """
+    pm = rm.PottsModel.random(L=6, q=3, seed=1, beta=2.0)
+    h_exact = exact_mean_hamming(pm)
+    s0 = np.random.default_rng(0).integers(0, 3, size=(40, 6))
+    s, _ = pm.run_chains(s0, 100, rng=1)  # burn-in
+    _, rec = pm.run_chains(s, 400, rng=2, record_every=1)  # (400, 40, 6)
+    h, se = sampling_module.cross_chain_hamming(sampling_module._colour_counts(rec, 3))
+    assert 0 < se < 0.02
+    assert abs(h - h_exact) <= 4 * se, (h, h_exact, se)
+    with pytest.raises(ValueError, match="3 chains"):
+        sampling_module.cross_chain_hamming(np.ones((2, 6, 3)))
+
+
+def test_equal_acceptance_ladder_from_gaussian_energies():
+    """Synthetic acceptances of a known thermodynamic length give rungs of equal length.
+
+    With sigma_E(beta) = c / beta, Lambda(beta) = c log beta, so equal-acceptance rungs are
+    geometric; acceptances measured on an uneven ladder are erfc(sigma Delta beta / 2) with the
+    exact Delta Lambda = c Delta log beta.
+    """
+    from scipy.special import erfc
+
+    c = 3.0
+    measured = np.array([1.0, 1.1, 1.5, 2.5, 3.0, 6.0])
+    acc = erfc(c * np.diff(np.log(measured)) / 2.0)
+    lad = potts_module.equal_acceptance_ladder(measured, acc, beta_lo=1.0, beta_hi=8.0,
+                                               target=0.5)
+    assert lad[0] == 1.0 and lad[-1] == 8.0
+    steps = np.diff(np.log(lad))
+    np.testing.assert_allclose(steps, steps[0], rtol=1e-9)  # geometric (extrapolated to 8)
+    predicted = erfc(c * steps / 2.0)
+    assert predicted.min() >= 0.5 and erfc(c * np.log(8.0) / (lad.size - 2) / 2.0) < 0.5
+    with pytest.raises(ValueError, match="target"):
+        potts_module.equal_acceptance_ladder(measured, acc, beta_lo=1.0, beta_hi=8.0, target=1.5)
+
+
+def test_multi_round_swaps_equal_acceptance_ladder_exact_chi_square():
+    """A (non-geometric) equal-acceptance ladder and 3 swap rounds per sweep: exact frequencies.
+
+    Same model and 1 % level as the two-rung chi-square test above, but one sample per chain
+    (30 000 chains after the burn-in): the samples are independent, as the chi-square test assumes.
+    (With 1000 chains x 30 thinned samples the p-value at this seed was 0.009: thinning to 1 %
+    autocorrelation leaves enough correlation to inflate chi-square slightly; independent chains
+    gave p = 0.60 and 0.86 at seeds 11 and 13.)
+    """
+    pm = cold_model()
+    probe = pm.gibbs_diagnostics(rng=0, method="tempering", n_rungs=4, beta_hot=0.5)
+    lad = potts_module.equal_acceptance_ladder(probe.ladder, probe.swap_acceptance,
+                                               beta_lo=0.5, beta_hi=pm.beta, target=0.7)
+    assert lad.size >= 3 and not np.allclose(np.diff(np.log(lad)), np.log(6.0) / (lad.size - 1))
+    d = pm.gibbs_diagnostics(rng=0, method="tempering", ladder=lad, swap_rounds=3)
+    assert d.mixing and d.swap_rounds == 3 and d.ladder.size == lad.size
+    seqs = pm.sample(30_000, rng=11, n_chains=30_000, method="tempering", ladder=d.ladder,
+                     swap_rounds=3, sweeps_between=d.sweeps_between, burn_in=d.burn_in)
+    _, pval = chi_square_pvalue(pm, seqs)
+    assert pval > 0.01, pval
+
+
+def test_multi_round_wrong_swap_sign_is_detected(monkeypatch):
+    """A three-rung, three-round run (independent chains) with the reversed swap ratio fails."""
+    pm = cold_model()
+    lad = np.geomspace(0.5, pm.beta, 3)
+    d = pm.gibbs_diagnostics(rng=0, method="tempering", ladder=lad, swap_rounds=3)
+    monkeypatch.setattr(potts_module, "_swap_log_ratio",
+                        lambda b_lo, b_hi, e_lo, e_hi: -(b_hi - b_lo) * (e_hi - e_lo))
+    seqs = pm.sample(30_000, rng=11, n_chains=30_000, method="tempering", ladder=lad,
+                     swap_rounds=3, sweeps_between=d.sweeps_between, burn_in=d.burn_in)
+    _, pval = chi_square_pvalue(pm, seqs)
+    assert pval < 1e-6, pval
+
+
+def test_explicit_ladder_is_checked():
+    pm = rm.PottsModel.random(L=5, q=3, seed=1, beta=2.0)
+    for bad in ([0.5, 1.0], [1.0, 0.5, 2.0], [0.0, 2.0], [[0.5, 2.0]], [0.5, np.nan, 2.0]):
+        with pytest.raises(ValueError, match="ladder"):
+            pm.gibbs_diagnostics(method="tempering", ladder=bad)
+    with pytest.raises(ValueError, match="swap_rounds"):
+        pm.sample(5, method="tempering", n_rungs=2, swap_rounds=0, sweeps_between=1, burn_in=0)

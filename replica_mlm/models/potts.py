@@ -21,14 +21,15 @@ the paper's mean Hamming distance 0.3), ``method="tempering"`` runs parallel tem
 geometric ladder of inverse temperatures ending at the model's beta, all chains swept together with
 per-chain temperatures, neighbouring rungs exchanging temperature labels with probability
 ``min(1, exp((beta_{k+1} - beta_k)(E_{k+1} - E_k)))``; samples are the configurations at the coldest
-rung. ``method="auto"`` uses Gibbs where it mixes and tempering where it does not.
+rung. ``method="auto"`` uses Gibbs where it mixes and tempering where it does not. The diagnostics,
+and the tempering kernel, ladders with equal swap acceptance and the temperature tuner, live in
+:mod:`replica_mlm.models.potts_sampling` and :mod:`replica_mlm.models.potts_tempering`.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import log_softmax, logsumexp
@@ -41,35 +42,32 @@ from replica_mlm._checks import (
     positive_int,
     symmetric_matrix,
 )
+from replica_mlm.models import potts_sampling as _ps
+from replica_mlm.models import potts_tempering as _pt
+from replica_mlm.models.potts_sampling import (  # GibbsDiagnostics etc. re-exported from here
+    METHODS,
+    TEMPERING_BETA_HOT,
+    TEMPERING_MAX_RUNGS,
+    TEMPERING_MIN_ACCEPTANCE,
+    GibbsDiagnostics,
+    initial_monotone_tau,
+    integrated_autocorrelation_time,
+)
+from replica_mlm.models.potts_tempering import TuneResult
 
 __all__ = [
     "GibbsDiagnostics",
     "PottsModel",
+    "TuneResult",
     "check_sequences",
     "initial_monotone_tau",
     "integrated_autocorrelation_time",
 ]
 
-#: autocorrelation left between two saved configurations of one chain: sweeps_between is chosen as
-#: ceil(tau_int * log(1 / DECORRELATION)), i.e. exp(-sweeps_between / tau) <= DECORRELATION for an
-#: exponentially decaying autocorrelation.
-DECORRELATION = 0.01
-#: Sokal's window constant for the integrated autocorrelation time.
-SOKAL_C = 5.0
-#: hottest inverse temperature of the parallel-tempering ladder (``min(TEMPERING_BETA_HOT, beta)``):
-#: on ``PottsModel.random`` (J_ij ~ N(0, 1/L), U ~ N(0, 1)) single-site Gibbs decorrelates in
-#: about a sweep there (measured tau_int = 0.83 sweeps at beta = 1, 3.6 at beta = 1.5, L = q = 20,
-#: seed 0). A hotter end (0.3) gave the same autocorrelation at the cold rung with 1.5x the rungs.
-TEMPERING_BETA_HOT = 1.0
-#: smallest acceptable swap acceptance between neighbouring rungs; the automatic ladder gets more
-#: rungs until every measured acceptance reaches it.
-TEMPERING_MIN_ACCEPTANCE = 0.3
-#: at most this many rungs in an automatic ladder.
-TEMPERING_MAX_RUNGS = 128
-#: number of blocks per chain in the blocking estimate of tau (tempering pilot runs).
-BLOCKS = 10
-METHODS = ("gibbs", "tempering", "auto")
-
+#: default rounds of even/odd swaps after each tempering sweep
+TEMPERING_SWAP_ROUNDS = 1
+#: swap acceptance the tuner's equal-acceptance ladders are designed for
+TEMPERING_TARGET_ACCEPTANCE = 0.5
 
 def check_sequences(seqs, *, L: int, q: int, name: str = "seqs") -> np.ndarray:
     """Validate an integer array of sequences of shape (n, L) with values in [0, q).
@@ -98,106 +96,6 @@ def check_sequences(seqs, *, L: int, q: int, name: str = "seqs") -> np.ndarray:
             f"got min {lo} and max {hi}"
         )
     return arr.astype(np.intp)
-
-
-def integrated_autocorrelation_time(rho: np.ndarray, *, c: float = SOKAL_C) -> tuple[float, int]:
-    """Integrated autocorrelation time with Sokal's automatic window.
-
-    ``tau_int(W) = 1/2 + sum_{t=1}^{W} rho(t)``, with ``W`` the smallest lag such that
-    ``W >= c tau_int(W)``. ``rho[0]`` must be 1.
-
-    Returns
-    -------
-    (tau_int, window) ; ``window = -1`` if no lag in ``rho`` satisfied the criterion (then ``tau``
-    is a lower bound computed from all lags).
-    """
-    rho = np.asarray(rho, dtype=float)
-    tau = 0.5
-    for w in range(1, rho.size):
-        tau += rho[w]
-        if w >= c * tau:
-            return max(tau, 0.5), w
-    return max(tau, 0.5), -1
-
-
-def initial_monotone_tau(rho: np.ndarray) -> tuple[float, bool]:
-    """Integrated autocorrelation time by Geyer's initial monotone sequence estimator.
-
-    With ``Gamma_k = rho(2k) + rho(2k + 1)``, ``tau_int = -1/2 + sum_{k <= m} Gamma_k`` summed
-    while ``Gamma_k > 0``, each ``Gamma_k`` capped by the previous one (Geyer 1992). It keeps a
-    small slowly decaying tail that Sokal's window cuts off. Returns ``(tau_int, terminated)``;
-    ``terminated`` is False if ``Gamma_k`` stayed positive over all lags in ``rho`` (then
-    ``tau_int`` is a lower bound).
-    """
-    rho = np.asarray(rho, dtype=float)
-    m = rho.size // 2
-    gam = rho[: 2 * m : 2] + rho[1 : 2 * m : 2]
-    total, prev = 0.0, math.inf
-    for g in gam:
-        if g <= 0:
-            return max(total - 0.5, 0.5), True
-        prev = min(prev, g)
-        total += prev
-    return max(total - 0.5, 0.5), False
-
-
-@dataclass
-class GibbsDiagnostics:
-    """What the pilot run of the Gibbs sampler measured.
-
-    Attributes
-    ----------
-    tau_int : float
-        Integrated autocorrelation time in sweeps, the larger of ``tau_spin`` and ``tau_energy``.
-    tau_spin, tau_energy : float
-        The integrated autocorrelation times of the spin overlap (one-hot indicators, summed over
-        sites and colours) and of the energy, with Sokal's window (c = 5). For tempering, each is
-        the largest of that, Geyer's initial monotone estimate and (spins) a blocking estimate.
-    sweeps_between : int
-        Sweeps between saved configurations of one chain: ``ceil(tau_int log(1/0.01))``.
-    burn_in : int
-        Sweeps discarded at the start of each chain (``10 * sweeps_between``, at least 20).
-    rho_spin, rho_energy : ndarray
-        Normalised autocorrelation functions at lags 0, 1, 2, ... sweeps.
-    window_found : bool
-        Whether Sokal's window criterion was met inside the measured lags (if not, ``tau_int`` is a
-        lower bound).
-    equilibrated : bool
-        Whether the mean energies of the two halves of the measured run agree within 4 standard
-        errors.
-    n_chains, n_sweeps : int
-        Size of the pilot run (for tempering, ``n_chains`` counts replicas of the ladder).
-    method : str
-        ``"gibbs"`` (independent single-site Gibbs chains) or ``"tempering"`` (parallel tempering;
-        the autocorrelation is that of the configurations seen at the target, coldest, rung of each
-        replica, one sweep being a Gibbs sweep of every rung followed by one round of swaps).
-    ladder : ndarray
-        Inverse temperatures of the tempering ladder, hottest first, the last being the model's
-        beta (``[beta]`` for plain Gibbs).
-    swap_acceptance : ndarray
-        Measured acceptance of swaps between rungs ``k`` and ``k + 1`` during the recorded part of
-        the pilot run, shape ``(len(ladder) - 1,)`` (empty for plain Gibbs).
-    """
-
-    tau_int: float
-    tau_spin: float
-    tau_energy: float
-    sweeps_between: int
-    burn_in: int
-    rho_spin: np.ndarray = field(repr=False)
-    rho_energy: np.ndarray = field(repr=False)
-    window_found: bool = True
-    equilibrated: bool = True
-    n_chains: int = 0
-    n_sweeps: int = 0
-    method: str = "gibbs"
-    ladder: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    swap_acceptance: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-    @property
-    def mixing(self) -> bool:
-        """Sokal window found and the two halves of the run agree (``window_found and equilibrated``)."""
-        return bool(self.window_found and self.equilibrated)
 
 
 class PottsModel:
@@ -504,45 +402,9 @@ class PottsModel:
         ladder[-1] = self._beta
         return ladder
 
-    def _tempering_step(
-        self,
-        s: np.ndarray,
-        Nq: np.ndarray,
-        who: np.ndarray,
-        ladder: np.ndarray,
-        t: int,
-        gen: np.random.Generator,
-        tally: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """One parallel-tempering step of ``R`` replicas of a ``K``-rung ladder, in place.
-
-        Chains ``r K .. r K + K - 1`` (rows of ``s`` and ``Nq``) form replica ``r``; ``who[r, k]``
-        is the chain of replica ``r`` currently at rung ``k``. A Gibbs sweep of every chain at its
-        rung's inverse temperature is followed by swap proposals between rungs ``(k, k + 1)`` for
-        every ``k`` of the parity of ``t`` (even/odd alternation), accepted with probability
-        ``min(1, exp((beta_{k+1} - beta_k) (E_{k+1} - E_k)))`` (detailed balance for
-        ``prod_k exp(-beta_k H(s_k))``). Swaps exchange temperature labels (``who``), not states.
-        ``tally[0, k]`` / ``tally[1, k]`` count accepted / proposed swaps. Returns the energies of
-        all chains after the sweep (before the swap, which does not change them).
-        """
-        R, K = who.shape
-        rows = np.arange(R)[:, None]
-        rung = np.empty_like(who)
-        rung[rows, who] = np.arange(K)
-        self._sweep(s, Nq, gen, betas=ladder[rung.ravel()])
-        E = self._energies_from_fields(s, Nq)
-        ks = np.arange(t % 2, K - 1, 2)
-        if ks.size:
-            A, B = who[:, ks], who[:, ks + 1]
-            ER = E.reshape(R, K)
-            logr = _swap_log_ratio(ladder[ks], ladder[ks + 1], ER[rows, A], ER[rows, B])
-            acc = np.log(gen.random(A.shape)) < logr
-            who[:, ks] = np.where(acc, B, A)
-            who[:, ks + 1] = np.where(acc, A, B)
-            if tally is not None:
-                tally[0, ks] += acc.sum(axis=0)
-                tally[1, ks] += R
-        return E
+    def _tempering_step(self, s, Nq, who, ladder, t, gen, tally=None, swap_rounds=1) -> np.ndarray:
+        """One parallel-tempering step in place (``potts_tempering.tempering_step``)."""
+        return _pt.tempering_step(self, s, Nq, who, ladder, t, gen, tally, swap_rounds)
 
     # ------------------------------------------------------------------ diagnostics
     def gibbs_diagnostics(
@@ -555,6 +417,8 @@ class PottsModel:
         method: str = "gibbs",
         n_rungs: int | None = None,
         beta_hot: float = TEMPERING_BETA_HOT,
+        ladder=None,
+        swap_rounds: int = TEMPERING_SWAP_ROUNDS,
     ) -> GibbsDiagnostics:
         """Measure the autocorrelation of the sampler and choose the sweeps between samples.
 
@@ -596,12 +460,22 @@ class PottsModel:
             measured lags) and, for spins, a blocking estimate (10 blocks per replica). With
             ``n_rungs=None`` the ladder starts from the ``1 + 1/sqrt(L)`` ratio rule and gets
             ``1.5x`` more rungs (pilot run restarted) until every measured swap acceptance is at
-            least ``0.3`` (at most 128 rungs). ``"auto"``: plain Gibbs, and tempering if Gibbs
+            least ``0.3`` (at most 128 rungs; the new rungs are placed at equal predicted swap
+            acceptance 0.5 from the measured acceptances, at least 1.5x as many). The returned
+            diagnostics carry the mean Hamming distance at beta measured on the pilot run
+            (``hamming``, ``hamming_se``). ``"auto"``: plain Gibbs, and tempering if Gibbs
             does not mix (no Sokal window or unequal halves) within ``max_sweeps``.
         n_rungs : int, optional
             Fixed number of rungs (no adaptation).
         beta_hot : float
             Hottest rung of the ladder.
+        ladder : array, optional
+            Explicit ladder (strictly increasing, positive, ending at the model's beta; no
+            adaptation), e.g. one with equal swap acceptance
+            (``potts_tempering.equal_acceptance_ladder``) or a previous run's ``diagnostics.ladder``.
+        swap_rounds : int
+            Rounds of even/odd swaps after each tempering sweep (default 1). Swaps do not change
+            the energies, so extra rounds cost little; each round keeps the target exact.
         """
         method = _checks.choice(method, METHODS, "method")
         n_sweeps = positive_int(n_sweeps, "n_sweeps")
@@ -615,19 +489,27 @@ class PottsModel:
         self._check_pilot_size(n_chains, n_sweeps, max_sweeps, n_rungs)
         if method in ("gibbs", "auto"):
             C = 64 if n_chains is None else positive_int(n_chains, "n_chains")
-            d = self._pilot_gibbs(gen, C, n_sweeps, max_sweeps)
+            d = _ps.pilot_gibbs(self, gen, C, n_sweeps, max_sweeps)
             if method == "gibbs" or d.mixing:
                 return d
         R = 16 if n_chains is None else positive_int(n_chains, "n_chains")
-        ladder = self.tempering_ladder(n_rungs, beta_hot=beta_hot)
+        fixed = ladder is not None or n_rungs is not None
+        ladder = self._ladder(ladder, n_rungs, beta_hot)
+        swap_rounds = positive_int(swap_rounds, "swap_rounds")
         while True:
-            d = self._pilot_tempering(gen, R, ladder, n_sweeps, max_sweeps)
+            d = _pt.pilot_tempering(self, gen, R, ladder, n_sweeps, max_sweeps, swap_rounds)
             K = ladder.size
             low = d.swap_acceptance.size and d.swap_acceptance.min() < TEMPERING_MIN_ACCEPTANCE
-            if n_rungs is not None or not low or K >= TEMPERING_MAX_RUNGS:
+            if fixed or not low or K >= TEMPERING_MAX_RUNGS:
                 return d
-            K = min(TEMPERING_MAX_RUNGS, 1 + math.ceil(1.5 * (K - 1)))
-            ladder = self.tempering_ladder(K, beta_hot=beta_hot)
+            # rungs placed at equal predicted acceptance from the measured ones, at least 1.5x
+            new = _pt.equal_acceptance_ladder(ladder, d.swap_acceptance, beta_lo=ladder[0],
+                                              beta_hi=self._beta,
+                                              target=TEMPERING_TARGET_ACCEPTANCE)
+            if new.size < 1 + math.ceil(1.5 * (K - 1)):
+                new = self.tempering_ladder(min(TEMPERING_MAX_RUNGS, 1 + math.ceil(1.5 * (K - 1))),
+                                            beta_hot=beta_hot)
+            ladder = new
 
     def _check_pilot_size(self, n_chains, n_sweeps, max_sweeps, n_rungs) -> None:
         """Refuse a pilot run whose recorded states or sweeps the machine cannot afford."""
@@ -639,92 +521,19 @@ class PottsModel:
         _checks.allocation(T * C * (4 * self.L + 8) + 8 * C * K * self.L * (self.q + 2), what)
         _checks.work(4 * T * C * self.L * self.q, what)
 
-    def _pilot_gibbs(self, gen, n_chains, n_sweeps, max_sweeps) -> GibbsDiagnostics:
-        s = gen.integers(0, self.q, size=(n_chains, self.L))
-        Nq = self._init_fields(s)
-
-        def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
-            self._sweep(s, Nq, gen)
-            return s, self._energies_from_fields(s, Nq)
-
-        d = self._pilot(step, n_chains, n_sweeps, max_sweeps, None)
-        d.ladder = np.array([self._beta])
-        return d
-
-    def _pilot_tempering(self, gen, R, ladder, n_sweeps, max_sweeps) -> GibbsDiagnostics:
-        K = ladder.size
-        s = gen.integers(0, self.q, size=(R * K, self.L))
-        Nq = self._init_fields(s)
-        who = np.tile(np.arange(K), (R, 1))
-        base = np.arange(R) * K
-
-        def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
-            E = self._tempering_step(s, Nq, who, ladder, t, gen, tally)
-            cold = base + who[:, -1]
-            return s[cold], E[cold]
-
-        tally = np.zeros((2, K - 1))
-        d = self._pilot(step, R, n_sweeps, max_sweeps, tally)
-        d.method = "tempering"
-        d.ladder = ladder.copy()
-        d.swap_acceptance = tally[0] / np.maximum(tally[1], 1)
-        return d
-
-    def _pilot(self, step, n_chains, n_sweeps, max_sweeps, tally) -> GibbsDiagnostics:
-        """Burn in, record, measure tau; double the run until it is >= 50 tau (see above)."""
-        burnt = 0
-        T = n_sweeps
-        t_global = 0
-        while True:
-            while burnt < T:
-                step(t_global, None)
-                t_global += 1
-                burnt += 1
-            states = np.empty((T, n_chains, self.L), dtype=np.int16)
-            energies = np.empty((T, n_chains))
-            if tally is not None:
-                tally[:] = 0
-            for t in range(T):
-                states[t], energies[t] = step(t_global, tally)
-                t_global += 1
-            max_lag = T // 4
-            rho_s = _spin_autocorrelation(states, self.q, max_lag)
-            rho_e = _energy_autocorrelation(energies, max_lag)
-            tau_s, w_s = integrated_autocorrelation_time(rho_s)
-            tau_e, w_e = integrated_autocorrelation_time(rho_e)
-            tau = max(tau_s, tau_e)
-            found = w_s > 0 and w_e > 0
-            if tally is not None:
-                # tempering: fast local moves plus a small, slowly decaying tail (configurations
-                # coming back from excursions up the ladder) that Sokal's window truncates
-                g_s, ok_s = initial_monotone_tau(rho_s)
-                g_e, ok_e = initial_monotone_tau(rho_e)
-                tau_s = max(tau_s, g_s, _blocked_spin_tau(states, self.q, BLOCKS))
-                tau_e = max(tau_e, g_e)
-                tau = max(tau_s, tau_e)
-                found = found and ok_s and ok_e
-            if (found and T >= 50 * tau) or 2 * T > max_sweeps:
-                break
-            T *= 2
-        half = T // 2
-        m1, m2 = energies[:half].mean(axis=0), energies[half:].mean(axis=0)
-        diff = float(np.mean(m2 - m1))
-        se = float(np.std(m2 - m1, ddof=1) / math.sqrt(n_chains)) if n_chains > 1 else np.inf
-        equilibrated = bool(abs(diff) <= 4 * se + 1e-12)
-        between = max(1, math.ceil(tau * math.log(1.0 / DECORRELATION)))
-        return GibbsDiagnostics(
-            tau_int=float(tau),
-            tau_spin=float(tau_s),
-            tau_energy=float(tau_e),
-            sweeps_between=int(between),
-            burn_in=int(max(20, 10 * between)),
-            rho_spin=rho_s,
-            rho_energy=rho_e,
-            window_found=bool(found),
-            equilibrated=equilibrated,
-            n_chains=n_chains,
-            n_sweeps=T,
-        )
+    def _ladder(self, ladder, n_rungs, beta_hot) -> np.ndarray:
+        """An explicit ladder (checked: increasing, positive, ending at beta) or a geometric one."""
+        if ladder is None:
+            return self.tempering_ladder(n_rungs, beta_hot=beta_hot)
+        lad = np.asarray(ladder, dtype=float)
+        if (lad.ndim != 1 or lad.size < 1 or not np.all(np.isfinite(lad)) or lad[0] <= 0
+                or np.any(np.diff(lad) <= 0) or not np.isclose(lad[-1], self._beta, rtol=1e-12)):
+            raise ValueError("ladder must be a strictly increasing 1-d array of positive inverse "
+                             f"temperatures ending at the model's beta = {self._beta:.6g}, got "
+                             f"{np.array2string(np.asarray(ladder), precision=4)}")
+        lad = lad.copy()
+        lad[-1] = self._beta
+        return lad
 
     # ------------------------------------------------------------------ sampling
     def sample(
@@ -739,6 +548,8 @@ class PottsModel:
         method: str = "gibbs",
         n_rungs: int | None = None,
         beta_hot: float = TEMPERING_BETA_HOT,
+        ladder=None,
+        swap_rounds: int = TEMPERING_SWAP_ROUNDS,
     ) -> np.ndarray | tuple[np.ndarray, GibbsDiagnostics | None]:
         """Draw ``n`` sequences by Gibbs sampling with the exact conditionals.
 
@@ -754,9 +565,11 @@ class PottsModel:
             ``"tempering"``: parallel tempering (see :meth:`gibbs_diagnostics`); ``n_chains``
             replicas of the ladder (default ``min(n, max(16, 500 // len(ladder)))``) run side by
             side and each saves the configuration at its coldest rung (the model's beta). The
-            ladder is the one the pilot run settled on, or ``tempering_ladder(n_rungs, beta_hot)``
-            when ``sweeps_between`` and ``burn_in`` are both given. ``"auto"``: the method the
-            pilot run chose (Gibbs if it mixes, else tempering).
+            ladder is the one the pilot run settled on, or the given ``ladder`` (else
+            ``tempering_ladder(n_rungs, beta_hot)``) when ``sweeps_between`` and ``burn_in`` are
+            both given; pass ``ladder=diagnostics.ladder`` and
+            ``swap_rounds=diagnostics.swap_rounds`` to sample with what a pilot run measured.
+            ``"auto"``: the method the pilot run chose (Gibbs if it mixes, else tempering).
 
         Returns
         -------
@@ -787,7 +600,8 @@ class PottsModel:
         diag = None
         if sweeps_between is None or burn_in is None:
             diag = self.gibbs_diagnostics(rng=gen, method=method, n_rungs=n_rungs,
-                                          beta_hot=beta_hot)
+                                          beta_hot=beta_hot, ladder=ladder,
+                                          swap_rounds=swap_rounds)
             if not diag.mixing:
                 warnings.warn(
                     f"{diag.method} sampler at beta={self._beta:.4g} did not decorrelate within "
@@ -798,12 +612,14 @@ class PottsModel:
                 )
             method = diag.method
             ladder = diag.ladder
+            swap_rounds = diag.swap_rounds
         elif method == "auto":
             raise ValueError('method="auto" needs the pilot run: leave sweeps_between or burn_in '
                              "unset, or choose gibbs or tempering")
         else:
-            ladder = (self.tempering_ladder(n_rungs, beta_hot=beta_hot)
+            ladder = (self._ladder(ladder, n_rungs, beta_hot)
                       if method == "tempering" else np.array([self._beta]))
+            swap_rounds = positive_int(swap_rounds, "swap_rounds")
         between = diag.sweeps_between if sweeps_between is None else positive_int(
             sweeps_between, "sweeps_between"
         )
@@ -819,7 +635,7 @@ class PottsModel:
 
             def advance() -> None:
                 nonlocal t
-                self._tempering_step(s, Nq, who, ladder, t, gen)
+                self._tempering_step(s, Nq, who, ladder, t, gen, None, swap_rounds)
                 t += 1
 
             def current() -> np.ndarray:
@@ -868,28 +684,50 @@ class PottsModel:
         rng: RngLike = 0,
         *,
         n_samples: int = 400,
-        tol: float = 0.005,
+        tol: float | None = None,
         max_iter: int = 30,
         method: str = "auto",
-    ) -> float:
+        n_replicas: int = 32,
+        max_sweeps: int = 3200,
+        swap_rounds: int = TEMPERING_SWAP_ROUNDS,
+        beta_hot: float = TEMPERING_BETA_HOT,
+        return_result: bool = False,
+    ) -> float | TuneResult:
         """The inverse temperature at which sampled sequences differ at ``target_hamming`` of sites.
 
         The mean Hamming distance between independent samples falls from ``1 - 1/q``-ish at beta = 0
-        towards 0 as beta grows. Bisection on ``log beta`` (after bracketing upwards from the
-        model's beta by factors of sqrt 2), each trial drawing ``n_samples`` sequences with
-        :meth:`sample` from the same seed (common random numbers), stops when the measured distance
-        is within ``tol`` of the target. With ``method="auto"`` each trial first measures plain
-        Gibbs (800 pilot sweeps at most); where it does not mix (no Sokal window, or the two halves
-        of the run disagree) it switches to parallel tempering
-        (``gibbs_diagnostics(method="tempering")``, automatic ladder, 3200 pilot steps at most),
-        and stays with tempering at larger beta. ``method="gibbs"`` never tempers (raises where
-        Gibbs stops mixing); ``method="tempering"`` always tempers. The model itself is not
-        changed: use :meth:`with_beta`. Raises ValueError if the sampler(s) allowed do not mix
-        before the target is reached.
+        towards 0 as beta grows.
 
-        Measured (``PottsModel.random(L=20, q=20, seed=0).tune_beta(0.3, rng=0)``, one thread of
-        the 2-core development machine): see benchmarks/README.md, "tune_beta with parallel
-        tempering".
+        ``method="auto"`` or ``"tempering"`` (scan, then verify;
+        ``potts_tempering.tune_with_tempering``): parallel-tempering scans over ladders from
+        ``min(beta_hot, beta)`` upwards, widened by factors of 2 until the mean Hamming distance at
+        the rungs (cross-replica pairs, with jackknife errors) crosses the target, give a first
+        beta by interpolation in ``log beta``; every rung's Hamming distance comes from one run,
+        so there is no noisy bisection. At that beta a pilot run (``n_replicas`` replicas of a
+        ladder with equal predicted swap acceptance, or plain Gibbs chains if beta <=
+        ``beta_hot``) must pass the mixing check (:meth:`gibbs_diagnostics`, at most
+        ``max_sweeps`` recorded steps) and measure the Hamming distance with a standard error
+        below ``tol / 3`` (more replicas, up to 4x, then longer runs, where undecided); if it is
+        more than ``tol + 2 se`` from the target a Newton step in ``log beta`` follows (at most
+        ``max_iter`` runs).
+        ``n_samples`` is not used by this method; ``tol`` defaults to 0.01.
+
+        ``method="gibbs"``: bisection on ``log beta`` (after bracketing upwards from the model's
+        beta by factors of sqrt 2), each trial drawing ``n_samples`` sequences with plain Gibbs
+        from the same seed (common random numbers), until the measured distance is within ``tol``
+        (default 0.005) of the target; raises where Gibbs stops mixing (800 pilot sweeps at most).
+
+        The model itself is not changed: use :meth:`with_beta`. Raises ValueError if the sampler
+        does not mix at the target or the target is not reached.
+
+        Returns
+        -------
+        beta : float, or a :class:`~replica_mlm.models.potts_tempering.TuneResult` (beta, the
+        measured Hamming distance and its standard error, the final pilot run's diagnostics, the
+        trials and scans) if ``return_result``.
+
+        Measured on ``PottsModel.random(L=20, q=20, seed=s)``, s = 0..9, target 0.3: see
+        benchmarks/README.md, "tune_beta with parallel tempering" (``benchmarks/bench_tempering.py``).
         """
         method = _checks.choice(method, METHODS, "method")
         target = positive(target_hamming, "target_hamming")
@@ -899,12 +737,10 @@ class PottsModel:
                 f"target_hamming must be < 1 - 1/q = {ceiling:.4g} (the beta -> 0 limit), "
                 f"got {target}"
             )
-        tol = positive(tol, "tol")
         n_samples = positive_int(n_samples, "n_samples")
         if n_samples < 2:
             raise ValueError(f"n_samples must be >= 2 (a Hamming distance needs pairs), got {n_samples}")
         _checks.allocation(2 * 8 * (n_samples + 500) * self.L, f"tune_beta(n_samples={n_samples})")
-        max_iter = positive_int(max_iter, "max_iter")
         symmetry = _colour_symmetry(self._J, self._U)
         if symmetry is not None:
             raise ValueError(
@@ -914,35 +750,32 @@ class PottsModel:
                 f"samples differ at a site with probability exactly 1 - 1/q = {ceiling:.4g}, "
                 "whatever beta is"
             )
+        tol = positive((0.005 if method == "gibbs" else 0.01) if tol is None else tol, "tol")
+        max_iter = positive_int(max_iter, "max_iter")
+        if method != "gibbs":
+            res = _pt.tune_with_tempering(
+                self, target, as_generator(rng), tol=tol,
+                beta_hot=positive(beta_hot, "beta_hot"),
+                n_replicas=max(3, positive_int(n_replicas, "n_replicas")),
+                max_sweeps=positive_int(max_sweeps, "max_sweeps"),
+                acceptance=TEMPERING_TARGET_ACCEPTANCE,
+                swap_rounds=positive_int(swap_rounds, "swap_rounds"), max_iter=max_iter)
+            return res if return_result else res.beta
+        if return_result:
+            raise ValueError('return_result=True needs method="auto" or "tempering"')
         seed = int(as_generator(rng).integers(2**31))
-        # smallest beta at which plain Gibbs was seen not to mix
-        gibbs_fails = 0.0 if method == "tempering" else math.inf
 
         def hamming(b: float) -> float:
-            nonlocal gibbs_fails
             m = self.with_beta(b)
-            d = None
-            if b < gibbs_fails:
-                d = m.gibbs_diagnostics(rng=seed, max_sweeps=800)
-                if not d.mixing:
-                    if method == "gibbs":
-                        raise ValueError(
-                            f"cannot tune beta to target_hamming={target}: at beta={b:.4g} the "
-                            f"Gibbs sampler does not decorrelate within {d.n_sweeps} sweeps "
-                            f"(tau_int >= {d.tau_int:.1f}) before the target is reached"
-                        )
-                    gibbs_fails = b
-            if b >= gibbs_fails:
-                d = m.gibbs_diagnostics(rng=seed, method="tempering", max_sweeps=3200)
-                if not d.mixing:
-                    raise ValueError(
-                        f"cannot tune beta to target_hamming={target}: at beta={b:.4g} neither "
-                        f"Gibbs nor parallel tempering ({d.ladder.size} rungs) decorrelates within "
-                        f"{d.n_sweeps} sweeps (tau_int >= {d.tau_int:.1f}) before the target is "
-                        "reached"
-                    )
-            s = m.sample(n_samples, rng=seed, sweeps_between=d.sweeps_between, burn_in=d.burn_in,
-                         method=d.method, n_rungs=d.ladder.size)
+            d = m.gibbs_diagnostics(rng=seed, max_sweeps=800)
+            if not d.mixing:
+                raise ValueError(
+                    f"cannot tune beta to target_hamming={target}: at beta={b:.4g} the "
+                    f"Gibbs sampler does not decorrelate within {d.n_sweeps} sweeps "
+                    f"(tau_int >= {d.tau_int:.1f}) before the target is reached; "
+                    'method="auto" uses parallel tempering there'
+                )
+            s = m.sample(n_samples, rng=seed, sweeps_between=d.sweeps_between, burn_in=d.burn_in)
             return m.mean_hamming(s)
 
         lo, hi = 0.0, self._beta
@@ -1002,77 +835,9 @@ def _site(i, L: int) -> int:
     return int(i)
 
 
-def _swap_log_ratio(beta_lo, beta_hi, e_lo, e_hi) -> np.ndarray:
-    """Log Metropolis ratio of exchanging the states at rungs ``beta_lo`` and ``beta_hi``.
-
-    The ladder's joint weight ``exp(-beta_lo E_lo - beta_hi E_hi)`` becomes
-    ``exp(-beta_lo E_hi - beta_hi E_lo)``: the ratio is ``exp((beta_hi - beta_lo) (E_hi - E_lo))``.
-    """
-    return (beta_hi - beta_lo) * (e_hi - e_lo)
-
-
 def _nll_from_logits(z: np.ndarray, s: np.ndarray) -> float:
     """``-(1/n) sum_mu sum_i log softmax(z[mu, i])[s_i^mu]`` with a stable log-sum-exp."""
     m = z.max(axis=2, keepdims=True)
     lse = m[:, :, 0] + np.log(np.exp(z - m).sum(axis=2))
     picked = np.take_along_axis(z, s[:, :, None], axis=2)[:, :, 0]
     return float((lse - picked).sum() / s.shape[0])
-
-
-def _spin_autocorrelation(states: np.ndarray, q: int, max_lag: int) -> np.ndarray:
-    """Normalised one-hot autocorrelation of recorded states (T, C, L), lags 0..max_lag."""
-    T, C, L = states.shape
-    p = np.stack([np.bincount(states[:, :, i].ravel(), minlength=q) for i in range(L)]) / (T * C)
-    base = float((p**2).sum(axis=1).mean())
-    var = 1.0 - base
-    if var <= 1e-12:
-        rho = np.zeros(max_lag + 1)
-        rho[0] = 1.0
-        return rho
-    rho = np.empty(max_lag + 1)
-    for t in range(max_lag + 1):
-        same = np.mean(states[: T - t] == states[t:])
-        rho[t] = (same - base) / var
-    return rho
-
-
-def _blocked_spin_tau(states: np.ndarray, q: int, n_blocks: int = BLOCKS) -> float:
-    """Integrated autocorrelation time of the one-hot spins from the variance of block means.
-
-    ``states`` (T, C, L) is cut into ``n_blocks`` blocks of ``B = T // n_blocks`` sweeps per chain;
-    with ``f`` the colour frequencies of one block of one chain and ``p`` the overall frequencies,
-    ``tau = (B / 2) sum_ia <(f_ia - p_ia)^2> / sum_ia p_ia (1 - p_ia)`` (1/2 for independent
-    sweeps). Unlike a truncated sum of ``rho(t)`` it keeps a small, slowly decaying tail, as long
-    as ``B`` is well above that tail's time scale.
-    """
-    T, C, L = states.shape
-    B = T // n_blocks
-    if B < 1:
-        return 0.5
-    X = states[: B * n_blocks].reshape(n_blocks, B, C, L)
-    p = np.stack([np.bincount(X[:, :, :, i].ravel(), minlength=q) for i in range(L)])
-    p = p / (B * n_blocks * C)
-    var = float((p * (1.0 - p)).sum())
-    if var <= 1e-12:
-        return 0.5
-    dev = 0.0
-    for i in range(L):
-        idx = (np.arange(n_blocks * C)[:, None] * q + np.moveaxis(X[:, :, :, i], 1, 2).reshape(-1, B))
-        f = np.bincount(idx.ravel(), minlength=n_blocks * C * q).reshape(n_blocks * C, q) / B
-        dev += float(((f - p[i]) ** 2).sum(axis=1).mean())
-    return max(0.5, 0.5 * B * dev / var)
-
-
-def _energy_autocorrelation(energies: np.ndarray, max_lag: int) -> np.ndarray:
-    """Normalised autocorrelation of the energy (T, C), global mean, lags 0..max_lag."""
-    T = energies.shape[0]
-    x = energies - energies.mean()
-    var = float(np.mean(x * x))
-    rho = np.zeros(max_lag + 1)
-    rho[0] = 1.0
-    if var <= 1e-300:
-        return rho
-    for t in range(1, max_lag + 1):
-        rho[t] = float(np.mean(x[: T - t] * x[t:])) / var
-    return rho
-

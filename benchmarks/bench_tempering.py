@@ -1,0 +1,166 @@
+"""tune_beta(target_hamming=0.3) with parallel tempering on PottsModel.random(L=20, q=20, seed=s).
+
+For every seed: tune beta (scan, then verification pilot run with the mixing check), then draw
+``--n-samples`` sequences at that beta with the pilot's ladder and thinning, and measure their mean
+Hamming distance again. Prints one row per seed: beta; the Hamming distance of the tuner's pilot
+run (cross-replica pairs, jackknife standard error) and of the drawn samples (50 chains; pairs
+from different chains, jackknife error over chains); the mixing verdict of the sampler's own diagnostics;
+tau_int at the coldest rung; rungs; the range of swap acceptances; CPU / wall seconds of tuning
+and of sampling (on a shared machine the CPU time is the meaningful one). ``--json`` writes every
+number.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_tempering.py [--seeds 0 1 ... 9] [--n-samples 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+import numpy as np
+
+from replica_mlm import PottsModel
+
+
+def grouped_hamming(pm: PottsModel, seqs: np.ndarray, groups: int = 10) -> tuple[float, float]:
+    """Mean Hamming distance of all pairs, and a standard error from disjoint groups of samples.
+
+    Rows of ``PottsModel.sample`` are interleaved by chain, so each group holds one time slice of
+    every chain: groups share chains, and this error misses slow chain-to-chain differences.
+    """
+    h = pm.mean_hamming(seqs)
+    parts = np.array_split(np.arange(seqs.shape[0]), groups)
+    hs = np.array([pm.mean_hamming(seqs[p]) for p in parts])
+    return h, float(hs.std(ddof=1) / math.sqrt(groups))
+
+
+def chain_hamming(seqs: np.ndarray, n_chains: int, q: int) -> tuple[float, float]:
+    """Cross-chain Hamming distance of samples from ``n_chains`` chains (row r from chain r % C).
+
+    Pairs from different chains only, jackknife error over chains (slow modes included).
+    """
+    from replica_mlm.models.potts_sampling import _colour_counts, cross_chain_hamming
+
+    n = seqs.shape[0] - seqs.shape[0] % n_chains
+    states = seqs[:n].reshape(n // n_chains, n_chains, seqs.shape[1])
+    return cross_chain_hamming(_colour_counts(states, q))
+
+
+def run_seed(seed: int, target: float, n_samples: int) -> dict:
+    pm = PottsModel.random(L=20, q=20, seed=seed)
+    t0, c0 = time.perf_counter(), time.process_time()
+    row: dict = {"seed": seed}
+    try:
+        res = pm.tune_beta(target_hamming=target, rng=seed, return_result=True)
+    except ValueError as exc:
+        row.update(ok=False, error=str(exc), t_tune=time.perf_counter() - t0,
+                   cpu_tune=time.process_time() - c0)
+        return row
+    t_tune, cpu_tune = time.perf_counter() - t0, time.process_time() - c0
+    d = res.diagnostics
+    m = pm.with_beta(res.beta)
+    t1, c1 = time.perf_counter(), time.process_time()
+    n_chains = 50
+    seqs = m.sample(n_samples, rng=seed + 1000, method=d.method, ladder=d.ladder, n_chains=n_chains,
+                    swap_rounds=d.swap_rounds, sweeps_between=d.sweeps_between,
+                    burn_in=d.burn_in)
+    t_sample, cpu_sample = time.perf_counter() - t1, time.process_time() - c1
+    h_s, se_s = chain_hamming(seqs, n_chains, m.q)
+    h_g, se_g = grouped_hamming(m, seqs)
+    acc = d.swap_acceptance
+    row.update(
+        ok=True, beta=res.beta, hamming=res.hamming, hamming_se=res.hamming_se,
+        hamming_samples=h_s, hamming_samples_se=se_s, hamming_samples_all_pairs=h_g,
+        hamming_samples_grouped_se=se_g, mixing=d.mixing,
+        window_found=d.window_found, equilibrated=d.equilibrated, tau=d.tau_int,
+        tau_spin=d.tau_spin, tau_energy=d.tau_energy, sweeps_between=d.sweeps_between,
+        pilot_steps=d.n_sweeps, replicas=d.n_chains, rungs=int(d.ladder.size),
+        ladder=d.ladder.tolist(), acceptance=acc.tolist(),
+        acc_min=float(acc.min()) if acc.size else None,
+        acc_max=float(acc.max()) if acc.size else None, swap_rounds=d.swap_rounds,
+        trials=[list(t) for t in res.trials], n_scans=len(res.scans),
+        t_tune=t_tune, t_sample=t_sample, cpu_tune=cpu_tune, cpu_sample=cpu_sample,
+        n_samples=n_samples,
+    )
+    return row
+
+
+def survey_seed(seed: int, target: float, n_replicas: int) -> dict:
+    """Cheaper check: the tuner's scans locate beta, then ONE pilot run there (mixing, tau, h).
+
+    No precision loop and no sampling: what the tuner's first verification run sees.
+    """
+    from replica_mlm.models import potts_tempering as ps
+
+    pm = PottsModel.random(L=20, q=20, seed=seed)
+    t0, c0 = time.perf_counter(), time.process_time()
+    gen = np.random.default_rng(seed)
+    b_lo, b_top, scans = 1.0, 2.0, []
+    while True:
+        lad = (ps.equal_acceptance_ladder(scans[-1].ladder, scans[-1].swap_acceptance,
+                                          beta_lo=b_lo, beta_hi=b_top, target=0.5)
+               if scans else ps.geometric_ladder(b_top, None, b_lo, pm.L))
+        scans.append(ps.tempering_scan(pm, lad, gen, n_replicas=16, n_steps=400))
+        if scans[-1].hamming[-1] <= target:
+            break
+        b_top *= 2.0
+    beta, _ = ps._crossing(scans[-1], target)
+    lad = ps.equal_acceptance_ladder(scans[-1].ladder, scans[-1].swap_acceptance, beta_lo=b_lo,
+                                     beta_hi=beta, target=0.5)
+    d = ps.pilot_tempering(pm.with_beta(beta), gen, n_replicas, lad, 200, 3200)
+    acc = d.swap_acceptance
+    return dict(seed=seed, ok=True, beta=beta, hamming=d.hamming, hamming_se=d.hamming_se,
+                mixing=d.mixing, window_found=d.window_found, equilibrated=d.equilibrated,
+                tau=d.tau_int, pilot_steps=d.n_sweeps, rungs=int(lad.size),
+                acc_min=float(acc.min()), acc_max=float(acc.max()),
+                t=time.perf_counter() - t0, cpu=time.process_time() - c0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    ap.add_argument("--target", type=float, default=0.3)
+    ap.add_argument("--n-samples", type=int, default=1000)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--survey", action="store_true",
+                    help="only the scans and one 16-replica pilot run at the located beta")
+    args = ap.parse_args()
+    if args.survey:
+        rows = []
+        for seed in args.seeds:
+            r = survey_seed(seed, args.target, 16)
+            rows.append(r)
+            print(f"{seed:>4} beta {r['beta']:6.3f} h {r['hamming']:.4f}+-{r['hamming_se']:.4f} "
+                  f"mixing {r['mixing']} (window {r['window_found']}, halves "
+                  f"{r['equilibrated']}) tau {r['tau']:.1f} steps {r['pilot_steps']} rungs "
+                  f"{r['rungs']} acc {r['acc_min']:.2f}-{r['acc_max']:.2f} "
+                  f"cpu {r['cpu']:.0f} s wall {r['t']:.0f} s", flush=True)
+            if args.json:
+                with open(args.json, "w") as fh:
+                    json.dump(rows, fh, indent=1)
+        return
+    print(f"{'seed':>4} {'beta':>7} {'h pilot':>15} {'h samples':>15} {'mix':>4} {'tau':>6} "
+          f"{'rungs':>5} {'acceptance':>11} {'tune s':>13} {'sample s':>13}", flush=True)
+    rows = []
+    for seed in args.seeds:
+        r = run_seed(seed, args.target, args.n_samples)
+        rows.append(r)
+        if not r["ok"]:
+            print(f"{seed:>4} FAILED after {r['t_tune']:.0f} s wall, {r['cpu_tune']:.0f} s CPU: "
+                  f"{r['error']}", flush=True)
+        else:
+            print(f"{seed:>4} {r['beta']:7.3f} {r['hamming']:.4f}+-{r['hamming_se']:.4f} "
+                  f"{r['hamming_samples']:.4f}+-{r['hamming_samples_se']:.4f} "
+                  f"{'yes' if r['mixing'] else 'NO':>4} {r['tau']:6.1f} {r['rungs']:>5} "
+                  f"{r['acc_min']:.2f}-{r['acc_max']:.2f} {r['cpu_tune']:5.0f}/{r['t_tune']:<7.0f} "
+                  f"{r['cpu_sample']:5.0f}/{r['t_sample']:<7.0f}",
+                  flush=True)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

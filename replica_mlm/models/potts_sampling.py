@@ -1,0 +1,339 @@
+"""Sampling diagnostics of :class:`~replica_mlm.models.potts.PottsModel`.
+
+Everything here acts on a model through its private Gibbs kernel (``_sweep``, ``_init_fields``,
+``_energies_from_fields``) and is reached through the model's public methods
+(:meth:`~replica_mlm.models.potts.PottsModel.gibbs_diagnostics`, ``sample``, ``tune_beta``).
+Parallel tempering, its ladders and the temperature tuner are in
+:mod:`replica_mlm.models.potts_tempering`.
+
+* Autocorrelation estimators (Sokal's window, Geyer's initial monotone sequence, blocking), the
+  pilot run that applies them and the :class:`GibbsDiagnostics` it fills.
+* The mean Hamming distance between independent chains (:func:`cross_chain_hamming`): pairs of
+  configurations from different chains only, with a jackknife standard error over chains.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from replica_mlm.models.potts import PottsModel
+
+__all__ = [
+    "GibbsDiagnostics",
+    "cross_chain_hamming",
+    "initial_monotone_tau",
+    "integrated_autocorrelation_time",
+]
+
+#: autocorrelation left between two saved configurations of one chain: sweeps_between is chosen as
+#: ceil(tau_int * log(1 / DECORRELATION)), i.e. exp(-sweeps_between / tau) <= DECORRELATION for an
+#: exponentially decaying autocorrelation.
+DECORRELATION = 0.01
+#: Sokal's window constant for the integrated autocorrelation time.
+SOKAL_C = 5.0
+#: hottest inverse temperature of the parallel-tempering ladder (``min(TEMPERING_BETA_HOT, beta)``):
+#: on ``PottsModel.random`` (J_ij ~ N(0, 1/L), U ~ N(0, 1)) single-site Gibbs decorrelates in
+#: about a sweep there (measured tau_int = 0.83 sweeps at beta = 1, 3.6 at beta = 1.5, L = q = 20,
+#: seed 0). A hotter end (0.3) gave the same autocorrelation at the cold rung with 1.5x the rungs.
+TEMPERING_BETA_HOT = 1.0
+#: smallest acceptable swap acceptance between neighbouring rungs; the automatic ladder gets more
+#: rungs until every measured acceptance reaches it.
+TEMPERING_MIN_ACCEPTANCE = 0.3
+#: at most this many rungs in an automatic ladder.
+TEMPERING_MAX_RUNGS = 128
+#: number of blocks per chain in the blocking estimate of tau (tempering pilot runs).
+BLOCKS = 10
+METHODS = ("gibbs", "tempering", "auto")
+
+
+# ---------------------------------------------------------------------- autocorrelation
+def integrated_autocorrelation_time(rho: np.ndarray, *, c: float = SOKAL_C) -> tuple[float, int]:
+    """Integrated autocorrelation time with Sokal's automatic window.
+
+    ``tau_int(W) = 1/2 + sum_{t=1}^{W} rho(t)``, with ``W`` the smallest lag such that
+    ``W >= c tau_int(W)``. ``rho[0]`` must be 1.
+
+    Returns
+    -------
+    (tau_int, window) ; ``window = -1`` if no lag in ``rho`` satisfied the criterion (then ``tau``
+    is a lower bound computed from all lags).
+    """
+    rho = np.asarray(rho, dtype=float)
+    tau = 0.5
+    for w in range(1, rho.size):
+        tau += rho[w]
+        if w >= c * tau:
+            return max(tau, 0.5), w
+    return max(tau, 0.5), -1
+
+
+def initial_monotone_tau(rho: np.ndarray) -> tuple[float, bool]:
+    """Integrated autocorrelation time by Geyer's initial monotone sequence estimator.
+
+    With ``Gamma_k = rho(2k) + rho(2k + 1)``, ``tau_int = -1/2 + sum_{k <= m} Gamma_k`` summed
+    while ``Gamma_k > 0``, each ``Gamma_k`` capped by the previous one (Geyer 1992). It keeps a
+    small slowly decaying tail that Sokal's window cuts off. Returns ``(tau_int, terminated)``;
+    ``terminated`` is False if ``Gamma_k`` stayed positive over all lags in ``rho`` (then
+    ``tau_int`` is a lower bound).
+    """
+    rho = np.asarray(rho, dtype=float)
+    m = rho.size // 2
+    gam = rho[: 2 * m : 2] + rho[1 : 2 * m : 2]
+    total, prev = 0.0, math.inf
+    for g in gam:
+        if g <= 0:
+            return max(total - 0.5, 0.5), True
+        prev = min(prev, g)
+        total += prev
+    return max(total - 0.5, 0.5), False
+
+
+def _spin_autocorrelation(states: np.ndarray, q: int, max_lag: int) -> np.ndarray:
+    """Normalised one-hot autocorrelation of recorded states (T, C, L), lags 0..max_lag."""
+    T, C, L = states.shape
+    p = np.stack([np.bincount(states[:, :, i].ravel(), minlength=q) for i in range(L)]) / (T * C)
+    base = float((p**2).sum(axis=1).mean())
+    var = 1.0 - base
+    if var <= 1e-12:
+        rho = np.zeros(max_lag + 1)
+        rho[0] = 1.0
+        return rho
+    rho = np.empty(max_lag + 1)
+    for t in range(max_lag + 1):
+        same = np.mean(states[: T - t] == states[t:])
+        rho[t] = (same - base) / var
+    return rho
+
+
+def _blocked_spin_tau(states: np.ndarray, q: int, n_blocks: int = BLOCKS) -> float:
+    """Integrated autocorrelation time of the one-hot spins from the variance of block means.
+
+    ``states`` (T, C, L) is cut into ``n_blocks`` blocks of ``B = T // n_blocks`` sweeps per chain;
+    with ``f`` the colour frequencies of one block of one chain and ``p`` the overall frequencies,
+    ``tau = (B / 2) sum_ia <(f_ia - p_ia)^2> / sum_ia p_ia (1 - p_ia)`` (1/2 for independent
+    sweeps). Unlike a truncated sum of ``rho(t)`` it keeps a small, slowly decaying tail, as long
+    as ``B`` is well above that tail's time scale.
+    """
+    T, C, L = states.shape
+    B = T // n_blocks
+    if B < 1:
+        return 0.5
+    X = states[: B * n_blocks].reshape(n_blocks, B, C, L)
+    p = np.stack([np.bincount(X[:, :, :, i].ravel(), minlength=q) for i in range(L)])
+    p = p / (B * n_blocks * C)
+    var = float((p * (1.0 - p)).sum())
+    if var <= 1e-12:
+        return 0.5
+    dev = 0.0
+    for i in range(L):
+        idx = (np.arange(n_blocks * C)[:, None] * q + np.moveaxis(X[:, :, :, i], 1, 2).reshape(-1, B))
+        f = np.bincount(idx.ravel(), minlength=n_blocks * C * q).reshape(n_blocks * C, q) / B
+        dev += float(((f - p[i]) ** 2).sum(axis=1).mean())
+    return max(0.5, 0.5 * B * dev / var)
+
+
+def _energy_autocorrelation(energies: np.ndarray, max_lag: int) -> np.ndarray:
+    """Normalised autocorrelation of the energy (T, C), global mean, lags 0..max_lag."""
+    T = energies.shape[0]
+    x = energies - energies.mean()
+    var = float(np.mean(x * x))
+    rho = np.zeros(max_lag + 1)
+    rho[0] = 1.0
+    if var <= 1e-300:
+        return rho
+    for t in range(1, max_lag + 1):
+        rho[t] = float(np.mean(x[: T - t] * x[t:])) / var
+    return rho
+
+
+# ---------------------------------------------------------------------- Hamming distance
+def _colour_counts(states: np.ndarray, q: int) -> np.ndarray:
+    """Colour counts per chain: states (T, C, L) -> counts (C, L, q)."""
+    _, C, L = states.shape
+    idx = (np.arange(C * L).reshape(1, C, L) * q + states).ravel()
+    return np.bincount(idx, minlength=C * L * q).reshape(C, L, q).astype(float)
+
+
+def cross_chain_hamming(counts: np.ndarray) -> tuple[float, float]:
+    """Mean Hamming distance between independent chains, with its jackknife standard error.
+
+    ``counts`` (C, L, q) [or (C, ..., L, q)]: colour counts of each of ``C`` independent chains,
+    each over the same number of recorded configurations. With ``f_c`` the frequencies of chain
+    ``c``, the estimate ``1 - (1/L) sum_ia sum_{c != c'} f_cia f_c'ia / (C (C - 1))`` averages the
+    probability that two configurations differ at a site over pairs from *different* chains, which
+    are independent, so it is unbiased for ``1 - (1/L) sum_ia p_ia^2`` (the mean Hamming distance
+    of independent samples) however correlated each chain is in time. The standard error is the
+    jackknife over chains (leave one chain out); it includes slow modes, provided the chains are
+    independent. Needs ``C >= 3``. Returns arrays of the leading extra axes if there are any.
+    """
+    f = np.asarray(counts, dtype=float)
+    C = f.shape[0]
+    if C < 3:
+        raise ValueError(f"cross_chain_hamming needs at least 3 chains, got {C}")
+    f = f / f.sum(axis=-1, keepdims=True)
+    S = f.sum(axis=0)
+    Q = (f * f).sum(axis=0)
+    h = 1.0 - ((S * S - Q).sum(axis=-1) / (C * (C - 1))).mean(axis=-1)
+    S_loo = S[None] - f
+    Q_loo = Q[None] - f * f
+    h_loo = 1.0 - ((S_loo * S_loo - Q_loo).sum(axis=-1) / ((C - 1) * (C - 2))).mean(axis=-1)
+    se = np.sqrt((C - 1) / C * ((h_loo - h_loo.mean(axis=0)) ** 2).sum(axis=0))
+    if np.ndim(h) == 0:
+        return float(h), float(se)
+    return h, se
+
+
+# ---------------------------------------------------------------------- diagnostics result
+@dataclass
+class GibbsDiagnostics:
+    """What the pilot run of the Gibbs sampler measured.
+
+    Attributes
+    ----------
+    tau_int : float
+        Integrated autocorrelation time in sweeps, the larger of ``tau_spin`` and ``tau_energy``.
+    tau_spin, tau_energy : float
+        The integrated autocorrelation times of the spin overlap (one-hot indicators, summed over
+        sites and colours) and of the energy, with Sokal's window (c = 5). For tempering, each is
+        the largest of that, Geyer's initial monotone estimate and (spins) a blocking estimate.
+    sweeps_between : int
+        Sweeps between saved configurations of one chain: ``ceil(tau_int log(1/0.01))``.
+    burn_in : int
+        Sweeps discarded at the start of each chain (``10 * sweeps_between``, at least 20; for
+        tempering at least ``2 * n_sweeps``, the pilot's own burn-in plus its recorded run).
+    rho_spin, rho_energy : ndarray
+        Normalised autocorrelation functions at lags 0, 1, 2, ... sweeps.
+    window_found : bool
+        Whether Sokal's window criterion was met inside the measured lags (if not, ``tau_int`` is a
+        lower bound).
+    equilibrated : bool
+        Whether the mean energies of the two halves of the measured run agree within 4 standard
+        errors.
+    n_chains, n_sweeps : int
+        Size of the pilot run (for tempering, ``n_chains`` counts replicas of the ladder).
+    method : str
+        ``"gibbs"`` (independent single-site Gibbs chains) or ``"tempering"`` (parallel tempering;
+        the autocorrelation is that of the configurations seen at the target, coldest, rung of each
+        replica, one sweep being a Gibbs sweep of every rung followed by ``swap_rounds`` rounds of
+        swaps).
+    ladder : ndarray
+        Inverse temperatures of the tempering ladder, hottest first, the last being the model's
+        beta (``[beta]`` for plain Gibbs).
+    swap_acceptance : ndarray
+        Measured acceptance of swaps between rungs ``k`` and ``k + 1`` during the recorded part of
+        the pilot run, shape ``(len(ladder) - 1,)`` (empty for plain Gibbs).
+    swap_rounds : int
+        Rounds of even/odd swaps after each sweep (tempering).
+    hamming, hamming_se : float
+        Mean Hamming distance at the model's beta from the recorded configurations of the pilot
+        run (pairs from different chains / replicas, :func:`cross_chain_hamming`) and its
+        jackknife standard error over chains.
+    """
+
+    tau_int: float
+    tau_spin: float
+    tau_energy: float
+    sweeps_between: int
+    burn_in: int
+    rho_spin: np.ndarray = field(repr=False)
+    rho_energy: np.ndarray = field(repr=False)
+    window_found: bool = True
+    equilibrated: bool = True
+    n_chains: int = 0
+    n_sweeps: int = 0
+    method: str = "gibbs"
+    ladder: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    swap_acceptance: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    swap_rounds: int = 1
+    hamming: float = math.nan
+    hamming_se: float = math.nan
+
+    @property
+    def mixing(self) -> bool:
+        """Sokal window found and the two halves of the run agree (``window_found and equilibrated``)."""
+        return bool(self.window_found and self.equilibrated)
+
+
+# ---------------------------------------------------------------------- pilot runs
+def pilot_gibbs(model: PottsModel, gen, n_chains, n_sweeps, max_sweeps) -> GibbsDiagnostics:
+    """Pilot run of ``n_chains`` independent Gibbs chains (see ``PottsModel.gibbs_diagnostics``)."""
+    s = gen.integers(0, model.q, size=(n_chains, model.L))
+    Nq = model._init_fields(s)
+
+    def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
+        model._sweep(s, Nq, gen)
+        return s, model._energies_from_fields(s, Nq)
+
+    d = _pilot(model, step, n_chains, n_sweeps, max_sweeps, None)
+    d.ladder = np.array([model.beta])
+    return d
+
+
+def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> GibbsDiagnostics:
+    """Burn in, record, measure tau; double the run until it is >= 50 tau.
+
+    ``tally`` is None for plain Gibbs; for tempering it collects swap counts and switches on the
+    tempering estimates of tau (Geyer's and blocking besides Sokal's).
+    """
+    burnt = 0
+    T = n_sweeps
+    t_global = 0
+    while True:
+        while burnt < T:
+            step(t_global, None)
+            t_global += 1
+            burnt += 1
+        states = np.empty((T, n_chains, model.L), dtype=np.int16)
+        energies = np.empty((T, n_chains))
+        if tally is not None:
+            tally[:] = 0
+        for t in range(T):
+            states[t], energies[t] = step(t_global, tally)
+            t_global += 1
+        max_lag = T // 4
+        rho_s = _spin_autocorrelation(states, model.q, max_lag)
+        rho_e = _energy_autocorrelation(energies, max_lag)
+        tau_s, w_s = integrated_autocorrelation_time(rho_s)
+        tau_e, w_e = integrated_autocorrelation_time(rho_e)
+        tau = max(tau_s, tau_e)
+        found = w_s > 0 and w_e > 0
+        if tally is not None:
+            # tempering: fast local moves plus a small, slowly decaying tail (configurations
+            # coming back from excursions up the ladder) that Sokal's window truncates
+            g_s, ok_s = initial_monotone_tau(rho_s)
+            g_e, ok_e = initial_monotone_tau(rho_e)
+            tau_s = max(tau_s, g_s, _blocked_spin_tau(states, model.q, BLOCKS))
+            tau_e = max(tau_e, g_e)
+            tau = max(tau_s, tau_e)
+            found = found and ok_s and ok_e
+        if (found and T >= 50 * tau) or 2 * T > max_sweeps:
+            break
+        T *= 2
+    half = T // 2
+    m1, m2 = energies[:half].mean(axis=0), energies[half:].mean(axis=0)
+    diff = float(np.mean(m2 - m1))
+    se = float(np.std(m2 - m1, ddof=1) / math.sqrt(n_chains)) if n_chains > 1 else np.inf
+    equilibrated = bool(abs(diff) <= 4 * se + 1e-12)
+    between = max(1, math.ceil(tau * math.log(1.0 / DECORRELATION)))
+    h, h_se = (cross_chain_hamming(_colour_counts(states, model.q)) if n_chains >= 3
+               else (math.nan, math.nan))
+    return GibbsDiagnostics(
+        tau_int=float(tau),
+        tau_spin=float(tau_s),
+        tau_energy=float(tau_e),
+        sweeps_between=int(between),
+        burn_in=int(max(20, 10 * between)),
+        rho_spin=rho_s,
+        rho_energy=rho_e,
+        window_found=bool(found),
+        equilibrated=equilibrated,
+        n_chains=n_chains,
+        n_sweeps=T,
+        hamming=float(h),
+        hamming_se=float(h_se),
+    )
