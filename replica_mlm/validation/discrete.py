@@ -37,7 +37,7 @@ Z_MAX, REL_MAX = 3.0, 0.03
 def _settings(quick: bool) -> dict:
     if quick:
         return dict(L=[16], betas=[0.2, 0.4], hot=[], alphas=[0.5, 1.0, 4.0], lams=[1e-2, 1e-1],
-                    seeds=24, n_test=4000, fig_L=8, fig_beta=0.4, fig_lam=1e-3, fig_seeds=10,
+                    seeds=16, n_test=3000, fig_L=8, fig_beta=0.4, fig_lam=1e-3, fig_seeds=8,
                     fig_alphas=np.geomspace(0.5, 6.0, 8), peak_lams=[1e-2, 1e-3, 1e-4, 1e-5],
                     fig_extra=0)
     return dict(L=[50, 100], betas=[0.2, 0.4], hot=[0.7, 0.9, 1.2],
