@@ -557,9 +557,10 @@ def _hostile_value(p: Param):
                          st.complex_numbers())
     if isinstance(v, bool):
         return st.one_of(st.integers(), st.text(max_size=3), st.floats(), st.none())
-    if isinstance(v, str):
+    if isinstance(v, str):  # None is valid where the parameter lists it as an equivalent spelling
         return st.one_of(st.text(max_size=6).filter(lambda s: s not in CHOICES), st.integers(),
-                         st.none(), st.binary(max_size=3))
+                         st.none(), st.binary(max_size=3)).filter(
+            lambda x: not (x is None and None in p.equivalent))
     if isinstance(v, int):
         ints = [st.floats(), st.booleans(), st.text(max_size=3),
                 st.complex_numbers().filter(lambda z: z.imag != 0)]

@@ -240,6 +240,7 @@ def test_multi_round_swaps_equal_acceptance_ladder_exact_chi_square():
     assert pval > 0.01, pval
 
 
+@pytest.mark.slow  # opt-in (46 s); test_wrong_swap_sign_is_detected (single round) runs in CI
 def test_multi_round_wrong_swap_sign_is_detected(monkeypatch):
     """A three-rung, three-round run (independent chains) with the reversed swap ratio fails."""
     pm = cold_model()
