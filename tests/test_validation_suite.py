@@ -35,8 +35,8 @@ def _run_quick(tmp_path_factory, group: str):
     return out, res, json.loads((out / "report.json").read_text())
 
 
-# session scope: a module-scoped fixture is torn down and rebuilt whenever pytest-xdist runs another
-# module's tests between two tests of this one (measured: half b ran twice, +120 s)
+# each half is used by exactly one test, so that pytest-xdist cannot run it on both workers
+# (measured with three tests sharing a fixture under --dist loadgroup: half b ran on both, +120 s)
 @pytest.fixture(scope="session")
 def quick_a(tmp_path_factory):
     return _run_quick(tmp_path_factory, "a")
@@ -79,6 +79,7 @@ def test_quick_suite_a_passes_and_report_is_complete(quick_a):
     assert mlm["parameters"]["settings"]["lams"] == [0.0, 0.001, 0.1, 1.0]
     assert mlm["data"]["z_summary"]["n"] >= 200
     assert len(list((out / "mlm_points").glob("point-*.json"))) == mlm["data"]["sweep"]["points"]
+    _check_resume_recomputes_nothing(out)
 
 
 @pytest.mark.xdist_group("suite_b")
@@ -91,11 +92,11 @@ def test_quick_suite_b_passes_but_for_the_claims_not_reproduced(quick_b):
     assert "Overall: FAILED" in (out / "report.md").read_text()
     skipped = set(report["skipped_sections"])
     assert skipped == {n for n in GROUPS["b"] if n not in suite.available_sections()}
+    _check_potts_section(out, report)
+    _check_attractor_section(out, report)
 
 
-@pytest.mark.xdist_group("suite_b")
-def test_potts_section_of_the_quick_suite(quick_b):
-    out, _, report = quick_b
+def _check_potts_section(out, report):
     data = json.loads((out / "potts.json").read_text())
     checks = {c["name"]: c for c in report["checks"] if c["name"].startswith("potts.")}
     assert data["passed"] == all(c["passed"] for c in checks.values())
@@ -107,9 +108,7 @@ def test_potts_section_of_the_quick_suite(quick_b):
         assert (out / fig).stat().st_size > 1000, fig
 
 
-@pytest.mark.xdist_group("suite_b")
-def test_attractor_section_of_the_quick_suite(quick_b):
-    out, _, report = quick_b
+def _check_attractor_section(out, report):
     data = json.loads((out / "attractor.json").read_text())
     checks = {c["name"]: c for c in report["checks"] if c["name"].startswith("attractor.")}
     assert {"attractor.potts.factored_attention_matches_theory",
@@ -128,9 +127,7 @@ def test_attractor_section_of_the_quick_suite(quick_b):
     assert "measured, not a check" in data["data"]["potts_comparison_note"]
 
 
-@pytest.mark.xdist_group("suite_a")
-def test_quick_suite_resume_recomputes_nothing(quick_a):
-    out, _, _ = quick_a
+def _check_resume_recomputes_nothing(out):
     res = CliRunner().invoke(main, ["validate", "--quick", "--section", "mlm", "--out", str(out),
                                     "--resume", "--no-progress"])
     assert res.exit_code == 0, res.output
