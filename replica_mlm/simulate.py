@@ -228,13 +228,13 @@ def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
                     threads) -> Simulation:
     """:func:`simulate` on an Ising model: pseudo-likelihood of one site from Boltzmann samples."""
     from replica_mlm.models.ising import require_ising
+    from replica_mlm.models.potts import _site
     from replica_mlm.models.pseudo_likelihood import simulate_sites
 
     require_ising(model, "simulate on a PottsModel")
     if site is None:
         raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")
-    if isinstance(site, bool) or not isinstance(site, int | np.integer) or not 0 <= site < model.L:
-        raise ValueError(f"site must be an integer in [0, L) = [0, {model.L}), got {site!r}")
+    site = _site(site, model.L)
     name, _ = erm.loss_spec(loss)
     if name != "logistic":
         raise ValueError(f"the pseudo-likelihood of an Ising site is the logistic loss, got loss={name!r}")

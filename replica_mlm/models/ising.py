@@ -23,6 +23,7 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm.models.masked_site import MaskedSite
+from replica_mlm.models.potts import _site
 
 #: spin value of each colour: colour 0 is +1, colour 1 is -1
 SPINS = np.array([1.0, -1.0])
@@ -151,8 +152,7 @@ def ising_site(model, i: int, covariance: SpinCovariance) -> MaskedSite:
     """
     require_ising(model, "ising_site")
     L = model.L
-    if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < L:
-        raise ValueError(f"site must be an integer in [0, L) = [0, {L}), got {i!r}")
+    i = _site(i, L)
     keep = np.arange(L) != i
     sigma = covariance.covariance[np.ix_(keep, keep)]
     teacher = 2.0 * model.beta * model.couplings[i, keep]
