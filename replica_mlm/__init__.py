@@ -15,7 +15,13 @@ from replica_mlm.simulate import Simulation, simulate
 from replica_mlm.theory.curve import LearningCurve, learning_curve
 from replica_mlm.theory.display import equations
 from replica_mlm.theory.limits import Asymptotics, asymptotics, expansions
-from replica_mlm.theory.phase import PhaseDiagram, optimal_lambda, phase_diagram, shift_phase_diagram
+from replica_mlm.theory.phase import (
+    OptimalLambda,
+    PhaseDiagram,
+    optimal_lambda,
+    phase_diagram,
+    shift_phase_diagram,
+)
 from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
 from replica_mlm.theory.separability import separability_threshold
 
@@ -58,6 +64,7 @@ __all__ = [
     "GaussianPottsLimit",
     "LearningCurve",
     "MaskedSite",
+    "OptimalLambda",
     "PhaseDiagram",
     "PottsModel",
     "SaddlePoint",

@@ -115,9 +115,9 @@ def ridge_path(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray:
     return vt.T @ (filt * uty[:, None])
 
 
-def simulate(task, *, alpha: float, lam, seeds: int = 20, rng: _checks.RngLike = None,
+def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
              loss="square", channel: str | None = None, site: int | None = None,
-             n_test: int = 4000, threads=INHERIT) -> Simulation:
+             n_test: int = 4000, threads=INHERIT) -> Simulation | list[Simulation]:
     """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
 
     Parameters
@@ -129,9 +129,14 @@ def simulate(task, *, alpha: float, lam, seeds: int = 20, rng: _checks.RngLike =
         sequences per seed from the package's sampler, logistic loss, and the test measures of
         :func:`replica_mlm.models.pseudo_likelihood.site_measures` on ``n_test`` fresh sequences
         (exact conditionals averaged analytically over the masked spin).
-    alpha : float
+    alpha : float or array_like
         Sample ratio, at least 1 / p (one sample); the realised ratio n / p, with
-        n = round(alpha p), is reported in the result.
+        n = round(alpha p), is reported in the result. A scalar gives one :class:`Simulation`
+        (with a lam axis); a 1-d sequence gives a list, one Simulation per alpha in the order
+        given (as :func:`replica_mlm.learning_curve` gives one curve per lam of a sequence).
+        Alpha number ``k`` then uses the ``k``-th generator spawned from ``rng``: for an int
+        ``rng`` that is ``default_rng(SeedSequence(rng, spawn_key=(k,)))``, the generator the
+        ``replica-mlm simulate`` sweep gives alpha number ``k`` with ``--sample-seed rng``.
     lam : float or array_like
         Ridge strength(s) >= 0; for the square loss all are computed from one SVD per sample.
         Other losses need lam > 0 (their minimiser may not exist or be unique at lam = 0: e.g.
@@ -161,8 +166,15 @@ def simulate(task, *, alpha: float, lam, seeds: int = 20, rng: _checks.RngLike =
 
     Returns
     -------
-    Simulation
+    Simulation or list of Simulation
+        One Simulation for a scalar ``alpha``; ``[sim(alpha_0), sim(alpha_1), ...]`` for a sequence.
     """
+    if np.ndim(_checks.real_array(alpha, "alpha")) > 0:
+        alphas = grid(alpha, "alpha")
+        gens = _checks.as_generator(rng).spawn(alphas.size)
+        return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
+                         site=site, n_test=n_test, threads=threads)
+                for a, g in zip(alphas, gens, strict=True)]
     if isinstance(task, PottsModel):
         return _simulate_ising(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
                                channel=channel, n_test=n_test, threads=threads)

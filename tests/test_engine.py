@@ -193,8 +193,8 @@ def test_phase_diagram_with_hinge_on_the_limit(lim):
 
 
 def test_optimal_lambda_general(lim):
-    lam, sp_ = rm.optimal_lambda(lim, alpha=1.5, loss="logistic", channel="logit",
-                                 bounds=(1e-3, 1e2))
+    res = rm.optimal_lambda(lim, alpha=1.5, loss="logistic", channel="logit", bounds=(1e-3, 1e2))
+    lam, sp_ = float(res.lam_opt), res.points[0]
     assert sp_.loss == "logistic" and sp_.channel == "logit"
     assert 1e-3 <= lam <= 1e2
     # the classification error only sees the direction of w_hat; at this low signal-to-noise

@@ -13,7 +13,7 @@ shapes, empty arrays, ragged lists and sizes no machine can hold. The only accep
   its time budget (``BUDGET`` seconds, enforced by SIGALRM).
 
 Valid but extreme numbers (lam = 1e300, alpha = 1e308) belong to the solver's own tests; here the
-valid values are moderate. The result records (SaddlePoint, LearningCurve, PhaseDiagram,
+valid values are moderate. The result records (SaddlePoint, LearningCurve, OptimalLambda, PhaseDiagram,
 Simulation, Asymptotics), the exception ConvergenceError, ``__version__`` and ``plotting`` are not
 input paths and are not driven.
 
@@ -172,6 +172,18 @@ def _valid_rewrite(p: Param, x) -> bool:
             and bool(np.all(np.isfinite(x))) and p.valid_shape(x.shape))
 
 
+def real_or_grid(name, valid, *, extra=()):
+    """A float argument that also takes a 1-d grid (one result per value): 1-d sequences of
+    valid numbers are not hostile; ragged, 2-d, empty or non-finite ones are."""
+    p = real(name, valid, extra=extra)
+    p.shapes = lambda s: len(s) <= 1 and math.prod(s) > 0
+    p.invalid = [v for v in p.invalid if not isinstance(v, list | tuple | np.ndarray)
+                 or (isinstance(v, np.ndarray) and v.dtype.kind not in "iuf")]
+    p.invalid += [[valid, math.nan], [valid, math.inf], [[valid]], [], np.array([valid, 1j]), [valid, "1"],
+                  [valid, None], [valid, [valid]], [valid, True], [valid, *extra[:1]]]
+    return p
+
+
 def array(name, valid, *, integer_=False, label="", shapes=None):
     p = Param(name, valid, bad_array(valid, integer=integer_), equivalent_array(valid), label,
               shapes=shapes)
@@ -266,9 +278,12 @@ TARGETS = [
        real("damping", 0.5, extra=(-0.1, 1.0, 1.5)), real("tol", 1e-10, extra=POS),
        integer("max_iter", 100000, extra=POSINT, huge=False)),
     _t("learning_curve", lambda **k: rm.learning_curve(**k), task(),
-       grid("alpha", np.array([0.5, 1.5])), real("lam", 0.1, extra=NONNEG),
+       grid("alpha", np.array([0.5, 1.5])), real_or_grid("lam", 0.1, extra=NONNEG),
        Param("method", "root", NOT_NONE(list(BAD_CHOICE)), [None])),
-    _t("optimal_lambda", lambda **k: rm.optimal_lambda(**k), task(), real("alpha", 0.7, extra=POS),
+    _t("learning_curve(several lam)", lambda **k: rm.learning_curve(**k), task(),
+       grid("alpha", np.array([0.5, 1.5])), grid("lam", np.array([1e-3, 0.1])),
+       Param("method", "root", NOT_NONE(list(BAD_CHOICE)), [None])),
+    _t("optimal_lambda", lambda **k: rm.optimal_lambda(**k), task(), grid("alpha", np.array([0.7, 2.0])),
        Param("bounds", (1e-3, 10.0), [(1.0, 0.1), (0.0, 1.0), (math.nan, 1.0), ("a", 1.0), 3.0,
                                       (1.0,), None, (1 + 1j, 2.0), (True, 2.0)], [[1e-3, 10.0]]),
        real("xatol", 1e-9, extra=(*POS, 10.0))),
@@ -290,8 +305,10 @@ TARGETS = [
        real("gamma", 1.0, extra=(-1.0,)), seed("rng")),
     _t("losses.Huber", lambda **k: rm.losses.Huber(**k), real("delta", 1.0, extra=POS)),
     _t("simulate", lambda **k: rm.simulate(**k), Param("task", SITE, [*BAD_TASK, LIMIT, SPEC], []),
-       real("alpha", 2.0, extra=(*POS, 0.1)), grid("lam", np.array([0.0, 0.1])),
+       grid("alpha", np.array([2.0, 3.0])), grid("lam", np.array([0.0, 0.1])),
        integer("seeds", 3, extra=(*POSINT, 1)), seed("rng")),
+    _t("simulate(one alpha)", lambda **k: rm.simulate(SITE, lam=0.1, seeds=3, **k),
+       real_or_grid("alpha", 2.0, extra=(*POS, 0.1)), seed("rng")),
     _t("PottsModel", lambda **k: rm.PottsModel(**k), array("couplings", Jp, label="couplings"),
        array("colours", Up, label="colours"), real("beta", 0.5, extra=POS)),
     _t("PottsModel.random", lambda **k: rm.PottsModel.random(**k), integer("L", 3, extra=(1, *POSINT)),
@@ -569,7 +586,8 @@ def _hostile_value(p: Param):
         return st.one_of(*ints)
     if isinstance(v, float):
         return st.one_of(common.filter(lambda x: x is not None), st.booleans(),
-                         hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=2)))
+                         hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=2).filter(
+                             lambda s: not p.valid_shape(s))))
     return common
 
 
@@ -595,8 +613,8 @@ def test_hostile_hypothesis(data):
 
 def test_every_public_name_is_driven():
     """The table covers every callable of rm.__all__ that takes input."""
-    skipped = {"Asymptotics", "ConvergenceError", "LearningCurve", "PhaseDiagram", "SaddlePoint",
-               "Simulation", "__version__", "plotting"}
+    skipped = {"Asymptotics", "ConvergenceError", "LearningCurve", "OptimalLambda", "PhaseDiagram",
+               "SaddlePoint", "Simulation", "__version__", "plotting"}
     driven = {t.name.split(".")[0].split("(")[0] for t in TARGETS}
     missing = set(rm.__all__) - skipped - driven
     assert not missing, missing

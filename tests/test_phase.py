@@ -17,7 +17,8 @@ def test_optimal_lambda_is_bayes_for_isotropic_teacher(alpha):
     # teacher weights c_k = tau^2 b_k (isotropic prior N(0, tau^2/p)): the Bayes-optimal ridge is
     # lam p = sigma^2 p / tau^2, i.e. lam* = sigma^2 / tau^2 at every alpha and for any spectrum
     spec = isotropic()
-    lam_star, sp = rm.optimal_lambda(spec, alpha=alpha)
+    res = rm.optimal_lambda(spec, alpha=alpha)
+    lam_star, sp = float(res.lam_opt), res.points[0]
     exact = 0.4 / 0.7
     assert lam_star == pytest.approx(exact, rel=1e-5)
     assert sp.eg == pytest.approx(rm.solve(spec, alpha=alpha, lam=exact).eg, rel=1e-10)
@@ -26,7 +27,9 @@ def test_optimal_lambda_is_bayes_for_isotropic_teacher(alpha):
 
 def test_optimal_lambda_beats_neighbours():
     lim = rm.GaussianPotts.limit(shift=3.0)
-    lam_star, sp = rm.optimal_lambda(lim, alpha=1.5)
+    res = rm.optimal_lambda(lim, alpha=1.5)
+    lam_star, sp = float(res.lam_opt), res.points[0]
+    assert res.converged and not res.at_bound and res.eg_opt == sp.eg
     for f in (0.99, 1.01):
         assert sp.eg < rm.solve(lim, alpha=1.5, lam=lam_star * f).eg
     assert "bounded Brent" in sp.message
@@ -45,7 +48,8 @@ def test_phase_diagram_fields_and_derivative():
               - rm.learning_curve(lim, alpha=alpha - h, lam=lam[i]).eg) / (2 * h)
         assert np.allclose(pd.deg_dalpha[i], fd, rtol=1e-6, atol=1e-8)
     # the optimal-lam line is optimal_lambda's answer, and is a lower envelope of the grid
-    lam_star, sp = rm.optimal_lambda(lim, alpha=float(alpha[10]))
+    res = rm.optimal_lambda(lim, alpha=float(alpha[10]))
+    lam_star, sp = float(res.lam_opt), res.points[0]
     assert pd.optimal_lam[10] == lam_star and pd.optimal_eg[10] == sp.eg
     assert np.all(pd.optimal_eg <= pd.eg.min(axis=0) * (1 + 1e-12))
     # the peak at small lam sits just above alpha = 1 and is where d eg / d alpha changes sign

@@ -115,9 +115,9 @@ def grid(values, name: str, *, positive: bool = True) -> np.ndarray:
     return arr
 
 
-def learning_curve(task, *, alpha, lam: float, method: str | None = None, loss=None, channel=None,
-                   **options) -> LearningCurve:
-    """Solve the saddle point at every alpha of a grid, at fixed ``lam``.
+def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, channel=None,
+                   **options) -> LearningCurve | list[LearningCurve]:
+    """Solve the saddle point at every alpha of a grid, at one ``lam`` or at each of several.
 
     Parameters
     ----------
@@ -125,8 +125,11 @@ def learning_curve(task, *, alpha, lam: float, method: str | None = None, loss=N
         The learning task.
     alpha : array_like
         Grid of sample ratios n/p, each > 0 (any order).
-    lam : float
-        Ridge strength >= 0 (> 0 for the general engine).
+    lam : float or array_like
+        Ridge strength >= 0 (> 0 for the general engine). A scalar (a float, a numpy scalar or a
+        0-d array) gives one :class:`LearningCurve`; a 1-d sequence of lam gives a list of
+        curves, one per lam in the order given (as :func:`replica_mlm.simulate` gives one
+        :class:`~replica_mlm.Simulation` per alpha of a sequence).
     method, loss, channel, **options
         Passed to :func:`solve`. With the general engine each point is warm-started from the
         solution at the previous alpha of the grid (so a grid in increasing order follows the
@@ -134,8 +137,18 @@ def learning_curve(task, *, alpha, lam: float, method: str | None = None, loss=N
 
     Returns
     -------
-    LearningCurve
+    LearningCurve or list of LearningCurve
+        One curve for a scalar ``lam``; ``[curve(lam_0), curve(lam_1), ...]`` for a sequence.
     """
+    if np.ndim(_checks.real_array(lam, "lam")) > 0:
+        return [_learning_curve(task, alpha=alpha, lam=float(lm), method=method, loss=loss,
+                                channel=channel, **options) for lm in grid(lam, "lam", positive=False)]
+    return _learning_curve(task, alpha=alpha, lam=lam, method=method, loss=loss, channel=channel,
+                           **options)
+
+
+def _learning_curve(task, *, alpha, lam, method, loss, channel, **options) -> LearningCurve:
+    """:func:`learning_curve` at one lam."""
     from replica_mlm.theory import channels, losses
 
     spec = spectrum_of(task)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.theory.curve import grid
 from replica_mlm.theory.root import alpha_derivative
 from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve, solve_reduced, spectrum_of
 
@@ -15,24 +16,90 @@ from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve, solv
 LAM_BOUNDS = (1e-8, 1e4)
 
 
-def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUNDS,
-                   xatol: float = 1e-9, loss=None, channel=None) -> tuple[float, SaddlePoint]:
-    """The ridge strength that minimises eg at ``alpha``, and the saddle point there.
+@dataclass(frozen=True)
+class OptimalLambda:
+    """The ridge strength that minimises eg, at each alpha of :func:`optimal_lambda`.
+
+    Every array has the shape of the ``alpha`` given: ``(k,)`` for a 1-d grid, ``()`` (0-d
+    arrays, e.g. ``float(res.lam_opt)``) for a scalar alpha.
+
+    Attributes
+    ----------
+    alpha : ndarray
+        Sample ratios n/p.
+    lam_opt : ndarray
+        The minimising lam (exactly a bound of the search interval where ``at_bound``).
+    eg_opt : ndarray
+        eg at ``lam_opt`` (the channel's natural error, as :attr:`SaddlePoint.eg`).
+    at_bound : ndarray of bool
+        True where the minimum over the search interval lies at one of its ends.
+    residual : ndarray
+        Residual of the saddle point at ``lam_opt`` (see :attr:`SaddlePoint.residual`).
+    points : tuple of SaddlePoint
+        The saddle point at ``lam_opt`` for each alpha (in the order of ``alpha.ravel()``).
+    converged : bool
+        True only if every saddle point converged (its residual within the solver's tolerance)
+        and every interior Brent minimisation met ``xatol``.
+    bounds : (float, float)
+        The search interval of lam.
+    rho, noise : float
+        Teacher signal and label noise of the task.
+    loss, channel : str
+        Names of the loss and of the label channel.
+    """
+
+    alpha: np.ndarray
+    lam_opt: np.ndarray
+    eg_opt: np.ndarray
+    at_bound: np.ndarray
+    residual: np.ndarray
+    points: tuple
+    converged: bool
+    bounds: tuple[float, float]
+    rho: float
+    noise: float
+    loss: str = "square"
+    channel: str = "gaussian"
+
+    def __len__(self) -> int:
+        return self.alpha.size
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per alpha: alpha, lam_opt, eg_opt, at_bound, residual and
+        the saddle point's other fields (train_loss, m, q, V, ...) at lam_opt."""
+        import pandas as pd
+
+        cols = {"alpha": self.alpha.ravel(), "lam_opt": self.lam_opt.ravel(),
+                "eg_opt": self.eg_opt.ravel(), "at_bound": self.at_bound.ravel(),
+                "residual": self.residual.ravel()}
+        for name in ("train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa", "test_loss",
+                     "estimation_error", "iterations", "converged"):
+            cols[name] = [getattr(sp, name) for sp in self.points]
+        frame = pd.DataFrame(cols)
+        frame["rho"], frame["noise"] = self.rho, self.noise
+        frame["loss"], frame["channel"] = self.loss, self.channel
+        return frame
+
+
+def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
+                   xatol: float = 1e-9, loss=None, channel=None) -> OptimalLambda:
+    """The ridge strength that minimises eg, at one alpha or at every alpha of a grid.
 
     ``loss`` and ``channel`` are as in :func:`solve`; with the general engine the scan is solved
     point by point with warm starts along lam (from large to small lam) and eg is the channel's
     natural error (the classification error for sign and logit).
 
-    A scan of 41 log-spaced lam in ``bounds`` brackets the minimum, which bounded Brent
-    minimisation in ``log lam`` then refines to ``xatol`` (eg is smooth in log lam, so its error
-    is of order xatol^2: far below 1e-8 relative). If the minimum lies at an end of ``bounds``
-    that end is returned and the SaddlePoint's message says so.
+    A scan of 41 log-spaced lam in ``bounds`` brackets the minimum (on the fast path one
+    vectorised solve over every (alpha, lam) of the scan), which bounded Brent minimisation in
+    ``log lam`` then refines to ``xatol`` (eg is smooth in log lam, so its error is of order
+    xatol^2: far below 1e-8 relative). If the minimum lies at an end of ``bounds`` that end is
+    returned, ``at_bound`` is True there and the saddle point's message says so.
 
     Parameters
     ----------
     task : MaskedSite, limit or Spectrum
-    alpha : float
-        Sample ratio, > 0.
+    alpha : float or array_like
+        Sample ratio(s) > 0: a scalar or a 1-d grid (any order).
     bounds : (float, float)
         Search interval ``0 < low < high`` of lam.
     xatol : float
@@ -40,11 +107,13 @@ def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUN
 
     Returns
     -------
-    lam_star : float
-    saddle_point : SaddlePoint
+    OptimalLambda
+        Arrays shaped like ``alpha``: 0-d for a scalar (``float(res.lam_opt)``,
+        ``res.points[0]`` the saddle point), ``(k,)`` for a grid of k alpha.
     """
     spec = spectrum_of(task)
-    alpha = _checks.positive(alpha, "alpha")
+    scalar = np.ndim(_checks.real_array(alpha, "alpha")) == 0
+    alphas = np.atleast_1d(_checks.positive(alpha, "alpha")) if scalar else grid(alpha, "alpha")
     if not isinstance(bounds, tuple | list) or len(bounds) != 2:
         raise TypeError(f"bounds must be a pair (low, high), got {bounds!r}")
     lo, hi = (_checks.positive(b, "bounds") for b in bounds)
@@ -54,7 +123,18 @@ def optimal_lambda(task, *, alpha: float, bounds: tuple[float, float] = LAM_BOUN
     if xatol > 1.0:
         raise ValueError(f"xatol (tolerance in log lam) must be in (0, 1], got {xatol}")
     kind = _Kind(loss, channel, task)
-    return _optimal(task, spec, np.array([alpha]), (lo, hi), xatol, kind)[0]
+    found = _optimal(task, spec, alphas, (lo, hi), xatol, kind)
+    shape = () if scalar else alphas.shape
+    points = tuple(sp for _, sp, _, _ in found)
+
+    def arr(values, dtype=float) -> np.ndarray:
+        return np.array(values, dtype=dtype).reshape(shape)
+
+    return OptimalLambda(
+        alpha=arr(alphas), lam_opt=arr([lm for lm, *_ in found]), eg_opt=arr([sp.eg for sp in points]),
+        at_bound=arr([b for *_, b in found], bool), residual=arr([sp.residual for sp in points]),
+        points=points, converged=all(sp.converged and ok for _, sp, ok, _ in found),
+        bounds=(lo, hi), rho=spec.rho, noise=spec.noise, loss=points[0].loss, channel=points[0].channel)
 
 
 class _Kind:
@@ -78,9 +158,9 @@ class _Kind:
 
 
 def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
-             kind: _Kind | None = None) -> list[tuple[float, SaddlePoint]]:
+             kind: _Kind | None = None) -> list[tuple[float, SaddlePoint, bool, bool]]:
     """optimal_lambda at every alpha: a scan over (alpha, lam) (vectorised on the fast path),
-    then Brent per alpha."""
+    then Brent per alpha. Per alpha: (lam*, saddle point, Brent converged, at a bound)."""
     from scipy import optimize  # imported here: scipy.optimize costs ~0.5 s at package import
 
     kind = kind or _Kind()
@@ -106,7 +186,8 @@ def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
             lam_star = float(bounds[0] if j == 0 else bounds[1])  # exactly the bound, not exp(log)
             end = "lower" if j == 0 else "upper"
             sp = kind.solve(task, alpha, lam_star, start[j])
-            results.append((lam_star, _with_message(sp, f"optimal lam at the {end} bound {lam_star:g}")))
+            results.append((lam_star, _with_message(sp, f"optimal lam at the {end} bound {lam_star:g}"),
+                            True, True))
             continue
 
         def eg(log_lam: float, alpha=alpha, init=start[j]) -> float:
@@ -117,7 +198,7 @@ def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
         lam_star = float(math.exp(res.x))
         sp = kind.solve(task, alpha, lam_star, start[j])
         results.append((lam_star, _with_message(
-            sp, f"optimal lam by bounded Brent in log lam ({res.nfev} solves)")))
+            sp, f"optimal lam by bounded Brent in log lam ({res.nfev} solves)"), bool(res.success), False))
     return results
 
 
