@@ -80,8 +80,10 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
         One line per lam.
     path : path, optional
         Where to save (PNG and PDF).
-    simulations : sequence of (alpha, lam, mean, stderr) tuples, optional
-        Points with error bars, matched to curves by lam.
+    simulations : sequence of Simulation or of (alpha, lam, mean, stderr) tuples, optional
+        Points with error bars, matched to curves by lam. A :class:`~replica_mlm.Simulation`
+        (e.g. from ``rm.simulate(site, alpha=[...], lam=[...])``) gives one point per lam: its
+        realised alpha, ``eg_mean`` and ``eg_stderr``.
     title : str, optional
     logy : bool
         Logarithmic eg axis (the interpolation peak spans decades at small lam).
@@ -100,7 +102,7 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
             ax.plot(c.alpha, eg, color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)],
                     label=rf"$\lambda = {_latex_number(c.lam)}$")
         if simulations:
-            for alpha, lam, mean, err in simulations:
+            for alpha, lam, mean, err in _simulation_points(simulations):
                 i = lam_index.get(lam, 0)
                 ax.errorbar(alpha, mean, yerr=err, fmt=MARKERS[i % len(MARKERS)], ms=3.5,
                             color=grey(i, n), mfc="white", capsize=2, lw=0.8)
@@ -115,6 +117,20 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
         ax.set_xlabel(r"$\alpha = n/p$")
         ax.set_ylabel(r"generalisation error $e_g$")
         return _finish(fig, ax, title=title, path=path, legend=dict(loc="upper right"))
+
+
+def _simulation_points(simulations: Sequence) -> list[tuple]:
+    """(alpha, lam, mean, stderr) per point: Simulation objects expanded over their lam axis."""
+    from replica_mlm.simulate import Simulation
+
+    points = []
+    for sim in simulations:
+        if isinstance(sim, Simulation):
+            points += [(sim.alpha, float(lam), m, e)
+                       for lam, m, e in zip(sim.lam, sim.eg_mean, sim.eg_stderr, strict=True)]
+        else:
+            points.append(tuple(sim))
+    return points
 
 
 def _latex_number(x: float) -> str:

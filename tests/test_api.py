@@ -70,3 +70,25 @@ def test_optimal_lambda_at_bound_is_flagged():
     res = rm.optimal_lambda(spec, alpha=3.0, bounds=(1e-3, 1.0))
     assert bool(res.at_bound) and float(res.lam_opt) == 1e-3
     assert "lower bound" in res.points[0].message
+
+
+def test_plot_learning_curves_takes_simulation_objects():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = rm.learning_curve(SITE, alpha=GRID, lam=[1e-3, 0.1])
+    sims = rm.simulate(SITE, alpha=[0.5, 2.0], lam=[1e-3, 0.1], seeds=3, rng=1)
+    fig = rm.plotting.plot_learning_curves(curves, simulations=sims)
+    ax = fig.axes[0]
+    # one error bar per (alpha, lam), at the Simulation's realised alpha and mean eg
+    got = sorted((float(c.lines[0].get_xdata()[0]), float(c.lines[0].get_ydata()[0]))
+                 for c in ax.containers)
+    want = sorted((s.alpha, float(m)) for s in sims for m in s.eg_mean)
+    assert got == want
+    plt.close(fig)
+    # the tuples of before still work, and mix with Simulations
+    fig = rm.plotting.plot_learning_curves(curves, simulations=[sims[0], (2.0, 0.1, 0.5, 0.01)])
+    assert len(fig.axes[0].containers) == 3
+    plt.close(fig)
