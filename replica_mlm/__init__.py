@@ -11,6 +11,7 @@ from replica_mlm.models.gaussian_potts import GaussianPotts
 from replica_mlm.models.limit import GaussianPottsLimit
 from replica_mlm.models.masked_site import MaskedSite
 from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.results import load
 from replica_mlm.simulate import Simulation, simulate
 from replica_mlm.theory.curve import LearningCurve, learning_curve
 from replica_mlm.theory.display import equations
@@ -76,6 +77,7 @@ __all__ = [
     "equations",
     "expansions",
     "learning_curve",
+    "load",
     "losses",
     "optimal_lambda",
     "phase_diagram",

@@ -57,6 +57,21 @@ class Simulation:
     loss: str = "square"
     channel: str = "gaussian"
 
+    def to_frame(self):
+        """A pandas DataFrame, one row per (training set, lam): columns alpha, n, p, sample (the
+        index of the training set, 0 .. seeds - 1), lam, eg, train_loss, test_loss,
+        estimation_error, kkt_residual, loss, channel (a field that is None is left out)."""
+        import pandas as pd
+
+        k = self.lam.size
+        cols = {"alpha": self.alpha, "n": self.n, "p": self.p,
+                "sample": np.repeat(np.arange(self.seeds), k), "lam": np.tile(self.lam, self.seeds)}
+        for name in ("eg", "train_loss", "test_loss", "estimation_error", "kkt_residual"):
+            if getattr(self, name) is not None:
+                cols[name] = np.asarray(getattr(self, name)).reshape(-1)
+        cols["loss"], cols["channel"] = self.loss, self.channel
+        return pd.DataFrame(cols)
+
     @property
     def eg_mean(self) -> np.ndarray:
         return self.eg.mean(axis=0)

@@ -92,3 +92,98 @@ def test_plot_learning_curves_takes_simulation_objects():
     fig = rm.plotting.plot_learning_curves(curves, simulations=[sims[0], (2.0, 0.1, 0.5, 0.01)])
     assert len(fig.axes[0].containers) == 3
     plt.close(fig)
+
+
+# ------------------------------------------------------------------ pandas and rm.load
+def _equal_curves(a, b) -> None:
+    from dataclasses import fields
+
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), f.name
+        else:
+            assert x == y and type(x) is type(y), f.name
+
+
+def test_to_frame_of_every_result():
+    curve = rm.learning_curve(SITE, alpha=GRID, lam=0.1)
+    df = curve.to_frame()
+    assert list(df.columns[:3]) == ["lam", "alpha", "eg"] and len(df) == GRID.size
+    assert np.array_equal(df["eg"].to_numpy(), curve.eg) and (df["lam"] == 0.1).all()
+    assert (df["loss"] == "square").all() and df["iterations"].dtype == curve.iterations.dtype
+    sp = rm.solve(SITE, alpha=1.5, lam=0.1)
+    one = sp.to_frame()
+    assert len(one) == 1 and one.loc[0, "eg"] == sp.eg and one.loc[0, "method"] == sp.method
+    sim = rm.simulate(SITE, alpha=2.0, lam=[0.0, 0.1, 1.0], seeds=4, rng=0)
+    sf = sim.to_frame()
+    assert len(sf) == 12 and set(sf["sample"]) == {0, 1, 2, 3}
+    # the frame's (sample, lam) rows are the Simulation's (seed, lam) entries
+    assert np.array_equal(sf.pivot(index="sample", columns="lam", values="eg").to_numpy(), sim.eg)
+    assert np.allclose(sf.groupby("lam")["eg"].mean().to_numpy(), sim.eg_mean, rtol=1e-14, atol=0)
+    opt = rm.optimal_lambda(LIM, alpha=[0.5, 2.0])
+    of = opt.to_frame()
+    assert np.array_equal(of["lam_opt"].to_numpy(), opt.lam_opt) and (of["converged"]).all()
+    assert np.array_equal(of["q"].to_numpy(), [p.q for p in opt.points])
+
+
+def test_load_learning_curves_round_trip_with_inf_and_nan(tmp_path):
+    curves = rm.learning_curve(LIM, alpha=[0.5, 1.0, 2.0], lam=[0.0, 0.1])
+    assert np.isinf(curves[0].eg[1])  # the interpolation peak at lam = 0
+    from dataclasses import replace
+
+    curves[1] = replace(curves[1], kappa=np.array([np.nan, 1.0, -np.inf]))
+    from replica_mlm.theory.curve import curves_to_csv
+
+    curves_to_csv(curves, tmp_path / "c.csv")
+    back = rm.load(tmp_path / "c.csv")
+    assert len(back) == 2
+    for a, b in zip(curves, back, strict=True):
+        _equal_curves(a, b)
+    gen = rm.learning_curve(LIM, alpha=[0.5, 2.0], lam=0.1, loss="huber")
+    gen.to_csv(tmp_path / "g.csv")
+    _equal_curves(gen, rm.load(str(tmp_path / "g.csv"))[0])
+
+
+def test_load_reads_what_the_cli_writes(tmp_path):
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    run = CliRunner().invoke
+    res = run(main, ["curve", "--L", "30", "--alpha-min", "0.5", "--alpha-max", "1.5", "--points", "3",
+                     "--lam", "0", "--lam", "0.01", "--out", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    site = rm.GaussianPotts.random(L=30, shift=3.0, seed=0).masked_site(0)
+    fresh = rm.learning_curve(site, alpha=np.linspace(0.5, 1.5, 3), lam=[0.0, 0.01])
+    for got, want in zip(rm.load(tmp_path / "c" / "curve.csv"), fresh, strict=True):
+        _equal_curves(got, want)
+    meta = rm.load(tmp_path / "c" / "curve.json")
+    assert meta["parameters"]["lam"] == [0.0, 0.01] and meta["rho"] == site.rho
+
+    res = run(main, ["phase", "--limit", "--points", "4", "--lam-points", "3", "--out", str(tmp_path / "p")])
+    assert res.exit_code == 0, res.output
+    pdiag = rm.phase_diagram(LIM, alpha=np.linspace(0.05, 4.0, 4), lam=np.geomspace(1e-4, 10.0, 3))
+    frame = rm.load(tmp_path / "p" / "phase.csv")
+    assert list(frame.columns) == ["lam", "alpha", "eg", "train_loss", "deg_dalpha"]
+    assert np.array_equal(frame["eg"].to_numpy().reshape(3, 4), pdiag.eg)
+    assert np.array_equal(frame["deg_dalpha"].to_numpy().reshape(3, 4), pdiag.deg_dalpha)
+    lines = rm.load(tmp_path / "p" / "phase_lines.csv")
+    assert np.array_equal(lines.loc[lines["line"] == "optimal_lam", "lam"].to_numpy(), pdiag.optimal_lam)
+
+    res = run(main, ["simulate", "--L", "30", "--alpha", "0.5", "--alpha", "2", "--lam", "0.1",
+                     "--seeds", "3", "--sample-seed", "5", "--no-progress", "--out", str(tmp_path / "s")])
+    assert res.exit_code == 0, res.output
+    table = rm.load(tmp_path / "s" / "simulate.csv")
+    sims = rm.simulate(site, alpha=[0.5, 2.0], lam=0.1, seeds=3, rng=5)
+    assert np.array_equal(table["eg_mean"].to_numpy(), [s.eg_mean[0] for s in sims])
+    assert np.array_equal(table["eg_stderr"].to_numpy(), [s.eg_stderr[0] for s in sims])
+    assert table["n"].dtype.kind == "i"
+    assert rm.load(tmp_path / "s" / "simulate.json")["parameters"]["seeds"] == 3
+
+
+@pytest.mark.parametrize("path, error", [(None, TypeError), (3, TypeError), ("x.txt", ValueError),
+                                         (b"x.csv", TypeError)])
+def test_load_bad_path(path, error):
+    with pytest.raises(error, match="path"):
+        rm.load(path)

@@ -27,10 +27,12 @@ import contextlib
 import math
 import resource
 import signal
+import tempfile
 import time
 import warnings
 from collections import Counter
 from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -68,6 +70,8 @@ NET = rm.AttractorNetwork(couplings=JNET, beta=1.0, gamma=0.5)
 X = np.eye(2)[[0, 1, 0]] * 1.0
 XDATA = np.stack([np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1, 0]], np.eye(2)[[1, 0, 1]]]) * 1.0
 HUGE = (10**9, 10**18, 2**64, 10**100)
+CURVE_CSV = Path(tempfile.mkdtemp(prefix="replica-mlm-hostile-")) / "curve.csv"
+rm.learning_curve(SITE, alpha=[0.5, 1.0], lam=0.0).to_csv(CURVE_CSV)
 
 
 # ------------------------------------------------------------------ hostile values by kind
@@ -283,6 +287,10 @@ TARGETS = [
     _t("learning_curve(several lam)", lambda **k: rm.learning_curve(**k), task(),
        grid("alpha", np.array([0.5, 1.5])), grid("lam", np.array([1e-3, 0.1])),
        Param("method", "root", NOT_NONE(list(BAD_CHOICE)), [None])),
+    _t("load", lambda **k: rm.load(**k),
+       Param("path", CURVE_CSV, [None, 3, 1.5, b"curve.csv", object(), ["curve.csv"], True,
+                                 str(CURVE_CSV.with_suffix(".txt")), "", np.array("curve.csv")],
+             [str(CURVE_CSV)])),
     _t("optimal_lambda", lambda **k: rm.optimal_lambda(**k), task(), grid("alpha", np.array([0.7, 2.0])),
        Param("bounds", (1e-3, 10.0), [(1.0, 0.1), (0.0, 1.0), (math.nan, 1.0), ("a", 1.0), 3.0,
                                       (1.0,), None, (1 + 1j, 2.0), (True, 2.0)], [[1e-3, 10.0]]),
@@ -592,7 +600,7 @@ def _hostile_value(p: Param):
 
 
 _SCALAR_TARGETS = [(t, p) for t in TARGETS for p in t.params
-                   if p.name not in ("bogus", "fit_info", "bounds", "task", "site")
+                   if p.name not in ("bogus", "fit_info", "bounds", "task", "site", "path")
                    and p.valid is not None]
 
 

@@ -15,6 +15,8 @@ from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve, solv
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
            "iterations", "residual", "test_loss", "estimation_error")
+#: per-curve fields written after the per-point columns by :func:`curves_to_csv`
+TRAILER = ("rho", "noise", "method", "converged", "loss", "channel")
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,17 @@ class LearningCurve:
         """Write the curve as CSV (one row per alpha); return the text. See :func:`curves_to_csv`."""
         return curves_to_csv([self], path)
 
+    def to_frame(self):
+        """A pandas DataFrame, one row per alpha, with the columns of :func:`curves_to_csv`
+        (lam, alpha, eg, ..., rho, noise, method, converged, loss, channel)."""
+        import pandas as pd
+
+        frame = pd.DataFrame({c: getattr(self, c) for c in COLUMNS})
+        for name in ("rho", "noise", "method", "converged", "loss", "channel"):
+            frame[name] = getattr(self, name)
+        frame.insert(0, "lam", self.lam)
+        return frame
+
     def as_dict(self) -> dict:
         """Fields as a dict of lists and scalars (JSON-friendly apart from inf)."""
         return {f.name: (v.tolist() if isinstance(v := getattr(self, f.name), np.ndarray) else v)
@@ -81,18 +94,22 @@ class LearningCurve:
 
 
 def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = None) -> str:
-    """Write learning curves as one CSV table (columns lam, alpha, eg, ..., rho, noise).
+    """Write learning curves as one CSV table (columns lam, alpha, eg, ..., rho, noise, method,
+    converged, loss, channel).
 
-    ``inf`` (the interpolation peak at lam = 0) is written as ``inf``. The file is written
-    atomically when ``path`` is given. Returns the text.
+    Numbers are written with Python's shortest round-trip ``repr``, ``inf`` (the interpolation
+    peak at lam = 0) as ``inf`` and ``nan`` as ``nan``, so :func:`replica_mlm.load` reads the
+    curves back bit for bit. The file is written atomically when ``path`` is given. Returns the
+    text.
     """
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["lam", *COLUMNS, "rho", "noise"])
+    writer.writerow(["lam", *COLUMNS, *TRAILER])
     for curve in curves:
         for i in range(len(curve)):
             writer.writerow([repr(curve.lam), *(repr(_item(getattr(curve, c)[i])) for c in COLUMNS),
-                             repr(curve.rho), repr(curve.noise)])
+                             repr(curve.rho), repr(curve.noise), curve.method, bool(curve.converged),
+                             curve.loss, curve.channel])
     text = buf.getvalue()
     if path is not None:
         from replica_mlm.io import atomic_write_text

@@ -131,6 +131,12 @@ class SaddlePoint:
         """The fields as a plain dict."""
         return asdict(self)
 
+    def to_frame(self):
+        """A one-row pandas DataFrame of the fields (as :meth:`as_dict`)."""
+        import pandas as pd
+
+        return pd.DataFrame([self.as_dict()])
+
 
 def spectrum_of(task) -> Spectrum:
     """The :class:`Spectrum` of a task (a MaskedSite, a thermodynamic limit or a Spectrum)."""
