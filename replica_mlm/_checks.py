@@ -92,6 +92,30 @@ def real_array(value, name: str) -> np.ndarray:
     return arr
 
 
+class _NotGiven:
+    """Default of ``rng=`` and ``seed=`` where both spellings are accepted (see :func:`rng_or_seed`)."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+#: the default of an argument that was not passed (``rng=`` / ``seed=`` pairs)
+NOT_GIVEN = _NotGiven()
+
+
+def rng_or_seed(rng, seed, *, default: RngLike = None) -> np.random.Generator:
+    """The Generator of a call taking ``rng=`` (the package's one spelling of randomness: an int
+    seed >= 0, a numpy Generator or None for fresh entropy) and its documented alias ``seed=``.
+
+    ValueError if both are given; ``default`` if neither is.
+    """
+    if rng is not NOT_GIVEN and seed is not NOT_GIVEN:
+        raise ValueError("give rng= or its alias seed=, not both (rng=: an int seed or a numpy Generator)")
+    if seed is not NOT_GIVEN:
+        return as_generator(seed, name="seed")
+    return as_generator(default if rng is NOT_GIVEN else rng, name="rng")
+
+
 def as_generator(rng: RngLike, *, name: str = "rng") -> np.random.Generator:
     """Return a numpy Generator from an int seed, a Generator, or None (fresh entropy)."""
     if isinstance(rng, np.random.Generator):

@@ -187,3 +187,53 @@ def test_load_reads_what_the_cli_writes(tmp_path):
 def test_load_bad_path(path, error):
     with pytest.raises(error, match="path"):
         rm.load(path)
+
+
+# ------------------------------------------------------------------ one spelling for randomness
+@pytest.mark.parametrize("make", [
+    lambda **k: rm.GaussianPotts.random(L=6, **k).couplings,
+    lambda **k: rm.PottsModel.random(L=4, q=3, **k).couplings,
+    lambda **k: rm.PottsModel.random_ising(L=4, beta=0.5, **k).couplings,
+])
+def test_rng_and_its_seed_alias(make):
+    assert np.array_equal(make(rng=3), make(seed=3))
+    assert np.array_equal(make(rng=np.random.default_rng(3)), make(seed=3))
+    assert not np.array_equal(make(rng=3), make(rng=4))
+    with pytest.raises(ValueError, match="rng= or its alias seed=, not both"):
+        make(rng=3, seed=3)
+    with pytest.raises(TypeError, match="rng"):
+        make(rng=1.5)
+
+
+def test_default_randomness_is_unchanged():
+    # PottsModel.random and random_ising default to seed 0, GaussianPotts.random to fresh entropy
+    assert np.array_equal(rm.PottsModel.random(L=4, q=3).couplings, rm.PottsModel.random(4, 3, 0).couplings)
+    assert np.array_equal(rm.PottsModel.random_ising(L=4, beta=0.5).couplings,
+                          rm.PottsModel.random_ising(L=4, beta=0.5, rng=0).couplings)
+    assert not np.array_equal(rm.GaussianPotts.random(L=6).couplings, rm.GaussianPotts.random(L=6).couplings)
+
+
+def test_public_signatures_spell_randomness_rng():
+    """Every public callable that takes randomness takes rng= (seed= only as an alias beside it)."""
+    import inspect
+
+    names = [getattr(rm, n) for n in rm.__all__ if n not in ("TransformerMLM", "plotting", "losses")]
+    callables = []
+    for obj in names:
+        if inspect.isclass(obj):
+            callables += [getattr(obj, m) for m in dir(obj)
+                          if not m.startswith("_") and callable(getattr(obj, m))]
+            callables.append(obj)
+        elif callable(obj):
+            callables.append(obj)
+    seen = 0
+    for fn in callables:
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            continue
+        assert "random_state" not in params, fn
+        if "seed" in params:
+            assert "rng" in params, f"{fn.__qualname__} takes seed= without rng="
+            seen += 1
+    assert seen == 3  # GaussianPotts.random, PottsModel.random, PottsModel.random_ising

@@ -258,6 +258,7 @@ TARGETS = [
        array("couplings", SYM), real("shift", 3.0, extra=POS)),
     _t("GaussianPotts.random", lambda **k: rm.GaussianPotts.random(**k),
        integer("L", 4, extra=POSINT), real("shift", 3.0, extra=POS), seed("seed")),
+    _t("GaussianPotts.random(rng)", lambda **k: rm.GaussianPotts.random(L=4, **k), seed("rng")),
     _t("GaussianPotts.limit", lambda **k: rm.GaussianPotts.limit(**k),
        real("shift", 3.0, extra=(2.0, 1.0, -3.0))),
     _t("GaussianPottsLimit", lambda **k: GaussianPottsLimit(**k),
@@ -321,6 +322,8 @@ TARGETS = [
        array("colours", Up, label="colours"), real("beta", 0.5, extra=POS)),
     _t("PottsModel.random", lambda **k: rm.PottsModel.random(**k), integer("L", 3, extra=(1, *POSINT)),
        integer("q", 2, extra=(1, *POSINT)), seed("seed"), real("beta", 1.0, extra=POS)),
+    _t("PottsModel.random(rng)", lambda **k: rm.PottsModel.random(L=3, q=2, **k), seed("rng")),
+    _t("PottsModel.random_ising", lambda **k: rm.PottsModel.random_ising(L=3, beta=0.5, **k), seed("rng")),
     _t("PottsModel.with_beta", lambda **k: PM.with_beta(**k), real("beta", 2.0, extra=POS)),
     *[_t(f"PottsModel.{m}", lambda m=m, **k: getattr(PM, m)(**k), seqs("seqs", SEQS))
       for m in ("logits", "energy", "conditionals", "neg_pseudo_loglikelihood", "mean_hamming")],

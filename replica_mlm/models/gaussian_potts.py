@@ -50,9 +50,14 @@ class GaussianPotts:
         self.couplings.setflags(write=False)
 
     @classmethod
-    def random(cls, L: int, shift: float = 3.0, *, seed: _checks.RngLike = None) -> GaussianPotts:
-        """A model with GOE couplings (THEORY.md section 3); ``seed`` is an int or a Generator."""
-        return cls(couplings=goe(L, rng=seed), shift=shift)
+    def random(cls, L: int, shift: float = 3.0, *, rng: _checks.RngLike = _checks.NOT_GIVEN,
+               seed: _checks.RngLike = _checks.NOT_GIVEN) -> GaussianPotts:
+        """A model with GOE couplings (THEORY.md section 3).
+
+        ``rng`` is an int seed, a numpy Generator or None (fresh entropy, the default);
+        ``seed=`` is its alias (kept from earlier versions; ValueError if both are given).
+        """
+        return cls(couplings=goe(L, rng=_checks.rng_or_seed(rng, seed)), shift=shift)
 
     @staticmethod
     def limit(shift: float = 3.0) -> GaussianPottsLimit:

@@ -138,9 +138,14 @@ class PottsModel:
     # ------------------------------------------------------------------ construction
     @classmethod
     def random(
-        cls, L: int = 20, q: int = 20, seed: RngLike = 0, *, beta: float = 1.0
+        cls, L: int = 20, q: int = 20, seed: RngLike = _checks.NOT_GIVEN, *, beta: float = 1.0,
+        rng: RngLike = _checks.NOT_GIVEN,
     ) -> PottsModel:
         """A random instance (our choice; THEORY.md §1 fixes only U).
+
+        ``rng`` is an int seed, a numpy Generator or None (fresh entropy); default 0. ``seed``
+        (also the third positional argument) is its alias, kept from earlier versions; ValueError
+        if both are given.
 
         ``J_ij = J_ji ~ N(0, 1/L)`` for ``i < j`` with zero diagonal (the off-diagonal part of the
         GOE of THEORY.md §3), and ``U = (G + G^T) / sqrt(2)`` with ``G`` i.i.d. standard normal, so that
@@ -151,7 +156,7 @@ class PottsModel:
         q = positive_int(q, "q")
         if L < 2 or q < 2:
             raise ValueError(f"L and q must be >= 2, got L={L}, q={q}")
-        gen = as_generator(seed, name="seed")
+        gen = _checks.rng_or_seed(rng, seed, default=0)
         _checks.allocation(6 * 8 * (L * L + q * q), f"PottsModel.random(L={L}, q={q})")
         G = gen.standard_normal((L, L)) / math.sqrt(L)
         J = np.triu(G, 1)
@@ -173,15 +178,18 @@ class PottsModel:
         return cls(couplings=couplings, colours=ising_colours(), beta=beta)
 
     @classmethod
-    def random_ising(cls, L: int, *, beta: float, seed: RngLike = 0) -> PottsModel:
+    def random_ising(cls, L: int, *, beta: float, rng: RngLike = _checks.NOT_GIVEN,
+                     seed: RngLike = _checks.NOT_GIVEN) -> PottsModel:
         """Sherrington-Kirkpatrick couplings ``J_ij = J_ji ~ N(0, 1/L)`` (zero diagonal), Ising spins.
 
-        The paramagnetic phase without fields is ``beta < 1``.
+        The paramagnetic phase without fields is ``beta < 1``. ``rng`` is an int seed, a numpy
+        Generator or None (fresh entropy); default 0. ``seed=`` is its alias, kept from earlier
+        versions; ValueError if both are given.
         """
         L = positive_int(L, "L")
         if L < 2:
             raise ValueError(f"L must be >= 2, got {L}")
-        gen = as_generator(seed, name="seed")
+        gen = _checks.rng_or_seed(rng, seed, default=0)
         J = np.triu(gen.standard_normal((L, L)) / math.sqrt(L), 1)
         return cls.ising(couplings=J + J.T, beta=beta)
 
