@@ -6,54 +6,81 @@ See ``docs/theory.md`` for the models, the conventions (alpha = n / p, the ridge
 
 __version__ = "0.1.0"
 
-# --- Gaussian (mean-field) Potts model and its replica theory (core) ---
-from replica_mlm.models.gaussian_potts import GaussianPotts
-from replica_mlm.models.limit import GaussianPottsLimit
-from replica_mlm.models.masked_site import MaskedSite
-from replica_mlm.models.spectrum import Spectrum
-from replica_mlm.results import load
-from replica_mlm.simulate import Simulation, simulate
-from replica_mlm.theory.curve import LearningCurve, learning_curve
-from replica_mlm.theory.display import equations
-from replica_mlm.theory.limits import Asymptotics, asymptotics, expansions
-from replica_mlm.theory.phase import (
-    OptimalLambda,
-    PhaseDiagram,
-    optimal_lambda,
-    phase_diagram,
-    shift_phase_diagram,
-)
-from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve
-from replica_mlm.theory.separability import separability_threshold
+import importlib as _importlib
+import sys as _sys
+import types as _types
 
-# isort: split
-from replica_mlm import losses
-
-# --- discrete generalised Potts model and factored self-attention ---
-# isort: split
-from replica_mlm.attention import FactoredAttention
-from replica_mlm.models.potts import PottsModel
-
-# --- self-attention as an attractor network ---
-# isort: split
-from replica_mlm.attractor import AttractorNetwork
+# Public names and the modules that define them, imported on first use (PEP 562), so that
+# ``import replica_mlm`` and ``replica-mlm --help`` load neither sympy nor scipy.optimize; the
+# first ``rm.solve`` pays for them.
+_EXPORTS = {
+    # --- Gaussian (mean-field) Potts model and its replica theory (core) ---
+    "GaussianPotts": "replica_mlm.models.gaussian_potts",
+    "GaussianPottsLimit": "replica_mlm.models.limit",
+    "MaskedSite": "replica_mlm.models.masked_site",
+    "Spectrum": "replica_mlm.models.spectrum",
+    "load": "replica_mlm.results",
+    "Simulation": "replica_mlm.simulate",
+    "simulate": "replica_mlm.simulate",
+    "LearningCurve": "replica_mlm.theory.curve",
+    "learning_curve": "replica_mlm.theory.curve",
+    "equations": "replica_mlm.theory.display",
+    "Asymptotics": "replica_mlm.theory.limits",
+    "asymptotics": "replica_mlm.theory.limits",
+    "expansions": "replica_mlm.theory.limits",
+    "OptimalLambda": "replica_mlm.theory.phase",
+    "PhaseDiagram": "replica_mlm.theory.phase",
+    "optimal_lambda": "replica_mlm.theory.phase",
+    "phase_diagram": "replica_mlm.theory.phase",
+    "shift_phase_diagram": "replica_mlm.theory.phase",
+    "ConvergenceError": "replica_mlm.theory.saddle",
+    "SaddlePoint": "replica_mlm.theory.saddle",
+    "solve": "replica_mlm.theory.saddle",
+    "separability_threshold": "replica_mlm.theory.separability",
+    # --- discrete generalised Potts model and factored self-attention ---
+    "FactoredAttention": "replica_mlm.attention",
+    "PottsModel": "replica_mlm.models.potts",
+    # --- self-attention as an attractor network ---
+    "AttractorNetwork": "replica_mlm.attractor",
+}
+#: submodules exported as such (``rm.losses``; ``rm.plotting`` imports matplotlib)
+_MODULES = ("losses", "plotting")
 
 
 def __getattr__(name: str):
-    import importlib
-
-    # matplotlib is imported only when figures are asked for
-    if name == "plotting":
-        return importlib.import_module("replica_mlm.plotting")
+    if name in _EXPORTS:
+        value = getattr(_importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    if name in _MODULES:
+        return _importlib.import_module(f"replica_mlm.{name}")
     # PyTorch (the optional extra [transformer]) only when the vanilla transformer is asked for
     if name == "TransformerMLM":
         try:
-            return importlib.import_module("replica_mlm.transformer").TransformerMLM
+            return _importlib.import_module("replica_mlm.transformer").TransformerMLM
         except ImportError as exc:
             raise ImportError(
                 f'rm.TransformerMLM needs PyTorch: pip install "replica-mlm[transformer]" ({exc})'
             ) from exc
     raise AttributeError(f"module 'replica_mlm' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(_types.ModuleType):
+    """The package's module type: ``rm.simulate`` stays the function when the submodule
+    ``replica_mlm.simulate`` is first imported (the import system would set the package attribute
+    of that name to the submodule)."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if isinstance(value, _types.ModuleType) and name in _EXPORTS and name not in _MODULES:
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

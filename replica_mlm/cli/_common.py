@@ -188,11 +188,11 @@ def section_command(name: str, *, doc: str, quick_help: str, seed_help: str) -> 
     """A subcommand that runs the validation section ``replica_mlm.validation.<name>`` into --out.
 
     It prints each check, writes the section's figures and ``<name>.json``, and exits with status 1
-    if a check fails.
+    if a check fails. Its --help has no ridge-conventions epilog: these sections train no ridge.
     """
     import importlib
 
-    @click.command(name, help=doc, epilog=CONVENTIONS)
+    @click.command(name, help=doc)
     @click.option("--quick/--full", default=True, show_default=True, help=quick_help)
     @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help=seed_help)
     @out_option(f"{name}_out", help=f"Folder for the figures (PNG, PDF) and {name}.json.")
