@@ -237,3 +237,16 @@ def test_public_signatures_spell_randomness_rng():
             assert "rng" in params, f"{fn.__qualname__} takes seed= without rng="
             seen += 1
     assert seen == 3  # GaussianPotts.random, PottsModel.random, PottsModel.random_ising
+
+
+def test_load_reads_the_validation_report_with_inf_and_nan(tmp_path):
+    from replica_mlm.validation.report import Check, Section, write_report
+
+    section = Section(name="mlm", checks=[Check("mlm.z", True, [np.inf, np.nan, 0.1 + 0.2], 3.0, "z")],
+                      data={"eg": np.array([1.0, np.inf])})
+    written = write_report(tmp_path, [section], seed=7)
+    back = rm.load(tmp_path / "report.json")
+    value = back["checks"][0]["value"]
+    assert value[0] == np.inf and np.isnan(value[1]) and value[2] == 0.1 + 0.2
+    assert back["sections"][0]["data"]["eg"] == [1.0, np.inf] and back["seed"] == 7
+    assert back["passed"] is written["passed"] is True
