@@ -92,6 +92,12 @@ def real_array(value, name: str) -> np.ndarray:
     return arr
 
 
+def is_sequence(value) -> bool:
+    """True for a list, a tuple or an array of at least one dimension: an argument that takes one
+    number or several (one result per value) is then "several"; anything else is checked as one."""
+    return isinstance(value, list | tuple) or (isinstance(value, np.ndarray) and value.ndim > 0)
+
+
 class _NotGiven:
     """Default of ``rng=`` and ``seed=`` where both spellings are accepted (see :func:`rng_or_seed`)."""
 

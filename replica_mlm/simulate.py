@@ -184,7 +184,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     Simulation or list of Simulation
         One Simulation for a scalar ``alpha``; ``[sim(alpha_0), sim(alpha_1), ...]`` for a sequence.
     """
-    if np.ndim(_checks.real_array(alpha, "alpha")) > 0:
+    if _checks.is_sequence(alpha):
         alphas = grid(alpha, "alpha")
         gens = _checks.as_generator(rng).spawn(alphas.size)
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,

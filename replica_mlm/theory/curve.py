@@ -157,7 +157,7 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
     LearningCurve or list of LearningCurve
         One curve for a scalar ``lam``; ``[curve(lam_0), curve(lam_1), ...]`` for a sequence.
     """
-    if np.ndim(_checks.real_array(lam, "lam")) > 0:
+    if _checks.is_sequence(lam):
         return [_learning_curve(task, alpha=alpha, lam=float(lm), method=method, loss=loss,
                                 channel=channel, **options) for lm in grid(lam, "lam", positive=False)]
     return _learning_curve(task, alpha=alpha, lam=lam, method=method, loss=loss, channel=channel,

@@ -112,7 +112,7 @@ def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
         ``res.points[0]`` the saddle point), ``(k,)`` for a grid of k alpha.
     """
     spec = spectrum_of(task)
-    scalar = np.ndim(_checks.real_array(alpha, "alpha")) == 0
+    scalar = not _checks.is_sequence(alpha)
     alphas = np.atleast_1d(_checks.positive(alpha, "alpha")) if scalar else grid(alpha, "alpha")
     if not isinstance(bounds, tuple | list) or len(bounds) != 2:
         raise TypeError(f"bounds must be a pair (low, high), got {bounds!r}")
