@@ -218,11 +218,12 @@ def test_each_worker_runs_with_the_asked_blas_threads():
 
 
 def test_simulate_inherits_the_threads_of_its_scope(monkeypatch):
-    import sys
+    import importlib
 
     from replica_mlm._threads import blas_threads
 
-    sim_module = sys.modules["replica_mlm.simulate"]  # the attribute replica_mlm.simulate is the function
+    # the attribute replica_mlm.simulate is the function; the module is imported on first use
+    sim_module = importlib.import_module("replica_mlm.simulate")
     seen = []
     real = sim_module.blas_threads
 
