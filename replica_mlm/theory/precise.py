@@ -9,6 +9,8 @@ thermodynamic limit supplies its quadrature at the requested precision.
 
 from __future__ import annotations
 
+import dataclasses
+
 import mpmath
 import numpy as np
 
@@ -65,17 +67,21 @@ def precise_spectrum(task, spec: Spectrum, dps: int) -> PreciseSpectrum:
     return PreciseSpectrum(spec.omega.tolist(), spec.bulk.tolist(), spec.teacher.tolist(), spec.noise)
 
 
-def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int) -> dict:
+def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
+                  max_iter: int | None = None) -> dict:
     """Saddle point at ``dps`` significant digits. Returns mpmath numbers keyed like :mod:`.root`.
 
     :func:`.root.solve_reduced` with the mpmath backend at ``dps + GUARD`` digits: Newton's
     method stops when the relative step is below ``10^-(dps + 5)`` or |G| is at the rounding
     level of its terms at the working precision; the raw-equation residual then decides whether
-    the point converged (see :func:`.saddle.solve`).
+    the point converged (see :func:`.saddle.solve`). ``max_iter`` overrides the backend's
+    Newton step limit (2000).
     """
     with mpmath.workdps(dps + GUARD):
         ps = precise_spectrum(task, spec, dps)
         backend = mpmath_backend(dps, GUARD)
+        if max_iter is not None:
+            backend = dataclasses.replace(backend, max_iter=max_iter)
         try:
             out = root.solve_reduced(ps, mpmath.mpf(alpha), mpmath.mpf(lam), backend=backend)
         except root.NewtonFailure as exc:
