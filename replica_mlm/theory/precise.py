@@ -21,11 +21,6 @@ from replica_mlm.theory.backend import mpmath_backend
 GUARD = 10
 
 
-def residual_tol(dps: int):
-    """Largest raw-equation residual of a converged point at ``dps`` digits: ``10^-dps``."""
-    return mpmath.mpf(10) ** -dps
-
-
 class PrecisionFailure(ArithmeticError):
     """Newton's method did not reach the requested digits (turned into ConvergenceError by solve)."""
 
@@ -74,8 +69,8 @@ def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
     :func:`.root.solve_reduced` with the mpmath backend at ``dps + GUARD`` digits: Newton's
     method stops when the relative step is below ``10^-(dps + 5)`` or |G| is at the rounding
     level of its terms at the working precision; the raw-equation residual then decides whether
-    the point converged (see :func:`.saddle.solve`). ``max_iter`` overrides the backend's
-    Newton step limit (2000).
+    the point converged (:func:`.root.converged`, residual <= ``10^-dps``; key ``converged``).
+    ``max_iter`` overrides the backend's Newton step limit (2000).
     """
     with mpmath.workdps(dps + GUARD):
         ps = precise_spectrum(task, spec, dps)
@@ -94,4 +89,5 @@ def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
             value = out[name][0]
             res[name] = int(value) if name == "iterations" else +mpmath.mpf(value)
         res["regime"] = int(out["regime"][0])
+        res["converged"] = bool(root.converged(out, backend=backend)[0])
         return res

@@ -269,6 +269,16 @@ def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY) -> dict[str, np
     return out
 
 
+def converged(out: dict, *, backend: Backend = NUMPY) -> np.ndarray:
+    """The converged rule, per point of :func:`solve_reduced`'s ``out``: the raw-equation residual
+    is at most ``backend.residual_tol`` (float64: :data:`RESIDUAL_TOL`; mpmath at ``dps`` digits:
+    ``10^-dps``) and none of the :data:`FIELDS` is NaN."""
+    ok = np.asarray(out["residual"] <= backend.residual_tol, dtype=bool)
+    for name in FIELDS:
+        ok &= ~backend.isnan(out[name])
+    return ok
+
+
 def estimation_error(spec: Spectrum, alpha: np.ndarray, kappa: np.ndarray, eg: np.ndarray, *,
                      backend: Backend = NUMPY) -> np.ndarray:
     """E |w_hat - w*|^2 at each point from kappa and eg (the reduced summand of
