@@ -5,6 +5,12 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+# the compiled sympy equations are cached on disk (theory/compiled_cache.py): the tests use a cache
+# folder of their own in the temporary directory, shared by the workers and by later runs
+_user = os.getuid() if hasattr(os, "getuid") else 0
+os.environ.setdefault("REPLICA_MLM_CACHE_DIR", os.path.join(
+    __import__("tempfile").gettempdir(), f"replica_mlm-test-cache-{_user}"))
+
 import pytest  # noqa: E402
 
 import replica_mlm as rm  # noqa: E402

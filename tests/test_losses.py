@@ -137,3 +137,18 @@ def test_huber_with_huge_delta_is_the_square_loss():
             assert getattr(hub, k) == pytest.approx(getattr(ref, k), rel=1e-10, abs=0), k
         # the Huber loss has no MSE convention: its train loss is the mean loss, half the MSE
         assert hub.train_loss == pytest.approx(ref.train_loss / 2, rel=1e-10)
+
+
+def test_is_square_recognises_the_square_loss_in_any_form():
+    # the fast path takes a loss that equals (y - z)^2 / 2 (sympy decides), and no other
+    a, b = sp.symbols("a b", real=True)
+    same = [(a - b) ** 2 / 2, sp.expand((a - b) ** 2 / 2),
+            sp.Piecewise(((a - b) ** 2 / 2, a > b), ((b - a) ** 2 / 2, True))]
+    for expr in same:
+        assert L.Loss.from_sympy(expr, a, b).is_square, expr
+    other = [(a - b) ** 2 / 2 + sp.Rational(1, 10**12) * (a - b) ** 2, (a - b) ** 2,
+             sp.sqrt(1 + (a - b) ** 2) - 1]
+    for expr in other:
+        assert not L.Loss.from_sympy(expr, a, b).is_square, expr
+    assert [L.resolve(n).is_square for n in ("square", "absolute", "huber", "logistic", "hinge")] \
+        == [True, False, False, False, False]

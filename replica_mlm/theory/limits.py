@@ -71,6 +71,16 @@ def _sum_series(name: sp.Symbol, kappa_of: sp.Expr, var: sp.Symbol, order: int) 
     return sum(_moments(ser.coeff(var, j)) * var**j for j in range(order))
 
 
+def _g_series(kappa_of: sp.Expr, var: sp.Symbol, order: int, *, alpha_of: sp.Expr,
+              lam_of: sp.Expr = P.lam) -> sp.Expr:
+    """The scalar equation ``G = lam/kappa - S_1c + 1 - alpha`` of :func:`.potentials.reduce`
+    (``reduce().newton``) at ``kappa = kappa_of``, alpha = ``alpha_of``, lam = ``lam_of``, with
+    S_1c a series in ``var`` to ``order`` terms."""
+    s1c = _sum_series(P.S1C, kappa_of, var, order)
+    return P.reduce().newton.subs({P.delta: 1 - alpha_of, P.lam: lam_of}).subs(
+        {P.kappa: kappa_of, P.S1C: s1c})
+
+
 def _solve_orders(expr: sp.Expr, var: sp.Symbol, unknowns: list[sp.Symbol], first: int = 0) -> dict:
     """Solve the coefficients of var^first, var^(first+1), ... of ``expr`` = 0 one unknown at a time."""
     sol = {}
@@ -104,8 +114,7 @@ def expansions() -> dict[str, Expansion]:
 
     # alpha -> 0: kappa = 1/eps, eps = e1 alpha + e2 alpha^2
     e1, e2 = sp.symbols("e1 e2")
-    s1c = _sum_series(P.S1C, 1 / eps, eps, 4)
-    g = lam * eps - s1c + 1 - alpha
+    g = _g_series(1 / eps, eps, 4, alpha_of=alpha)
     eps_of = e1 * alpha + e2 * alpha**2
     sol = _solve_orders(g.subs(eps, eps_of), alpha, [e1, e2], first=1)
     sums = {s: _sum_series(s, 1 / eps, eps, 4) for s in (P.R_SUM, P.S2C)}
@@ -116,8 +125,7 @@ def expansions() -> dict[str, Expansion]:
     # alpha -> infinity: u = 1/alpha, kappa = u (k1 + k2 u + k3 u^2)
     k1, k2, k3 = sp.symbols("k1 k2 k3")
     kappa_u = u * (k1 + k2 * u + k3 * u**2)
-    s1c = _sum_series(P.S1C, kappa_u, u, 5)
-    g = (lam / kappa_u - s1c + 1 - 1 / u) * u  # u G, regular at u = 0
+    g = _g_series(kappa_u, u, 5, alpha_of=1 / u) * u  # u G, regular at u = 0
     sol = _solve_orders(sp.together(g), u, [k1, k2, k3])
     sums = {s: _sum_series(s, kappa_u.subs(sol), u, 4) for s in (P.R_SUM, P.S2C)}
     eg_large = eg_expr.subs({P.delta: 1 - 1 / u, alpha: 1 / u}).subs(sums)
@@ -127,8 +135,7 @@ def expansions() -> dict[str, Expansion]:
     # alpha = 1, lam = t^2 -> 0: kappa = t (a1 + a2 t)
     a1, a2 = sp.symbols("a1 a2", positive=True)
     kappa_t = t * (a1 + a2 * t)
-    s1c = _sum_series(P.S1C, kappa_t, t, 4)
-    g = (t**2 - kappa_t * s1c) / t**2  # kappa G / lam with G = lam/kappa - S_1c at alpha = 1
+    g = kappa_t * _g_series(kappa_t, t, 4, alpha_of=sp.Integer(1), lam_of=t**2) / t**2  # kappa G / lam
     sol = _solve_orders(sp.expand(g), t, [a1, a2])
     sums = {s: _sum_series(s, kappa_t.subs(sol), t, 4) for s in (P.R_SUM, P.S2C)}
     eg_peak = eg_expr.subs({P.delta: 0, alpha: 1}).subs(sums).subs(lam, t**2)

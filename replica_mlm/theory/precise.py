@@ -1,26 +1,24 @@
-"""The reduced saddle point at arbitrary precision: the same sympy equations, lambdified for mpmath.
+"""The reduced saddle point at arbitrary precision: :func:`.root.solve_reduced` on mpmath numbers.
 
 Used by ``solve(..., precision=digits)`` for near-singular points (alpha near 1, lam -> 0) and for
-checking asymptotic expansions at 30-100 digits. The algorithm is that of :mod:`.root` (Newton's
-method on the convex equation G(kappa) = 0 from a point left of the root), run on mpmath numbers
-with 10 guard digits; finite spectra are taken as exact (their float64 eigenvalues promoted), the
+checking asymptotic expansions at 30-100 digits. The algorithm is that of :mod:`.root`, run on
+the backend :func:`.backend.mpmath_backend` (numpy object arrays of ``mpmath.mpf``) with 10 guard
+digits; finite spectra are taken as exact (their float64 eigenvalues promoted), the
 thermodynamic limit supplies its quadrature at the requested precision.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import mpmath
+import numpy as np
 
 from replica_mlm.models.spectrum import Spectrum
-from replica_mlm.theory import potentials as P
-from replica_mlm.theory.compiled import compiled, compiled_estimation, compiled_sums
+from replica_mlm.theory import root
+from replica_mlm.theory.backend import mpmath_backend
 
 GUARD = 10
-
-
-def residual_tol(dps: int):
-    """Largest raw-equation residual of a converged point at ``dps`` digits: ``10^-dps``."""
-    return mpmath.mpf(10) ** -dps
 
 
 class PrecisionFailure(ArithmeticError):
@@ -32,22 +30,23 @@ class PrecisionFailure(ArithmeticError):
 
 
 class PreciseSpectrum:
-    """Modes, weights and noise as mpmath numbers; bulk weights renormalised to sum to one."""
+    """Modes, weights and noise as mpmath numbers; bulk weights renormalised to sum to one.
+
+    ``omega``, ``bulk`` and ``teacher`` are numpy object arrays of ``mpmath.mpf``, so that
+    :func:`.root.solve_reduced` treats this spectrum like a float64 :class:`.Spectrum`.
+    """
 
     def __init__(self, omega, bulk, teacher, noise) -> None:
-        self.omega = [mpmath.mpf(w) for w in omega]
+        def array(xs):
+            return np.array([mpmath.mpf(x) for x in xs] or [], dtype=object)
+
+        self.omega = array(omega)
         total = mpmath.fsum(mpmath.mpf(x) for x in bulk)
-        self.bulk = [mpmath.mpf(x) / total for x in bulk]
-        self.teacher = [mpmath.mpf(x) for x in teacher]
+        self.bulk = array([mpmath.mpf(x) / total for x in bulk])
+        self.teacher = array(teacher)
         self.noise = mpmath.mpf(noise)
         self.rho = mpmath.fsum(c * w for c, w in zip(self.teacher, self.omega, strict=True))
-
-    def sums(self, names, kappa) -> dict:
-        fn = compiled_sums(tuple(names), "mpmath")
-        totals = [mpmath.mpf(0)] * len(names)
-        for w, b, c in zip(self.omega, self.bulk, self.teacher, strict=True):
-            totals = [t + v for t, v in zip(totals, fn(w, b, c, kappa), strict=True)]
-        return dict(zip(names, totals, strict=True))
+        self.mean_omega = mpmath.fsum(b * w for b, w in zip(self.bulk, self.omega, strict=True))
 
     def moment(self, weights: str, k: int):
         """``sum_j weight_j omega_j^k`` for ``weights`` in {"bulk", "teacher"}."""
@@ -64,93 +63,31 @@ def precise_spectrum(task, spec: Spectrum, dps: int) -> PreciseSpectrum:
 
 
 def solve_precise(task, spec: Spectrum, alpha: float, lam: float, dps: int,
-                  max_iter: int = 2000) -> dict:
+                  max_iter: int | None = None) -> dict:
     """Saddle point at ``dps`` significant digits. Returns mpmath numbers keyed like :mod:`.root`.
 
-    Newton's method (the form of G and the step of :func:`.root._newton`, started at the lower
-    bound of :func:`.root._bounds`) stops when the relative step is below ``10^-(dps + 5)`` or
-    |G| is at the rounding level of its terms at the working precision (``dps + 10`` digits):
-    where G's terms are much larger than ``kappa |G'| = lam/kappa + S_12`` (G is a difference
-    of such terms), a step below their rounding level cannot be resolved, and the
-    raw-equation residual then decides whether the point converged (see :func:`.saddle.solve`).
+    :func:`.root.solve_reduced` with the mpmath backend at ``dps + GUARD`` digits: Newton's
+    method stops when the relative step is below ``10^-(dps + 5)`` or |G| is at the rounding
+    level of its terms at the working precision; the raw-equation residual then decides whether
+    the point converged (:func:`.root.converged`, residual <= ``10^-dps``; key ``converged``).
+    ``max_iter`` overrides the backend's Newton step limit (2000).
     """
-    fns = compiled("mpmath")
     with mpmath.workdps(dps + GUARD):
         ps = precise_spectrum(task, spec, dps)
-        a, lm = mpmath.mpf(alpha), mpmath.mpf(lam)
-        one = mpmath.mpf(1)
-        delta = one - a
-        tol = mpmath.mpf(10) ** (-(dps + GUARD // 2))
-        ulp = 4 * mpmath.eps
-        iterations = 0
-        if lm == 0 and a == 1:
-            out = dict(eg=mpmath.inf, train_loss=mpmath.mpf(0), m=ps.rho, q=mpmath.inf, V=mpmath.inf,
-                       m_hat=mpmath.mpf(0), q_hat=mpmath.mpf(0), V_hat=mpmath.mpf(0),
-                       kappa=mpmath.mpf(0), iterations=0, residual=mpmath.mpf(0),
-                       test_loss=mpmath.inf, estimation_error=mpmath.inf)
-            return out
-        if lm == 0 and a > 1:
-            kappa = mpmath.mpf(0)
-        else:
-            inv_mean, mean, top = ps.moment("bulk", -1), ps.moment("bulk", 1), max(ps.omega)
-            disc = mpmath.sqrt(delta**2 + 4 * inv_mean * lm)
-            kq = (delta + disc) / (2 * inv_mean) if delta > 0 else 2 * lm / (disc - delta)
-            t = lm + mean - a * top
-            disc = mpmath.sqrt(t**2 + 4 * a * lm * top)
-            kb = (t + disc) / (2 * a) if t > 0 else (2 * lm * top / (disc - t) if disc > t else 0)
-            kappa = max(lm / a, kq, kb)  # G(kappa) >= 0 here: left of the root
-            direct = a < mpmath.mpf(1) / 2
-            for iterations in range(1, max_iter + 1):  # noqa: B007 - reported below
-                s = ps.sums(["S_1", "S_1c", "S_12"], kappa)
-                if direct:
-                    g, scale = fns.newton_direct(kappa, s["S_1"], a, lm), s["S_1"] + a
-                else:
-                    g, scale = fns.newton(kappa, s["S_1c"], delta, lm), s["S_1c"] + abs(delta)
-                step = kappa * (g / fns.newton_scale(kappa, s["S_12"], lm))
-                kappa = kappa + step if kappa + step > 0 else kappa / 2
-                if abs(step) <= tol * kappa or abs(g) <= ulp * (lm / kappa + scale):
-                    break
-            else:
-                raise PrecisionFailure(f"Newton's method did not reach {dps} digits in {max_iter} steps",
-                                       kappa=kappa, step=abs(step / kappa), iterations=max_iter)
-        names = [str(x) for x in P.SUMS]
-        sums = ps.sums(names, kappa)
-        if lm > 0:
-            v_hat = fns.v_hat_from_root(kappa, lm)
-        else:
-            v_hat = fns.v_hat_of_kappa(sums["S_1c"], delta) if a > 1 else mpmath.mpf(0)
-        args = (a, ps.noise, v_hat, *(sums[n] for n in names))
-        out = {}
-        for name, f in fns.stable.items():
-            out[name] = mpmath.inf if (name == "V" and v_hat == 0) else f(*args)
-        out.update(V_hat=v_hat, m_hat=v_hat, kappa=kappa, iterations=iterations)
-        out["test_loss"] = out["eg"] / 2
-        est = compiled_estimation("mpmath")[1]
-        out["estimation_error"] = mpmath.fsum(
-            est(w, b, c, kappa, out["eg"], a) for w, b, c in zip(ps.omega, ps.bulk, ps.teacher, strict=True))
-        out["residual"] = _residual(ps, a, lm, out, sums)
-        return {k: (+v if isinstance(v, mpmath.mpf) else v) for k, v in out.items()}
-
-
-def _residual(ps: PreciseSpectrum, a, lm, x: dict, sums: dict):
-    """Largest relative violation of the six raw equations (of the V_hat equation if V = inf)."""
-    fns = compiled("mpmath")
-    if x["V"] == mpmath.inf:
-        v_hat = fns.v_hat_direct(sums["S_1"], a) if a < 0.5 else fns.v_hat_of_kappa(sums["S_1c"], 1 - a)
-        return abs(v_hat) / a
-    hat_args = (a, x["V"], x["q"], x["m"], ps.rho, ps.noise)
-    worst = mpmath.mpf(0)
-    for name, f in fns.hat.items():
-        worst = max(worst, _rel(x[name], f(*hat_args)))
-    totals = {"V": [], "q": [], "m": []}
-    for w, b, c in zip(ps.omega, ps.bulk, ps.teacher, strict=True):
-        for name in totals:
-            totals[name].append(fns.mode[name](w, b, c, lm, x["V_hat"], x["q_hat"], x["m_hat"]))
-    for name, terms in totals.items():
-        worst = max(worst, _rel(x[name], mpmath.fsum(terms)))
-    return worst
-
-
-def _rel(a, b):
-    scale = max(abs(a), abs(b))
-    return mpmath.mpf(0) if scale == 0 else abs(a - b) / scale
+        backend = mpmath_backend(dps, GUARD)
+        if max_iter is not None:
+            backend = dataclasses.replace(backend, max_iter=max_iter)
+        try:
+            out = root.solve_reduced(ps, mpmath.mpf(alpha), mpmath.mpf(lam), backend=backend)
+        except root.NewtonFailure as exc:
+            kappa = exc.kappa[0]
+            raise PrecisionFailure(f"Newton's method did not reach {dps} digits in {exc.iterations} steps",
+                                   kappa=kappa, step=abs(exc.step[0] / kappa),
+                                   iterations=exc.iterations) from None
+        res = {}
+        for name in root.FIELDS:
+            value = out[name][0]
+            res[name] = int(value) if name == "iterations" else +mpmath.mpf(value)
+        res["regime"] = int(out["regime"][0])
+        res["converged"] = bool(root.converged(out, backend=backend)[0])
+        return res

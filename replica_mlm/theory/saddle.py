@@ -234,7 +234,7 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         except precise.PrecisionFailure as exc:
             raise ConvergenceError(str(exc), last={"kappa": exc.kappa}, residual=float(exc.step),
                                    iterations=exc.iterations) from None
-        if not out["residual"] <= precise.residual_tol(digits):
+        if not out["converged"]:
             raise ConvergenceError(
                 f"mpmath solution at alpha={alpha}, lam={lam} violates the raw equations beyond "
                 f"10^-{digits}", last={k: out[k] for k in ("V", "q", "m", "kappa")},
@@ -291,9 +291,7 @@ def solve_reduced(spec: Spectrum, alpha, lam) -> dict[str, np.ndarray]:
             f"lam={lam}", last={"kappa": exc.kappa, "step": exc.step},
             residual=float(np.max(np.abs(exc.step) / exc.kappa)), iterations=exc.iterations,
         ) from None
-    bad = ~(out["residual"] <= root.RESIDUAL_TOL)
-    for name in root.FIELDS:
-        bad |= np.isnan(out[name])
+    bad = ~root.converged(out)
     if bad.any():
         a, lm = (np.broadcast_to(np.asarray(x, dtype=float), bad.shape) for x in
                  np.broadcast_arrays(alpha, lam))
