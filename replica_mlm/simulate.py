@@ -214,7 +214,7 @@ def simulate(task, *, alpha: float, lam, seeds: int = 20, rng: _checks.RngLike =
         Sample ratio, at least 1 / p (one sample); the realised ratio n / p, with
         n = round(alpha p), is reported in the result.
     lam : float or array_like
-        Ridge strength(s) >= 0; for the square loss all are computed from one SVD per sample.
+        Ridge strength(s) >= 0; for the square loss all from one Gram matrix per sample (see ridge_path).
         Other losses need lam > 0 (their minimiser may not exist or be unique at lam = 0: e.g.
         the logistic loss on separable data, alpha < alpha_c, has no finite minimiser).
     seeds : int
