@@ -111,13 +111,57 @@ def _stderr(x: np.ndarray) -> np.ndarray:
     return x.std(axis=0, ddof=1) / np.sqrt(x.shape[0])
 
 
-def ridge_path(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """Ridge weights for every lam from one thin SVD of X; shape (p, len(lam)).
+#: ridge_path's Gram route: at lam = 0 its Cholesky factor must have a reciprocal condition number
+#: (LAPACK dpocon, 1-norm) above this, else the SVD is used; far above the scale where the
+#: Moore-Penrose cutoff of the SVD (singular values below max(n, p) eps s_max) can act, so both
+#: routes give the same pseudo-inverse wherever the Gram route is taken
+GRAM_RCOND_MIN = 1e-12
+#: iterative-refinement steps of the Gram route (corrected semi-normal equations: residuals with X
+#: itself, corrections with the Cholesky factor of the Gram matrix)
+GRAM_REFINE = 2
+#: above this many lam values one SVD is cheaper than a Cholesky factorisation per lam
+GRAM_MAX_LAMS = 16
 
-    ``w(lam) = (X^T X + lam p I)^{-1} X^T y = V diag(s / (s^2 + lam p)) U^T y``; at lam = 0 the
-    Moore-Penrose solution ``X^+ y`` (singular values below ``max(n, p) eps s_max`` dropped, as
-    numpy.linalg.pinv does).
+
+def ridge_path(x: np.ndarray, y: np.ndarray, lam: np.ndarray, *, method: str = "auto") -> np.ndarray:
+    """Ridge weights for every lam, shape (p, len(lam)): ``w(lam) = (X^T X + lam p I)^{-1} X^T y``.
+
+    At lam = 0 the Moore-Penrose solution ``X^+ y``.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, p)
+    y : ndarray, shape (n,)
+    lam : ndarray, shape (k,)
+        Ridge strengths >= 0.
+    method : {"auto", "svd", "gram"}
+        ``"svd"``: one thin SVD of X serves every lam, ``V diag(s / (s^2 + lam p)) U^T y``, and
+        lam = 0 drops singular values below ``max(n, p) eps s_max`` as numpy.linalg.pinv does.
+        ``"gram"``: the Gram matrix of the smaller side (``X^T X`` if n >= p, else ``X X^T``,
+        then ``w = X^T a``), one Cholesky factorisation per lam and :data:`GRAM_REFINE` steps of
+        iterative refinement with residuals computed from X itself (corrected semi-normal
+        equations, as accurate as the SVD when the Gram matrix is not near-singular). At
+        lam = 0 it is used only where the factor's reciprocal condition number exceeds
+        :data:`GRAM_RCOND_MIN` (X of full rank, where ``X^+ y`` is the unique least-squares
+        or minimum-norm solution); otherwise, and if a factorisation fails, the SVD route
+        gives the whole path. Cost ``max(n, p) m^2 + k m^3 / 3`` flops (m = min(n, p)) against
+        about ``4 max(n, p) m^2 + 8 m^3`` for the SVD. ``"auto"``: ``"gram"`` for at most
+        :data:`GRAM_MAX_LAMS` values of lam, else ``"svd"``.
+
+    Returns
+    -------
+    ndarray, shape (p, k)
     """
+    method = _checks.choice(method, ("auto", "svd", "gram"), "method")
+    lam = np.asarray(lam, dtype=float)
+    if method == "gram" or (method == "auto" and lam.size <= GRAM_MAX_LAMS):
+        w = _ridge_gram(x, y, lam)
+        if w is not None:
+            return w
+    return _ridge_svd(x, y, lam)
+
+
+def _ridge_svd(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray:
     n, p = x.shape
     u, s, vt = np.linalg.svd(x, full_matrices=False)
     uty = u.T @ y
@@ -128,6 +172,43 @@ def ridge_path(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray:
         filt = np.where(lam_p > 0, s[:, None] / (s[:, None] ** 2 + lam_p),
                         np.where(keep[:, None], 1.0 / s[:, None], 0.0))
     return vt.T @ (filt * uty[:, None])
+
+
+def _ridge_gram(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
+    """The Gram route of :func:`ridge_path`; None where it does not apply (then the SVD is used)."""
+    from scipy.linalg import cho_solve, lapack
+
+    n, p = x.shape
+    primal = n >= p  # unknowns w (p of them) or a with w = X^T a (n of them)
+    gram = x.T @ x if primal else x @ x.T  # symmetric product: BLAS syrk
+    rhs = x.T @ y if primal else y
+    m = gram.shape[0]
+    out = np.empty((p, lam.size))
+    norm1 = None
+    for j, lam_j in enumerate(lam):
+        shift = lam_j * p
+        a = gram.copy()
+        a[np.diag_indices(m)] += shift
+        c, info = lapack.dpotrf(a, lower=0, clean=1, overwrite_a=1)
+        if info != 0:
+            return None
+        if shift == 0:
+            if norm1 is None:
+                norm1 = float(np.abs(gram).sum(axis=0).max())
+            rcond, info = lapack.dpocon(c, norm1)
+            if info != 0 or not rcond > GRAM_RCOND_MIN:
+                return None
+        factor = (c, False)
+        sol = cho_solve(factor, rhs)
+        for _ in range(GRAM_REFINE):
+            # residual of the normal equations with X itself, not with the Gram matrix
+            if primal:
+                resid = x.T @ (y - x @ sol) - shift * sol
+            else:
+                resid = y - x @ (x.T @ sol) - shift * sol
+            sol = sol + cho_solve(factor, resid)
+        out[:, j] = sol if primal else x.T @ sol
+    return out
 
 
 def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
@@ -153,7 +234,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         ``rng`` that is ``default_rng(SeedSequence(rng, spawn_key=(k,)))``, the generator the
         ``replica-mlm simulate`` sweep gives alpha number ``k`` with ``--sample-seed rng``.
     lam : float or array_like
-        Ridge strength(s) >= 0; for the square loss all are computed from one SVD per sample.
+        Ridge strength(s) >= 0; for the square loss all from one Gram matrix per sample (see ridge_path).
         Other losses need lam > 0 (their minimiser may not exist or be unique at lam = 0: e.g.
         the logistic loss on separable data, alpha < alpha_c, has no finite minimiser).
     seeds : int
@@ -225,10 +306,17 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     out = {key: np.empty((seeds, lam.size)) for key in
            ("eg", "train_loss", "test_loss", "estimation_error", "kkt_residual")}
     rho = site.rho
+    # Every quantity is invariant under a rotation of the inputs (w . x, |w|^2 in the penalty,
+    # (w - w*)^T Sigma (w - w*)), so the samples are drawn in the eigenbasis of Sigma: the same
+    # normal draws as MaskedSite.sample, x' = z sqrt(omega) = x U, without the n p^2 rotation.
+    omega, u = site._eigh
+    root, teacher = np.sqrt(omega), u.T @ site.teacher
+    sigma = np.sqrt(site.noise)
     with blas_threads(threads):
         for k, gen in enumerate(children):
-            x, noisy = site.sample(n, rng=gen)
-            y = erm.labels(x @ site.teacher, noisy, channel, gen)
+            x = gen.standard_normal((n, p)) * root
+            nu = x @ teacher
+            y = erm.labels(nu, nu + sigma * gen.standard_normal(n), channel, gen)
             if name == "square":
                 w = ridge_path(x, y, lam)
                 out["kkt_residual"][k] = 0.0
@@ -239,14 +327,15 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
                 out["train_loss"][k] = np.mean((y[:, None] - z) ** 2, axis=0)
             else:
                 out["train_loss"][k] = np.mean(erm.pointwise(name, delta, y[:, None], z), axis=0)
-            sw = site.covariance @ w
-            ms, qs = site.teacher @ sw, np.einsum("ij,ij->j", w, sw)
+            sw = omega[:, None] * w  # Sigma w in the eigenbasis
+            ms, qs = teacher @ sw, np.einsum("ij,ij->j", w, sw)
             for j in range(lam.size):
                 out["eg"][k, j], out["test_loss"][k, j] = erm.test_quantities(
                     float(ms[j]), float(qs[j]), rho, site.noise, name, delta, channel)
-            if channel == "gaussian":  # the exact quadratic form, as before (same numbers)
-                out["eg"][k] = site.generalisation_error(w)
-            out["estimation_error"][k] = np.sum((w - site.teacher[:, None]) ** 2, axis=0)
+            d = w - teacher[:, None]
+            if channel == "gaussian":  # the exact quadratic form sigma^2 + d^T Sigma d
+                out["eg"][k] = site.noise + omega @ d**2
+            out["estimation_error"][k] = np.sum(d**2, axis=0)
     label = f"huber(delta={delta:g})" if name == "huber" else name  # as rm.losses names it
     return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=label, channel=channel, **out)
 

@@ -106,3 +106,54 @@ def test_simulation_of_one_sample_per_seed(site300):
     """alpha * p = 1 exactly is the smallest allowed training set (n = 1), no NaN."""
     sim = rm.simulate(site300, alpha=1 / 300, lam=[0.0, 0.1], seeds=2, rng=0)
     assert sim.n == 1 and np.all(np.isfinite(sim.eg_stderr))
+
+
+# --- the Gram route of ridge_path -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, p", [(30, 50), (80, 50), (49, 50), (51, 50), (300, 120), (60, 150)])
+def test_ridge_gram_route_equals_svd(n, p):
+    # anisotropic inputs (variances 0.2 - 5), both sides of n = p; lam = 0 is the Moore-Penrose
+    # solution (checked against numpy.linalg.pinv as well)
+    from replica_mlm.simulate import _ridge_gram
+
+    rng = np.random.default_rng(n * 1000 + p)
+    x = rng.standard_normal((n, p)) * np.sqrt(rng.uniform(0.2, 5.0, p))
+    y = rng.standard_normal(n)
+    lams = np.array([0.0, 1e-4, 1e-2, 1.0, 10.0])
+    gram = _ridge_gram(x, y, lams)
+    assert gram is not None  # full rank: the Gram route applies, no fallback
+    svd = ridge_path(x, y, lams, method="svd")
+    scale = np.abs(svd).max(axis=0)
+    assert np.max(np.abs(gram - svd) / scale) < 1e-12
+    assert np.max(np.abs(gram[:, 0] - np.linalg.pinv(x) @ y)) < 1e-12 * scale[0]
+    assert np.array_equal(ridge_path(x, y, lams), gram)  # "auto" takes it for a few lam
+
+
+@pytest.mark.parametrize("n, p", [(80, 50), (30, 50)])
+def test_ridge_gram_route_rank_deficient_falls_back(n, p):
+    # two equal columns (and two equal rows when n < p): X^T X or X X^T is singular; at lam = 0
+    # the Gram route declines and the SVD gives the Moore-Penrose solution; lam > 0 stays Gram
+    from replica_mlm.simulate import _ridge_gram
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((n, p))
+    x[:, 1] = x[:, 0]
+    x[1] = x[0]
+    y = rng.standard_normal(n)
+    lams = np.array([0.0, 1e-3, 0.1])
+    assert _ridge_gram(x, y, lams) is None
+    w = ridge_path(x, y, lams)
+    assert np.array_equal(w, ridge_path(x, y, lams, method="svd"))
+    assert np.max(np.abs(w[:, 0] - np.linalg.pinv(x) @ y)) < 1e-12 * np.abs(w[:, 0]).max()
+    ridge = _ridge_gram(x, y, lams[1:])
+    assert ridge is not None
+    assert np.max(np.abs(ridge - w[:, 1:]) / np.abs(w[:, 1:]).max(axis=0)) < 1e-12
+
+
+def test_ridge_path_method_checked():
+    x, y = np.ones((3, 2)), np.ones(3)
+    with pytest.raises(ValueError, match="method must be one of"):
+        ridge_path(x, y, np.array([0.1]), method="qr")
+    with pytest.raises(TypeError, match="method must be one of"):
+        ridge_path(x, y, np.array([0.1]), method=1)

@@ -60,6 +60,34 @@ def _check_report(out, report):
         for fig in s["figures"]:
             assert (out / fig).stat().st_size > 1000, fig
     assert "timing_seconds" in report
+    for s in report["sections"]:
+        assert s["seconds"] > 0
+    assert sum(s["seconds"] for s in report["sections"]) <= report["timing_seconds"]["total"]
+    assert "Mode: quick." in (out / "report.md").read_text()
+
+
+def test_report_records_wall_time_and_mode_per_section(tmp_path, monkeypatch):
+    import time
+    import types
+
+    from replica_mlm.validation.report import Check, Section
+
+    def slow(out, *, quick, rng):
+        time.sleep(0.3)
+        return Section(name="slow one", checks=[Check("slow.claim", True, 1.0, "> 0", "passes")])
+
+    module = types.ModuleType("replica_mlm_test_slow_section")
+    module.run = slow
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(suite.SECTIONS, "mlm", module.__name__)
+    monkeypatch.setattr(suite, "available_sections", lambda: list(suite.SECTIONS))
+    report = suite.run_suite(tmp_path, quick=False, sections=["mlm"])
+    seconds = report["sections"][0]["seconds"]
+    assert 0.3 <= seconds <= report["timing_seconds"]["total"] and report["timing_seconds"]["mlm"] == seconds
+    assert json.loads((tmp_path / "report.json").read_text())["sections"][0]["seconds"] == seconds
+    md = (tmp_path / "report.md").read_text()
+    assert "Mode: full." in md
+    assert f"| slow one | yes | {seconds:.1f} |" in md and f"Wall time: {seconds:.1f} s." in md
 
 
 @pytest.mark.xdist_group("suite_a")

@@ -47,7 +47,7 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, chann
     """Ridge / Moore-Penrose simulations of one masked site, with the replica prediction.
 
     For every alpha, trains ridge for every lam on --seeds independent training sets of
-    n = round(alpha p) samples (one SVD per set serves all lam), and solves the replica saddle
+    n = round(alpha p) samples (one Gram matrix per set serves all lam), and solves the replica saddle
     point on the same instance at the realised n/p. z = (mean - replica) / standard error; the
     replica value is the p -> infinity limit, so expect an O(1/p) bias, larger near alpha = 1 at
     small lam. --loss/--channel train any convex loss on labels from any channel (exact convex

@@ -2,9 +2,10 @@
 
 For every point of a sweep (Gaussian Potts size L, GOE instance, alpha on a grid dense around 1)
 it draws ``seeds`` independent training sets of ``n = round(alpha p)`` samples of masked site 0,
-trains ridge for every lam of {0, 1e-3, 1e-1, 1} from one SVD per training set
-(:func:`replica_mlm.simulate`), and compares the mean test loss and its standard error with the
-replica prediction :func:`replica_mlm.solve` on the same instance at the realised ``n / p``.
+trains ridge for every lam of {0, 1e-3, 1e-1, 1} (:func:`replica_mlm.simulate`: one Gram
+matrix per training set, see :func:`replica_mlm.simulate.ridge_path`), and compares the mean test
+loss and its standard error with the replica prediction :func:`replica_mlm.solve` on the same
+instance at the realised ``n / p``.
 
 z-scores. ``t = (simulation mean - replica) / standard error`` is, under the hypothesis that the
 replica value is the mean, a Student t with ``seeds - 1`` degrees of freedom; the checks use its
@@ -82,7 +83,7 @@ class MLMSettings:
     alphas : tuple of float
         Target sample ratios (the realised n / p is used for the theory).
     lams : tuple of float
-        Ridge strengths, all trained from one SVD per training set.
+        Ridge strengths, all trained from one Gram matrix per training set.
     shift : float
         Diagonal shift s of the precision s I - J.
     site : int
@@ -101,11 +102,29 @@ FULL_ALPHAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.975, 1
                1.2, 1.3, 1.4, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)
 
 
+#: full mode: training sets per point times p, held fixed across sizes (100 sets at L = 100)
+FULL_SEED_BUDGET = 100 * 99
+#: full mode: never fewer training sets per point than this
+MIN_SEEDS = 8
+
+
+def full_seeds(p: int) -> int:
+    """Training sets per point of the full sweep: ``max(MIN_SEEDS, ceil(FULL_SEED_BUDGET / p))``.
+
+    The test error self-averages: its variance over training sets falls as 1/p (it is a sum over
+    p modes), so the standard error of a point's mean, ``sd / sqrt(seeds)``, stays about the same
+    when ``seeds`` falls as 1/p. The section reports the relative standard errors reached per size
+    (``stderr_by_L`` in its data), which show the rule at work.
+    """
+    return max(MIN_SEEDS, -(-FULL_SEED_BUDGET // p))
+
+
 def settings(quick: bool) -> MLMSettings:
     """The sweep of ``--quick`` (CI: about half a minute on one core) or ``--full``."""
     if quick:
         return MLMSettings(sizes=((100, 4, 40), (400, 1, 40)), alphas=QUICK_ALPHAS)
-    return MLMSettings(sizes=((100, 16, 100), (400, 4, 100), (1600, 2, 40)), alphas=FULL_ALPHAS)
+    return MLMSettings(sizes=tuple((L, k, full_seeds(L - 1)) for L, k in ((100, 16), (400, 4), (1600, 2))),
+                       alphas=FULL_ALPHAS)
 
 
 # --- one point of the sweep (runs in a worker) ---------------------------------------------
@@ -306,6 +325,7 @@ def _check_d(cfg: MLMSettings, rows: list[dict]) -> tuple[list[Check], dict]:
             "ols_bias_in_se_max": float(max((abs(r["ols_bias_in_se"]) for r in excluded
                                              if r["ols_bias_in_se"] is not None), default=0.0)),
         },
+        "stderr_by_L": _stderr_by_L(rows),
         "z_summary": {"n": int(z.size), "mean": float(z.mean()), "std": float(z.std(ddof=1)),
                       "max_abs": float(np.max(np.abs(z)))},
         # the finite-p bias shows as a positive mean of z at small lam and small L
@@ -316,6 +336,24 @@ def _check_d(cfg: MLMSettings, rows: list[dict]) -> tuple[list[Check], dict]:
             if (zz := [r["z"] for r in used if r["L"] == L and r["lam"] == lam])
         ],
     }
+
+
+def _stderr_by_L(rows: list[dict]) -> list[dict]:
+    """Per size and lam: training sets per point and the relative standard errors reached.
+
+    ``sd_sqrt_p`` (the relative spread of one training set's eg times sqrt(p), its median over the
+    points) is about constant across sizes where eg self-averages.
+    """
+    out = []
+    for L in sorted({r["L"] for r in rows}):
+        for lam in sorted({r["lam"] for r in rows}):
+            g = [r for r in rows if r["L"] == L and r["lam"] == lam]
+            rel = np.array([r["eg_stderr"] / r["eg_mean"] for r in g])
+            sd_sqrt_p = np.array([r["eg_stderr"] * np.sqrt(r["seeds"] * r["p"]) / r["eg_mean"] for r in g])
+            out.append({"L": L, "lam": lam, "seeds": g[0]["seeds"], "points": len(g),
+                        "rel_stderr_median": float(np.median(rel)), "rel_stderr_max": float(rel.max()),
+                        "sd_sqrt_p_median": float(np.median(sd_sqrt_p))})
+    return out
 
 
 def _rows_csv(rows: list[dict]) -> str:

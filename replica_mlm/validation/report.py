@@ -45,6 +45,8 @@ class Section:
     figures: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: wall-clock seconds of the section's run (set by the suite)
+    seconds: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -75,6 +77,7 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
             {
                 "name": s.name,
                 "passed": s.passed,
+                "seconds": s.seconds,
                 "figures": s.figures,
                 "parameters": s.parameters,
                 "data": s.data,
@@ -89,9 +92,21 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
     lines = [f"# replica_mlm validation report (version {__version__})", ""]
     lines.append(f"**Overall: {'PASSED' if report['passed'] else 'FAILED'}**")
     lines.append("")
+    if "mode" in metadata:
+        lines += [f"Mode: {metadata['mode']}.", ""]
+    timed = [s for s in sections if s.seconds is not None]
+    if timed:
+        total = (metadata.get("timing_seconds") or {}).get("total")
+        lines += ["| section | passed | wall time [s] |", "|---|---|---|"]
+        lines += [f"| {s.name} | {'yes' if s.passed else '**NO**'} | {s.seconds:.1f} |" for s in timed]
+        if total is not None:
+            lines.append(f"| total | {'yes' if report['passed'] else '**NO**'} | {total:.1f} |")
+        lines.append("")
     for s in sections:
-        lines += [f"## {s.name}", "", "| check | passed | value | threshold | what |",
-                  "|---|---|---|---|---|"]
+        lines += [f"## {s.name}", ""]
+        if s.seconds is not None:
+            lines += [f"Wall time: {s.seconds:.1f} s.", ""]
+        lines += ["| check | passed | value | threshold | what |", "|---|---|---|---|---|"]
         for c in s.checks:
             lines.append(
                 f"| {c.name} | {'yes' if c.passed else '**NO**'} | {_fmt(c.value)} | "

@@ -109,7 +109,7 @@ def run_suite(
         kwargs = {k: v for k, v in options.items() if k in accepted}
         t0 = time.time()
         section = run(out, quick=quick, rng=seed, **kwargs)
-        timing[name] = time.time() - t0
+        timing[name] = section.seconds = time.time() - t0
         results.append(section)
         if echo:
             echo(f"[{'ok' if section.passed else 'FAIL'}] {name} ({timing[name]:.1f} s)")
