@@ -107,7 +107,7 @@ def settings_for(quick: bool) -> Fig2Settings:
     return Fig2Settings(L=20, q=20, target_hamming=0.3, M=3000, n_test=1000, seeds=3, epochs=40,
                         eval_every=5, lr=0.1, momentum=0.9, lr_factored=0.05, d_model=20,
                         gammas=(0.3, 1.0, 3.0, 10.0), gamma_seeds=1, rec_Ms=(300, 1000, 3000),
-                        max_iter=1000)
+                        max_iter=5000, lbfgs_tol=1e-15)
 
 
 def make_data(st: Fig2Settings, rng: int):
