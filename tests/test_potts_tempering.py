@@ -261,3 +261,29 @@ def test_explicit_ladder_is_checked():
             pm.gibbs_diagnostics(method="tempering", ladder=bad)
     with pytest.raises(ValueError, match="swap_rounds"):
         pm.sample(5, method="tempering", n_rungs=2, swap_rounds=0, sweeps_between=1, burn_in=0)
+
+
+def test_hamming_drift_is_calibrated_and_detects_relaxation():
+    """i.i.d. states: drift / se is standard normal (sd within 4 of its s.e. over 400 runs);
+    chains whose second half is more concentrated than the first: |z| > 4."""
+    gen = np.random.default_rng(3)
+    L, q, C, T = 6, 4, 40, 20
+    p = gen.dirichlet(np.ones(q), size=L)  # site marginals, (L, q)
+
+    def draw(shape, probs):
+        u = gen.random(shape + (L, 1))
+        return (u > np.cumsum(probs, axis=1)[None, None]).sum(axis=-1)
+
+    z = []
+    for _ in range(400):
+        d, se = sampling_module.hamming_drift(draw((T, C), p), q)
+        z.append(d / se)
+    z = np.asarray(z)
+    # sd of a normal sample of n = 400: s.e. about 1 / sqrt(2 n) = 0.035
+    assert abs(z.std(ddof=1) - 1.0) < 4 * 0.035 and abs(z.mean()) < 4 / np.sqrt(400)
+    colder = 0.5 * p + 0.5 * np.eye(q)[p.argmax(axis=1)]  # same sites, more concentrated
+    states = np.concatenate([draw((T // 2, C), p), draw((T // 2, C), colder)])
+    d, se = sampling_module.hamming_drift(states, q)
+    assert d < 0 and abs(d) > 4 * se
+    with pytest.raises(ValueError, match="3 chains"):
+        sampling_module.hamming_drift(states[:, :2], q)
