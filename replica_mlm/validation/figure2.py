@@ -302,6 +302,10 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
         r["vs_entropy"] = _compare(r["per_seq"], per_seq_true)
         r["final_mean"] = float(np.mean(r["final"]))
         r["final_se_seeds"] = _se(r["final"])
+        # seeds and test set in quadrature (the error bars of the figures)
+        r["final_se"] = math.hypot(r["final_se_seeds"], float(np.mean([_se(p) for p in r["per_seq"]])))
+    fam["final_se"] = [math.hypot(_se([float(p.mean()) for p in per]),
+                                  float(np.mean([_se(p) for p in per]))) for per in fam["per_seq"]]
     fam["vs_factored"] = [_compare(per, fa_ps[:len(per)]) for per in fam["per_seq"]]
     three_vs_one = _compare(models["transformer_3"]["per_seq"], models["transformer_1"]["per_seq"])
 
