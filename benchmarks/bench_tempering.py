@@ -75,6 +75,7 @@ def run_seed(seed: int, target: float, n_samples: int) -> dict:
         hamming_samples=h_s, hamming_samples_se=se_s, hamming_samples_all_pairs=h_g,
         hamming_samples_grouped_se=se_g, mixing=d.mixing,
         window_found=d.window_found, equilibrated=d.equilibrated, tau=d.tau_int,
+        hamming_drift=d.hamming_drift, hamming_drift_se=d.hamming_drift_se,
         tau_spin=d.tau_spin, tau_energy=d.tau_energy, sweeps_between=d.sweeps_between,
         pilot_steps=d.n_sweeps, replicas=d.n_chains, rungs=int(d.ladder.size),
         ladder=d.ladder.tolist(), acceptance=acc.tolist(),

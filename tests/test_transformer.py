@@ -280,11 +280,12 @@ def test_fig2_runner_gives_every_model_the_same_data_and_seeds(tmp_path, monkeyp
     assert set(d["models"]) == {"transformer_1", "transformer_3", "factored"}
     assert len(d["models"]["transformer_3"]["final"]) == 2 and d["gamma_family"]["gamma"] == [1.0, 3.0]
     names = [c["name"] for c in report["checks"]]
-    assert names == ["figure2.data.mixing", "figure2.factored_reaches_entropy", "figure2.one_layer_gap",
+    assert names == ["figure2.data.mixing", "figure2.factored_converged",
+                     "figure2.factored_reaches_entropy", "figure2.one_layer_gap",
                      "figure2.three_layers_improve", "figure2.gamma_family_never_beats_factored"]
     for stem in ("fig2a_test_loss", "fig2b_attention_maps", "fig2c_reconstruction",
                  "fig2d_gamma_family"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 0 and (tmp_path / f"{stem}.pdf").exists()
-    assert len(section.checks) == 5
+    assert len(section.checks) == 6
     res = CliRunner().invoke(main, ["paper-fig2", "--help"])
     assert res.exit_code == 0 and "--quick / --full" in res.output

@@ -441,8 +441,10 @@ class PottsModel:
         * energy: ``rho(t) ∝ <(E(t0) - Ebar)(E(t0 + t) - Ebar)>``.
 
         Each gives an integrated autocorrelation time with Sokal's window (c = 5). If the window
-        is not found within a quarter of the run, or the run is shorter than 50 tau, the burn-in
-        and the run are doubled (up to ``max_sweeps``). ``sweeps_between = ceil(tau_int log(1/0.01))``: an
+        is not found within a quarter of the run, the run is shorter than 50 tau, or the two
+        halves of the run disagree (mean energy, or with 3 chains or more the cross-chain mean
+        Hamming distance, ``diagnostics.hamming_drift``; 4 standard errors), the burn-in and the
+        run are doubled (up to ``max_sweeps``). ``sweeps_between = ceil(tau_int log(1/0.01))``: an
         exponentially decaying autocorrelation is below 1 % between saved configurations.
 
         Parameters

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "GibbsDiagnostics",
     "cross_chain_hamming",
+    "hamming_drift",
     "initial_monotone_tau",
     "integrated_autocorrelation_time",
 ]
@@ -188,6 +189,30 @@ def cross_chain_hamming(counts: np.ndarray) -> tuple[float, float]:
     return h, se
 
 
+def hamming_drift(states: np.ndarray, q: int) -> tuple[float, float]:
+    """Second-half minus first-half cross-chain Hamming distance of a run, jackknife error.
+
+    ``states`` (T, C, L): the two halves' estimates (:func:`cross_chain_hamming`) share the chains,
+    so the error of their difference is a jackknife over chains of the difference itself. Chains
+    still relaxing from their random starts (a burn-in too short for the Hamming distance, which
+    the energy can miss) show up as a drift.
+    """
+    half = states.shape[0] // 2
+    f = np.stack([_colour_counts(states[:half], q), _colour_counts(states[half:2 * half], q)],
+                 axis=1)  # (C, 2, L, q)
+    C = f.shape[0]
+    if C < 3:
+        raise ValueError(f"hamming_drift needs at least 3 chains, got {C}")
+    f = f / f.sum(axis=-1, keepdims=True)
+    S, Q = f.sum(axis=0), (f * f).sum(axis=0)
+    h = 1.0 - ((S * S - Q).sum(axis=-1) / (C * (C - 1))).mean(axis=-1)  # (2,)
+    S_loo, Q_loo = S[None] - f, Q[None] - f * f
+    h_loo = 1.0 - ((S_loo * S_loo - Q_loo).sum(axis=-1) / ((C - 1) * (C - 2))).mean(axis=-1)
+    d_loo = h_loo[:, 1] - h_loo[:, 0]
+    se = math.sqrt((C - 1) / C * float(((d_loo - d_loo.mean()) ** 2).sum()))
+    return float(h[1] - h[0]), se
+
+
 # ---------------------------------------------------------------------- diagnostics result
 @dataclass
 class GibbsDiagnostics:
@@ -213,7 +238,7 @@ class GibbsDiagnostics:
         lower bound).
     equilibrated : bool
         Whether the mean energies of the two halves of the measured run agree within 4 standard
-        errors.
+        errors, and (3 chains or more) so do their mean Hamming distances (``hamming_drift``).
     n_chains, n_sweeps : int
         Size of the pilot run (for tempering, ``n_chains`` counts replicas of the ladder).
     method : str
@@ -233,6 +258,9 @@ class GibbsDiagnostics:
         Mean Hamming distance at the model's beta from the recorded configurations of the pilot
         run (pairs from different chains / replicas, :func:`cross_chain_hamming`) and its
         jackknife standard error over chains.
+    hamming_drift, hamming_drift_se : float
+        Cross-chain Hamming distance of the second half of the recorded run minus that of the
+        first half, and its jackknife standard error over chains (:func:`hamming_drift`).
     """
 
     tau_int: float
@@ -252,6 +280,8 @@ class GibbsDiagnostics:
     swap_rounds: int = 1
     hamming: float = math.nan
     hamming_se: float = math.nan
+    hamming_drift: float = math.nan
+    hamming_drift_se: float = math.nan
 
     @property
     def mixing(self) -> bool:
@@ -311,14 +341,19 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
             tau_e = max(tau_e, g_e)
             tau = max(tau_s, tau_e)
             found = found and ok_s and ok_e
-        if (found and T >= 50 * tau) or 2 * T > max_sweeps:
+        half = T // 2
+        m1, m2 = energies[:half].mean(axis=0), energies[half:].mean(axis=0)
+        diff = float(np.mean(m2 - m1))
+        se = float(np.std(m2 - m1, ddof=1) / math.sqrt(n_chains)) if n_chains > 1 else np.inf
+        equilibrated = bool(abs(diff) <= 4 * se + 1e-12)
+        drift, drift_se = (hamming_drift(states, model.q) if n_chains >= 3
+                           else (math.nan, math.nan))
+        if n_chains >= 3:
+            # the Hamming distance is what the samples are for: its two halves must agree too
+            equilibrated = equilibrated and bool(abs(drift) <= 4 * drift_se + 1e-12)
+        if (found and equilibrated and T >= 50 * tau) or 2 * T > max_sweeps:
             break
         T *= 2
-    half = T // 2
-    m1, m2 = energies[:half].mean(axis=0), energies[half:].mean(axis=0)
-    diff = float(np.mean(m2 - m1))
-    se = float(np.std(m2 - m1, ddof=1) / math.sqrt(n_chains)) if n_chains > 1 else np.inf
-    equilibrated = bool(abs(diff) <= 4 * se + 1e-12)
     between = max(1, math.ceil(tau * math.log(1.0 / DECORRELATION)))
     h, h_se = (cross_chain_hamming(_colour_counts(states, model.q)) if n_chains >= 3
                else (math.nan, math.nan))
@@ -336,4 +371,6 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
         n_sweeps=T,
         hamming=float(h),
         hamming_se=float(h_se),
+        hamming_drift=float(drift),
+        hamming_drift_se=float(drift_se),
     )

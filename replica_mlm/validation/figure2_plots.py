@@ -100,19 +100,20 @@ def figures(out: Path, st, d: dict) -> list[str]:
     g = np.asarray(fam["gamma"], dtype=float)
     F = [np.asarray(f, dtype=float) for f in fam["final"]]
     m = np.array([f.mean() for f in F])
-    se = np.array([f.std(ddof=1) / np.sqrt(f.size) if f.size > 1 else 0.0 for f in F])
+    se = np.asarray(fam["final_se"], dtype=float)  # seeds and test set in quadrature
     fig, ax = plt.subplots(figsize=(5.6, 4.2))
     ax.errorbar(g, m, yerr=se, marker="o", capsize=3,
                 label=f"one layer on E e_s + gamma p ({len(F[0])} seed(s))")
-    fm, fse = models["factored"]["final_mean"], models["factored"]["final_se_seeds"]
-    ax.axhline(fm, color="C2", ls="-.", label=f"factored attention (L-BFGS) {fm:.3f}")
+    fm, fse = models["factored"]["final_mean"], models["factored"]["final_se"]
+    ax.axhline(fm, color="C2", ls="-.", label=f"factored attention (L-BFGS) {fm:.3f} +- {fse:.3f}")
     ax.axhspan(fm - fse, fm + fse, color="C2", alpha=0.2, lw=0)
     ax.axhline(H, color="k", ls=":", label=f"conditional entropy {H:.3f}")
     ax.set_xscale("log")
     ax.set_xticks(g, [f"{v:g}" for v in g])
     ax.set_xlabel("gamma (weight of the positional encoding)")
     ax.set_ylabel("final test MLM loss per sequence (nats)")
-    ax.set_title("(d) gamma family; " + title, fontsize=8)
+    ax.set_title("(d) gamma family (error bars and band: 1 s.e., seeds and test set); " + title,
+                 fontsize=8)
     ax.legend(fontsize=8)
     files += _save(fig, out, "fig2d_gamma_family")
     plt.close(fig)

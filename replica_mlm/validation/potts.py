@@ -170,7 +170,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
                "tuned_hamming": None if tune is None else tune.hamming,
                "tuned_hamming_se": None if tune is None else tune.hamming_se,
                "seconds_tune": t_tune},
-        threshold="Sokal window found and energy of both halves within 4 s.e.",
+        threshold="Sokal window found; energy and Hamming distance of both halves within 4 s.e.",
         detail=f"{diag.method} autocorrelation at beta = {beta:.4g} (mean Hamming {hamming:.3f}, "
                f"target {st.target_hamming}, {diag.ladder.size} rung(s)); samples saved every "
                f"{diag.sweeps_between} sweeps",
