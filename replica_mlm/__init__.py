@@ -26,6 +26,8 @@ from replica_mlm import losses
 # isort: split
 from replica_mlm.attention import FactoredAttention
 from replica_mlm.models.potts import PottsModel
+from replica_mlm.models.potts_site import PottsSite
+from replica_mlm.theory.multiclass import MulticlassSaddlePoint
 
 # --- self-attention as an attractor network ---
 # isort: split
@@ -58,8 +60,10 @@ __all__ = [
     "GaussianPottsLimit",
     "LearningCurve",
     "MaskedSite",
+    "MulticlassSaddlePoint",
     "PhaseDiagram",
     "PottsModel",
+    "PottsSite",
     "SaddlePoint",
     "Simulation",
     "Spectrum",

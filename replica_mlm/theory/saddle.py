@@ -197,8 +197,16 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
+    from replica_mlm.models.potts_site import PottsSite
     from replica_mlm.theory import channels, losses
 
+    if isinstance(task, PottsSite):  # q > 2 colours: the multi-class theory (docs/multiclass.md)
+        from replica_mlm.theory import multiclass
+
+        if method not in (None, "general") or precision is not None or channel not in (None, task.channel):
+            raise ValueError("a PottsSite is solved by the multi-class theory: method, precision and "
+                             "channel take their defaults")
+        return multiclass.solve(task, alpha=alpha, lam=lam, loss=loss, **options)
     spec = spectrum_of(task)
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
