@@ -47,6 +47,9 @@ from scipy.special import log_softmax, logsumexp, softmax
 BLOCK = 1 << 22
 #: Newton iterations of the proximal problem before giving up
 PROX_ITER = 100
+EPS = np.finfo(float).eps
+#: halvings tried by the line search of the proximal Newton method
+LINE = 12
 
 
 @dataclass(frozen=True)
@@ -122,17 +125,20 @@ def prox(h: np.ndarray, y: np.ndarray, V: np.ndarray, P: np.ndarray, *, tol: flo
         g = (za - ha) @ Vinv + sp - Py[active]
         H = np.einsum("nq,qa,qb->nab", s, P, P) - sp[:, :, None] * sp[:, None, :] + Vinv
         step = np.linalg.solve(H, g[..., None])[..., 0]
-        f0 = _obj_rows(za, ha, Vinv, P, Py[active])
-        t = np.ones(active.size)
-        for _ in range(30):
-            trial = za - t[:, None] * step
-            f1 = _obj_rows(trial, ha, Vinv, P, Py[active])
-            bad = f1 > f0 + 1e-12 * (1.0 + np.abs(f0))
-            if not bad.any():
-                break
-            t = np.where(bad, t / 2, t)
+        # line search: the best of the steps 2^-k (k = 0..LINE): plain Newton (or any
+        # sufficient-decrease rule) can swing from side to side where the softmax saturates
+        ts = 2.0 ** -np.arange(LINE + 1)
+        vals = np.stack([_obj_rows(za - tk * step, ha, Vinv, P, Py[active]) for tk in ts])
+        best = np.argmin(vals, axis=0)
+        # near the minimum the values differ only by rounding: keep the full Newton step there
+        full = vals[0] <= vals[best, np.arange(best.size)] + 1e-12 * (1.0 + np.abs(vals[0]))
+        t = np.where(full, 1.0, ts[best])
         z[active] = za - t[:, None] * step
-        small = np.max(np.abs(step), axis=1) <= tol * (1.0 + np.max(np.abs(za), axis=1))
+        # converged: a negligible step, or a gradient at the rounding level of its terms (where
+        # V^{-1} is small a rounding-level gradient can still give a step above tol)
+        pull = np.max(np.abs((za - ha) @ Vinv), axis=1)
+        small = ((np.max(np.abs(step), axis=1) <= tol * (1.0 + np.max(np.abs(za), axis=1)))
+                 | (np.max(np.abs(g), axis=1) <= 16 * EPS * (1.0 + pull)))
         active = active[~small]
         if active.size == 0:
             break
