@@ -51,9 +51,9 @@ def test_ising_reduces_to_the_scalar_logistic_route(ising):
     site = ps.potts_site(ising, 3, ps.colour_covariance(ising))
     assert site.K == 1 and site.symmetric
     np.testing.assert_allclose(site.rho[0, 0], task.rho / 2, rtol=1e-13)
-    for alpha, lam in ((2.0, 0.1), (5.0, 0.01)):
+    for alpha, lam in ((2.0, 0.1),):
         ref = rm.solve(task, alpha=alpha, lam=lam, loss="logistic")
-        got = rm.solve(site, alpha=alpha, lam=lam)
+        got = rm.solve(site, alpha=alpha, lam=lam, order=40)
         assert isinstance(got, rm.MulticlassSaddlePoint) and got.converged and got.residual <= 1e-10
         for key in ("test_loss", "estimation_error", "train_loss"):
             err = got.integration_error[key]
@@ -103,8 +103,8 @@ def test_symmetric_reduction_equals_the_general_solver(potts3):
 
 def test_hermite_and_sobol_rules_agree(potts3):
     site = potts3.masked_site(2)
-    a = rm.solve(site, alpha=1.0, lam=0.01)
-    b = rm.solve(site, alpha=1.0, lam=0.01, integration="sobol", order=12, randomisations=3)
+    a = rm.solve(site, alpha=1.0, lam=0.01, order=12)
+    b = rm.solve(site, alpha=1.0, lam=0.01, integration="sobol", order=10, randomisations=3)
     for key in ("test_loss", "estimation_error"):
         err = np.hypot(a.integration_error[key], b.integration_error[key])
         assert err > 0
@@ -121,7 +121,8 @@ def test_multinomial_fit_is_sklearn_unreduced_fit():
     y = gen.integers(0, q, n)
     W, kkt = mpl.fit(x, y, P, lam, p)
     assert kkt <= mpl.KKT_TOL
-    skl = LogisticRegression(C=1.0 / (lam * p), fit_intercept=False, tol=1e-12, max_iter=10000).fit(x, y)
+    skl = LogisticRegression(C=1.0 / (lam * p), fit_intercept=False, solver="newton-cholesky", tol=1e-12,
+                             max_iter=500).fit(x, y)
     np.testing.assert_allclose(W, skl.coef_.T @ P, atol=1e-6)
     np.testing.assert_allclose(skl.coef_.sum(axis=0), 0.0, atol=1e-6)  # ridge kills the ones direction
 

@@ -45,7 +45,7 @@ SOBOL_M = 14
 #: independent scramblings of a Sobol' rule by default
 RANDOMISATIONS = 4
 #: the error rate: Sobol' rules of 2^EG_M points, EG_SCRAMBLINGS scramblings (seeds 1000, ...)
-EG_M = 16
+EG_M = 15
 EG_SCRAMBLINGS = 4
 LOSSES = ("cross_entropy", "square")
 OUTPUTS = ("test_loss", "eg", "estimation_error", "train_loss")
