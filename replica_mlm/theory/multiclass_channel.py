@@ -133,16 +133,24 @@ def prox(h: np.ndarray, y: np.ndarray, V: np.ndarray, P: np.ndarray, *, tol: flo
         g = (za - ha) @ Vinv + sp - Py[active]
         H = np.einsum("nq,qa,qb->nab", s, P, P) - sp[:, :, None] * sp[:, None, :] + Vinv
         step = np.linalg.solve(H, g[..., None])[..., 0]
-        # line search: the best of the steps 2^-k (k = 0..LINE): plain Newton (or any
-        # sufficient-decrease rule) can swing from side to side where the softmax saturates
-        ts = 2.0 ** -np.arange(LINE + 1)
-        trial = za[None] - ts[:, None, None] * step[None]  # (LINE + 1, n, K)
-        vals = _obj_rows(trial.reshape(-1, za.shape[1]), np.tile(ha, (ts.size, 1)), Vinv, P,
-                         np.tile(Py[active], (ts.size, 1))).reshape(ts.size, -1)
-        best = np.argmin(vals, axis=0)
-        # near the minimum the values differ only by rounding: keep the full Newton step there
-        full = vals[0] <= vals[best, np.arange(best.size)] + 1e-12 * (1.0 + np.abs(vals[0]))
-        t = np.where(full, 1.0, ts[best])
+        # the full Newton step where it achieves a quarter of the decrease its quadratic model
+        # predicts (or the values differ only by rounding); elsewhere the best of the steps 2^-k
+        # (k = 0..LINE): plain Newton can swing from side to side where the softmax saturates
+        pya = Py[active]
+        f0 = _obj_rows(za, ha, Vinv, P, pya)
+        f1 = _obj_rows(za - step, ha, Vinv, P, pya)
+        predicted = 0.5 * np.sum(g * step, axis=1)
+        t = np.ones(active.size)
+        hard = np.flatnonzero((f1 > f0 - 0.25 * predicted) & (predicted > 1e-12 * (1.0 + np.abs(f0))))
+        if hard.size:
+            ts = 2.0 ** -np.arange(LINE + 1)
+            trial = za[hard][None] - ts[:, None, None] * step[hard][None]  # (LINE + 1, n, K)
+            vals = _obj_rows(trial.reshape(-1, za.shape[1]), np.tile(ha[hard], (ts.size, 1)), Vinv, P,
+                             np.tile(pya[hard], (ts.size, 1))).reshape(ts.size, -1)
+            best = np.argmin(vals, axis=0)
+            # near the minimum the values differ only by rounding: keep the full step there
+            full = vals[0] <= vals[best, np.arange(best.size)] + 1e-12 * (1.0 + np.abs(vals[0]))
+            t[hard] = np.where(full, 1.0, ts[best])
         z[active] = za - t[:, None] * step
         # converged: a negligible step, or a gradient at the rounding level of its terms (where
         # V^{-1} is small a rounding-level gradient can still give a step above tol)
