@@ -153,9 +153,13 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
 
     Parameters
     ----------
-    task : MaskedSite, limit or Spectrum
+    task : MaskedSite, limit, Spectrum or PottsSite
         The learning task; only its spectrum (eigenvalues of Sigma, teacher weights, noise)
-        enters.
+        enters. A :class:`~replica_mlm.models.potts_site.PottsSite` (a site with q > 2 colours,
+        ``PottsModel.masked_site``) is solved by the multi-class theory and returns a
+        ``MulticlassSaddlePoint``; its options are those of
+        :func:`replica_mlm.theory.multiclass.solve` (``loss="cross_entropy"``, ``integration``,
+        ``order``, ``randomisations``, ``seed``, ``init``; docs/multiclass.md).
     alpha : float
         n / p, > 0.
     lam : float
