@@ -199,12 +199,10 @@ def fields(rule: Rule, Q: np.ndarray, M: np.ndarray, rho: np.ndarray, bias: np.n
     return h, mean, _sym_sqrt(rho - B.T @ B)
 
 
-def channel_integrals(rule: Rule, Q, M, rho, bias, P, *, rows=None) -> tuple[np.ndarray, np.ndarray]:
-    """``Z_y(h)`` (N, q) and ``dZ_y(h)`` (N, q, K) at the outer nodes (``rows`` selects some)."""
+def channel_integrals(rule: Rule, Q, M, rho, bias, P) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Student fields ``h`` (N, K), ``Z_y(h)`` (N, q) and ``dZ_y(h)`` (N, q, K) at the outer nodes."""
     h, mean, S = fields(rule, Q, M, rho, bias)
-    if rows is not None:
-        h, mean = h[rows], mean[rows]
-    eta = rule.eta if rule.eta.shape[0] == 1 else (rule.eta if rows is None else rule.eta[rows])
+    eta = rule.eta
     N, R, K = h.shape[0], rule.eta.shape[1], h.shape[1]
     q = P.shape[0]
     Z = np.empty((N, q))
