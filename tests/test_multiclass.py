@@ -198,3 +198,25 @@ def test_prox_is_stationary_over_a_wide_range_of_v():
             lhs = (z - h) @ np.linalg.inv(V)
             assert np.max(np.abs(lhs - f)) <= 1e-12 * (1 + np.max(np.abs(h)) / scale)
             np.testing.assert_allclose(D, np.swapaxes(D, 1, 2), atol=1e-15)
+
+
+def test_theory_against_gaussian_input_simulation(potts3):
+    """The model the theory describes (Gaussian x with the site's Sigma, softmax labels), fitted by
+    the multinomial pseudo-likelihood: 120 seeds (rng 1000 + s, test 5000 + s), |z| < 3."""
+    site = potts3.masked_site(0)
+    P = site.basis
+    alpha, lam = 2.0, 0.1
+    th = rm.solve(site, alpha=alpha, lam=lam, order=14)
+    n = round(alpha * site.p)
+    ce, est = [], []
+    for s in range(120):
+        x, y = site.sample(n, rng=1000 + s)
+        W, _ = mpl.fit(x, y, P, lam, site.p)
+        xt, _ = site.sample(4000, rng=5000 + s)
+        truth = softmax(xt @ site.teacher @ P.T, axis=1)
+        ce.append(np.mean(np.sum(truth * -np.log(softmax(xt @ W @ P.T, axis=1)), axis=1)))
+        est.append(np.sum((W - site.teacher) ** 2))
+    for value, sample in ((th.test_loss, ce), (th.estimation_error, est)):
+        sample = np.asarray(sample)
+        z = (value - sample.mean()) / (sample.std(ddof=1) / np.sqrt(sample.size))
+        assert abs(z) < 3, z
