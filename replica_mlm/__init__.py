@@ -40,6 +40,8 @@ _EXPORTS = {
     # --- discrete generalised Potts model and factored self-attention ---
     "FactoredAttention": "replica_mlm.attention",
     "PottsModel": "replica_mlm.models.potts",
+    "PottsSite": "replica_mlm.models.potts_site",
+    "MulticlassSaddlePoint": "replica_mlm.theory.multiclass",
     # --- self-attention as an attractor network ---
     "AttractorNetwork": "replica_mlm.attractor",
 }
@@ -92,9 +94,11 @@ __all__ = [
     "GaussianPottsLimit",
     "LearningCurve",
     "MaskedSite",
+    "MulticlassSaddlePoint",
     "OptimalLambda",
     "PhaseDiagram",
     "PottsModel",
+    "PottsSite",
     "SaddlePoint",
     "Simulation",
     "Spectrum",

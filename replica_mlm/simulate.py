@@ -271,6 +271,9 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
                          site=site, n_test=n_test, threads=threads)
                 for a, g in zip(alphas, gens, strict=True)]
+    if isinstance(task, PottsModel) and task.q > 2:
+        return _simulate_potts(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
+                               channel=channel, n_test=n_test, threads=threads)
     if isinstance(task, PottsModel):
         return _simulate_ising(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
                                channel=channel, n_test=n_test, threads=threads)
@@ -371,6 +374,44 @@ def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
     return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss="logistic", channel="logit",
                       kkt_residual=np.full((seeds, lam.size), float(kkt)),
                       **{k: v[:, 0, :] for k, v in out.items()})
+
+
+def _simulate_potts(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
+                    threads) -> Simulation:
+    """:func:`simulate` on a Potts model with q > 2 colours: multinomial pseudo-likelihood of one
+    site (:mod:`replica_mlm.models.multinomial_pl`), inputs centred by the task's own mean."""
+    from replica_mlm.models.multinomial_pl import simulate_site
+    from replica_mlm.models.potts import _site
+    from replica_mlm.models.potts_site import all_colours_alike, colour_covariance
+
+    if site is None:
+        raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")
+    site = _site(site, model.L)
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be 'cross_entropy' for a Potts model with q > 2, got "
+                        f"{type(loss).__name__}")
+    if loss != "cross_entropy":
+        raise ValueError(f"the pseudo-likelihood of a Potts site with q = {model.q} colours is the "
+                         f"softmax cross-entropy: loss must be 'cross_entropy', got {loss!r}")
+    if channel not in (None, "softmax"):
+        raise ValueError(f"a Potts site's colours follow the softmax channel, got channel={channel!r}")
+    alpha = _checks.positive(alpha, "alpha")
+    lam = grid(lam, "lam")
+    seeds = _seed_count(seeds)
+    n_test = _checks.positive_int(n_test, "n_test")
+    p = model.L - 1
+    n = round(alpha * p)
+    if n < 1:
+        raise ValueError(f"alpha * p = {alpha * p:.3g} rounds to no training sequence: alpha must be "
+                         f">= {0.5 / p:.3g} for L = {model.L}")
+    K = model.q - 1
+    mean = (np.zeros((model.L, K)) if all_colours_alike(model)
+            else colour_covariance(model, rng=rng).mean)
+    with blas_threads(threads):
+        out = simulate_site(model, site=site, n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test, mean=mean)
+    kkt = out.pop("kkt")
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss="cross_entropy", channel="softmax",
+                      kkt_residual=np.full((seeds, lam.size), float(kkt)), **out)
 
 
 def _seed_count(seeds) -> int:

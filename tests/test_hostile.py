@@ -270,6 +270,10 @@ TARGETS = [
     _t("MaskedSite", lambda **k: rm.MaskedSite(**k),
        array("covariance", COV), array("teacher", TEACHER), real("noise", 0.3, extra=NONNEG)),
     _t("MaskedSite.sample", lambda **k: SITE.sample(**k), integer("n", 5, extra=POSINT), seed("rng")),
+    _t("PottsSite", lambda **k: rm.PottsSite(channel="gaussian", **k),
+       array("covariance", COV), array("teacher", TEACHER[:, None] * np.ones(2),
+                                       shapes=lambda s: len(s) == 2 and s[0] == TEACHER.size and s[1] >= 1),
+       integer("p", 2, extra=POSINT, huge=False), real("noise", 0.3, extra=NONNEG)),
     _t("MaskedSite.generalisation_error", lambda **k: SITE.generalisation_error(**k),
        array("weights", TEACHER + 0.1,
              shapes=lambda s: len(s) in (1, 2) and s[0] == TEACHER.size and math.prod(s) > 0)),
@@ -624,8 +628,8 @@ def test_hostile_hypothesis(data):
 
 def test_every_public_name_is_driven():
     """The table covers every callable of rm.__all__ that takes input."""
-    skipped = {"Asymptotics", "ConvergenceError", "LearningCurve", "OptimalLambda", "PhaseDiagram",
-               "SaddlePoint", "Simulation", "__version__", "plotting"}
+    skipped = {"Asymptotics", "ConvergenceError", "LearningCurve", "MulticlassSaddlePoint", "OptimalLambda",
+               "PhaseDiagram", "SaddlePoint", "Simulation", "__version__", "plotting"}
     driven = {t.name.split(".")[0].split("(")[0] for t in TARGETS}
     missing = set(rm.__all__) - skipped - driven
     assert not missing, missing

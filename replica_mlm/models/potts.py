@@ -194,7 +194,9 @@ class PottsModel:
         return cls.ising(couplings=J + J.T, beta=beta)
 
     def masked_site(self, i: int, rng: RngLike = 0, *, samples: int = 20000):
-        """Site ``i`` of an Ising model as a :class:`MaskedSite` with the logit channel.
+        """Site ``i`` of an Ising model as a :class:`MaskedSite` with the logit channel; for
+        q > 2 colours a :class:`~replica_mlm.models.potts_site.PottsSite` (softmax channel,
+        covariance of the reduced one-hot colours, exact when ``q**L <= 2**22``).
 
         The covariance ``Cov(s_-i)`` is exact (enumeration) for ``L <= 16`` and otherwise measured
         from ``samples`` sequences of the sampler (thinning from its measured autocorrelation;
@@ -204,6 +206,11 @@ class PottsModel:
         """
         from replica_mlm.models.ising import ising_site, require_ising, spin_covariance
 
+        if self.q > 2:  # the multi-class task of the softmax pseudo-likelihood (docs/multiclass.md)
+            from replica_mlm.models.potts_site import colour_covariance, potts_site
+
+            i = _site(i, self.L)
+            return potts_site(self, i, colour_covariance(self, samples=samples, rng=rng))
         require_ising(self, "masked_site")
         i = _site(i, self.L)
         return ising_site(self, i, spin_covariance(self, samples=samples, rng=rng))

@@ -159,9 +159,13 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
 
     Parameters
     ----------
-    task : MaskedSite, limit or Spectrum
+    task : MaskedSite, limit, Spectrum or PottsSite
         The learning task; only its spectrum (eigenvalues of Sigma, teacher weights, noise)
-        enters.
+        enters. A :class:`~replica_mlm.models.potts_site.PottsSite` (a site with q > 2 colours,
+        ``PottsModel.masked_site``) is solved by the multi-class theory and returns a
+        ``MulticlassSaddlePoint``; its options are those of
+        :func:`replica_mlm.theory.multiclass.solve` (``loss="cross_entropy"``, ``integration``,
+        ``order``, ``randomisations``, ``seed``, ``init``; docs/multiclass.md).
     alpha : float
         n / p, > 0.
     lam : float
@@ -203,8 +207,16 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
+    from replica_mlm.models.potts_site import PottsSite
     from replica_mlm.theory import channels, losses
 
+    if isinstance(task, PottsSite):  # q > 2 colours: the multi-class theory (docs/multiclass.md)
+        from replica_mlm.theory import multiclass
+
+        if method not in (None, "general") or precision is not None or channel not in (None, task.channel):
+            raise ValueError("a PottsSite is solved by the multi-class theory: method, precision and "
+                             "channel take their defaults")
+        return multiclass.solve(task, alpha=alpha, lam=lam, loss=loss, **options)
     spec = spectrum_of(task)
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
