@@ -37,6 +37,21 @@ def style():
     return plt.rc_context(STYLE)
 
 
+def styled(draw):
+    """Decorator: run a function that draws figures inside :func:`style` (the package's style).
+
+    Styles apply when artists are created, so the whole drawing function runs in the context.
+    """
+    import functools
+
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        with plt.rc_context(STYLE):
+            return draw(*args, **kwargs)
+
+    return wrapper
+
+
 def grey(i: int, n: int) -> str:
     """The i-th of n greys from black to mid-grey (distinct when printed without colour)."""
     return str(0.6 * i / max(n - 1, 1))
