@@ -57,7 +57,7 @@ def grey(i: int, n: int) -> str:
     return str(0.6 * i / max(n - 1, 1))
 
 
-def save(fig, path: str | os.PathLike, **savefig_kwargs) -> list[Path]:
+def save(fig, path: str | os.PathLike, *, formats: Sequence[str] = FORMATS, **savefig_kwargs) -> list[Path]:
     """Write ``fig`` as 300 dpi PNG and vector PDF side by side; the package's one figure writer.
 
     ``path`` is taken with or without a suffix (``out/curve``, ``out/curve.png`` and
@@ -65,13 +65,17 @@ def save(fig, path: str | os.PathLike, **savefig_kwargs) -> list[Path]:
     :data:`STYLE` apply wherever ``save`` is called (inside a style context or not): 300 dpi, a
     tight bounding box with a margin (so no label is cut off), white background, TrueType fonts in
     the PDF, no creation date in the PDF (identical input, identical file). ``savefig_kwargs`` go
-    to :meth:`matplotlib.figure.Figure.savefig` and override those settings.
+    to :meth:`matplotlib.figure.Figure.savefig` and override those settings; ``formats`` picks a
+    subset of ``(".png", ".pdf")``.
 
     Returns
     -------
     list of pathlib.Path
         The files written, PNG first.
     """
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ValueError(f"formats must be a non-empty subset of {FORMATS}, got {tuple(formats)!r}")
     stem = Path(path)
     if stem.suffix.lower() in FORMATS:
         stem = stem.with_suffix("")
@@ -84,7 +88,7 @@ def save(fig, path: str | os.PathLike, **savefig_kwargs) -> list[Path]:
     font_log.setLevel(logging.ERROR)
     try:
         with plt.rc_context({k: v for k, v in STYLE.items() if k.startswith(("savefig.", "pdf."))}):
-            for ext in FORMATS:
+            for ext in formats:
                 out = stem.parent / (stem.name + ext)
                 kwargs = dict(savefig_kwargs)
                 if ext == ".pdf":
@@ -348,7 +352,8 @@ def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
 
 
 def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float, float] | None = None,
-                      path: str | os.PathLike | None = None, title: str | None = None):
+                      simulations: Sequence | None = None, path: str | os.PathLike | None = None,
+                      title: str | None = None):
     """Log-log plot of eg - sigma^2 against alpha, with the asymptote sigma^2 / alpha.
 
     Parameters
@@ -359,6 +364,9 @@ def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float,
         sigma^2, the constant of the asymptote ``sigma^2 / alpha`` (THEORY.md section 5).
     fit_range : (float, float), optional
         Shaded alpha range (where the exponent is fitted).
+    simulations : sequence of (alpha, lam, mean, stderr) tuples, optional
+        Simulated ``eg - sigma^2`` (mean and standard error over training sets), drawn as markers
+        with error bars in the style of the line of the same lam.
     path : path, optional
         Where to save (PNG and PDF).
     title : str, optional
@@ -367,21 +375,42 @@ def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float,
     -------
     matplotlib.figure.Figure
     """
+    from matplotlib.legend_handler import HandlerTuple
+    from matplotlib.lines import Line2D
+
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots()
         n = len(curves)
+        handles, labels = [], []
         for i, (lam, alpha, excess) in enumerate(curves):
-            ax.plot(alpha, np.where(np.asarray(excess) > 0, excess, np.nan), color=grey(i, n),
-                    ls=LINESTYLES[i % len(LINESTYLES)], label=rf"$\lambda = {_latex_number(lam)}$")
+            (line,) = ax.plot(alpha, np.where(np.asarray(excess) > 0, excess, np.nan), color=grey(i, n),
+                              ls=LINESTYLES[i % len(LINESTYLES)])
+            pts = [s for s in simulations or () if s[1] == lam]
+            handle = line
+            if pts:
+                a_s, _, m_s, e_s = (np.asarray(v, dtype=float) for v in zip(*pts, strict=True))
+                ax.errorbar(a_s, m_s, yerr=e_s, fmt=MARKERS[i % len(MARKERS)], color=grey(i, n), mfc="white",
+                            capsize=2, lw=0.8, zorder=3)
+                handle = (line, Line2D([], [], ls="none", marker=MARKERS[i % len(MARKERS)], color=grey(i, n),
+                                       mfc="white"))
+            handles.append(handle)
+            labels.append(rf"$\lambda = {_latex_number(lam)}$")
         a = np.asarray(curves[0][1]) if curves else np.geomspace(1, 1000, 10)
-        ax.plot(a, noise / a, color="0.0", lw=0.8, ls=(0, (1, 1.5)), label=r"$\sigma^2/\alpha$")
+        handles.append(ax.plot(a, noise / a, color="0.0", lw=0.8, ls=(0, (1, 1.5)))[0])
+        labels.append(r"$\sigma^2/\alpha$")
         if fit_range is not None:
-            ax.axvspan(*fit_range, color="0.92", zorder=0, label="fit range")
+            handles.append(ax.axvspan(*fit_range, color="0.92", zorder=0))
+            labels.append("fit range")
+        if simulations:
+            handles.append(Line2D([], [], ls="none"))
+            labels.append("lines: replica theory\nmarkers: simulation\n(mean $\\pm$ s.e.)")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(r"$\alpha = n/p$")
         ax.set_ylabel(r"$e_g - \sigma^2$")
-        return _finish(fig, ax, title=title, path=path, legend=dict(loc="lower left"))
+        return _finish(fig, ax, title=title, path=path,
+                       legend=dict(handles=handles, labels=labels, loc="lower left",
+                                   handler_map={tuple: HandlerTuple(ndivide=1)}))
 
 
 def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str | None = None,
