@@ -287,7 +287,7 @@ def log_ticks(axis) -> None:
     lo, hi = sorted(ax.get_ylim() if axis is ax.yaxis else ax.get_xlim())
     decades = np.log10(hi / lo) if lo > 0 else np.inf
     subs = ((1.0, 2.0, 5.0) if decades > 2.5 else (1.0, 2.0, 3.0, 5.0) if decades > 0.8
-            else np.arange(1.0, 10.0))
+            else np.arange(1.0, 10.0) if decades > 0.4 else np.arange(1.0, 10.0, 0.5))
     axis.set_major_locator(LogLocator(subs=subs, numticks=12))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_locator(LogLocator(subs=np.arange(1.0, 10.0), numticks=12))

@@ -137,7 +137,7 @@ def _plot_errors(dig, path: Path) -> list[str]:
         ax.axvline(rec.t_best, color="0.5", lw=0.8)
         ax.set_title(f"recall test: $t^* = {rec.t_best}$, "
                      + ("passed" if rec.passed else "failed")
-                     + f" (z vs t = 0: {rec.margins()['z_vs_t0']:.1f})", fontsize=8)
+                     + f" ($z$ vs $t = 0$: {rec.margins()['z_vs_t0']:.1f})", fontsize=8)
         ax.set_ylabel("centred corr. with nearest training image")
         ax.set_xlabel("step $t$ of the dynamics")
         lo, hi = axes[0, col].get_ylim()
@@ -167,7 +167,7 @@ def _plot_lifetimes(dig, path: Path) -> list[str]:
         life = dig.lifetimes[task]["test"]
         hi = int(max(life.half_depth.max(), life.t_min.max())) + 2
         bins = np.arange(-0.5, hi + 0.5)
-        ax.hist(life.half_depth, bins=bins, alpha=0.7, label="lifetime (steps at half depth)")
+        ax.hist(life.half_depth, bins=bins, color="0.75", label="lifetime (steps at half depth)")
         ax.hist(life.t_min, bins=bins, histtype="step", color="k", ls="--",
                 label="step of the lowest error")
         sm = life.summary()["half_depth"]

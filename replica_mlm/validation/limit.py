@@ -130,8 +130,8 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, progress: bool | None = 
         fig, ax = plt.subplots()
         L = np.array(fs["L"], dtype=float)
         ax.errorbar(L, fs["rms_gap"], yerr=fs["rms_gap_error"], fmt="o", color="black", mfc="white",
-                    capsize=2, label="replica theory on GOE instances\n(error: $\\Delta/\\sqrt{2n}$, "
-                                     "$n$ instances)")
+                    capsize=2, elinewidth=0.9,
+                    label="replica theory on GOE instances\n(error: $\\Delta/\\sqrt{2n}$, $n$ instances)")
         fit = np.exp(fs["intercept"]) * L ** fs["slope"]
         ax.plot(L, fit, color="0.2", lw=1.0,
                 label=rf"fit: $\propto L^{{{fs['slope']:.2f} \pm {fs['slope_error']:.2f}}}$")
