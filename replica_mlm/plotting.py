@@ -409,8 +409,8 @@ def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float,
         ax.set_xlabel(r"$\alpha = n/p$")
         ax.set_ylabel(r"$e_g - \sigma^2$")
         return _finish(fig, ax, title=title, path=path,
-                       legend=dict(handles=handles, labels=labels, loc="lower left",
-                                   handler_map={tuple: HandlerTuple(ndivide=1)}))
+                       legend=dict(handles=handles, labels=labels, loc="upper left",
+                                   bbox_to_anchor=(1.01, 1.0), handler_map={tuple: HandlerTuple(ndivide=1)}))
 
 
 def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str | None = None,

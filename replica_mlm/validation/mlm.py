@@ -353,7 +353,7 @@ def _figures(cfg: MLMSettings, rows: list[dict], instances: dict, c_data: dict, 
     seeds = next(s for L_, _, s in cfg.sizes if L_ == L)
     fig = plot_learning_curves(
         curves, simulations=sims,
-        title=f"L = {L}, s = {cfg.shift:g}: replica (lines), simulation (mean ± s.e., {seeds} sets)")
+        title=rf"$L = {L}$, $s = {cfg.shift:g}$: replica (lines), simulation (mean $\pm$ s.e., {seeds} sets)")
     fig.axes[0].title.set_fontsize(8.5)
     save(fig, out / "mlm_fig3_left")
     plt.close(fig)
