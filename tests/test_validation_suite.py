@@ -101,6 +101,10 @@ def test_quick_suite_a_passes_and_report_is_complete(quick_a):
     sections = {s["name"].split(":")[0]: s for s in report["sections"]}
     for fig in ("mlm_fig3_left", "mlm_zscores", "mlm_large_alpha", "discrete_fig3_right"):
         assert (out / f"{fig}.png").exists() and (out / f"{fig}.pdf").exists()
+    from PIL import Image
+
+    with Image.open(out / "mlm_fig3_left.png") as im:  # saved by plotting.save: 300 dpi (was 150)
+        assert round(im.info["dpi"][0]) == 300 and im.size[0] > 1500, (im.info, im.size)
     md = (out / "report.md").read_text()
     assert "Overall: PASSED" in md and "mlm.d.ks_normal" in md
     mlm = sections["mlm"]

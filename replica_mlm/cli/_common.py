@@ -74,7 +74,7 @@ def task_title(task, *, L: int, shift: float, site: int, limit: bool) -> str:
     """A figure title naming the task."""
     if limit:
         return rf"Gaussian Potts, $L \to \infty$, $s = {shift:g}$"
-    return f"Gaussian Potts, L = {L}, s = {shift:g}, site {site}"
+    return rf"Gaussian Potts, $L = {L}$, $s = {shift:g}$, site {site}"
 
 
 def alpha_grid(alpha_min: float, alpha_max: float, points: int) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 import click
@@ -25,7 +26,7 @@ from replica_mlm.cli._common import (
 @click.command(epilog=CONVENTIONS)
 @task_options
 @limit_option
-@alpha_range_options
+@functools.partial(alpha_range_options, alpha_max=12.0, points=300)
 @lam_option((1e-4, 1e-2, 1e-1, 1.0))
 @erm_options
 @out_option("replica-mlm-out")
@@ -52,8 +53,8 @@ def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss,
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "curve.csv"
     curves_to_csv(curves, csv_path)
-    fig = plot_learning_curves(
-        curves, path=out / "curve", title=task_title(task, L=L, shift=shift, site=site, limit=limit))
+    fig = plot_learning_curves(curves, path=out / "curve", title=_title(task, curves, L=L, shift=shift,
+                                                                     site=site, limit=limit))
     import matplotlib.pyplot as plt
 
     plt.close(fig)
@@ -65,3 +66,17 @@ def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss,
                    started=started, files=files,
                    extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii})
     click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'curve.json'}")
+
+
+def _title(task, curves, **where) -> str:
+    """The task, and from which alpha the smallest lam beats no learning (the caption of curve.png)."""
+    from replica_mlm.plotting import _latex_number, beats_no_learning
+
+    first = min(curves, key=lambda c: c.lam)
+    beat = beats_no_learning(first)
+    lam = rf"$\lambda = {_latex_number(first.lam)}$"
+    if beat == beat:  # not nan
+        note = rf"at {lam}, $e_g < C_{{ii}}$ (no learning) only for $\alpha > {beat:.3g}$"
+    else:
+        note = rf"at {lam}, $e_g \geq C_{{ii}}$ (no learning) for every $\alpha \leq {first.alpha[-1]:g}$"
+    return f"{task_title(task, **where)}\n{note}"

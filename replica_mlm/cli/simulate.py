@@ -31,8 +31,9 @@ COLUMNS = ("alpha_target", "alpha", "n", "p", "lam", "seeds", "eg_mean", "eg_std
 @click.command("simulate", epilog=CONVENTIONS)
 @task_options
 @click.option("--alpha", "alphas", type=FiniteFloat(min=0, min_open=True), multiple=True,
-              default=(0.5, 0.8, 1.5, 2.0, 3.0), show_default=True,
-              help="Sample ratio(s) alpha = n/p; repeat for several. n = round(alpha p).")
+              default=(0.3, 0.6, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0, 3.0), show_default=True,
+              help="Sample ratio(s) alpha = n/p; repeat for several. n = round(alpha p). The default "
+                   "samples both sides of the interpolation peak at alpha = 1.")
 @lam_option((0.0, 1e-3, 1e-1, 1.0))
 @click.option("--seeds", type=click.IntRange(min=2), default=20, show_default=True,
               help="Independent training sets per alpha (for the mean and its standard error).")
@@ -113,7 +114,7 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, chann
     fig = plot_learning_curves(
         curves, path=out / "simulate",
         simulations=[(r["alpha"], r["lam"], r["eg_mean"], r["eg_stderr"]) for r in rows],
-        title=f"L = {L}, s = {shift:g}, site {site}: replica (lines), {seeds} training sets (points)")
+        title=rf"$L = {L}$, $s = {shift:g}$, site {site}: replica (lines), {seeds} training sets (markers)")
     plt.close(fig)
     files = [csv_path, out / "simulate.png", out / "simulate.pdf"]
     zs = np.array([r["z"] for r in rows])

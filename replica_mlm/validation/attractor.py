@@ -80,12 +80,26 @@ def _sizes(quick: bool) -> tuple[dict, dict]:
     )
 
 
+def _styled(draw):
+    """Draw in the package's style (:func:`replica_mlm.plotting.styled`, imported when drawing)."""
+    import functools
+
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        from replica_mlm.plotting import styled as in_style
+
+        return in_style(draw)(*args, **kwargs)
+
+    return wrapper
+
+
 def _band(ax, t, a, label, style="-", color=None):
     m, se = a.mean(axis=0), a.std(axis=0, ddof=1) / np.sqrt(a.shape[0])
     (line,) = ax.plot(t, m, style, color=color, label=label)
     ax.fill_between(t, m - se, m + se, alpha=0.25, color=line.get_color())
 
 
+@_styled
 def _plot_errors(dig, path: Path) -> list[str]:
     """Error vs step on test inputs with the three references of the test as lines."""
     import matplotlib.pyplot as plt
@@ -100,18 +114,18 @@ def _plot_errors(dig, path: Path) -> list[str]:
         ax = axes[0, col]
         _band(ax, t, c.error, "dynamics from the corrupted input", color="C0")
         err0 = c.error[:, 0].mean()
-        ax.axhline(err0, color="C3", ls="--", label=f"t = 0 (corrupted input): {err0:.4f}")
+        ax.axhline(err0, color="C2", ls="--", label=f"$t = 0$ (corrupted input): {err0:.4f}")
         b = dig.baseline["test"]
         ax.axhline(b[0], color="k", ls="-.", label=f"mean training image: {b[0]:.4f}")
-        ax.axhline(c.error[:, -1].mean(), color="C2", ls=":",
-                   label=f"t = {T}: {c.error[:, -1].mean():.4f}")
+        ax.axhline(c.error[:, -1].mean(), color="C3", ls=":",
+                   label=f"$t = {T}$: {c.error[:, -1].mean():.4f}")
         sh = c.extra["shrinkage_error"].mean()
         ax.axhline(sh, color="C4", ls=(0, (1, 3)), lw=1.5,
-                   label=f"input shrunk toward the mean image (k = {dig.shrink[task]:.2f}): "
+                   label=f"input shrunk toward the mean image ($k = {dig.shrink[task]:.2f}$): "
                    f"{sh:.4f}")
         ax.axvline(mem.t_best, color="0.5", lw=0.8)
         z = mem.margins()
-        ax.set_title(f"{task} test digits: t* = {mem.t_best} (chosen on the other half); gains "
+        ax.set_title(f"{task} test digits: $t^* = {mem.t_best}$ (chosen on the other half); gains "
                      f"{z['z_vs_t0']:.0f}, {z['z_vs_baseline']:.0f}, {z['z_vs_last']:.0f} s.e.",
                      fontsize=8)
         ax.set_ylabel("mean squared pixel error")
@@ -119,13 +133,13 @@ def _plot_errors(dig, path: Path) -> list[str]:
         rec = dig.recall[task]["test"]
         _band(ax, t, c.correlation_train, "centred correlation, nearest training image",
               color="C1")
-        ax.axhline(c.correlation_train[:, 0].mean(), color="C3", ls="--", label="t = 0")
+        ax.axhline(c.correlation_train[:, 0].mean(), color="C2", ls="--", label="$t = 0$")
         ax.axvline(rec.t_best, color="0.5", lw=0.8)
-        ax.set_title(f"recall test: t* = {rec.t_best}, "
+        ax.set_title(f"recall test: $t^* = {rec.t_best}$, "
                      + ("passed" if rec.passed else "failed")
-                     + f" (z vs t = 0: {rec.margins()['z_vs_t0']:.1f})", fontsize=8)
+                     + f" ($z$ vs $t = 0$: {rec.margins()['z_vs_t0']:.1f})", fontsize=8)
         ax.set_ylabel("centred corr. with nearest training image")
-        ax.set_xlabel("step t of the dynamics")
+        ax.set_xlabel("step $t$ of the dynamics")
         lo, hi = axes[0, col].get_ylim()
         axes[0, col].set_ylim(lo, lo + 1.7 * (hi - lo))  # head room for the legend
         axes[0, col].legend(fontsize=7, loc="upper right")
@@ -134,14 +148,15 @@ def _plot_errors(dig, path: Path) -> list[str]:
             ax.set_xscale("symlog", linthresh=1.0)
             ax.grid(alpha=0.3)
     s = dig.settings
-    fig.suptitle(f"digits, {dig.sizes['n_eval']} held-out test images (beta {s.beta:g}, gamma "
-                 f"{s.gamma:g}, weight decay {s.weight_decay:g}): mean, bands = 1 s.e.")
+    fig.suptitle(f"digits, {dig.sizes['n_eval']} held-out test images ($\\beta = {s.beta:g}$, "
+                 f"$\\gamma = {s.gamma:g}$, weight decay {s.weight_decay:g}): mean, bands = 1 s.e.")
     fig.tight_layout()
-    files = [written.name for written in save(fig, path, dpi=120)]
+    files = [written.name for written in save(fig, path)]
     plt.close(fig)
     return files
 
 
+@_styled
 def _plot_lifetimes(dig, path: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
@@ -152,11 +167,11 @@ def _plot_lifetimes(dig, path: Path) -> list[str]:
         life = dig.lifetimes[task]["test"]
         hi = int(max(life.half_depth.max(), life.t_min.max())) + 2
         bins = np.arange(-0.5, hi + 0.5)
-        ax.hist(life.half_depth, bins=bins, alpha=0.7, label="lifetime (steps at half depth)")
-        ax.hist(life.t_min, bins=bins, histtype="step", color="k",
+        ax.hist(life.half_depth, bins=bins, color="0.75", label="lifetime (steps at half depth)")
+        ax.hist(life.t_min, bins=bins, histtype="step", color="k", ls="--",
                 label="step of the lowest error")
         sm = life.summary()["half_depth"]
-        ax.axvline(sm["mean"], color="C3", ls="--",
+        ax.axvline(sm["mean"], color="C2", ls="-.",
                    label=f"mean {sm['mean']:.1f} ± {sm['sem']:.1f} (s.d. {sm['std']:.1f})")
         ax.set_xlabel("steps")
         ax.set_ylabel("test images")
@@ -164,11 +179,12 @@ def _plot_lifetimes(dig, path: Path) -> list[str]:
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    files = [written.name for written in save(fig, path, dpi=120)]
+    files = [written.name for written in save(fig, path)]
     plt.close(fig)
     return files
 
 
+@_styled
 def _plot_examples(examples: dict, t_show: list[int], path: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
@@ -185,7 +201,7 @@ def _plot_examples(examples: dict, t_show: list[int], path: Path) -> list[str]:
         for c, t in enumerate(t_show):
             axes[r, c + 1].imshow(ex["states"][t, k], cmap="gray_r", vmin=0, vmax=1)
             if r == 0:
-                axes[r, c + 1].set_title(f"t = {t}", fontsize=8)
+                axes[r, c + 1].set_title(f"$t = {t}$", fontsize=8)
         if r == 0:
             axes[r, 0].set_title("clean", fontsize=8)
     for ax in axes.ravel():
@@ -193,11 +209,12 @@ def _plot_examples(examples: dict, t_show: list[int], path: Path) -> list[str]:
         ax.set_yticks([])
     fig.suptitle("digits: clean image and decoded states of the dynamics from the corrupted input")
     fig.tight_layout()
-    files = [written.name for written in save(fig, path, dpi=120)]
+    files = [written.name for written in save(fig, path)]
     plt.close(fig)
     return files
 
 
+@_styled
 def _plot_potts(masked: dict, path: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
@@ -206,32 +223,33 @@ def _plot_potts(masked: dict, path: Path) -> list[str]:
     fig, ax = plt.subplots(figsize=(7, 6))
     m, se = np.asarray(masked["curve_mean"]), np.asarray(masked["curve_sem"])
     t = np.arange(len(m))
-    ax.plot(t, m, label="attractor network, masked site (band: unpaired s.e. over sequences)")
-    ax.fill_between(t, m - se, m + se, alpha=0.2)
+    ax.plot(t, m, color="C0", label="attractor network, masked site (band: unpaired s.e. over sequences)")
+    ax.fill_between(t, m - se, m + se, color="C0", alpha=0.2)
     for key, label, style in (
-        ("factored_attention_oracle", "1 step of factored attention, A = -P_i./P_ii", "--"),
+        ("factored_attention_oracle", r"1 step of factored attention, $A = -P_{i\cdot}/P_{ii}$", "--"),
         ("factored_attention_fitted", "1 step of factored attention, fitted (MLM)", ":"),
-        ("predict_zero", "predict the mean (x_i = 0)", "-."),
+        ("predict_zero", "predict the mean ($x_i = 0$)", "-."),
     ):
         mu, s = masked[key]
-        ax.axhline(mu, ls=style, color="k" if key == "predict_zero" else None,
+        ax.axhline(mu, ls=style, color={"factored_attention_oracle": "C1", "factored_attention_fitted": "C2",
+                                        "predict_zero": "k"}[key],
                    label=f"{label}: {mu:.3f} ± {s:.3f}")
-    for key, label, color in (("theory_oracle_mean_1_over_Pii", "exact 1/P_ii", "C3"),
-                              ("theory_zero_mean_Cii", "exact C_ii", "0.4")):
-        ax.axhline(masked[key], color=color, lw=0.8, label=f"{label}: {masked[key]:.3f}")
+    for key, label, color, ls in (("theory_oracle_mean_1_over_Pii", "exact $1/P_{ii}$", "C4", (0, (1, 1))),
+                                  ("theory_zero_mean_Cii", "exact $C_{ii}$", "0.4", (0, (6, 2)))):
+        ax.axhline(masked[key], color=color, ls=ls, lw=0.9, label=f"{label}: {masked[key]:.3f}")
     avz = masked["attractor_vs_zero"]
     ax.axvline(avz["t_best"], color="0.5", lw=0.8)
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlim(0, len(m) - 1)
-    ax.set_xlabel("step t of the dynamics")
-    ax.set_ylabel("squared error at the masked site (units of x)")
-    ax.set_title(f"Gaussian Potts sequences (held-out), one masked site\nattractor at t* = "
+    ax.set_xlabel("step $t$ of the dynamics")
+    ax.set_ylabel("squared error at the masked site (units of $x$)")
+    ax.set_title(f"Gaussian Potts sequences (held-out), one masked site\nattractor at $t^* = $"
                  f"{avz['t_best']} vs predicting the mean, paired: gain "
                  f"{avz['gain_vs_baseline'][0]:+.4f} ± {avz['gain_vs_baseline'][1]:.4f}", fontsize=9)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    files = [written.name for written in save(fig, path, dpi=120)]
+    files = [written.name for written in save(fig, path)]
     plt.close(fig)
     return files
 
@@ -372,6 +390,7 @@ def _table(rows: list[dict], header: bool = True) -> str:
     return "\n".join(lines)
 
 
+@_styled
 def _plot_scan(rows: list[dict], path: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
@@ -383,8 +402,8 @@ def _plot_scan(rows: list[dict], path: Path) -> list[str]:
         lf = [r[task]["lifetime"] for r in rows]
         ax.errorbar([x["median"] for x in lf], y,
                     xerr=[[x["median"] - x["q25"] for x in lf], [x["q75"] - x["median"] for x in lf]],
-                    fmt="s", color="C0", label="lifetime: median, quartiles")
-        ax.plot([x["mean"] for x in lf], y, "o", mfc="none", color="C3", label="lifetime: mean")
+                    fmt="s", color="C0", capsize=2, label="lifetime: median, quartiles")
+        ax.plot([x["mean"] for x in lf], y, "o", mfc="none", color="C2", label="lifetime: mean")
         ax.plot([r[task]["t_min"]["mean"] for r in rows], y, "x", color="k",
                 label="mean step of the lowest error")
         ax.axvline(_MIN_LIFETIME, color="0.5", ls="--", lw=0.8)
@@ -395,7 +414,7 @@ def _plot_scan(rows: list[dict], path: Path) -> list[str]:
                             ha="right", va="center")
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlim(0, 1.5 * T)
-        ax.set_xlabel(f"steps (of T = {T})")
+        ax.set_xlabel(f"steps (of $T = {T}$)")
         ax.set_title(f"{task} test digits", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].set_yticks(y, [r["config"] for r in rows], fontsize=7)
@@ -403,7 +422,7 @@ def _plot_scan(rows: list[dict], path: Path) -> list[str]:
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=7)
     fig.suptitle("lifetime of the transient per configuration (one factor changed at a time)")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    files = [written.name for written in save(fig, path, dpi=120)]
+    files = [written.name for written in save(fig, path)]
     plt.close(fig)
     return files
 

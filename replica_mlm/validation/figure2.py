@@ -375,9 +375,10 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
     d["true_attention_abs_beta_J"] = np.abs(pm.beta * pm.couplings)
     d["seconds"]["total_before_figures"] = time.perf_counter() - t0
     section.data = d
+    from replica_mlm.plotting import styled
     from replica_mlm.validation.figure2_plots import figures
 
-    section.figures += figures(out, st, d)
+    section.figures += styled(figures)(out, st, d)  # drawn in the package's style
     d["seconds"]["total"] = time.perf_counter() - t0
     atomic_write_text(out / "fig2.json", json.dumps(_jsonable({
         "passed": section.passed, "parameters": section.parameters,

@@ -15,7 +15,7 @@ def _save(fig, out: Path, stem: str) -> list[str]:
     for ax in fig.axes:  # minor tick labels of log x axes overlap
         ax.xaxis.set_minor_formatter(NullFormatter())
 
-    return [p.name for p in save(fig, out / stem, dpi=150, bbox_inches="tight")]
+    return [p.name for p in save(fig, out / stem)]  # 300 dpi PNG + PDF, tight box
 
 
 def _band(ax, x, curves, label, **kw):

@@ -67,6 +67,8 @@ A_SE = 3.0
 C_RANGE = (1e3, 1e4)
 #: a lower range, reported (not checked) to show the approach to the asymptote
 C_RANGE_LOW = (100.0, 1000.0)
+#: training sets per alpha of the large-alpha figure's simulations (smallest instance)
+LARGE_ALPHA_SEEDS = 16
 C_POINTS = 30
 C_EXPONENT_TOL = 0.05
 C_REL_TOL = 0.05
@@ -88,6 +90,9 @@ class MLMSettings:
         Diagonal shift s of the precision s I - J.
     site : int
         Masked site.
+    large_alphas : tuple of float
+        Simulated on the smallest instance for the figure ``mlm_large_alpha`` (the decay of
+        eg - sigma^2 towards sigma^2 / alpha); not part of the checks.
     """
 
     sizes: tuple[tuple[int, int, int], ...]
@@ -95,6 +100,7 @@ class MLMSettings:
     lams: tuple[float, ...] = LAMS
     shift: float = 3.0
     site: int = 0
+    large_alphas: tuple[float, ...] = (3.0, 10.0, 30.0)
 
 
 QUICK_ALPHAS = (0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 0.95, 1.05, 1.1, 1.2, 1.3, 1.5, 2.0, 3.0)
@@ -124,7 +130,7 @@ def settings(quick: bool) -> MLMSettings:
     if quick:
         return MLMSettings(sizes=((100, 4, 40), (400, 1, 40)), alphas=QUICK_ALPHAS)
     return MLMSettings(sizes=tuple((L, k, full_seeds(L - 1)) for L, k in ((100, 16), (400, 4), (1600, 2))),
-                       alphas=FULL_ALPHAS)
+                       alphas=FULL_ALPHAS, large_alphas=(3.0, 10.0, 30.0, 100.0, 300.0))
 
 
 # --- one point of the sweep (runs in a worker) ---------------------------------------------
@@ -366,10 +372,11 @@ def _rows_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def _figures(cfg: MLMSettings, rows: list[dict], instances: dict, c_data: dict, out: Path) -> list[str]:
+def _figures(cfg: MLMSettings, rows: list[dict], instances: dict, c_data: dict, out: Path,
+             rng: int = 0) -> list[str]:
     import matplotlib.pyplot as plt
 
-    from replica_mlm import learning_curve
+    from replica_mlm import learning_curve, simulate
     from replica_mlm.plotting import plot_excess_decay, plot_learning_curves, plot_z_histogram, save
 
     files = []
@@ -383,7 +390,7 @@ def _figures(cfg: MLMSettings, rows: list[dict], instances: dict, c_data: dict, 
     seeds = next(s for L_, _, s in cfg.sizes if L_ == L)
     fig = plot_learning_curves(
         curves, simulations=sims,
-        title=f"L = {L}, s = {cfg.shift:g}: replica (lines), simulation (mean ± s.e., {seeds} sets)")
+        title=rf"$L = {L}$, $s = {cfg.shift:g}$: replica (lines), simulation (mean $\pm$ s.e., {seeds} sets)")
     fig.axes[0].title.set_fontsize(8.5)
     save(fig, out / "mlm_fig3_left")
     plt.close(fig)
@@ -396,10 +403,23 @@ def _figures(cfg: MLMSettings, rows: list[dict], instances: dict, c_data: dict, 
     plt.close(fig)
     files += ["mlm_zscores.png", "mlm_zscores.pdf"]
 
+    # simulations at large alpha on the smallest instance (n = alpha p samples stay cheap there)
+    L_small = min(k[0] for k in instances)
+    small = instances[(L_small, 0)]
     a = np.geomspace(0.5, 3 * C_RANGE[1], 200)
-    lam_curves = [(lam, a, learning_curve(site, alpha=a, lam=lam).eg - site.noise) for lam in cfg.lams]
-    fig = plot_excess_decay(lam_curves, noise=site.noise, fit_range=C_RANGE, path=out / "mlm_large_alpha",
-                            title=rf"L = {L}: $e_g - \sigma^2$ against $\sigma^2/\alpha$ (fit: shaded)")
+    lam_curves = [(lam, a, learning_curve(small, alpha=a, lam=lam).eg - small.noise) for lam in cfg.lams]
+    sims = []
+    for k, alpha_s in enumerate(cfg.large_alphas):
+        sim = simulate(small, alpha=alpha_s, lam=list(cfg.lams), seeds=LARGE_ALPHA_SEEDS,
+                       rng=np.random.default_rng(np.random.SeedSequence([rng, 7, k])))
+        excess = sim.eg - small.noise  # per training set, then mean and standard error
+        sims += [(sim.alpha, lam, float(excess[:, j].mean()),
+                  float(excess[:, j].std(ddof=1) / np.sqrt(excess.shape[0])))
+                 for j, lam in enumerate(cfg.lams)]
+    fig = plot_excess_decay(lam_curves, noise=small.noise, fit_range=C_RANGE, simulations=sims,
+                            path=out / "mlm_large_alpha",
+                            title=rf"$L = {L_small}$: replica (lines), {LARGE_ALPHA_SEEDS} training sets "
+                                  r"per $\alpha$ (markers); fit of $c\,\alpha^{-\nu}$: shaded")
     plt.close(fig)
     files += ["mlm_large_alpha.png", "mlm_large_alpha.pdf"]
     return files
@@ -449,7 +469,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1, schedu
     section.checks.append(check_c)
     d_checks, d_data = _check_d(cfg, rows)
     section.checks += d_checks
-    section.figures += _figures(cfg, rows, instances, c_data, out)
+    section.figures += _figures(cfg, rows, instances, c_data, out, rng)
     atomic_write_text(out / "mlm.csv", _rows_csv(rows))
     section.data = {"large_alpha": c_data, **d_data, "sweep": {
         "points": len(points), "computed": sweep.computed, "resumed": sweep.resumed,
