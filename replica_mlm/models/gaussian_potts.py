@@ -1,4 +1,4 @@
-"""The Gaussian (mean-field) Potts model: x ~ N(0, C), C = (s I - J)^{-1} (THEORY.md section 3)."""
+"""The Gaussian (mean-field) Potts model: x ~ N(0, C), C = (s I - J)^{-1} (docs/theory.md, section 1)."""
 
 from __future__ import annotations
 
@@ -51,12 +51,12 @@ class GaussianPotts:
 
     @classmethod
     def random(cls, L: int, shift: float = 3.0, *, seed: _checks.RngLike = None) -> GaussianPotts:
-        """A model with GOE couplings (THEORY.md section 3); ``seed`` is an int or a Generator."""
+        """A model with GOE couplings (docs/theory.md, section 1); ``seed`` is an int or a Generator."""
         return cls(couplings=goe(L, rng=seed), shift=shift)
 
     @staticmethod
     def limit(shift: float = 3.0) -> GaussianPottsLimit:
-        """A masked site in the thermodynamic limit L -> infinity (THEORY.md section 6).
+        """A masked site in the thermodynamic limit L -> infinity (docs/limit.md).
 
         Usable wherever a :class:`MaskedSite` is accepted by the theory; ``shift`` must be > 2.
         """
@@ -88,7 +88,7 @@ class GaussianPotts:
         return c
 
     def masked_site(self, i: int) -> MaskedSite:
-        """The regression task of predicting x_i from the other sites (THEORY.md section 3).
+        """The regression task of predicting x_i from the other sites (docs/theory.md, section 1).
 
         ``w* = -P_{-i,i} / P_ii``, ``sigma^2 = 1 / P_ii`` and ``Sigma = C_{-i,-i}``.
         """
