@@ -3,7 +3,7 @@
 Factored attention decouples positions from colours. With the identity embedding and the mask token
 equal to 0, the output at a masked site ``i`` is
 
-    z_i = sum_{j != i} A_ij V e_{s_j},        P_model(s_i = a | s_-i) = softmax_a(z_i)      (§2)
+    z_i = sum_{j != i} A_ij V e_{s_j},        P_model(s_i = a | s_-i) = softmax_a(z_i)      (docs/potts.md)
 
 and the MLM loss ``-(1/n) sum_mu sum_i log P_model(s_i^mu | s_-i^mu)`` (every site masked in turn)
 is the negative log pseudo-likelihood of a generalised Potts model with couplings ``W_ij = A_ij V``.

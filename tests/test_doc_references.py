@@ -1,5 +1,6 @@
 """What the package cites exists for its users: no reference to a file outside the package."""
 
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,3 +54,72 @@ def test_no_reference_to_the_internal_notes_file():
     hits = internal_references()
     assert not hits, (f"{_INTERNAL_NOTES} is not part of the package and users never see it; cite the "
                       f"package's own docs instead (e.g. docs/theory.md, section N): {hits}")
+
+
+# "docs/theory.md, section 3", "sections 2-4", "sections 3 and 6", "s. 1", "section 'The general engine'"
+_REF = re.compile(
+    r"docs/(\w+)\.md,?[ ]\(?(?:sections?|s\.)[ ]"
+    r"(?:(\d+)(?:[ ]?(?:-|–|and)[ ]?(\d+))?|['\"]([^'\"\n]+)['\"])"
+)
+_PAGE_TITLE = re.compile(r"docs/(\w+)\.md,[ ]['\"]([^'\"\n]+)['\"]")  # docs/potts.md, 'Random instances'
+_PAGE = re.compile(r"docs/(\w+)\.md")
+
+
+def _headings(page: Path) -> list[str]:
+    """Heading texts of a markdown page, without the leading '#'s and without a section number."""
+    out = []
+    for line in page.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"#{1,4}\s+(?:(\d+)\.\s+)?(.*)", line)
+        if m:
+            out.append((m.group(1), m.group(2).strip()))
+    return out
+
+
+def broken_doc_references(root: Path = ROOT) -> list[str]:
+    """Every ``docs/<page>.md`` reference whose page, numbered section or titled section is missing."""
+    bad = []
+    for path in shipped_text_files(root):
+        if path.parent == root / "docs" or path.name == Path(__file__).name:
+            continue
+        text = path.read_text(encoding="utf-8")
+        where = str(path.relative_to(root))
+        for m in _PAGE.finditer(text):
+            if not (root / "docs" / f"{m.group(1)}.md").exists():
+                bad.append(f"{where}: {m.group(0)} does not exist")
+        for m in list(_REF.finditer(text)) + list(_PAGE_TITLE.finditer(text)):
+            page = root / "docs" / f"{m.group(1)}.md"
+            if not page.exists():
+                continue
+            heads = _headings(page)
+            if m.re is _REF and m.group(2):
+                lo, hi = int(m.group(2)), int(m.group(3) or m.group(2))
+                numbers = {n for n, _ in heads if n}
+                missing = [n for n in {lo, hi} if str(n) not in numbers]
+                if missing or hi < lo:
+                    bad.append(f"{where}: {m.group(0)!r}: no section {missing or (lo, hi)} in {page.name}")
+            else:
+                title = m.group(4) if m.re is _REF else m.group(2)
+                if not any(h.startswith(title) for _, h in heads):
+                    bad.append(f"{where}: {m.group(0)!r}: no section titled {title!r} in {page.name}")
+    return bad
+
+
+def test_reference_checker_finds_missing_pages_and_sections(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "theory.md").write_text("# T\n## 1. Ridge\n## 2. Free energy\n### Sub part\n")
+    (tmp_path / "README.md").write_text(
+        "docs/theory.md, section 2\ndocs/theory.md, sections 1-2\ndocs/theory.md, section 'Free energy'\n"
+        "docs/theory.md, 'Sub part'\n"  # all four resolve
+        "docs/theory.md, section 3\ndocs/theory.md, sections 1 and 4\ndocs/theory.md, section 'Peak'\n"
+        "docs/nowhere.md\ndocs/theory.md, 'Nothing'\n"
+    )
+    bad = broken_doc_references(tmp_path)
+    assert len(bad) == 5, bad
+    assert all(line.startswith("README.md: ") for line in bad)
+    for fragment in ("section 3", "1 and 4", "'Peak'", "nowhere.md", "'Nothing'"):
+        assert sum(fragment in line for line in bad) == 1, (fragment, bad)
+
+
+def test_every_docs_reference_resolves():
+    bad = broken_doc_references()
+    assert not bad, "\n".join(bad)
