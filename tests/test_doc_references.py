@@ -123,3 +123,21 @@ def test_reference_checker_finds_missing_pages_and_sections(tmp_path):
 def test_every_docs_reference_resolves():
     bad = broken_doc_references()
     assert not bad, "\n".join(bad)
+
+
+def test_citing_page_matches_citation_cff():
+    cff = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "citing.md").read_text(encoding="utf-8")
+    version = re.search(r"^version:\s*([\w.]+)", cff, re.M).group(1)
+    assert f"version = {{{version}}}" in page
+    dois = re.findall(r'doi:\s*"([^"]+)"', cff)
+    arxiv = re.findall(r'"arXiv:([\d.]+)"', cff)
+    assert dois and len(arxiv) == 2
+    for doi in dois:
+        assert f"doi     = {{{doi}}}" in page, doi
+    for number in arxiv:
+        assert f"eprint  = {{{number}}}" in page or f"eprint    = {{{number}}}" in page, number
+    titles = re.findall(r'^\s+title:\s*"([^"]+)"', cff, re.M)
+    assert len(titles) == 2
+    for title in titles:  # BibTeX braces protect capitals: compare without them
+        assert title in page.replace("{Potts}", "Potts"), title

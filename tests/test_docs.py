@@ -30,7 +30,7 @@ def test_docs_build_without_warnings(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     html = tmp_path / "html"
     for page in ("index", "getting_started", "theory", "limit", "potts", "attractor", "figures", "api",
-                 "cli", "auto_examples/index"):
+                 "cli", "changelog", "citing", "auto_examples/index"):
         assert (html / f"{page}.html").exists(), page
     cli = (html / "cli.html").read_text()
     for cmd in ("curve", "phase", "simulate", "validate", "equations", "attractor", "potts"):
