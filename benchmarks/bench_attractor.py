@@ -1,7 +1,7 @@
 """Time per training epoch of the attractor network's local rule against M, N and d.
 
 One epoch of full-batch training is one evaluation of the local gradient
-dL/dJ_ij = -(1/M) sum_mu a_ij x_i x_j^T + lambda J_ij (THEORY.md section 7), which costs
+dL/dJ_ij = -(1/M) sum_mu a_ij x_i x_j^T + lambda J_ij (docs/attractor.md), which costs
 O(M N^2 d^2) flops and O(chunk N^2 d) memory. The vectorised kernel (batched BLAS products over j)
 is timed against a naive per-configuration, per-pair Python loop baseline, in the same process,
 and the scaling exponents d log(time) / d log(size) are fitted from the timings.

@@ -2,13 +2,19 @@
 
 Built with ``sphinx-build -W -b html docs <out>`` (warnings are errors; tests/test_docs.py does it in
 CI). Sphinx rather than MkDocs: the API reference is generated from the numpy-style docstrings by
-autodoc + napoleon, the CLI reference from the click commands themselves by sphinx-click, and the
-markdown pages (theory.md, limit.md) with their LaTeX are read by myst-parser, all offline.
+autodoc + napoleon, the CLI reference from the click commands themselves by sphinx-click, the
+markdown pages (theory.md, limit.md, ...) with their LaTeX are read by myst-parser, and the gallery
+of examples is run by sphinx-gallery, all offline.
 """
 
+import os
 import re
+import sys
+from pathlib import Path
 
 import replica_mlm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _gallery.py, named in sphinx_gallery_conf
 
 project = "replica_mlm"
 author = "replica_mlm developers"
@@ -21,9 +27,10 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",  # math is rendered by MathJax when the page is viewed
     "sphinx_click",
+    "sphinx_gallery.gen_gallery",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "examples/GALLERY_HEADER.rst"]
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 
@@ -39,6 +46,24 @@ autodoc_class_signature = "mixed"
 # ":ivar alpha:" fields of several result classes link the same short names (alpha, lam): ambiguous
 # but harmless cross-references
 suppress_warnings = ["myst.header", "ref.python"]
+
+# --- the gallery (docs/examples/plot_*.py, run at build time, a few seconds each). Which examples
+# run is set by REPLICA_MLM_DOCS_EXAMPLES: "all" (default), "none" (pages with code, no output), or
+# a regular expression matched against the example's path (tests/test_docs.py runs one in the
+# build and every other one as a plain script, tests/test_examples.py, so that the suite stays fast).
+_EXAMPLES = os.environ.get("REPLICA_MLM_DOCS_EXAMPLES", "all").strip()
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_" if _EXAMPLES in ("all", "none") else _EXAMPLES,
+    "plot_gallery": _EXAMPLES != "none",
+    "within_subsection_order": "FileNameSortKey",  # plot_01_..., plot_02_..., in that order
+    "abort_on_example_error": True,  # an example that raises fails the build
+    "download_all_examples": False,
+    "write_computation_times": False,
+    "remove_config_comments": True,
+    "image_scrapers": ("_gallery.tight_scraper",),
+}
 
 html_theme = "alabaster"
 html_theme_options = {"description": "Replica theory of masked language modelling", "fixed_sidebar": True}

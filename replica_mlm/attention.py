@@ -1,9 +1,9 @@
-"""Factored self-attention trained by masked language modelling (THEORY.md section 2).
+"""Factored self-attention trained by masked language modelling (docs/potts.md).
 
 Factored attention decouples positions from colours. With the identity embedding and the mask token
 equal to 0, the output at a masked site ``i`` is
 
-    z_i = sum_{j != i} A_ij V e_{s_j},        P_model(s_i = a | s_-i) = softmax_a(z_i)      (§2)
+    z_i = sum_{j != i} A_ij V e_{s_j},        P_model(s_i = a | s_-i) = softmax_a(z_i)      (docs/potts.md)
 
 and the MLM loss ``-(1/n) sum_mu sum_i log P_model(s_i^mu | s_-i^mu)`` (every site masked in turn)
 is the negative log pseudo-likelihood of a generalised Potts model with couplings ``W_ij = A_ij V``.
@@ -15,7 +15,7 @@ Training (:meth:`FactoredAttention.fit`) minimises, for ``M`` training sequences
 
 (Frobenius norms; for the softmax variant ``|A|^2`` is replaced by ``|S|^2``, the attention logits).
 The loss is a *sum* over sequences and the penalty is fixed, so, as for the ridge estimator of
-THEORY.md §3 (penalty ``lam p |w|^2 / 2``), the regularisation fades as ``lam p / M = lam / alpha``
+docs/theory.md, s. 1 (penalty ``lam p |w|^2 / 2``), the regularisation fades as ``lam p / M = lam / alpha``
 with ``alpha = M / p`` and the estimator is consistent at any fixed ``lam``. Because only
 ``W = A V`` is identifiable, at any minimiser ``|A| = |V|`` and the penalty equals
 ``lam p |W|_F`` with ``|W|_F^2 = sum_ij |W_ij|_F^2``: a norm (not squared-norm) penalty on the
@@ -162,7 +162,7 @@ def reconstruction_error(W, W_true, *, symmetrise: bool = False) -> float:
 
 # ---------------------------------------------------------------------- factored attention
 class FactoredAttention:
-    """One layer of factored self-attention for masked language modelling (THEORY.md §2).
+    """One layer of factored self-attention for masked language modelling (docs/potts.md).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Self-attention as an attractor network (THEORY.md section 7).
+"""Self-attention as an attractor network (see docs/attractor.md).
 
 D'Amico & Negri 2024, arXiv:2409.16112.
 
@@ -297,7 +297,7 @@ class FitHistory:
 
 
 class AttractorNetwork:
-    """Recurrent self-attention built from local energies (THEORY.md section 7).
+    """Recurrent self-attention built from local energies (docs/attractor.md, 'Local energies').
 
     Parameters
     ----------
@@ -515,7 +515,7 @@ class AttractorNetwork:
         init_scale : float
             Initial couplings are i.i.d. N(0, init_scale^2 / d); 0 (default) starts from J = 0.
         normalisation : {"none", "vmf"}
-            ``"none"``: the bare local energies (THEORY.md section 7); ``"vmf"``: the proper
+            ``"none"``: the bare local energies (docs/attractor.md); ``"vmf"``: the proper
             vector-spin normalisation described above.
         rng : int or numpy.random.Generator
             Seeds the initial couplings and the mini-batch order.

@@ -1,4 +1,4 @@
-"""Experiments with the attractor network (THEORY.md section 7): transient memories.
+"""Experiments with the attractor network (docs/attractor.md): transient memories.
 
 Encoding (binding for this module)
 ----------------------------------
@@ -171,7 +171,7 @@ def tokens_image(
 def gaussian_potts_sequences(
     precision: np.ndarray, *, n: int, rng=0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Samples x ~ N(0, C), C = precision^{-1} (THEORY.md section 3), and their CDF values.
+    """Samples x ~ N(0, C), C = precision^{-1} (docs/theory.md, section 1), and their CDF values.
 
     Returns ``(x, v)``: x of shape (n, L), and v = Phi(x_i / sqrt(C_ii)) in (0, 1), shape (n, L, 1),
     ready for :func:`encode_values` (one token per site, d = 2).
@@ -500,7 +500,7 @@ def potts_experiment(
     *, L: int = 20, shift: float = 3.0, n_train: int = 2000, n_test: int = 400, n_eval: int = 200,
     settings: AttractorSettings | None = None, rng=0,
 ) -> PottsExperiment:
-    """The same experiment on Gaussian Potts sequences (THEORY.md section 3), one token per site.
+    """The same experiment on Gaussian Potts sequences (docs/theory.md, section 1), one token per site.
 
     Each site's value ``x_i`` is mapped to ``v = Phi(x_i / sqrt(C_ii))`` in (0, 1) and encoded as
     a unit vector of R^2 (module docstring), so N = L and d = 2. Masked sites are set to the

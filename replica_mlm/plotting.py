@@ -114,7 +114,7 @@ def _finish(fig, ax, *, title: str | None, path, legend: dict | None = None):
 def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
                          simulations: Sequence | None = None, title: str | None = None,
                          logy: bool = True):
-    """eg(alpha) for several lam (THEORY.md section 4), optionally with simulation points.
+    """eg(alpha) for several lam (docs/theory.md, section 3), optionally with simulation points.
 
     Parameters
     ----------
@@ -377,7 +377,7 @@ def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float,
     curves : sequence of (lam, alpha, excess) tuples
         ``excess = eg - sigma^2`` on the grid ``alpha``, one line per lam.
     noise : float
-        sigma^2, the constant of the asymptote ``sigma^2 / alpha`` (THEORY.md section 5).
+        sigma^2, the constant of the asymptote ``sigma^2 / alpha`` (docs/theory.md, section 5).
     fit_range : (float, float), optional
         Shaded alpha range (where the exponent is fitted).
     simulations : sequence of (alpha, lam, mean, stderr) tuples, optional

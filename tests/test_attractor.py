@@ -1,4 +1,4 @@
-"""Tests of the attractor network (THEORY.md section 7): maths, dynamics, training, bad input."""
+"""Tests of the attractor network (docs/attractor.md): maths, dynamics, training, bad input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The sympy-derived equations equal the closed forms of THEORY.md section 4 (typed here, independently)."""
+"""The sympy-derived equations equal the closed forms of docs/theory.md, s. 3 (typed here, independently)."""
 
 import numpy as np
 import sympy as sp
@@ -17,7 +17,7 @@ def test_hat_equations_match_theory():
 
 
 def test_conjugate_summands_match_theory():
-    # THEORY.md: V = (1/p) sum w/(lam + Vh w); m = (mh/p) sum t w^2/(lam + Vh w);
+    # docs/theory.md, s. 3: V = (1/p) sum w/(lam + Vh w); m = (mh/p) sum t w^2/(lam + Vh w);
     # q = (1/p) sum (mh^2 t w^3 + qh w^2)/(lam + Vh w)^2, with b = 1/p and c = t/p per mode
     eqs = P.derive()
     w, b, c, lam, Vh, qh, mh = P.omega, P.b, P.c, P.lam, P.V_hat, P.q_hat, P.m_hat
@@ -27,7 +27,7 @@ def test_conjugate_summands_match_theory():
 
 
 def test_reduced_scalar_equation_matches_theory():
-    # THEORY.md: kappa - lam/alpha = (kappa/(alpha p)) sum w/(w + kappa), i.e. with b = 1/p
+    # docs/theory.md, s. 4: kappa - lam/alpha = (kappa/(alpha p)) sum w/(w + kappa), i.e. with b = 1/p
     # kappa alpha - lam - kappa sum b w/(w + kappa) = 0; per mode S_1c = b kappa/(kappa + w)
     red = P.reduce()
     k, w, b = P.kappa, P.omega, P.b
@@ -37,7 +37,7 @@ def test_reduced_scalar_equation_matches_theory():
 
 
 def test_reduced_eg_matches_minimum_norm_formula():
-    # THEORY.md section 5 (lam -> 0, alpha < 1):
+    # docs/theory.md, section 5 (lam -> 0, alpha < 1):
     # eg = (sigma^2 + kappa^2 sum w theta^2/(w+kappa)^2) / (1 - (1/(alpha p)) sum w^2/(w+kappa)^2)
     red = P.reduce()
     k, w, c, b = P.kappa, P.omega, P.c, P.b

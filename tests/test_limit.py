@@ -1,4 +1,4 @@
-"""Thermodynamic limit: quadrature against mpmath, THEORY.md check values, finite-size convergence."""
+"""Thermodynamic limit: quadrature against mpmath, docs/limit.md check values, finite-size convergence."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Gaussian Potts model and masked sites: conventions of THEORY.md section 3, and bad input."""
+"""Gaussian Potts model and masked sites: conventions of docs/theory.md, section 1, and bad input."""
 
 import numpy as np
 import pytest

@@ -52,7 +52,7 @@ def test_iterate_documents_its_damping(site300):
     assert "damping=0.5" in sp.message and sp.iterations > 1
 
 
-# --- lam = 0 is exact (THEORY.md section 5) --------------------------------------------------
+# --- lam = 0 is exact (docs/theory.md, section 5) -------------------------------------------
 
 @pytest.mark.parametrize("alpha", [1.01, 1.5, 2.0, 7.0])
 def test_least_squares_limit(site300, alpha):
@@ -64,7 +64,7 @@ def test_least_squares_limit(site300, alpha):
 
 @pytest.mark.parametrize("alpha", [0.05, 0.3, 0.7, 0.99])
 def test_minimum_norm_limit(site300, alpha):
-    # independent implementation of THEORY.md section 5, alpha < 1
+    # independent implementation of docs/theory.md, section 5, alpha < 1
     spec = site300.spectrum
     w, th2, p = spec.omega, spec.teacher, site300.p
     kappa = optimize.brentq(lambda k: np.mean(w / (w + k)) - alpha, 1e-14, 1e6, xtol=1e-300, rtol=1e-15)

@@ -1,4 +1,4 @@
-"""``replica-mlm attractor``: the attractor-network experiments (THEORY.md section 7)."""
+"""``replica-mlm attractor``: the attractor-network experiments (docs/attractor.md)."""
 
 from replica_mlm.cli._common import section_command
 

@@ -33,7 +33,7 @@ from replica_mlm.cli._common import (
 def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out):
     """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
 
-    Solves the replica-symmetric saddle point (sympy-derived, THEORY.md section 4) on the
+    Solves the replica-symmetric saddle point (sympy-derived, docs/theory.md, section 3) on the
     spectrum of one masked site of a GOE instance, P = shift I - J (or, with --limit, in the
     thermodynamic limit L -> infinity), for every alpha and lam.
     eg is the mean squared error on a fresh sample (no factor 1/2), alpha = n/p, p = L - 1.

@@ -17,7 +17,7 @@ from replica_mlm.cli._common import CONVENTIONS
 @click.option("--channel", "channel", default=None, type=click.Choice(["gaussian", "sign", "logit"]),
               help="Label channel of the general engine's equations.")
 def equations(latex, loss, channel):
-    """Print the replica-symmetric saddle-point equations (THEORY.md section 4).
+    """Print the replica-symmetric saddle-point equations (docs/theory.md, sections 3 and 6).
 
     They are derived by sympy from the entropic and energetic potentials, per spectral mode
     omega_k of Sigma with teacher weight t_k = p theta_k^2, and are the equations the solver uses.

@@ -1,4 +1,4 @@
-"""``replica-mlm potts``: MLM with factored attention is pseudo-likelihood (THEORY.md sections 1-2)."""
+"""``replica-mlm potts``: MLM with factored attention is pseudo-likelihood (docs/potts.md)."""
 
 from replica_mlm.cli._common import section_command
 

@@ -1,4 +1,4 @@
-"""The Gaussian (mean-field) Potts model: x ~ N(0, C), C = (s I - J)^{-1} (THEORY.md section 3)."""
+"""The Gaussian (mean-field) Potts model: x ~ N(0, C), C = (s I - J)^{-1} (docs/theory.md, section 1)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class GaussianPotts:
     @classmethod
     def random(cls, L: int, shift: float = 3.0, *, rng: _checks.RngLike = _checks.NOT_GIVEN,
                seed: _checks.RngLike = _checks.NOT_GIVEN) -> GaussianPotts:
-        """A model with GOE couplings (THEORY.md section 3).
+        """A model with GOE couplings (docs/theory.md, section 1).
 
         ``rng`` is an int seed, a numpy Generator or None (fresh entropy, the default);
         ``seed=`` is its alias (kept from earlier versions; ValueError if both are given).
@@ -61,7 +61,7 @@ class GaussianPotts:
 
     @staticmethod
     def limit(shift: float = 3.0) -> GaussianPottsLimit:
-        """A masked site in the thermodynamic limit L -> infinity (THEORY.md section 6).
+        """A masked site in the thermodynamic limit L -> infinity (docs/limit.md).
 
         Usable wherever a :class:`MaskedSite` is accepted by the theory; ``shift`` must be > 2.
         """
@@ -93,7 +93,7 @@ class GaussianPotts:
         return c
 
     def masked_site(self, i: int) -> MaskedSite:
-        """The regression task of predicting x_i from the other sites (THEORY.md section 3).
+        """The regression task of predicting x_i from the other sites (docs/theory.md, section 1).
 
         ``w* = -P_{-i,i} / P_ii``, ``sigma^2 = 1 / P_ii`` and ``Sigma = C_{-i,-i}``.
         """

@@ -1,4 +1,4 @@
-"""The Gaussian Potts model in the thermodynamic limit L -> infinity (THEORY.md section 6).
+"""The Gaussian Potts model in the thermodynamic limit L -> infinity (docs/limit.md).
 
 The precision of the unmasked sites is the Schur complement ``Sigma^{-1} = A - b b^T / P_ii`` with
 ``A = s I - J'`` (J' a GOE of size p) independent of ``b = P_{-i,i}``. As L -> infinity:

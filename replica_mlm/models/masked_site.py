@@ -13,7 +13,7 @@ from replica_mlm.models.spectrum import Spectrum
 class MaskedSite:
     """Gaussian-covariate ridge task ``y = w* . x + sqrt(sigma^2) xi``, ``x ~ N(0, Sigma)``.
 
-    For the Gaussian Potts model (THEORY.md section 3) masking site i gives
+    For the Gaussian Potts model (docs/theory.md, section 1) masking site i gives
     ``Sigma = C_{-i,-i}``, ``w* = -P_{-i,i} / P_ii`` and ``sigma^2 = 1 / P_ii``
     (see :meth:`GaussianPotts.masked_site`); any other covariance, teacher and noise define
     an equally valid task.

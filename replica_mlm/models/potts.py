@@ -1,9 +1,9 @@
-"""The discrete generalised Potts model (THEORY.md section 1).
+"""The discrete generalised Potts model (docs/potts.md).
 
 A sequence is ``s = (s_1, ..., s_L)`` with each ``s_i`` one of ``q`` colours. The energy and the
 Boltzmann weight are
 
-    H(s) = -1/2 sum_{i != j} J_ij U_{s_i s_j},        P(s) ∝ exp(-beta H(s))         (THEORY.md §1)
+    H(s) = -1/2 sum_{i != j} J_ij U_{s_i s_j},        P(s) ∝ exp(-beta H(s))         (docs/potts.md)
 
 with ``J`` (L x L, symmetric, zero diagonal) coupling positions and ``U`` (q x q, symmetric) saying
 how similar colours are. The exact conditional of one site is
@@ -113,7 +113,7 @@ class PottsModel:
 
     Notes
     -----
-    THEORY.md §1. The model is immutable: :meth:`with_beta` returns a copy at another temperature.
+    See docs/potts.md. The model is immutable: :meth:`with_beta` returns a copy at another temperature.
     """
 
     def __init__(self, couplings, colours, beta: float = 1.0) -> None:
@@ -141,14 +141,14 @@ class PottsModel:
         cls, L: int = 20, q: int = 20, seed: RngLike = _checks.NOT_GIVEN, *, beta: float = 1.0,
         rng: RngLike = _checks.NOT_GIVEN,
     ) -> PottsModel:
-        """A random instance (our choice; THEORY.md §1 fixes only U).
+        """A random instance (our choice; docs/potts.md, 'Random instances').
 
         ``rng`` is an int seed, a numpy Generator or None (fresh entropy); default 0. ``seed``
         (also the third positional argument) is its alias, kept from earlier versions; ValueError
         if both are given.
 
         ``J_ij = J_ji ~ N(0, 1/L)`` for ``i < j`` with zero diagonal (the off-diagonal part of the
-        GOE of THEORY.md §3), and ``U = (G + G^T) / sqrt(2)`` with ``G`` i.i.d. standard normal, so that
+        GOE of docs/theory.md), and ``U = (G + G^T) / sqrt(2)`` with ``G`` i.i.d. standard normal, so that
         off-diagonal ``U_ab ~ N(0, 1)`` ("i.i.d. standard normal entries, symmetrised"). Tune
         ``beta`` with :meth:`tune_beta`.
         """
@@ -274,7 +274,7 @@ class PottsModel:
         return np.exp(log_softmax(self.logits(seqs), axis=2))
 
     def conditional(self, seqs, i: int) -> np.ndarray:
-        """Exact ``P(s_i = a | s_-i)`` of site ``i`` (Potts conditional, THEORY.md §1): (n, q)."""
+        """Exact ``P(s_i = a | s_-i)`` of site ``i`` (Potts conditional, docs/potts.md): (n, q)."""
         s = self._check(seqs)
         i = _site(i, self.L)
         X = np.eye(self.q)[s]
@@ -282,7 +282,7 @@ class PottsModel:
         return np.exp(log_softmax(z, axis=1))
 
     def neg_pseudo_loglikelihood(self, seqs) -> float:
-        """``-(1/n) sum_mu sum_i log P(s_i^mu | s_-i^mu)`` (THEORY.md §2; Besag 1975)."""
+        """``-(1/n) sum_mu sum_i log P(s_i^mu | s_-i^mu)`` (docs/potts.md; Besag 1975)."""
         s = self._check(seqs)
         z = self._beta * (self._colour_fields(s) @ self._U)
         return float(_nll_from_logits(z, s))
@@ -465,7 +465,7 @@ class PottsModel:
             Initial and largest length of the recorded run.
         method : {"gibbs", "tempering", "auto"}
             ``"tempering"``: parallel tempering (replica exchange; same target distribution
-            ``exp(-beta H)`` of THEORY.md §1 at the coldest rung):
+            ``exp(-beta H)`` of docs/potts.md at the coldest rung):
             ``n_chains`` replicas of a geometric ladder from ``min(beta_hot, beta)`` to ``beta``
             (:meth:`tempering_ladder`); the autocorrelation is measured on the configurations seen
             at the coldest rung (the model's beta) of each replica, so ``sweeps_between`` is in

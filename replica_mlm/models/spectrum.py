@@ -11,12 +11,12 @@ from replica_mlm import _checks
 
 @dataclass(frozen=True, eq=False)
 class Spectrum:
-    """Modes of the covariance Sigma with their bulk and teacher weights (THEORY.md section 4).
+    """Modes of the covariance Sigma with their bulk and teacher weights (docs/theory.md, section 2).
 
     For a finite instance with ``Sigma = sum_k omega_k u_k u_k^T``: ``omega`` are the
     eigenvalues, ``bulk = 1/p`` each and ``teacher = theta_k^2 = (u_k . w*)^2``. In the
     thermodynamic limit the modes are quadrature nodes and the weights are those of the bulk
-    density and of the teacher-weighted density (THEORY.md section 6).
+    density and of the teacher-weighted density (docs/limit.md).
 
     Parameters
     ----------

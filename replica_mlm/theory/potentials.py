@@ -1,6 +1,6 @@
 """Replica-symmetric potentials of ridge MLM and the saddle-point equations they imply.
 
-This module is the one place where the maths of THEORY.md section 4 lives. Everything the
+This module is the one place where the maths of docs/theory.md, sections 2-4, lives. Everything the
 numerical solvers use is obtained here by sympy from two potentials:
 
 * the entropic potential of the l2-penalised weights with Gaussian covariates, written per
@@ -12,7 +12,7 @@ numerical solvers use is obtained here by sympy from two potentials:
   where ``omega_k`` is an eigenvalue of Sigma, ``b_k`` the weight of the mode in the bulk
   measure (``1/p`` for a finite instance; the weights sum to one) and ``c_k = theta_k^2`` the
   teacher weight (``theta_k = u_k . w*``, so ``rho = sum_k c_k omega_k``). With ``b_k = 1/p``
-  and ``c_k = t_k / p`` this is THEORY.md's ``Psi_w``;
+  and ``c_k = t_k / p`` this is the ``Psi_w`` of docs/theory.md, section 2;
 
 * the energetic potential of the square loss with intrinsic label noise ``sigma^2``,
 
@@ -25,7 +25,7 @@ and the coupling ``(V_hat q - q_hat V)/2 - m m_hat`` of the free energy
 :func:`derive` differentiates ``Phi`` with respect to the six order parameters
 (:attr:`SaddlePointEquations.hat` and :attr:`SaddlePointEquations.mode`), and :func:`reduce`
 eliminates the explicit variables to a single scalar equation for ``kappa = lam / V_hat``
-(THEORY.md section 4, last display), with every remaining quantity a rational function of a
+(docs/theory.md, section 4), with every remaining quantity a rational function of a
 few spectral sums. :func:`compiled` turns both into numpy (or mpmath) functions, once.
 """
 
@@ -74,7 +74,7 @@ def energetic() -> sp.Expr:
 
 
 def generalisation_error() -> sp.Expr:
-    """eg = E (y - w_hat . x)^2 = rho + sigma^2 - 2 m + q (THEORY.md section 3, no factor 1/2)."""
+    """eg = E (y - w_hat . x)^2 = rho + sigma^2 - 2 m + q (docs/theory.md, section 1, no factor 1/2)."""
     return rho + noise - 2 * m + q
 
 
@@ -263,7 +263,7 @@ def _free_of(expr: sp.Expr, *symbols: sp.Symbol) -> sp.Expr:
 
 @cache
 def reduce() -> ReducedSystem:
-    """Eliminate the explicit variables of :func:`derive` (THEORY.md section 4).
+    """Eliminate the explicit variables of :func:`derive` (docs/theory.md, section 4).
 
     Steps, each done and checked by sympy:
 

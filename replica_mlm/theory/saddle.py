@@ -1,4 +1,4 @@
-"""Solvers of the replica-symmetric saddle point (THEORY.md section 4).
+"""Solvers of the replica-symmetric saddle point (docs/theory.md, sections 2-4).
 
 Two methods, one answer:
 
@@ -171,7 +171,7 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     lam : float
         Ridge strength >= 0 (penalty (lam p / 2) |w|^2). lam = 0 is the Moore-Penrose
         (minimum-norm / least-squares) limit, solved exactly: for alpha < 1 kappa solves
-        ``V_hat(kappa) = 0`` (THEORY.md section 5), for alpha > 1 kappa = 0, and at alpha = 1
+        ``V_hat(kappa) = 0`` (docs/theory.md, section 5), for alpha > 1 kappa = 0, and at alpha = 1
         the interpolation peak gives eg = inf, q = inf, V = inf, vanishing hats, m = rho and a
         vanishing train loss (returned without warnings). The general engine needs lam > 0.
     method : {None, "root", "iterate", "general"}

@@ -1,4 +1,4 @@
-"""Validation entry: self-attention as an attractor network (see docs/theory.md).
+"""Validation entry: self-attention as an attractor network (see docs/attractor.md).
 
 Trains :class:`replica_mlm.AttractorNetwork` with the local rule on scikit-learn's 8 x 8 digits
 (pixels as unit vectors of R^2, 2 x 2 patches as tokens) and on Gaussian Potts sequences, runs the

@@ -2,7 +2,7 @@
 
 Checks (each with its number and threshold):
 
-* ``limit.check_value``: eg(alpha = 2, lam = 0.01) in the limit at s = 3 against THEORY.md's
+* ``limit.check_value``: eg(alpha = 2, lam = 0.01) in the limit at s = 3 against docs/limit.md's
   0.6315784365 (10 digits);
 * ``limit.finite_size_rate``: the RMS gap between the replica eg of finite instances and of the
   limit shrinks like L^(-1/2) (fitted log-log slope within 0.25 of -1/2; with n instances per L the
@@ -28,7 +28,7 @@ from replica_mlm.validation.mlm import _instance_seed
 from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
 
 SHIFT = 3.0
-CHECK_VALUE = 0.6315784365  # THEORY.md section 6, eg(alpha = 2, lam = 0.01) at s = 3
+CHECK_VALUE = 0.6315784365  # docs/limit.md, eg(alpha = 2, lam = 0.01) at s = 3
 POINTS = ((0.5, 1e-2), (2.0, 1e-2), (1.0, 0.1))
 
 
@@ -106,7 +106,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, progress: bool | None = 
     peak_dev = [abs(p - 1.0) for p in pk["peak_alpha"]]
     checks = [
         Check("limit.check_value", abs(value - CHECK_VALUE) < 1e-10, value, [CHECK_VALUE, 1e-10],
-              "eg(alpha=2, lam=0.01) at s=3 in the limit vs THEORY.md's 0.6315784365 (abs. tolerance)"),
+              "eg(alpha=2, lam=0.01) at s=3 in the limit vs docs/limit.md's 0.6315784365 (abs. tolerance)"),
         Check("limit.finite_size_rate", abs(fs["slope"] + 0.5) < 0.25, fs["slope"], [-0.5, 0.25],
               f"log-log slope of the RMS gap |eg_L - eg_inf| over L = {fs['L']} "
               f"({fs['instances']} instances): {fs['slope']:.3f} ± {fs['slope_error']:.3f} (s.e.); "

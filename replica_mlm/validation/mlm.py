@@ -1,4 +1,4 @@
-"""Validation entry: the replica theory of ridge MLM held against simulations (THEORY.md sections 3-5).
+"""Validation entry: the replica theory of ridge MLM held against simulations (docs/theory.md, sections 1-5).
 
 For every point of a sweep (Gaussian Potts size L, GOE instance, alpha on a grid dense around 1)
 it draws ``seeds`` independent training sets of ``n = round(alpha p)`` samples of masked site 0,
@@ -29,7 +29,7 @@ Checks (each with its numbers and threshold):
     lam share their training sets and are strongly correlated, so the KS test is applied per lam,
     where every z comes from independent samples.
 
-Finite-p bias (THEORY.md section 5). The replica value is the p -> infinity limit; at finite p the
+Finite-p bias (docs/theory.md, section 5). The replica value is the p -> infinity limit; at finite p the
 mean over training sets differs by O(1/p), and by much more near the interpolation peak at small
 lam: for lam = 0, alpha > 1 the exact finite-p mean is sigma^2 (1 + p / (n - p - 1)) against the
 replica sigma^2 alpha / (alpha - 1) (10 % apart at p = 99, alpha = 1.1). Points with lam <= 1e-3 and
@@ -459,7 +459,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1, schedu
     instances = {(pt["L"], pt["instance"]): _site(pt["L"], pt["shift"], pt["instance_seed"], pt["site"])
                  for pt in points}
 
-    section = Section(name="mlm: replica theory vs simulation (THEORY.md sections 3-5)")
+    section = Section(name="mlm: replica theory vs simulation (docs/theory.md, sections 1-5)")
     section.parameters = {"quick": quick, "rng": rng, "settings": asdict(cfg), "backend": sweep.backend,
                           "instance_seeds": {f"L={pt['L']},instance={pt['instance']}": pt["instance_seed"]
                                              for pt in points},

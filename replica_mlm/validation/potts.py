@@ -1,4 +1,4 @@
-"""Validation entry: MLM with factored attention is pseudo-likelihood (THEORY.md sections 1-2).
+"""Validation entry: MLM with factored attention is pseudo-likelihood (docs/potts.md).
 
 Samples a random generalised Potts model with the Gibbs sampler, trains factored attention by MLM
 (and the plmDCA-style full-block pseudo-likelihood fit for comparison) on growing numbers of
@@ -120,7 +120,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     seeds = np.random.SeedSequence(rng).spawn(6)
     gens = [np.random.default_rng(s) for s in seeds]
 
-    section = Section(name="discrete Potts model and factored attention (THEORY.md sections 1-2)")
+    section = Section(name="discrete Potts model and factored attention (docs/potts.md)")
     section.parameters = {"quick": quick, "rng": rng, **{k: v for k, v in vars(st).items()}}
 
     # ---- model, temperature, sampler
