@@ -102,3 +102,28 @@ def test_spins_of_colours():
     assert np.array_equal(SPINS, [1.0, -1.0])
     assert np.array_equal(rm.PottsModel.ising(couplings=np.zeros((3, 3)), beta=1.0).colours,
                           [[1.0, -1.0], [-1.0, 1.0]])
+
+
+def test_simulate_nested_largest_n_is_simulate_sites_and_smaller_n_fit_the_first_rows(small):
+    from replica_mlm.models.ising import spins
+    from replica_mlm.models.pseudo_likelihood import fit_site, simulate_nested, simulate_sites
+
+    lam = np.array([0.1, 0.01])
+    nested = simulate_nested(small, site=2, ns=[5, 30], lam=lam, seeds=3, rng=7, n_test=200)
+    plain = simulate_sites(small, sites=[2], n=30, lam=lam, seeds=3, rng=7, n_test=200)
+    for key in ("eg", "test_loss", "train_loss", "estimation_error"):
+        assert nested[key].shape == (3, 2, 2)
+        assert np.array_equal(nested[key][:, 1], plain[key][:, 0])
+    # n = 5: the first 5 rows of the same shuffled pool (rebuilt here with the sampler's own calls)
+    gen = np.random.default_rng(7)
+    diag = small.gibbs_diagnostics(rng=gen, method="auto")
+    child = gen.spawn(3)[0]
+    seqs = small.sample(230, rng=child, sweeps_between=diag.sweeps_between, burn_in=diag.burn_in,
+                        method=diag.method, n_rungs=diag.ladder.size)
+    s = spins(child.permutation(seqs))
+    keep = np.arange(small.L) != 2
+    teacher = 2 * small.beta * small.couplings[2, keep]
+    w, _ = fit_site(s[:5, keep], s[:5, 2], 0.1)
+    assert np.allclose(nested["estimation_error"][0, 0, 0], np.sum((w - teacher) ** 2), rtol=1e-6)
+    with pytest.raises(ValueError, match="ns"):
+        simulate_nested(small, site=2, ns=[0, 3], lam=lam, seeds=2, rng=0, n_test=10)

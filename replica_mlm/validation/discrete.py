@@ -32,18 +32,22 @@ from replica_mlm.validation.report import Check, Section, _jsonable, atomic_writ
 
 MEASURES = ("test_loss", "estimation_error", "eg")
 Z_MAX, REL_MAX = 3.0, 0.03
+#: largest accepted ratio of the prediction's jackknife error (sampled covariance) to the simulation's
+COV_SE_MAX = 0.5
 
 
 def _settings(quick: bool) -> dict:
+    # seeds per L: per-site quantities self-average (their spread over data sets shrinks like
+    # 1 / sqrt(p) at fixed alpha), so fewer seeds reach the same relative standard error at large L
     if quick:
-        return dict(L=[16], betas=[0.2, 0.4], hot=[], alphas=[0.5, 1.0, 4.0], lams=[1e-2, 1e-1],
-                    seeds=16, n_test=3000, fig_L=8, fig_beta=0.4, fig_lam=1e-3, fig_seeds=8,
-                    fig_alphas=np.geomspace(0.5, 6.0, 8), peak_lams=[1e-2, 1e-3, 1e-4, 1e-5],
-                    fig_extra=0)
-    return dict(L=[50, 100], betas=[0.2, 0.4], hot=[0.7, 0.9, 1.2],
-                alphas=list(np.geomspace(0.3, 5.0, 6)), lams=[1e-3, 1e-2, 1e-1], seeds=40,
-                n_test=8000, fig_L=16, fig_beta=0.4, fig_lam=1e-3, fig_seeds=20,
-                fig_alphas=np.geomspace(0.4, 6.0, 13), peak_lams=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
+        return dict(L=[16], betas=[0.2, 0.4], hot=[], hot_L=[], alphas=[0.5, 1.0, 4.0], lams=[1e-2, 1e-1],
+                    seeds={16: 16}, n_test=3000, cov_samples=40000, cov_batches=10, fig_L=8,
+                    fig_beta=0.4, fig_lam=1e-3, fig_seeds=8, fig_alphas=np.geomspace(0.5, 6.0, 8),
+                    peak_lams=[1e-2, 1e-3, 1e-4, 1e-5], fig_extra=0)
+    return dict(L=[50, 200], betas=[0.2, 0.4], hot=[0.7, 0.9, 1.2], hot_L=[50],
+                alphas=list(np.geomspace(0.3, 5.0, 5)), lams=[1e-3, 1e-2, 1e-1], seeds={50: 24, 200: 8},
+                n_test=2000, cov_samples=20000, cov_batches=5, fig_L=16, fig_beta=0.4, fig_lam=1e-3,
+                fig_seeds=20, fig_alphas=np.geomspace(0.4, 6.0, 13), peak_lams=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
                 fig_extra=30)
 
 
@@ -55,12 +59,13 @@ def _predict(model, cov, site: int, alpha: float, lam: float) -> dict[str, float
     return {k: float(getattr(sp, k)) for k in MEASURES}
 
 
-def _jackknife(model, cov, site: int, alpha: float, lam: float) -> dict[str, float]:
-    """Jackknife standard error of the prediction over the covariance's batches (0 if exact)."""
+def _jackknife(model, cov, site: int, alpha: float, lam: float, full: dict[str, float]
+               ) -> tuple[dict[str, float], dict[str, float]]:
+    """Jackknife standard error and bias of the prediction over the covariance's batches (0 if exact)."""
     from replica_mlm.models.ising import SpinCovariance
 
     if cov.batches is None:
-        return dict.fromkeys(MEASURES, 0.0)
+        return dict.fromkeys(MEASURES, 0.0), dict.fromkeys(MEASURES, 0.0)
     B = cov.batches.shape[0]
     total = cov.batches.sum(axis=0)
     rows = []
@@ -68,36 +73,76 @@ def _jackknife(model, cov, site: int, alpha: float, lam: float) -> dict[str, flo
         loo = SpinCovariance(covariance=(total - cov.batches[b]) / (B - 1), stderr=cov.stderr,
                              method=cov.method, n_samples=cov.n_samples, batches=None)
         rows.append(_predict(model, loo, site, alpha, lam))
-    return {k: float(np.sqrt((B - 1) / B * np.sum((np.array([r[k] for r in rows])
-                                                   - np.mean([r[k] for r in rows])) ** 2)))
-            for k in MEASURES}
+    vals = {k: np.array([r[k] for r in rows]) for k in MEASURES}
+    se = {k: float(np.sqrt((B - 1) / B * np.sum((v - v.mean()) ** 2))) for k, v in vals.items()}
+    bias = {k: float((B - 1) * (v.mean() - full[k])) for k, v in vals.items()}
+    return se, bias
 
 
-def _agreement(s: dict, rng: int) -> list[dict]:
+def _blocks(s: dict) -> list[tuple[int, float]]:
+    """The (L, beta) instances of the agreement check: held betas at every L, hot ones at ``hot_L``."""
+    return ([(L, b) for L in s["L"] for b in s["betas"]]
+            + [(L, b) for L in s["hot_L"] for b in s["hot"]])
+
+
+def _agreement_block(L: int, beta: float, s: dict, rng: int) -> list[dict]:
+    """Theory against simulation on one SK instance: every alpha and lam of ``s``."""
+    import time
+
     import replica_mlm as rm
     from replica_mlm.models.ising import spin_covariance
+    from replica_mlm.models.pseudo_likelihood import simulate_nested
 
+    t0 = time.time()
+    model = rm.PottsModel.random_ising(L=L, beta=beta, seed=rng)
+    cov = spin_covariance(model, samples=s["cov_samples"], batches=s["cov_batches"], rng=rng)
+    p = L - 1
+    ns = sorted({max(1, round(float(a) * p)) for a in s["alphas"]})
+    lams = np.asarray(s["lams"], dtype=float)
+    seeds = s["seeds"][L]
+    # one pool of max(ns) + n_test sequences per seed; training sets nested (see simulate_nested)
+    sim = simulate_nested(model, site=0, ns=ns, lam=lams, seeds=seeds, rng=rng + 1, n_test=s["n_test"])
     rows = []
-    for L in s["L"]:
-        for beta in [*s["betas"], *s["hot"]]:
-            model = rm.PottsModel.random_ising(L=L, beta=beta, seed=rng)
-            cov = spin_covariance(model, samples=40000, rng=rng)
-            for alpha in s["alphas"]:
-                sim = rm.simulate(model, site=0, alpha=float(alpha), lam=s["lams"], seeds=s["seeds"],
-                                  rng=rng, loss="logistic", n_test=s["n_test"])
-                for j, lam in enumerate(s["lams"]):
-                    th = _predict(model, cov, 0, sim.alpha, lam)
-                    jk = _jackknife(model, cov, 0, sim.alpha, lam)
-                    row = dict(L=L, beta=beta, alpha=sim.alpha, lam=lam, hot=beta in s["hot"],
-                               covariance=cov.method)
-                    for k in MEASURES:
-                        mean = float(getattr(sim, f"{k}_mean")[j])
-                        se = float(np.hypot(getattr(sim, f"{k}_stderr")[j], jk[k]))
-                        row.update({k: th[k], f"{k}_sim": mean, f"{k}_se": se,
-                                    f"{k}_theory_se": jk[k], f"{k}_z": (mean - th[k]) / se,
-                                    f"{k}_rel": (mean - th[k]) / abs(th[k])})
-                    rows.append(row)
+    for a, n in enumerate(ns):
+        for j, lam in enumerate(lams):
+            th = _predict(model, cov, 0, n / p, float(lam))
+            jk, bias = _jackknife(model, cov, 0, n / p, float(lam), th)
+            row = dict(L=L, beta=beta, alpha=n / p, n=n, lam=float(lam), hot=beta in s["hot"],
+                       covariance=cov.method, cov_samples=cov.n_samples, seeds=seeds,
+                       sampler=str(sim["method"]), sweeps_between=int(sim["sweeps_between"]),
+                       kkt=float(sim["kkt"]))
+            for k in MEASURES:
+                vals = sim[k][:, a, j]
+                mean, sim_se = float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(seeds))
+                se = float(np.hypot(sim_se, jk[k]))
+                row.update({k: th[k], f"{k}_sim": mean, f"{k}_sim_se": sim_se, f"{k}_se": se,
+                            f"{k}_theory_se": jk[k], f"{k}_theory_bias": bias[k],
+                            f"{k}_z": (mean - th[k]) / se, f"{k}_rel": (mean - th[k]) / abs(th[k])})
+            rows.append(row)
+    for r in rows:
+        r["block_seconds"] = time.time() - t0
     return rows
+
+
+def _compute(s: dict, rng: int, workers: int = 1) -> tuple[list[dict], dict]:
+    """Agreement rows (:func:`_agreement_block` over :func:`_blocks`) and fig. 3 right, in ``workers``
+    processes (results do not depend on ``workers``: every block seeds itself)."""
+    blocks = _blocks(s)
+    # largest instances first, so that the workers finish together
+    order = sorted(range(len(blocks)), key=lambda k: (-blocks[k][0], k))
+    if workers <= 1:
+        done = {k: _agreement_block(*blocks[k], s, rng) for k in order}
+        fig = _fig3_right(s, rng)
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {k: pool.submit(_agreement_block, *blocks[k], s, rng) for k in order[:1]}
+            fig_future = pool.submit(_fig3_right, s, rng)
+            futures.update({k: pool.submit(_agreement_block, *blocks[k], s, rng) for k in order[1:]})
+            done = {k: f.result() for k, f in futures.items()}
+            fig = fig_future.result()
+    return [r for k in range(len(blocks)) for r in done[k]], fig
 
 
 def _peak(task, alpha_c: float, lam: float) -> float:
@@ -156,18 +201,24 @@ def _covariance_check(rng: int) -> dict:
                 max_abs_z=float(np.abs(z).max()), method=sampled.method)
 
 
-def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
-    """Run the section into ``out`` (figures ``discrete_*.png/.pdf``, numbers in ``discrete.json``)."""
+def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Section:
+    """Run the section into ``out`` (figures ``discrete_*.png/.pdf``, numbers in ``discrete.json``).
+
+    ``workers`` > 1 runs the (L, beta) instances and the figure in that many processes.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     s = _settings(quick)
     cov = _covariance_check(rng)
-    rows = _agreement(s, rng)
-    fig = _fig3_right(s, rng)
+    rows, fig = _compute(s, rng, workers)
 
     held = [r for r in rows if not r["hot"]]
     bad = [r for r in held for k in MEASURES if abs(r[f"{k}_z"]) >= Z_MAX and abs(r[f"{k}_rel"]) >= REL_MAX]
     worst_z = max(abs(r[f"{k}_z"]) for r in held for k in MEASURES)
+    sampled = [r for r in held if r["covariance"] != "exact"]
+    # the covariance's statistical error (jackknife over its batches) against the simulations' own
+    ratio = max((r[f"{k}_theory_se"] / r[f"{k}_sim_se"] for r in sampled for k in MEASURES), default=0.0)
+    bias = max((abs(r[f"{k}_theory_bias"]) / r[f"{k}_se"] for r in sampled for k in MEASURES), default=0.0)
     sim_peak = int(np.argmax(fig["sim_mean"]))
     theory_peak = int(np.argmax(fig["theory_at_sim"]))
     gaps = fig["site0_gaps"]
@@ -178,7 +229,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         Check("discrete.agreement", not bad, worst_z, [Z_MAX, REL_MAX],
               f"{len(held)} (L, beta, alpha, lam) points x {len(MEASURES)} measures at beta in "
               f"{s['betas']}, L in {s['L']}: theory vs pseudo-likelihood fits, |z| < 3 or relative gap "
-              f"< 3 %; {len(bad)} outside; largest |z| = {worst_z:.2f}"),
+              f"< 3 %; {len(bad)} outside; largest |z| = {worst_z:.2f}; seeds per L {s['seeds']}"),
+        Check("discrete.covariance_error", ratio < COV_SE_MAX, ratio, COV_SE_MAX,
+              f"{len(sampled)} points with a sampled covariance ({s['cov_samples']} sequences): the "
+              f"jackknife error of the prediction is at most {ratio:.3f} of the simulation's standard "
+              f"error (it is added in quadrature to the z-scores); its jackknife bias at most "
+              f"{bias:.3f} standard errors"),
         Check("discrete.peak_at_alpha_c",
               bool(gaps[-1] < 0.02 and all(np.diff(gaps) < 0) and abs(sim_peak - theory_peak) <= 1),
               gaps[-1], 0.02,
@@ -189,10 +245,25 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
               f"{fig['alpha_sim'][theory_peak]:.3f}"),
     ]
     figures = _figures(out, rows, fig, s)
-    data = dict(covariance=cov, agreement=rows, fig3_right=fig)
+    data = dict(covariance=cov, agreement=rows, fig3_right=fig, transition=_transition(rows))
     atomic_write_text(out / "discrete.json", json.dumps(_jsonable(data), indent=1))
     return Section(name="discrete", checks=checks, figures=figures, data={"file": "discrete.json"},
                    parameters={k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in s.items()})
+
+
+def _transition(rows: list[dict]) -> list[dict]:
+    """Per (L, beta): median and largest |relative gap| and largest |z| of each measure."""
+    table = []
+    for L, beta in sorted({(r["L"], r["beta"]) for r in rows}):
+        pts = [r for r in rows if (r["L"], r["beta"]) == (L, beta)]
+        entry = dict(L=L, beta=beta, points=len(pts), sampler=pts[0]["sampler"],
+                     sweeps_between=pts[0]["sweeps_between"], seconds=pts[0]["block_seconds"])
+        for k in MEASURES:
+            rel = np.abs([r[f"{k}_rel"] for r in pts])
+            entry.update({f"{k}_median_rel": float(np.median(rel)), f"{k}_max_rel": float(rel.max()),
+                          f"{k}_max_z": float(np.max(np.abs([r[f"{k}_z"] for r in pts])))})
+        table.append(entry)
+    return table
 
 
 def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
@@ -241,17 +312,27 @@ def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
         names += ["discrete_agreement.png", "discrete_agreement.pdf"]
 
         if s["hot"]:
-            f, ax = plt.subplots()
-            betas = sorted({r["beta"] for r in rows})
-            for n, L in enumerate(s["L"]):
-                gap = [np.median([abs(r["test_loss_rel"]) for r in rows if r["L"] == L and r["beta"] == b])
-                       for b in betas]
-                ax.plot(betas, gap, marker=MARKERS[n], color=grey(n, len(s["L"])), label=rf"$L = {L}$")
-            ax.axvline(1.0, color="0.5", ls=":", lw=1, label=r"SK transition $\beta = 1$")
-            ax.set_xlabel(r"$\beta$")
-            ax.set_ylabel("median |relative gap| of the test loss")
-            ax.set_yscale("log")
-            ax.legend()
+            table = _transition(rows)
+            f, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
+            for ax, k, what in zip(axes, ("test_loss", "estimation_error"),
+                                   ("site test cross-entropy", r"$|\hat w - w^*|^2$"), strict=True):
+                for n, L in enumerate(sorted({e["L"] for e in table})):
+                    es = [e for e in table if e["L"] == L]
+                    b_ = [e["beta"] for e in es]
+                    ax.plot(b_, [e[f"{k}_median_rel"] for e in es], marker=MARKERS[n], color="black",
+                            ls=LINESTYLES[n], label=rf"median, $L = {L}$")
+                    ax.plot(b_, [e[f"{k}_max_rel"] for e in es], marker=MARKERS[n], color="0.55",
+                            ls=LINESTYLES[n], mfc="white", label=rf"largest, $L = {L}$")
+                ax.axhline(REL_MAX, color="0.5", ls="--", lw=1, label="3 %")
+                ax.axvline(1.0, color="0.5", ls=":", lw=1, label=r"SK transition $\beta = 1$")
+                ax.set_xlabel(r"$\beta$")
+                ax.set_ylabel("|relative gap| simulation vs theory")
+                ax.set_title(what, fontsize=9)
+                ax.set_yscale("log")
+            f.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=7,
+                     bbox_to_anchor=(0.5, -0.1))
+            f.suptitle(rf"over $\alpha \in [{min(s['alphas']):.1f}, {max(s['alphas']):.0f}]$ and "
+                       rf"$\lambda \in$ {{{', '.join(f'{x:g}' for x in s['lams'])}}}", fontsize=9)
             save(f, out / "discrete_transition")
             plt.close(f)
             names += ["discrete_transition.png", "discrete_transition.pdf"]
