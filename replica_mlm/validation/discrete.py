@@ -43,12 +43,12 @@ def _settings(quick: bool) -> dict:
         return dict(L=[16], betas=[0.2, 0.4], hot=[], hot_L=[], alphas=[0.5, 1.0, 4.0], lams=[1e-2, 1e-1],
                     seeds={16: 16}, n_test=3000, cov_samples=40000, cov_batches=10, fig_L=8,
                     fig_beta=0.4, fig_lam=1e-3, fig_seeds=8, fig_alphas=np.geomspace(0.5, 6.0, 8),
-                    peak_lams=[1e-2, 1e-3, 1e-4, 1e-5], fig_extra=0)
+                    peak_lams=[1e-2, 1e-3, 1e-4, 1e-5], fig_extra=12)
     return dict(L=[50, 200], betas=[0.2, 0.4], hot=[0.7, 0.9, 1.2], hot_L=[50],
-                alphas=list(np.geomspace(0.3, 5.0, 5)), lams=[1e-3, 1e-2, 1e-1], seeds={50: 24, 200: 8},
-                n_test=2000, cov_samples=20000, cov_batches=5, fig_L=16, fig_beta=0.4, fig_lam=1e-3,
-                fig_seeds=20, fig_alphas=np.geomspace(0.4, 6.0, 13), peak_lams=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
-                fig_extra=30)
+                alphas=list(np.geomspace(0.3, 5.0, 4)), lams=[1e-3, 1e-2, 1e-1], seeds={50: 16, 200: 6},
+                n_test=1000, cov_samples=10000, cov_batches=5, fig_L=16, fig_beta=0.4, fig_lam=1e-3,
+                fig_seeds=12, fig_alphas=np.geomspace(0.4, 6.0, 10),
+                peak_lams=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6], fig_extra=20)
 
 
 def _predict(model, cov, site: int, alpha: float, lam: float) -> dict[str, float]:
@@ -85,8 +85,12 @@ def _blocks(s: dict) -> list[tuple[int, float]]:
             + [(L, b) for L in s["hot_L"] for b in s["hot"]])
 
 
-def _agreement_block(L: int, beta: float, s: dict, rng: int) -> list[dict]:
-    """Theory against simulation on one SK instance: every alpha and lam of ``s``."""
+def _agreement_block(L: int, beta: float, s: dict, rng: int, out: Path | None = None) -> list[dict]:
+    """Theory against simulation on one SK instance: every alpha and lam of ``s``.
+
+    With ``out``, the rows are also written to ``out/discrete_blocks/L{L}_beta{beta}.json`` as soon
+    as the instance is done (progress of a long run; the section's numbers are in discrete.json).
+    """
     import time
 
     import replica_mlm as rm
@@ -121,25 +125,30 @@ def _agreement_block(L: int, beta: float, s: dict, rng: int) -> list[dict]:
             rows.append(row)
     for r in rows:
         r["block_seconds"] = time.time() - t0
+    if out is not None:
+        (out / "discrete_blocks").mkdir(exist_ok=True)
+        atomic_write_text(out / "discrete_blocks" / f"L{L}_beta{beta:g}.json",
+                          json.dumps(_jsonable(rows), indent=1))
     return rows
 
 
-def _compute(s: dict, rng: int, workers: int = 1) -> tuple[list[dict], dict]:
+def _compute(s: dict, rng: int, workers: int = 1, out: Path | None = None) -> tuple[list[dict], dict]:
     """Agreement rows (:func:`_agreement_block` over :func:`_blocks`) and fig. 3 right, in ``workers``
     processes (results do not depend on ``workers``: every block seeds itself)."""
     blocks = _blocks(s)
-    # largest instances first, so that the workers finish together
-    order = sorted(range(len(blocks)), key=lambda k: (-blocks[k][0], k))
+    # held instances first, largest first; then the figure; then the transition from the hottest
+    held = sorted((k for k, b in enumerate(blocks) if b[1] not in s["hot"]), key=lambda k: -blocks[k][0])
+    hot = sorted((k for k, b in enumerate(blocks) if b[1] in s["hot"]), key=lambda k: -blocks[k][1])
     if workers <= 1:
-        done = {k: _agreement_block(*blocks[k], s, rng) for k in order}
+        done = {k: _agreement_block(*blocks[k], s, rng, out) for k in held + hot}
         fig = _fig3_right(s, rng)
     else:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {k: pool.submit(_agreement_block, *blocks[k], s, rng) for k in order[:1]}
+            futures = {k: pool.submit(_agreement_block, *blocks[k], s, rng, out) for k in held}
             fig_future = pool.submit(_fig3_right, s, rng)
-            futures.update({k: pool.submit(_agreement_block, *blocks[k], s, rng) for k in order[1:]})
+            futures.update({k: pool.submit(_agreement_block, *blocks[k], s, rng, out) for k in hot})
             done = {k: f.result() for k, f in futures.items()}
             fig = fig_future.result()
     return [r for k in range(len(blocks)) for r in done[k]], fig
@@ -210,7 +219,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
     out.mkdir(parents=True, exist_ok=True)
     s = _settings(quick)
     cov = _covariance_check(rng)
-    rows, fig = _compute(s, rng, workers)
+    rows, fig = _compute(s, rng, workers, out)
 
     held = [r for r in rows if not r["hot"]]
     bad = [r for r in held for k in MEASURES if abs(r[f"{k}_z"]) >= Z_MAX and abs(r[f"{k}_rel"]) >= REL_MAX]
@@ -273,39 +282,55 @@ def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
 
     names = []
     with plt.rc_context(STYLE):
+        p = fig["L"] - 1
         f, ax = plt.subplots()
-        ax.plot(fig["alpha_fine"], fig["theory_total"], color="black", label="replica theory")
-        ax.errorbar(fig["alpha_sim"], fig["sim_mean"], yerr=fig["sim_se"], fmt="o", color="black",
-                    mfc="white", capsize=2, label="pseudo-likelihood fits")
-        ax.axvline(fig["alpha_c_mean"], color="0.5", ls="--", lw=1,
-                   label=r"separability $\alpha_c$")
-        _plain_log_x(ax)
-        ax.set_xlabel(r"$\alpha = M / (L - 1)$")
+        lo, hi = min(fig["alpha_c_sites"]) * p, max(fig["alpha_c_sites"]) * p
+        ax.axvspan(lo, hi, color="0.9", lw=0, label=r"sites' separability thresholds $\alpha_c (L-1)$")
+        ax.axvline(fig["alpha_c_mean"] * p, color="0.5", ls="--", lw=1, label=r"their mean")
+        ax.plot(np.asarray(fig["alpha_fine"]) * p, fig["theory_total"], color="black",
+                label="replica theory (Gaussian equivalence)")
+        ax.errorbar(fig["M"], fig["sim_mean"], yerr=fig["sim_se"], fmt="o", color="black",
+                    mfc="white", capsize=2,
+                    label=f"pseudo-likelihood fits (mean ± s.e., {s['fig_seeds']} seeds)")
+        ax.set_xscale("log")
+        _plain_log_m(ax)
+        ax.set_xlabel("training sequences $M$")
         ax.set_ylabel(r"MLM test loss $\sum_i \epsilon_i$ (nats)")
-        ax.set_title(rf"Ising, $L = {fig['L']}$, $\beta = {fig['beta']:g}$, $\lambda = {fig['lam']:g}$")
-        ax.legend()
+        top = ax.secondary_xaxis("top", functions=(lambda m: m / p, lambda a: a * p))
+        top.set_xlabel(r"$\alpha = M / (L - 1)$", fontsize=9)
+        _plain_log_x(top, log=False)
+        ax.set_title(rf"Ising (SK), $L = {fig['L']}$, $\beta = {fig['beta']:g}$, "
+                     rf"$\lambda = {fig['lam']:g}$", fontsize=10)
+        ax.legend(fontsize=7)
         save(f, out / "discrete_fig3_right")
         plt.close(f)
         names += ["discrete_fig3_right.png", "discrete_fig3_right.pdf"]
 
-        f, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
-        keys = sorted({(r["L"], r["beta"], r["lam"]) for r in rows})
-        for n, key in enumerate(keys):
-            pts = [r for r in rows if (r["L"], r["beta"], r["lam"]) == key]
-            a = [r["alpha"] for r in pts]
-            for ax, k in zip(axes, ("test_loss", "estimation_error"), strict=True):
-                ax.plot(a, [r[k] for r in pts], color=grey(n, len(keys)), ls=LINESTYLES[n % 6])
-                ax.errorbar(a, [r[f"{k}_sim"] for r in pts], yerr=[r[f"{k}_se"] for r in pts],
-                            fmt=MARKERS[n % 6], color=grey(n, len(keys)), mfc="white", capsize=2,
-                            label=rf"$L={key[0]}$, $\beta={key[1]:g}$, $\lambda={key[2]:g}$")
-        axes[0].set_ylabel(r"site test cross-entropy")
-        axes[1].set_ylabel(r"$|\hat w - w^*|^2$")
-        for ax in axes:
-            ax.set_yscale("log")
-            _plain_log_x(ax)
-            ax.set_xlabel(r"$\alpha$")
-        f.legend(*axes[1].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=7,
-                 bbox_to_anchor=(0.5, -0.12))
+        held = [r for r in rows if not r["hot"]]
+        Ls = sorted({r["L"] for r in held})
+        keys = sorted({(r["beta"], r["lam"]) for r in held})
+        f, axes = plt.subplots(len(Ls), 2, figsize=(8.4, 3.0 * len(Ls)), squeeze=False)
+        for row_axes, L in zip(axes, Ls, strict=True):
+            for n, key in enumerate(keys):
+                pts = [r for r in held if (r["L"], r["beta"], r["lam"]) == (L, *key)]
+                a = [r["alpha"] for r in pts]
+                for ax, k in zip(row_axes, ("test_loss", "estimation_error"), strict=True):
+                    ax.plot(a, [r[k] for r in pts], color=grey(n, len(keys)), ls=LINESTYLES[n % 6])
+                    ax.errorbar(a, [r[f"{k}_sim"] for r in pts], yerr=[r[f"{k}_se"] for r in pts],
+                                fmt=MARKERS[n % 6], color=grey(n, len(keys)), mfc="white", capsize=2,
+                                label=rf"$\beta={key[0]:g}$, $\lambda={key[1]:g}$")
+            seeds = held[[r["L"] for r in held].index(L)]["seeds"]
+            row_axes[0].set_ylabel(rf"site test cross-entropy" "\n" rf"($L = {L}$, {seeds} seeds)")
+            row_axes[1].set_ylabel(r"$|\hat w - w^*|^2$")
+            for ax in row_axes:
+                ax.set_yscale("log")
+                _plain_log_x(ax)
+                _plain_log_y(ax)
+        for ax in axes[-1]:
+            ax.set_xlabel(r"$\alpha = M / (L - 1)$")
+        f.subplots_adjust(wspace=0.3, hspace=0.25)
+        f.legend(*axes[0][1].get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=7,
+                 bbox_to_anchor=(0.5, -0.035))
         f.suptitle("lines: replica theory; markers: pseudo-likelihood fits (mean ± s.e.)", fontsize=9)
         save(f, out / "discrete_agreement")
         plt.close(f)
@@ -339,11 +364,30 @@ def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
     return names
 
 
-def _plain_log_x(ax) -> None:
+def _plain_log_m(ax) -> None:
+    """Ticks 1, 2, 5 x 10^k labelled as plain integers on a log axis of sequence counts."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _plain_log_y(ax) -> None:
+    """Plain-number labels on a log y axis (no 9x10^-1), minor ticks labelled only on short ranges."""
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+    lo, hi = ax.get_ylim()
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g") if hi / lo < 4 else NullFormatter())
+
+
+def _plain_log_x(ax, log: bool = True) -> None:
     """Log x axis with plain-number major ticks and no minor labels (no overlapping 3x10^0)."""
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    ax.set_xscale("log")
+    if log:
+        ax.set_xscale("log")
     lo, hi = ax.get_xlim()
     ticks = [t for t in (0.3, 0.5, 1, 2, 3, 5, 10) if lo <= t <= hi]
     ax.set_xticks(ticks)
