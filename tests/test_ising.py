@@ -127,3 +127,22 @@ def test_simulate_nested_largest_n_is_simulate_sites_and_smaller_n_fit_the_first
     assert np.allclose(nested["estimation_error"][0, 0, 0], np.sum((w - teacher) ** 2), rtol=1e-6)
     with pytest.raises(ValueError, match="ns"):
         simulate_nested(small, site=2, ns=[0, 3], lam=lam, seeds=2, rng=0, n_test=10)
+
+
+def test_bad_input_of_issue_11_item_6_every_entry_point(small):
+    """q = 2 calls on a non-Ising model, beta <= 0 (or NaN), site out of range, M < 1: ValueError."""
+    potts = rm.PottsModel.random(L=5, q=3, seed=0)
+    two = rm.PottsModel(couplings=small.couplings, colours=np.eye(2))
+    for model in (potts, two):
+        with pytest.raises(ValueError, match="needs an Ising model"):
+            rm.simulate(model, site=0, alpha=1.0, lam=0.1, seeds=2, loss="logistic")
+        with pytest.raises(ValueError, match="needs an Ising model"):
+            spin_covariance(model)
+    for beta in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="beta"):
+            rm.PottsModel.ising(couplings=small.couplings, beta=beta)
+    with pytest.raises(ValueError, match=r"site index i must lie in \[0, L\)"):
+        rm.simulate(small, site=small.L, alpha=1.0, lam=0.1, seeds=2, loss="logistic")
+    for alpha in (0.0, 0.5 / (small.L - 1) * 0.9):
+        with pytest.raises(ValueError, match="alpha"):
+            rm.simulate(small, site=0, alpha=alpha, lam=0.1, seeds=2, loss="logistic")
