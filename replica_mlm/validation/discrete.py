@@ -10,6 +10,8 @@ with their own covariance (docs: "Discrete spins"). Checks (numbered in the repo
   of the theory against pseudo-likelihood fits on Boltzmann samples at high temperature
   (SK couplings, beta in {0.2, 0.4}): every |z| < 3 or relative gap < 3 %, z with the standard
   error of the simulation and (for sampled covariances) the jackknife error of the prediction;
+* ``discrete.covariance_error`` (only where a covariance is sampled, i.e. full mode): the jackknife
+  error of every prediction at most half the simulation's standard error (its bias is reported);
 * ``discrete.peak_at_alpha_c``: the paper's fig. 3 (right) at q = 2: the peak of a site's theory
   test loss moves to the separability threshold alpha_c of the logit channel as lam -> 0 (relative
   gap shrinking monotonically, below 2 % at the smallest lam), and the simulated total MLM test
@@ -17,7 +19,12 @@ with their own covariance (docs: "Discrete spins"). Checks (numbered in the repo
   or at a neighbour.
 
 Towards the transition (beta = 0.7, 0.9, 1.2; full mode) the disagreement is measured and drawn,
-not held to a threshold.
+not held to a threshold (table ``transition`` in ``discrete.json``, figure ``discrete_transition``).
+Full mode: L = 50 and 200 with fewer seeds at 200, since per-site measures self-average (their
+spread over data sets shrinks with p at fixed alpha); the simulations of one instance share one
+pool of Boltzmann sequences per seed (nested training sets, see
+:func:`replica_mlm.models.pseudo_likelihood.simulate_nested`); ``workers`` processes run the
+instances in parallel. Each finished instance is also written to ``discrete_blocks/``.
 """
 
 from __future__ import annotations
@@ -178,7 +185,9 @@ def _fig3_right(s: dict, rng: int) -> dict:
     sites = [ising_site(model, i, cov) for i in range(L)]
     alpha_c = [rm.separability_threshold(t) for t in sites]
     ms = np.unique(np.round(s["fig_alphas"] * p).astype(int))
-    grid = np.unique(np.concatenate([ms / p, np.geomspace(ms[0] / p, ms[-1] / p, s["fig_extra"])]))
+    # the total's peak is sharp at small lam: extra theory points across the sites' alpha_c
+    near = np.linspace(0.85 * min(alpha_c), 1.15 * max(alpha_c), s["fig_extra"] // 2)
+    grid = np.unique(np.concatenate([ms / p, np.geomspace(ms[0] / p, ms[-1] / p, s["fig_extra"]), near]))
     theory = sum(rm.learning_curve(t, alpha=grid, lam=lam, loss="logistic").test_loss for t in sites)
     # the peak of one site's test loss moves to its alpha_c as lam -> 0
     peaks = [_peak(sites[0], alpha_c[0], lm) for lm in s["peak_lams"]]
@@ -286,7 +295,7 @@ def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
         f, ax = plt.subplots()
         lo, hi = min(fig["alpha_c_sites"]) * p, max(fig["alpha_c_sites"]) * p
         ax.axvspan(lo, hi, color="0.9", lw=0, label=r"sites' separability thresholds $\alpha_c (L-1)$")
-        ax.axvline(fig["alpha_c_mean"] * p, color="0.5", ls="--", lw=1, label=r"their mean")
+        ax.axvline(fig["alpha_c_mean"] * p, color="0.5", ls="--", lw=1, label=r"mean $\alpha_c (L-1)$")
         ax.plot(np.asarray(fig["alpha_fine"]) * p, fig["theory_total"], color="black",
                 label="replica theory (Gaussian equivalence)")
         ax.errorbar(fig["M"], fig["sim_mean"], yerr=fig["sim_se"], fmt="o", color="black",
@@ -301,7 +310,7 @@ def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
         _plain_log_x(top, log=False)
         ax.set_title(rf"Ising (SK), $L = {fig['L']}$, $\beta = {fig['beta']:g}$, "
                      rf"$\lambda = {fig['lam']:g}$", fontsize=10)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left")
         save(f, out / "discrete_fig3_right")
         plt.close(f)
         names += ["discrete_fig3_right.png", "discrete_fig3_right.pdf"]
@@ -351,11 +360,13 @@ def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
                 ax.axhline(REL_MAX, color="0.5", ls="--", lw=1, label="3 %")
                 ax.axvline(1.0, color="0.5", ls=":", lw=1, label=r"SK transition $\beta = 1$")
                 ax.set_xlabel(r"$\beta$")
-                ax.set_ylabel("|relative gap| simulation vs theory")
                 ax.set_title(what, fontsize=9)
                 ax.set_yscale("log")
-            f.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=7,
-                     bbox_to_anchor=(0.5, -0.1))
+                _plain_log_y(ax)
+            axes[0].set_ylabel("|relative gap| simulation vs theory")
+            f.subplots_adjust(wspace=0.3)
+            f.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=7,
+                     bbox_to_anchor=(0.5, -0.04))
             f.suptitle(rf"over $\alpha \in [{min(s['alphas']):.1f}, {max(s['alphas']):.0f}]$ and "
                        rf"$\lambda \in$ {{{', '.join(f'{x:g}' for x in s['lams'])}}}", fontsize=9)
             save(f, out / "discrete_transition")
@@ -379,7 +390,7 @@ def _plain_log_y(ax) -> None:
 
     lo, hi = ax.get_ylim()
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g") if hi / lo < 4 else NullFormatter())
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g") if hi / lo < 12 else NullFormatter())
 
 
 def _plain_log_x(ax, log: bool = True) -> None:
