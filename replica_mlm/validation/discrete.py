@@ -312,7 +312,7 @@ def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
         _plain_log_x(top, log=False)
         ax.set_title(rf"Ising (SK), $L = {fig['L']}$, $\beta = {fig['beta']:g}$, "
                      rf"$\lambda = {fig['lam']:g}$", fontsize=10)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         save(f, out / "discrete_fig3_right")
         plt.close(f)
         names += ["discrete_fig3_right.png", "discrete_fig3_right.pdf"]
@@ -387,12 +387,16 @@ def _plain_log_m(ax) -> None:
 
 
 def _plain_log_y(ax) -> None:
-    """Plain-number labels on a log y axis (no 9x10^-1), minor ticks labelled only on short ranges."""
-    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+    """Plain-number labels on a log y axis (no 9x10^-1); minor ticks 2, 3, 5 labelled on short ranges."""
+    from matplotlib.ticker import FormatStrFormatter, FuncFormatter, NullFormatter
+
+    def minor(v, _pos) -> str:
+        mantissa = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
+        return f"{v:g}" if mantissa in (2, 3, 5) else ""
 
     lo, hi = ax.get_ylim()
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g") if hi / lo < 12 else NullFormatter())
+    ax.yaxis.set_minor_formatter(FuncFormatter(minor) if hi / lo < 30 else NullFormatter())
 
 
 def _plain_log_x(ax, log: bool = True) -> None:
