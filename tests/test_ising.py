@@ -101,3 +101,47 @@ def test_spins_of_colours():
     assert np.array_equal(SPINS, [1.0, -1.0])
     assert np.array_equal(rm.PottsModel.ising(couplings=np.zeros((3, 3)), beta=1.0).colours,
                           [[1.0, -1.0], [-1.0, 1.0]])
+
+
+def test_simulate_nested_largest_n_is_simulate_sites_and_smaller_n_fit_the_first_rows(small):
+    from replica_mlm.models.ising import spins
+    from replica_mlm.models.pseudo_likelihood import fit_site, simulate_nested, simulate_sites
+
+    lam = np.array([0.1, 0.01])
+    nested = simulate_nested(small, site=2, ns=[5, 30], lam=lam, seeds=3, rng=7, n_test=200)
+    plain = simulate_sites(small, sites=[2], n=30, lam=lam, seeds=3, rng=7, n_test=200)
+    for key in ("eg", "test_loss", "train_loss", "estimation_error"):
+        assert nested[key].shape == (3, 2, 2)
+        assert np.array_equal(nested[key][:, 1], plain[key][:, 0])
+    # n = 5: the first 5 rows of the same shuffled pool (rebuilt here with the sampler's own calls)
+    gen = np.random.default_rng(7)
+    diag = small.gibbs_diagnostics(rng=gen, method="auto")
+    child = gen.spawn(3)[0]
+    seqs = small.sample(230, rng=child, sweeps_between=diag.sweeps_between, burn_in=diag.burn_in,
+                        method=diag.method, n_rungs=diag.ladder.size)
+    s = spins(child.permutation(seqs))
+    keep = np.arange(small.L) != 2
+    teacher = 2 * small.beta * small.couplings[2, keep]
+    w, _ = fit_site(s[:5, keep], s[:5, 2], 0.1)
+    assert np.allclose(nested["estimation_error"][0, 0, 0], np.sum((w - teacher) ** 2), rtol=1e-6)
+    with pytest.raises(ValueError, match="ns"):
+        simulate_nested(small, site=2, ns=[0, 3], lam=lam, seeds=2, rng=0, n_test=10)
+
+
+def test_bad_input_of_issue_11_item_6_every_entry_point(small):
+    """q = 2 calls on a non-Ising model, beta <= 0 (or NaN), site out of range, M < 1: ValueError."""
+    potts = rm.PottsModel.random(L=5, q=3, seed=0)
+    two = rm.PottsModel(couplings=small.couplings, colours=np.eye(2))
+    for model in (potts, two):
+        with pytest.raises(ValueError, match="needs an Ising model"):
+            rm.simulate(model, site=0, alpha=1.0, lam=0.1, seeds=2, loss="logistic")
+        with pytest.raises(ValueError, match="needs an Ising model"):
+            spin_covariance(model)
+    for beta in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="beta"):
+            rm.PottsModel.ising(couplings=small.couplings, beta=beta)
+    with pytest.raises(ValueError, match=r"site index i must lie in \[0, L\)"):
+        rm.simulate(small, site=small.L, alpha=1.0, lam=0.1, seeds=2, loss="logistic")
+    for alpha in (0.0, 0.5 / (small.L - 1) * 0.9):
+        with pytest.raises(ValueError, match="alpha"):
+            rm.simulate(small, site=0, alpha=alpha, lam=0.1, seeds=2, loss="logistic")

@@ -96,10 +96,73 @@ def simulate_sites(model, *, sites, n: int, lam: np.ndarray, seeds: int, rng, n_
     ``estimation_error`` ``|w - w*|^2`` with ``w* = 2 beta J_{i,-i}``; and ``kkt``, the largest
     optimiser residual.
     """
+    from replica_mlm.models.ising import spins
+
+    gen, diag = _sampler(model, rng)
+    sites = list(sites)
+    shape = (seeds, len(sites), lam.size)
+    out = {k: np.empty(shape) for k in MEASURES}
+    kkt = 0.0
+    for k, child in enumerate(gen.spawn(seeds)):
+        seqs = model.sample(n + n_test, rng=child, sweeps_between=diag.sweeps_between,
+                            burn_in=diag.burn_in, method=diag.method, n_rungs=diag.ladder.size)
+        s = spins(child.permutation(seqs))  # rows interleave chains: shuffle before splitting
+        for a, site in enumerate(sites):
+            res = _fit_and_measure(model, site, s[:n], s[n:], lam)
+            for key in MEASURES:
+                out[key][k, a] = res[key]
+            kkt = max(kkt, res["kkt"])
+    out["kkt"] = np.array(kkt)
+    return out
+
+
+#: measures returned per fit by :func:`simulate_sites` and :func:`simulate_nested`
+MEASURES = ("eg", "test_loss", "train_loss", "estimation_error")
+
+
+def simulate_nested(model, *, site: int, ns, lam: np.ndarray, seeds: int, rng, n_test: int
+                    ) -> dict[str, np.ndarray]:
+    """Pseudo-likelihood of one site at several training-set sizes from one pool of sequences per seed.
+
+    Seed ``k`` draws ``max(ns) + n_test`` sequences (one sampler pilot run for all seeds, as in
+    :func:`simulate_sites`), shuffles them, keeps the last ``n_test`` as the test set and fits the
+    site on the first ``n`` sequences for every ``n`` in ``ns`` (nested training sets). Every
+    entry is an unbiased draw at its own ``n``; entries of one seed at different ``n`` are
+    correlated (shared sequences), entries of different seeds independent, so the standard error
+    over seeds of each ``n`` is valid on its own. This costs one sample of ``max(ns) + n_test``
+    sequences per seed instead of one per ``n``. Returns arrays of shape
+    (seeds, len(ns), len(lam)) named as in :func:`simulate_sites`, and ``kkt``.
+    """
+    from replica_mlm.models.ising import spins
+
+    ns = [int(n) for n in ns]
+    if not ns or min(ns) < 1:
+        raise ValueError(f"ns must be training-set sizes >= 1, got {ns}")
+    gen, diag = _sampler(model, rng)
+    out = {k: np.empty((seeds, len(ns), lam.size)) for k in MEASURES}
+    kkt = 0.0
+    top = max(ns)
+    for k, child in enumerate(gen.spawn(seeds)):
+        seqs = model.sample(top + n_test, rng=child, sweeps_between=diag.sweeps_between,
+                            burn_in=diag.burn_in, method=diag.method, n_rungs=diag.ladder.size)
+        s = spins(child.permutation(seqs))
+        test = s[top:]
+        for a, n in enumerate(ns):
+            res = _fit_and_measure(model, site, s[:n], test, lam)
+            for key in MEASURES:
+                out[key][k, a] = res[key]
+            kkt = max(kkt, res["kkt"])
+    out["kkt"] = np.array(kkt)
+    out["sweeps_between"] = np.array(diag.sweeps_between)
+    out["method"] = np.array(diag.method)
+    return out
+
+
+def _sampler(model, rng):
+    """The root generator and the sampler's pilot diagnostics; ValueError if it cannot mix."""
     import warnings
 
     from replica_mlm import _checks
-    from replica_mlm.models.ising import spins
 
     gen = _checks.as_generator(rng)
     with warnings.catch_warnings():
@@ -108,28 +171,22 @@ def simulate_sites(model, *, sites, n: int, lam: np.ndarray, seeds: int, rng, n_
     if not diag.mixing:
         raise ValueError(f"the sampler does not decorrelate at beta={model.beta:.4g} "
                          f"(tau_int >= {diag.tau_int:.1f}): no Boltzmann samples to fit")
-    sites = list(sites)
-    shape = (seeds, len(sites), lam.size)
-    out = {k: np.empty(shape) for k in ("eg", "test_loss", "train_loss", "estimation_error")}
+    return gen, diag
+
+
+def _fit_and_measure(model, site: int, train: np.ndarray, test: np.ndarray, lam: np.ndarray) -> dict:
+    """Fit ``site`` on the spins ``train`` for every ``lam`` (warm-started, strong to weak penalty)."""
+    keep = np.arange(model.L) != site
+    teacher = 2.0 * model.beta * model.couplings[site, keep]
+    x, y = train[:, keep], train[:, site]
+    w = np.zeros(model.L - 1)
+    ws = np.empty((model.L - 1, lam.size))
     kkt = 0.0
-    order = np.argsort(lam)[::-1]  # strong to weak penalty, each fit warm-started by the last
-    for k, child in enumerate(gen.spawn(seeds)):
-        seqs = model.sample(n + n_test, rng=child, sweeps_between=diag.sweeps_between,
-                            burn_in=diag.burn_in, method=diag.method, n_rungs=diag.ladder.size)
-        s = spins(child.permutation(seqs))  # rows interleave chains: shuffle before splitting
-        for a, site in enumerate(sites):
-            keep = np.arange(model.L) != site
-            teacher = 2.0 * model.beta * model.couplings[site, keep]
-            x, y = s[:n, keep], s[:n, site]
-            w = np.zeros(model.L - 1)
-            ws = np.empty((model.L - 1, lam.size))
-            for j in order:
-                w, res = fit_site(x, y, float(lam[j]), warm_start=w)
-                ws[:, j] = w
-                kkt = max(kkt, res)
-            measures = site_measures(s[n:, keep], teacher, ws)
-            out["eg"][k, a], out["test_loss"][k, a] = measures["eg"], measures["test_loss"]
-            out["train_loss"][k, a] = -log_expit(y[:, None] * (x @ ws)).mean(axis=0)
-            out["estimation_error"][k, a] = ((ws - teacher[:, None]) ** 2).sum(axis=0)
-    out["kkt"] = np.array(kkt)
-    return out
+    for j in np.argsort(lam)[::-1]:
+        w, res = fit_site(x, y, float(lam[j]), warm_start=w)
+        ws[:, j] = w
+        kkt = max(kkt, res)
+    measures = site_measures(test[:, keep], teacher, ws)
+    return {"eg": measures["eg"], "test_loss": measures["test_loss"],
+            "train_loss": -log_expit(y[:, None] * (x @ ws)).mean(axis=0),
+            "estimation_error": ((ws - teacher[:, None]) ** 2).sum(axis=0), "kkt": kkt}

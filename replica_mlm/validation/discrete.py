@@ -10,6 +10,8 @@ with their own covariance (docs: "Discrete spins"). Checks (numbered in the repo
   of the theory against pseudo-likelihood fits on Boltzmann samples at high temperature
   (SK couplings, beta in {0.2, 0.4}): every |z| < 3 or relative gap < 3 %, z with the standard
   error of the simulation and (for sampled covariances) the jackknife error of the prediction;
+* ``discrete.covariance_error`` (only where a covariance is sampled, i.e. full mode): the jackknife
+  error of every prediction at most half the simulation's standard error (its bias is reported);
 * ``discrete.peak_at_alpha_c``: the paper's fig. 3 (right) at q = 2: the peak of a site's theory
   test loss moves to the separability threshold alpha_c of the logit channel as lam -> 0 (relative
   gap shrinking monotonically, below 2 % at the smallest lam), and the simulated total MLM test
@@ -17,7 +19,12 @@ with their own covariance (docs: "Discrete spins"). Checks (numbered in the repo
   or at a neighbour.
 
 Towards the transition (beta = 0.7, 0.9, 1.2; full mode) the disagreement is measured and drawn,
-not held to a threshold.
+not held to a threshold (table ``transition`` in ``discrete.json``, figure ``discrete_transition``).
+Full mode: L = 50 and 200 with fewer seeds at 200, since per-site measures self-average (their
+spread over data sets shrinks with p at fixed alpha); the simulations of one instance share one
+pool of Boltzmann sequences per seed (nested training sets, see
+:func:`replica_mlm.models.pseudo_likelihood.simulate_nested`); ``workers`` processes run the
+instances in parallel. Each finished instance is also written to ``discrete_blocks/``.
 """
 
 from __future__ import annotations
@@ -32,19 +39,23 @@ from replica_mlm.validation.report import Check, Section, _jsonable, atomic_writ
 
 MEASURES = ("test_loss", "estimation_error", "eg")
 Z_MAX, REL_MAX = 3.0, 0.03
+#: largest accepted ratio of the prediction's jackknife error (sampled covariance) to the simulation's
+COV_SE_MAX = 0.5
 
 
 def _settings(quick: bool) -> dict:
+    # seeds per L: per-site quantities self-average (their spread over data sets shrinks like
+    # 1 / sqrt(p) at fixed alpha), so fewer seeds reach the same relative standard error at large L
     if quick:
-        return dict(L=[16], betas=[0.2, 0.4], hot=[], alphas=[0.5, 1.0, 4.0], lams=[1e-2, 1e-1],
-                    seeds=16, n_test=3000, fig_L=8, fig_beta=0.4, fig_lam=1e-3, fig_seeds=8,
-                    fig_alphas=np.geomspace(0.5, 6.0, 8), peak_lams=[1e-2, 1e-3, 1e-4, 1e-5],
-                    fig_extra=0)
-    return dict(L=[50, 100], betas=[0.2, 0.4], hot=[0.7, 0.9, 1.2],
-                alphas=list(np.geomspace(0.3, 5.0, 6)), lams=[1e-3, 1e-2, 1e-1], seeds=40,
-                n_test=8000, fig_L=16, fig_beta=0.4, fig_lam=1e-3, fig_seeds=20,
-                fig_alphas=np.geomspace(0.4, 6.0, 13), peak_lams=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
-                fig_extra=30)
+        return dict(L=[16], betas=[0.2, 0.4], hot=[], hot_L=[], alphas=[0.5, 1.0, 4.0], lams=[1e-2, 1e-1],
+                    seeds={16: 16}, hot_seeds=0, n_test=3000, cov_samples=40000, cov_batches=10, fig_L=8,
+                    fig_beta=0.4, fig_lam=1e-3, fig_seeds=8, fig_alphas=np.geomspace(0.5, 6.0, 8),
+                    peak_lams=[1e-2, 1e-3, 1e-4, 1e-5], fig_extra=12)
+    return dict(L=[50, 200], betas=[0.2, 0.4], hot=[0.7, 0.9, 1.2], hot_L=[50],
+                alphas=list(np.geomspace(0.3, 5.0, 4)), lams=[1e-3, 1e-2, 1e-1], seeds={50: 12, 200: 5},
+                hot_seeds=8, n_test=1000, cov_samples=8000, cov_batches=5, fig_L=16, fig_beta=0.4,
+                fig_lam=1e-3, fig_seeds=10, fig_alphas=np.geomspace(0.4, 6.0, 8),
+                peak_lams=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6], fig_extra=16)
 
 
 def _predict(model, cov, site: int, alpha: float, lam: float) -> dict[str, float]:
@@ -55,12 +66,13 @@ def _predict(model, cov, site: int, alpha: float, lam: float) -> dict[str, float
     return {k: float(getattr(sp, k)) for k in MEASURES}
 
 
-def _jackknife(model, cov, site: int, alpha: float, lam: float) -> dict[str, float]:
-    """Jackknife standard error of the prediction over the covariance's batches (0 if exact)."""
+def _jackknife(model, cov, site: int, alpha: float, lam: float, full: dict[str, float]
+               ) -> tuple[dict[str, float], dict[str, float]]:
+    """Jackknife standard error and bias of the prediction over the covariance's batches (0 if exact)."""
     from replica_mlm.models.ising import SpinCovariance
 
     if cov.batches is None:
-        return dict.fromkeys(MEASURES, 0.0)
+        return dict.fromkeys(MEASURES, 0.0), dict.fromkeys(MEASURES, 0.0)
     B = cov.batches.shape[0]
     total = cov.batches.sum(axis=0)
     rows = []
@@ -68,36 +80,85 @@ def _jackknife(model, cov, site: int, alpha: float, lam: float) -> dict[str, flo
         loo = SpinCovariance(covariance=(total - cov.batches[b]) / (B - 1), stderr=cov.stderr,
                              method=cov.method, n_samples=cov.n_samples, batches=None)
         rows.append(_predict(model, loo, site, alpha, lam))
-    return {k: float(np.sqrt((B - 1) / B * np.sum((np.array([r[k] for r in rows])
-                                                   - np.mean([r[k] for r in rows])) ** 2)))
-            for k in MEASURES}
+    vals = {k: np.array([r[k] for r in rows]) for k in MEASURES}
+    se = {k: float(np.sqrt((B - 1) / B * np.sum((v - v.mean()) ** 2))) for k, v in vals.items()}
+    bias = {k: float((B - 1) * (v.mean() - full[k])) for k, v in vals.items()}
+    return se, bias
 
 
-def _agreement(s: dict, rng: int) -> list[dict]:
+def _blocks(s: dict) -> list[tuple[int, float]]:
+    """The (L, beta) instances of the agreement check: held betas at every L, hot ones at ``hot_L``."""
+    return ([(L, b) for L in s["L"] for b in s["betas"]]
+            + [(L, b) for L in s["hot_L"] for b in s["hot"]])
+
+
+def _agreement_block(L: int, beta: float, s: dict, rng: int, out: Path | None = None) -> list[dict]:
+    """Theory against simulation on one SK instance: every alpha and lam of ``s``.
+
+    With ``out``, the rows are also written to ``out/discrete_blocks/L{L}_beta{beta}.json`` as soon
+    as the instance is done (progress of a long run; the section's numbers are in discrete.json).
+    """
+    import time
+
     import replica_mlm as rm
     from replica_mlm.models.ising import spin_covariance
+    from replica_mlm.models.pseudo_likelihood import simulate_nested
 
+    t0 = time.time()
+    model = rm.PottsModel.random_ising(L=L, beta=beta, seed=rng)
+    cov = spin_covariance(model, samples=s["cov_samples"], batches=s["cov_batches"], rng=rng)
+    p = L - 1
+    ns = sorted({max(1, round(float(a) * p)) for a in s["alphas"]})
+    lams = np.asarray(s["lams"], dtype=float)
+    seeds = s["hot_seeds"] if beta in s["hot"] else s["seeds"][L]
+    # one pool of max(ns) + n_test sequences per seed; training sets nested (see simulate_nested)
+    sim = simulate_nested(model, site=0, ns=ns, lam=lams, seeds=seeds, rng=rng + 1, n_test=s["n_test"])
     rows = []
-    for L in s["L"]:
-        for beta in [*s["betas"], *s["hot"]]:
-            model = rm.PottsModel.random_ising(L=L, beta=beta, seed=rng)
-            cov = spin_covariance(model, samples=40000, rng=rng)
-            for alpha in s["alphas"]:
-                sim = rm.simulate(model, site=0, alpha=float(alpha), lam=s["lams"], seeds=s["seeds"],
-                                  rng=rng, loss="logistic", n_test=s["n_test"])
-                for j, lam in enumerate(s["lams"]):
-                    th = _predict(model, cov, 0, sim.alpha, lam)
-                    jk = _jackknife(model, cov, 0, sim.alpha, lam)
-                    row = dict(L=L, beta=beta, alpha=sim.alpha, lam=lam, hot=beta in s["hot"],
-                               covariance=cov.method)
-                    for k in MEASURES:
-                        mean = float(getattr(sim, f"{k}_mean")[j])
-                        se = float(np.hypot(getattr(sim, f"{k}_stderr")[j], jk[k]))
-                        row.update({k: th[k], f"{k}_sim": mean, f"{k}_se": se,
-                                    f"{k}_theory_se": jk[k], f"{k}_z": (mean - th[k]) / se,
-                                    f"{k}_rel": (mean - th[k]) / abs(th[k])})
-                    rows.append(row)
+    for a, n in enumerate(ns):
+        for j, lam in enumerate(lams):
+            th = _predict(model, cov, 0, n / p, float(lam))
+            jk, bias = _jackknife(model, cov, 0, n / p, float(lam), th)
+            row = dict(L=L, beta=beta, alpha=n / p, n=n, lam=float(lam), hot=beta in s["hot"],
+                       covariance=cov.method, cov_samples=cov.n_samples, seeds=seeds,
+                       sampler=str(sim["method"]), sweeps_between=int(sim["sweeps_between"]),
+                       kkt=float(sim["kkt"]))
+            for k in MEASURES:
+                vals = sim[k][:, a, j]
+                mean, sim_se = float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(seeds))
+                se = float(np.hypot(sim_se, jk[k]))
+                row.update({k: th[k], f"{k}_sim": mean, f"{k}_sim_se": sim_se, f"{k}_se": se,
+                            f"{k}_theory_se": jk[k], f"{k}_theory_bias": bias[k],
+                            f"{k}_z": (mean - th[k]) / se, f"{k}_rel": (mean - th[k]) / abs(th[k])})
+            rows.append(row)
+    for r in rows:
+        r["block_seconds"] = time.time() - t0
+    if out is not None:
+        (out / "discrete_blocks").mkdir(exist_ok=True)
+        atomic_write_text(out / "discrete_blocks" / f"L{L}_beta{beta:g}.json",
+                          json.dumps(_jsonable(rows), indent=1))
     return rows
+
+
+def _compute(s: dict, rng: int, workers: int = 1, out: Path | None = None) -> tuple[list[dict], dict]:
+    """Agreement rows (:func:`_agreement_block` over :func:`_blocks`) and fig. 3 right, in ``workers``
+    processes (results do not depend on ``workers``: every block seeds itself)."""
+    blocks = _blocks(s)
+    # held instances first, largest first; then the figure; then the transition from the hottest
+    held = sorted((k for k, b in enumerate(blocks) if b[1] not in s["hot"]), key=lambda k: -blocks[k][0])
+    hot = sorted((k for k, b in enumerate(blocks) if b[1] in s["hot"]), key=lambda k: -blocks[k][1])
+    if workers <= 1:
+        done = {k: _agreement_block(*blocks[k], s, rng, out) for k in held + hot}
+        fig = _fig3_right(s, rng)
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {k: pool.submit(_agreement_block, *blocks[k], s, rng, out) for k in held}
+            fig_future = pool.submit(_fig3_right, s, rng)
+            futures.update({k: pool.submit(_agreement_block, *blocks[k], s, rng, out) for k in hot})
+            done = {k: f.result() for k, f in futures.items()}
+            fig = fig_future.result()
+    return [r for k in range(len(blocks)) for r in done[k]], fig
 
 
 def _peak(task, alpha_c: float, lam: float) -> float:
@@ -124,7 +185,9 @@ def _fig3_right(s: dict, rng: int) -> dict:
     sites = [ising_site(model, i, cov) for i in range(L)]
     alpha_c = [rm.separability_threshold(t) for t in sites]
     ms = np.unique(np.round(s["fig_alphas"] * p).astype(int))
-    grid = np.unique(np.concatenate([ms / p, np.geomspace(ms[0] / p, ms[-1] / p, s["fig_extra"])]))
+    # the total's peak is sharp at small lam: extra theory points across the sites' alpha_c
+    near = np.linspace(0.85 * min(alpha_c), 1.15 * max(alpha_c), s["fig_extra"] // 2)
+    grid = np.unique(np.concatenate([ms / p, np.geomspace(ms[0] / p, ms[-1] / p, s["fig_extra"]), near]))
     theory = sum(rm.learning_curve(t, alpha=grid, lam=lam, loss="logistic").test_loss for t in sites)
     # the peak of one site's test loss moves to its alpha_c as lam -> 0
     peaks = [_peak(sites[0], alpha_c[0], lm) for lm in s["peak_lams"]]
@@ -156,18 +219,24 @@ def _covariance_check(rng: int) -> dict:
                 max_abs_z=float(np.abs(z).max()), method=sampled.method)
 
 
-def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
-    """Run the section into ``out`` (figures ``discrete_*.png/.pdf``, numbers in ``discrete.json``)."""
+def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Section:
+    """Run the section into ``out`` (figures ``discrete_*.png/.pdf``, numbers in ``discrete.json``).
+
+    ``workers`` > 1 runs the (L, beta) instances and the figure in that many processes.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     s = _settings(quick)
     cov = _covariance_check(rng)
-    rows = _agreement(s, rng)
-    fig = _fig3_right(s, rng)
+    rows, fig = _compute(s, rng, workers, out)
 
     held = [r for r in rows if not r["hot"]]
     bad = [r for r in held for k in MEASURES if abs(r[f"{k}_z"]) >= Z_MAX and abs(r[f"{k}_rel"]) >= REL_MAX]
     worst_z = max(abs(r[f"{k}_z"]) for r in held for k in MEASURES)
+    sampled = [r for r in held if r["covariance"] != "exact"]
+    # the covariance's statistical error (jackknife over its batches) against the simulations' own
+    ratio = max((r[f"{k}_theory_se"] / r[f"{k}_sim_se"] for r in sampled for k in MEASURES), default=0.0)
+    bias = max((abs(r[f"{k}_theory_bias"]) / r[f"{k}_se"] for r in sampled for k in MEASURES), default=0.0)
     sim_peak = int(np.argmax(fig["sim_mean"]))
     theory_peak = int(np.argmax(fig["theory_at_sim"]))
     gaps = fig["site0_gaps"]
@@ -178,7 +247,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         Check("discrete.agreement", not bad, worst_z, [Z_MAX, REL_MAX],
               f"{len(held)} (L, beta, alpha, lam) points x {len(MEASURES)} measures at beta in "
               f"{s['betas']}, L in {s['L']}: theory vs pseudo-likelihood fits, |z| < 3 or relative gap "
-              f"< 3 %; {len(bad)} outside; largest |z| = {worst_z:.2f}"),
+              f"< 3 %; {len(bad)} outside; largest |z| = {worst_z:.2f}; seeds per L {s['seeds']}"),
         Check("discrete.peak_at_alpha_c",
               bool(gaps[-1] < 0.02 and all(np.diff(gaps) < 0) and abs(sim_peak - theory_peak) <= 1),
               gaps[-1], 0.02,
@@ -188,11 +257,33 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
               f"alpha = {fig['alpha_sim'][sim_peak]:.3f}, theory (same grid) at "
               f"{fig['alpha_sim'][theory_peak]:.3f}"),
     ]
+    if sampled:  # quick mode enumerates every covariance exactly: nothing to hold
+        checks.insert(2, Check(
+            "discrete.covariance_error", ratio < COV_SE_MAX, ratio, COV_SE_MAX,
+            f"{len(sampled)} points with a sampled covariance ({s['cov_samples']} sequences, "
+            f"{s['cov_batches']} batches): the jackknife error of the prediction is at most {ratio:.3f} "
+            f"of the simulation's standard error (it is added in quadrature to the z-scores); its "
+            f"jackknife bias at most {bias:.3f} standard errors"))
     figures = _figures(out, rows, fig, s)
-    data = dict(covariance=cov, agreement=rows, fig3_right=fig)
+    data = dict(covariance=cov, agreement=rows, fig3_right=fig, transition=_transition(rows))
     atomic_write_text(out / "discrete.json", json.dumps(_jsonable(data), indent=1))
     return Section(name="discrete", checks=checks, figures=figures, data={"file": "discrete.json"},
                    parameters={k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in s.items()})
+
+
+def _transition(rows: list[dict]) -> list[dict]:
+    """Per (L, beta): median and largest |relative gap| and largest |z| of each measure."""
+    table = []
+    for L, beta in sorted({(r["L"], r["beta"]) for r in rows}):
+        pts = [r for r in rows if (r["L"], r["beta"]) == (L, beta)]
+        entry = dict(L=L, beta=beta, points=len(pts), sampler=pts[0]["sampler"],
+                     sweeps_between=pts[0]["sweeps_between"], seconds=pts[0]["block_seconds"])
+        for k in MEASURES:
+            rel = np.abs([r[f"{k}_rel"] for r in pts])
+            entry.update({f"{k}_median_rel": float(np.median(rel)), f"{k}_max_rel": float(rel.max()),
+                          f"{k}_max_z": float(np.max(np.abs([r[f"{k}_z"] for r in pts])))})
+        table.append(entry)
+    return table
 
 
 def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
@@ -202,67 +293,118 @@ def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
 
     names = []
     with plt.rc_context(STYLE):
+        p = fig["L"] - 1
         f, ax = plt.subplots()
-        ax.plot(fig["alpha_fine"], fig["theory_total"], color="black", label="replica theory")
-        ax.errorbar(fig["alpha_sim"], fig["sim_mean"], yerr=fig["sim_se"], fmt="o", color="black",
-                    mfc="white", capsize=2, label="pseudo-likelihood fits")
-        ax.axvline(fig["alpha_c_mean"], color="0.5", ls="--", lw=1,
-                   label=r"separability $\alpha_c$")
-        _plain_log_x(ax)
-        ax.set_xlabel(r"$\alpha = M / (L - 1)$")
+        lo, hi = min(fig["alpha_c_sites"]) * p, max(fig["alpha_c_sites"]) * p
+        ax.axvspan(lo, hi, color="0.9", lw=0, label=r"sites' separability thresholds $\alpha_c (L-1)$")
+        ax.axvline(fig["alpha_c_mean"] * p, color="0.5", ls="--", lw=1, label=r"mean $\alpha_c (L-1)$")
+        ax.plot(np.asarray(fig["alpha_fine"]) * p, fig["theory_total"], color="black",
+                label="replica theory (Gaussian equivalence)")
+        ax.errorbar(fig["M"], fig["sim_mean"], yerr=fig["sim_se"], fmt="o", color="black",
+                    mfc="white", capsize=2,
+                    label=f"pseudo-likelihood fits (mean ± s.e., {s['fig_seeds']} seeds)")
+        ax.set_xscale("log")
+        _plain_log_m(ax)
+        ax.set_xlabel("training sequences $M$")
         ax.set_ylabel(r"MLM test loss $\sum_i \epsilon_i$ (nats)")
-        ax.set_title(rf"Ising, $L = {fig['L']}$, $\beta = {fig['beta']:g}$, $\lambda = {fig['lam']:g}$")
-        ax.legend()
+        top = ax.secondary_xaxis("top", functions=(lambda m: m / p, lambda a: a * p))
+        top.set_xlabel(r"$\alpha = M / (L - 1)$", fontsize=9)
+        _plain_log_x(top, log=False)
+        ax.set_title(rf"Ising (SK), $L = {fig['L']}$, $\beta = {fig['beta']:g}$, "
+                     rf"$\lambda = {fig['lam']:g}$", fontsize=10)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         save(f, out / "discrete_fig3_right")
         plt.close(f)
         names += ["discrete_fig3_right.png", "discrete_fig3_right.pdf"]
 
-        f, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
-        keys = sorted({(r["L"], r["beta"], r["lam"]) for r in rows})
-        for n, key in enumerate(keys):
-            pts = [r for r in rows if (r["L"], r["beta"], r["lam"]) == key]
-            a = [r["alpha"] for r in pts]
-            for ax, k in zip(axes, ("test_loss", "estimation_error"), strict=True):
-                ax.plot(a, [r[k] for r in pts], color=grey(n, len(keys)), ls=LINESTYLES[n % 6])
-                ax.errorbar(a, [r[f"{k}_sim"] for r in pts], yerr=[r[f"{k}_se"] for r in pts],
-                            fmt=MARKERS[n % 6], color=grey(n, len(keys)), mfc="white", capsize=2,
-                            label=rf"$L={key[0]}$, $\beta={key[1]:g}$, $\lambda={key[2]:g}$")
-        axes[0].set_ylabel(r"site test cross-entropy")
-        axes[1].set_ylabel(r"$|\hat w - w^*|^2$")
-        for ax in axes:
-            ax.set_yscale("log")
-            _plain_log_x(ax)
-            ax.set_xlabel(r"$\alpha$")
-        f.legend(*axes[1].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=7,
-                 bbox_to_anchor=(0.5, -0.12))
+        held = [r for r in rows if not r["hot"]]
+        Ls = sorted({r["L"] for r in held})
+        keys = sorted({(r["beta"], r["lam"]) for r in held})
+        f, axes = plt.subplots(len(Ls), 2, figsize=(8.4, 3.0 * len(Ls)), squeeze=False)
+        for row_axes, L in zip(axes, Ls, strict=True):
+            for n, key in enumerate(keys):
+                pts = [r for r in held if (r["L"], r["beta"], r["lam"]) == (L, *key)]
+                a = [r["alpha"] for r in pts]
+                for ax, k in zip(row_axes, ("test_loss", "estimation_error"), strict=True):
+                    ax.plot(a, [r[k] for r in pts], color=grey(n, len(keys)), ls=LINESTYLES[n % 6])
+                    ax.errorbar(a, [r[f"{k}_sim"] for r in pts], yerr=[r[f"{k}_se"] for r in pts],
+                                fmt=MARKERS[n % 6], color=grey(n, len(keys)), mfc="white", capsize=2,
+                                label=rf"$\beta={key[0]:g}$, $\lambda={key[1]:g}$")
+            seeds = held[[r["L"] for r in held].index(L)]["seeds"]
+            row_axes[0].set_ylabel(rf"site test cross-entropy" "\n" rf"($L = {L}$, {seeds} seeds)")
+            row_axes[1].set_ylabel(r"$|\hat w - w^*|^2$")
+            for ax in row_axes:
+                ax.set_yscale("log")
+                _plain_log_x(ax)
+                _plain_log_y(ax)
+        for ax in axes[-1]:
+            ax.set_xlabel(r"$\alpha = M / (L - 1)$")
+        f.subplots_adjust(wspace=0.3, hspace=0.25)
+        f.legend(*axes[0][1].get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=7,
+                 bbox_to_anchor=(0.5, -0.035))
         f.suptitle("lines: replica theory; markers: pseudo-likelihood fits (mean ± s.e.)", fontsize=9)
         save(f, out / "discrete_agreement")
         plt.close(f)
         names += ["discrete_agreement.png", "discrete_agreement.pdf"]
 
         if s["hot"]:
-            f, ax = plt.subplots()
-            betas = sorted({r["beta"] for r in rows})
-            for n, L in enumerate(s["L"]):
-                gap = [np.median([abs(r["test_loss_rel"]) for r in rows if r["L"] == L and r["beta"] == b])
-                       for b in betas]
-                ax.plot(betas, gap, marker=MARKERS[n], color=grey(n, len(s["L"])), label=rf"$L = {L}$")
-            ax.axvline(1.0, color="0.5", ls=":", lw=1, label=r"SK transition $\beta = 1$")
-            ax.set_xlabel(r"$\beta$")
-            ax.set_ylabel("median |relative gap| of the test loss")
-            ax.set_yscale("log")
-            ax.legend()
+            table = _transition(rows)
+            f, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
+            for ax, k, what in zip(axes, ("test_loss", "estimation_error"),
+                                   ("site test cross-entropy", r"$|\hat w - w^*|^2$"), strict=True):
+                for n, L in enumerate(sorted({e["L"] for e in table})):
+                    es = [e for e in table if e["L"] == L]
+                    b_ = [e["beta"] for e in es]
+                    ax.plot(b_, [e[f"{k}_median_rel"] for e in es], marker=MARKERS[n], color="black",
+                            ls=LINESTYLES[n], label=rf"median, $L = {L}$")
+                    ax.plot(b_, [e[f"{k}_max_rel"] for e in es], marker=MARKERS[n], color="0.55",
+                            ls=LINESTYLES[n], mfc="white", label=rf"largest, $L = {L}$")
+                ax.axhline(REL_MAX, color="0.5", ls="--", lw=1, label="3 %")
+                ax.axvline(1.0, color="0.5", ls=":", lw=1, label=r"SK transition $\beta = 1$")
+                ax.set_xlabel(r"$\beta$")
+                ax.set_title(what, fontsize=9)
+                ax.set_yscale("log")
+                _plain_log_y(ax)
+            axes[0].set_ylabel("|relative gap| simulation vs theory")
+            f.subplots_adjust(wspace=0.3)
+            f.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=7,
+                     bbox_to_anchor=(0.5, -0.04))
+            f.suptitle(rf"over $\alpha \in [{min(s['alphas']):.1f}, {max(s['alphas']):.0f}]$ and "
+                       rf"$\lambda \in$ {{{', '.join(f'{x:g}' for x in s['lams'])}}}", fontsize=9)
             save(f, out / "discrete_transition")
             plt.close(f)
             names += ["discrete_transition.png", "discrete_transition.pdf"]
     return names
 
 
-def _plain_log_x(ax) -> None:
+def _plain_log_m(ax) -> None:
+    """Ticks 1, 2, 5 x 10^k labelled as plain integers on a log axis of sequence counts."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _plain_log_y(ax) -> None:
+    """Plain-number labels on a log y axis (no 9x10^-1); minor ticks 2, 3, 5 labelled on short ranges."""
+    from matplotlib.ticker import FormatStrFormatter, FuncFormatter, NullFormatter
+
+    def minor(v, _pos) -> str:
+        mantissa = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
+        return f"{v:g}" if mantissa in (2, 3, 5) else ""
+
+    lo, hi = ax.get_ylim()
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(minor) if hi / lo < 30 else NullFormatter())
+
+
+def _plain_log_x(ax, log: bool = True) -> None:
     """Log x axis with plain-number major ticks and no minor labels (no overlapping 3x10^0)."""
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    ax.set_xscale("log")
+    if log:
+        ax.set_xscale("log")
     lo, hi = ax.get_xlim()
     ticks = [t for t in (0.3, 0.5, 1, 2, 3, 5, 10) if lo <= t <= hi]
     ax.set_xticks(ticks)

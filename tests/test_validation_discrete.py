@@ -1,0 +1,56 @@
+"""The checks of the ``discrete`` validation section on synthetic rows (no sampling, no solving)."""
+
+from __future__ import annotations
+
+import pytest
+
+from replica_mlm.validation import discrete as d
+
+
+def _row(method: str, z: float, theory_se: float, *, hot: bool = False) -> dict:
+    row = dict(L=50, beta=0.9 if hot else 0.2, alpha=1.0, lam=0.01, hot=hot, covariance=method,
+               seeds=4, sampler="gibbs", sweeps_between=3, block_seconds=1.0)
+    for k in d.MEASURES:
+        row.update({k: 1.0, f"{k}_sim": 1.0 + 0.1 * z, f"{k}_sim_se": 0.1, f"{k}_se": 0.1,
+                    f"{k}_theory_se": theory_se, f"{k}_theory_bias": 0.0, f"{k}_z": z,
+                    f"{k}_rel": 0.1 * z})
+    return row
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    fig = dict(site0_gaps=[0.2, 0.1, 0.01], sim_mean=[1.0, 3.0, 2.0], theory_at_sim=[1.0, 3.0, 2.0],
+               alpha_c_sites=[2.0], peak_lams=[1e-2, 1e-3, 1e-4], lam=1e-3, alpha_sim=[1.0, 2.0, 3.0])
+    cov = dict(p_value=0.5, chi2=60.0, dof=66, max_abs_z=2.0, method="gibbs")
+    monkeypatch.setattr(d, "_covariance_check", lambda rng: cov)
+    monkeypatch.setattr(d, "_figures", lambda out, rows, fig, s: [])
+
+    def use(rows):
+        monkeypatch.setattr(d, "_compute", lambda s, rng, workers=1, out=None: (rows, fig))
+
+    return use
+
+
+def test_exact_covariances_have_no_covariance_error_check(fake, tmp_path):
+    fake([_row("exact", 1.0, 0.0)])
+    names = [c.name for c in d.run(tmp_path).checks]
+    assert "discrete.covariance_error" not in names
+    assert names == ["discrete.covariance", "discrete.agreement", "discrete.peak_at_alpha_c"]
+
+
+@pytest.mark.parametrize(("theory_se", "passed"), [(0.04, True), (0.06, False)])
+def test_covariance_error_check_holds_jackknife_against_simulation(fake, tmp_path, theory_se, passed):
+    fake([_row("gibbs", 1.0, theory_se)])
+    check = {c.name: c for c in d.run(tmp_path).checks}["discrete.covariance_error"]
+    assert check.passed is passed
+    assert check.value == pytest.approx(theory_se / 0.1)
+
+
+def test_agreement_fails_on_a_held_point_and_ignores_hot_ones(fake, tmp_path):
+    fake([_row("exact", 1.0, 0.0), _row("exact", 5.0, 0.0, hot=True)])
+    assert {c.name: c for c in d.run(tmp_path).checks}["discrete.agreement"].passed
+    fake([_row("exact", 1.0, 0.0), _row("exact", 3.5, 0.0)])
+    check = {c.name: c for c in d.run(tmp_path).checks}["discrete.agreement"]
+    assert not check.passed and check.value == pytest.approx(3.5)
+    table = d._transition([_row("exact", 1.0, 0.0), _row("exact", -2.0, 0.0, hot=True)])
+    assert [(e["beta"], e["test_loss_max_z"]) for e in table] == [(0.2, 1.0), (0.9, 2.0)]
