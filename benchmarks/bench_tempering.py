@@ -41,7 +41,7 @@ def chain_hamming(seqs: np.ndarray, n_chains: int, q: int) -> tuple[float, float
 
     Pairs from different chains only, jackknife error over chains (slow modes included).
     """
-    from replica_mlm.models.potts_sampling import _colour_counts, cross_chain_hamming
+    from replica_mlm.discrete.sampling import _colour_counts, cross_chain_hamming
 
     n = seqs.shape[0] - seqs.shape[0] % n_chains
     states = seqs[:n].reshape(n // n_chains, n_chains, seqs.shape[1])
@@ -93,7 +93,7 @@ def survey_seed(seed: int, target: float, n_replicas: int) -> dict:
 
     No precision loop and no sampling: what the tuner's first verification run sees.
     """
-    from replica_mlm.models import potts_tempering as ps
+    from replica_mlm.discrete import tempering as ps
 
     pm = PottsModel.random(L=20, q=20, seed=seed)
     t0, c0 = time.perf_counter(), time.process_time()

@@ -7,21 +7,19 @@ See ``docs/theory.md`` for the models, the conventions (alpha = n / p, the ridge
 __version__ = "0.1.0"
 
 import importlib as _importlib
-import sys as _sys
-import types as _types
 
 # Public names and the modules that define them, imported on first use (PEP 562), so that
 # ``import replica_mlm`` and ``replica-mlm --help`` load neither sympy nor scipy.optimize; the
 # first ``rm.solve`` pays for them.
 _EXPORTS = {
     # --- Gaussian (mean-field) Potts model and its replica theory (core) ---
-    "GaussianPotts": "replica_mlm.models.gaussian_potts",
-    "GaussianPottsLimit": "replica_mlm.models.limit",
-    "MaskedSite": "replica_mlm.models.masked_site",
-    "Spectrum": "replica_mlm.models.spectrum",
+    "GaussianPotts": "replica_mlm.gaussian.gaussian_potts",
+    "GaussianPottsLimit": "replica_mlm.gaussian.limit",
+    "MaskedSite": "replica_mlm.gaussian.masked_site",
+    "Spectrum": "replica_mlm.gaussian.spectrum",
     "load": "replica_mlm.results",
-    "Simulation": "replica_mlm.simulate",
-    "simulate": "replica_mlm.simulate",
+    "Simulation": "replica_mlm.gaussian.simulate",
+    "simulate": "replica_mlm.gaussian.simulate",
     "LearningCurve": "replica_mlm.theory.curve",
     "learning_curve": "replica_mlm.theory.curve",
     "equations": "replica_mlm.theory.display",
@@ -38,12 +36,12 @@ _EXPORTS = {
     "solve": "replica_mlm.theory.saddle",
     "separability_threshold": "replica_mlm.theory.separability",
     # --- discrete generalised Potts model and factored self-attention ---
-    "FactoredAttention": "replica_mlm.attention",
-    "PottsModel": "replica_mlm.models.potts",
-    "PottsSite": "replica_mlm.models.potts_site",
+    "FactoredAttention": "replica_mlm.discrete.attention",
+    "PottsModel": "replica_mlm.discrete.potts",
+    "PottsSite": "replica_mlm.discrete.potts_site",
     "MulticlassSaddlePoint": "replica_mlm.theory.multiclass",
     # --- self-attention as an attractor network ---
-    "AttractorNetwork": "replica_mlm.attractor",
+    "AttractorNetwork": "replica_mlm.attractor.network",
 }
 #: submodules exported as such (``rm.losses``; ``rm.plotting`` imports matplotlib)
 _MODULES = ("losses", "plotting")
@@ -59,7 +57,7 @@ def __getattr__(name: str):
     # PyTorch (the optional extra [transformer]) only when the vanilla transformer is asked for
     if name == "TransformerMLM":
         try:
-            return _importlib.import_module("replica_mlm.transformer").TransformerMLM
+            return _importlib.import_module("replica_mlm.discrete.transformer").TransformerMLM
         except ImportError as exc:
             raise ImportError(
                 f'rm.TransformerMLM needs PyTorch: pip install "replica-mlm[transformer]" ({exc})'
@@ -71,18 +69,6 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-class _Package(_types.ModuleType):
-    """The package's module type: ``rm.simulate`` stays the function when the submodule
-    ``replica_mlm.simulate`` is first imported (the import system would set the package attribute
-    of that name to the submodule)."""
-
-    def __setattr__(self, name: str, value) -> None:
-        if isinstance(value, _types.ModuleType) and name in _EXPORTS and name not in _MODULES:
-            return
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

@@ -298,7 +298,7 @@ def log_ticks(axis) -> None:
 
 def _simulation_points(simulations: Sequence) -> list[tuple]:
     """(alpha, lam, mean, stderr) per point: Simulation objects expanded over their lam axis."""
-    from replica_mlm.simulate import Simulation
+    from replica_mlm.gaussian.simulate import Simulation
 
     points = []
     for sim in simulations:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from replica_mlm import attractor_experiments as ex
+from replica_mlm.attractor import experiments as ex
 
 pytest.importorskip("sklearn")
 

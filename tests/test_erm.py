@@ -7,7 +7,7 @@ import pytest
 from scipy import special
 
 import replica_mlm as rm
-from replica_mlm import erm
+from replica_mlm.gaussian import erm
 
 
 @pytest.fixture(scope="module")

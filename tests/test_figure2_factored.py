@@ -3,7 +3,7 @@
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.attention import FactoredAttention, _FAProblem
+from replica_mlm.discrete.attention import FactoredAttention, _FAProblem
 from replica_mlm.validation.figure2 import factored_gradient
 
 

@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import replica_mlm as rm
-from replica_mlm.models.limit import GaussianPottsLimit
+from replica_mlm.gaussian.limit import GaussianPottsLimit
 
 #: seconds one call may take
 BUDGET = 6.0

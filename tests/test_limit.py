@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.models.limit import nodes_for
+from replica_mlm.gaussian.limit import nodes_for
 
 
 def _integrals(s: float, f):

@@ -7,8 +7,8 @@ import pytest
 from scipy.special import softmax
 
 import replica_mlm as rm
-from replica_mlm.models import multinomial_pl as mpl
-from replica_mlm.models import potts_site as ps
+from replica_mlm.discrete import multinomial_pl as mpl
+from replica_mlm.discrete import potts_site as ps
 from replica_mlm.theory import multiclass as mcl
 from replica_mlm.theory import multiclass_channel as mc
 

@@ -5,8 +5,8 @@ import pytest
 from scipy import stats
 
 import replica_mlm as rm
-from replica_mlm.models import potts_sampling as sampling_module
-from replica_mlm.models import potts_tempering as potts_module
+from replica_mlm.discrete import sampling as sampling_module
+from replica_mlm.discrete import tempering as potts_module
 
 
 def chi_square_pvalue(pm, seqs):

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import replica_mlm as rm  # noqa: E402
-from replica_mlm.transformer import TransformerMLM, sinusoidal_encoding  # noqa: E402
+from replica_mlm.discrete.transformer import TransformerMLM, sinusoidal_encoding  # noqa: E402
 
 L, Q = 6, 4
 
@@ -228,9 +228,9 @@ def test_fig2_runner_gives_every_model_the_same_data_and_seeds(tmp_path, monkeyp
 
     from click.testing import CliRunner
 
-    from replica_mlm import transformer
-    from replica_mlm.attention import FactoredAttention
     from replica_mlm.cli import main
+    from replica_mlm.discrete import transformer
+    from replica_mlm.discrete.attention import FactoredAttention
     from replica_mlm.validation import figure2
 
     seen = {"tf_init": [], "tf_fit": [], "fa_fit": []}

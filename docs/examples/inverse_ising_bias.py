@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.models.ising import ising_site, spin_covariance, spins
-from replica_mlm.models.pseudo_likelihood import fit_site
+from replica_mlm.discrete.ising import ising_site, spin_covariance, spins
+from replica_mlm.discrete.pseudo_likelihood import fit_site
 
 L, BETA, LAM, SEEDS, SITE = 50, 0.4, 1e-3, 6, 0
 ALPHAS = (4.0, 8.0, 16.0)

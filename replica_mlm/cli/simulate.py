@@ -52,7 +52,7 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, chann
     point on the same instance at the realised n/p. z = (mean - replica) / standard error; the
     replica value is the p -> infinity limit, so expect an O(1/p) bias, larger near alpha = 1 at
     small lam. --loss/--channel train any convex loss on labels from any channel (exact convex
-    solvers, see replica_mlm.erm) against the general engine; eg is then the channel's natural
+    solvers, see replica_mlm.gaussian.erm) against the general engine; eg is then the channel's natural
     error. Writes simulate.csv, simulate.json (metadata), simulate.png and simulate.pdf, and one
     file per finished alpha in OUT/simulate_points/ (used by --resume, with fingerprint.json: a
     resume with other options or seeds is refused).

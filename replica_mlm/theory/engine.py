@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.gaussian.spectrum import Spectrum
 from replica_mlm.theory import energetic
 from replica_mlm.theory.channels import Channel
 from replica_mlm.theory.compiled import compiled

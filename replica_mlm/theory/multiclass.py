@@ -1,7 +1,7 @@
 """Replica theory of multi-class ridge ERM on Gaussian covariates: a Potts site with q > 2 colours.
 
 The estimator is ``W = argmin sum_mu CE(y_mu, P W^T x_mu) + (lam p / 2) |W|_F^2`` (W is d x K,
-``K = q - 1``), with ``alpha = M / p``, on the task of a :class:`~replica_mlm.models.potts_site.PottsSite`.
+``K = q - 1``), with ``alpha = M / p``, on the task of a :class:`~replica_mlm.discrete.potts_site.PottsSite`.
 Its replica-symmetric saddle point has K x K order parameters ``Q = W^T Sigma W``,
 ``M = W^T Sigma W*``, ``V`` and their conjugates. The channel side is :mod:`.multiclass_channel`;
 the prior side (ridge) is closed form in the eigenbasis of Sigma (eigenvalues ``omega_k``, teacher
@@ -289,7 +289,7 @@ def _outputs(problem: Problem, point: dict) -> dict:
 def solve(task, *, alpha: float, lam: float, loss: str | None = None, integration: str | None = None,
           order: int | None = None, randomisations: int | None = None, seed: int = 0,
           init: MulticlassSaddlePoint | None = None) -> MulticlassSaddlePoint:
-    """Solve the multi-class saddle point of a :class:`~replica_mlm.models.potts_site.PottsSite`.
+    """Solve the multi-class saddle point of a :class:`~replica_mlm.discrete.potts_site.PottsSite`.
 
     Parameters
     ----------
@@ -313,7 +313,7 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
     init : MulticlassSaddlePoint, optional
         Warm start.
     """
-    from replica_mlm.models.potts_site import PottsSite
+    from replica_mlm.discrete.potts_site import PottsSite
 
     if not isinstance(task, PottsSite):
         raise TypeError(f"task must be a PottsSite, got {type(task).__name__}")

@@ -7,7 +7,7 @@ fresh input are jointly Gaussian,
     h ~ N(0, Q),     nu | h ~ N(M^T Q^{-1} h + b*, rho - M^T Q^{-1} M),
 
 and the label is drawn from ``P(y = a | nu) = softmax(P nu)_a`` (``P`` the q x K basis of
-:func:`~replica_mlm.models.potts_site.simplex_basis`). With the proximal point
+:func:`~replica_mlm.discrete.potts_site.simplex_basis`). With the proximal point
 
     z*(y, h) = argmin_z (1/2)(z - h)^T V^{-1} (z - h) + CE(y, P z)
 

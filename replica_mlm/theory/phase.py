@@ -380,7 +380,7 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
 
 def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> PhaseDiagram:
     """eg over a grid of alpha and Potts shift s > 2 in the thermodynamic limit, at one lam."""
-    from replica_mlm.models.limit import GaussianPottsLimit
+    from replica_mlm.gaussian.limit import GaussianPottsLimit
 
     progress = _checks.flag(progress, "progress")
     alphas = increasing_grid(alpha, "alpha")

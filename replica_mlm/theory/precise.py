@@ -14,7 +14,7 @@ import dataclasses
 import mpmath
 import numpy as np
 
-from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.gaussian.spectrum import Spectrum
 from replica_mlm.theory import root
 from replica_mlm.theory.backend import mpmath_backend
 

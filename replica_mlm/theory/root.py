@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.gaussian.spectrum import Spectrum
 from replica_mlm.theory.backend import NUMPY, Backend
 from replica_mlm.theory.compiled import SUM_NAMES, compiled, compiled_estimation
 

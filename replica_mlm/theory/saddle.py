@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.gaussian.spectrum import Spectrum
 from replica_mlm.theory import precise, root
 from replica_mlm.theory.compiled import compiled
 
@@ -161,7 +161,7 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ----------
     task : MaskedSite, limit, Spectrum or PottsSite
         The learning task; only its spectrum (eigenvalues of Sigma, teacher weights, noise)
-        enters. A :class:`~replica_mlm.models.potts_site.PottsSite` (a site with q > 2 colours,
+        enters. A :class:`~replica_mlm.discrete.potts_site.PottsSite` (a site with q > 2 colours,
         ``PottsModel.masked_site``) is solved by the multi-class theory and returns a
         ``MulticlassSaddlePoint``; its options are those of
         :func:`replica_mlm.theory.multiclass.solve` (``loss="cross_entropy"``, ``integration``,
@@ -207,7 +207,7 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
-    from replica_mlm.models.potts_site import PottsSite
+    from replica_mlm.discrete.potts_site import PottsSite
     from replica_mlm.theory import channels, losses
 
     if isinstance(task, PottsSite):  # q > 2 colours: the multi-class theory (docs/multiclass.md)

@@ -30,7 +30,7 @@ import math
 import numpy as np
 from scipy import integrate, optimize, special
 
-from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.gaussian.spectrum import Spectrum
 
 #: label channels with binary labels, for which separability is defined
 CHANNELS = ("sign", "logit")

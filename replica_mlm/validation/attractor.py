@@ -6,7 +6,7 @@ recurrent dynamics from corrupted inputs (masked tokens, pixel noise) on trainin
 test inputs, and writes figures (PNG and PDF) and ``attractor.json`` into ``out``.
 
 Transient-memory criterion (stated in standard errors, two-sided; see
-:mod:`replica_mlm.attractor_transients`): the best step t* in the window is chosen on a random half
+:mod:`replica_mlm.attractor.transients`): the best step t* in the window is chosen on a random half
 of the inputs; on the other half the paired gains of t* over the corrupted input (t = 0), over
 predicting the mean training image, and over the state at t = 100 must each exceed 3 standard
 errors. The same held-out test on the centred correlation with the nearest training image asks
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm.attractor_experiments import (
+from replica_mlm.attractor.experiments import (
     AttractorSettings,
     digits_experiment,
     potts_experiment,

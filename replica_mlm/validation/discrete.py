@@ -23,7 +23,7 @@ not held to a threshold (table ``transition`` in ``discrete.json``, figure ``dis
 Full mode: L = 50 and 200 with fewer seeds at 200, since per-site measures self-average (their
 spread over data sets shrinks with p at fixed alpha); the simulations of one instance share one
 pool of Boltzmann sequences per seed (nested training sets, see
-:func:`replica_mlm.models.pseudo_likelihood.simulate_nested`); ``workers`` processes run the
+:func:`replica_mlm.discrete.pseudo_likelihood.simulate_nested`); ``workers`` processes run the
 instances in parallel. Each finished instance is also written to ``discrete_blocks/``.
 """
 
@@ -60,7 +60,7 @@ def _settings(quick: bool) -> dict:
 
 def _predict(model, cov, site: int, alpha: float, lam: float) -> dict[str, float]:
     import replica_mlm as rm
-    from replica_mlm.models.ising import ising_site
+    from replica_mlm.discrete.ising import ising_site
 
     sp = rm.solve(ising_site(model, site, cov), alpha=alpha, lam=lam, loss="logistic")
     return {k: float(getattr(sp, k)) for k in MEASURES}
@@ -69,7 +69,7 @@ def _predict(model, cov, site: int, alpha: float, lam: float) -> dict[str, float
 def _jackknife(model, cov, site: int, alpha: float, lam: float, full: dict[str, float]
                ) -> tuple[dict[str, float], dict[str, float]]:
     """Jackknife standard error and bias of the prediction over the covariance's batches (0 if exact)."""
-    from replica_mlm.models.ising import SpinCovariance
+    from replica_mlm.discrete.ising import SpinCovariance
 
     if cov.batches is None:
         return dict.fromkeys(MEASURES, 0.0), dict.fromkeys(MEASURES, 0.0)
@@ -101,8 +101,8 @@ def _agreement_block(L: int, beta: float, s: dict, rng: int, out: Path | None = 
     import time
 
     import replica_mlm as rm
-    from replica_mlm.models.ising import spin_covariance
-    from replica_mlm.models.pseudo_likelihood import simulate_nested
+    from replica_mlm.discrete.ising import spin_covariance
+    from replica_mlm.discrete.pseudo_likelihood import simulate_nested
 
     t0 = time.time()
     model = rm.PottsModel.random_ising(L=L, beta=beta, seed=rng)
@@ -176,8 +176,8 @@ def _peak(task, alpha_c: float, lam: float) -> float:
 
 def _fig3_right(s: dict, rng: int) -> dict:
     import replica_mlm as rm
-    from replica_mlm.models.ising import ising_site, spin_covariance
-    from replica_mlm.models.pseudo_likelihood import simulate_sites
+    from replica_mlm.discrete.ising import ising_site, spin_covariance
+    from replica_mlm.discrete.pseudo_likelihood import simulate_sites
 
     model = rm.PottsModel.random_ising(L=s["fig_L"], beta=s["fig_beta"], seed=rng + 1)
     cov = spin_covariance(model, samples=40000, rng=rng)
@@ -208,7 +208,7 @@ def _fig3_right(s: dict, rng: int) -> dict:
 
 def _covariance_check(rng: int) -> dict:
     import replica_mlm as rm
-    from replica_mlm.models.ising import spin_covariance
+    from replica_mlm.discrete.ising import spin_covariance
 
     model = rm.PottsModel.random_ising(L=12, beta=0.4, seed=rng)
     exact = spin_covariance(model).covariance

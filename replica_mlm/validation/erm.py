@@ -101,7 +101,7 @@ def _peak(fn, lo: float, hi: float) -> float:
 
 
 def _sign_eg_check(site, cfg, rng) -> Check:
-    from replica_mlm import erm
+    from replica_mlm.gaussian import erm
 
     n = round(2.0 * site.p)
     x, noisy = site.sample(n, rng=rng)

@@ -5,7 +5,7 @@ target mean Hamming distance, train and test sets drawn together from the same c
 random) it trains, for every seed of ``seeds``, on the **same** training set and with the **same**
 seed:
 
-* the vanilla transformer (:class:`replica_mlm.transformer.TransformerMLM`) with 1 and with 3
+* the vanilla transformer (:class:`replica_mlm.discrete.transformer.TransformerMLM`) with 1 and with 3
   layers (SGD, mini-batches, cosine-annealed learning rate);
 * one layer of fully factored attention (:meth:`replica_mlm.FactoredAttention.fit`, linear variant,
   small ``lam``), once by mini-batch SGD with the same batch size, epochs and cosine schedule (its
@@ -65,8 +65,8 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm.attention import FactoredAttention, reconstruction_error
-from replica_mlm.models.potts import PottsModel
+from replica_mlm.discrete.attention import FactoredAttention, reconstruction_error
+from replica_mlm.discrete.potts import PottsModel
 from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
 
 __all__ = ["Fig2Settings", "factored_gradient", "make_data", "run", "settings_for"]
@@ -177,7 +177,7 @@ def _compare(per_seq_a: list[np.ndarray], per_seq_b: np.ndarray | list[np.ndarra
 
 
 def _train_transformer(st: Fig2Settings, train, test, *, layers: int, gamma: float, seed: int):
-    from replica_mlm.transformer import TransformerMLM
+    from replica_mlm.discrete.transformer import TransformerMLM
 
     tf = TransformerMLM(L=st.L, q=st.q, layers=layers, d_model=st.d_model, heads=1, gamma=gamma,
                         rng=seed)
@@ -393,7 +393,7 @@ def factored_gradient(fa: FactoredAttention, train: np.ndarray, *, lam: float) -
     ``(lam p / 2)(|A|^2 + |V|^2)`` on the summed loss); returns the Euclidean norm and the largest
     component of its gradient and the norm of the parameters ``(A off the diagonal, V)``.
     """
-    from replica_mlm.attention import _FAProblem
+    from replica_mlm.discrete.attention import _FAProblem
 
     L = fa.attention.shape[0]
     problem = _FAProblem(np.asarray(train), fa.value.shape[0], lam, "linear")

@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from replica_mlm.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
-from replica_mlm.models.potts import PottsModel
+from replica_mlm.discrete.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
+from replica_mlm.discrete.potts import PottsModel
 from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
 
 __all__ = ["PottsSettings", "run"]

@@ -7,7 +7,7 @@ from functools import cached_property
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.gaussian.spectrum import Spectrum
 
 
 class MaskedSite:

@@ -23,7 +23,7 @@ per-chain temperatures, neighbouring rungs exchanging temperature labels with pr
 ``min(1, exp((beta_{k+1} - beta_k)(E_{k+1} - E_k)))``; samples are the configurations at the coldest
 rung. ``method="auto"`` uses Gibbs where it mixes and tempering where it does not. The diagnostics,
 and the tempering kernel, ladders with equal swap acceptance and the temperature tuner, live in
-:mod:`replica_mlm.models.potts_sampling` and :mod:`replica_mlm.models.potts_tempering`.
+:mod:`replica_mlm.discrete.sampling` and :mod:`replica_mlm.discrete.tempering`.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from replica_mlm._checks import (
     positive_int,
     symmetric_matrix,
 )
-from replica_mlm.models import potts_sampling as _ps
-from replica_mlm.models import potts_tempering as _pt
-from replica_mlm.models.potts_sampling import (  # GibbsDiagnostics etc. re-exported from here
+from replica_mlm.discrete import sampling as _ps
+from replica_mlm.discrete import tempering as _pt
+from replica_mlm.discrete.sampling import (  # GibbsDiagnostics etc. re-exported from here
     METHODS,
     TEMPERING_BETA_HOT,
     TEMPERING_MAX_RUNGS,
@@ -53,7 +53,7 @@ from replica_mlm.models.potts_sampling import (  # GibbsDiagnostics etc. re-expo
     initial_monotone_tau,
     integrated_autocorrelation_time,
 )
-from replica_mlm.models.potts_tempering import TuneResult
+from replica_mlm.discrete.tempering import TuneResult
 
 __all__ = [
     "GibbsDiagnostics",
@@ -173,7 +173,7 @@ class PottsModel:
         colour 1; everything else is a :class:`PottsModel`. :meth:`masked_site` turns a site into
         the logistic-regression task of its pseudo-likelihood.
         """
-        from replica_mlm.models.ising import ising_colours
+        from replica_mlm.discrete.ising import ising_colours
 
         return cls(couplings=couplings, colours=ising_colours(), beta=beta)
 
@@ -195,19 +195,19 @@ class PottsModel:
 
     def masked_site(self, i: int, rng: RngLike = 0, *, samples: int = 20000):
         """Site ``i`` of an Ising model as a :class:`MaskedSite` with the logit channel; for
-        q > 2 colours a :class:`~replica_mlm.models.potts_site.PottsSite` (softmax channel,
+        q > 2 colours a :class:`~replica_mlm.discrete.potts_site.PottsSite` (softmax channel,
         covariance of the reduced one-hot colours, exact when ``q**L <= 2**22``).
 
         The covariance ``Cov(s_-i)`` is exact (enumeration) for ``L <= 16`` and otherwise measured
         from ``samples`` sequences of the sampler (thinning from its measured autocorrelation;
         parallel tempering where Gibbs does not mix); the teacher is ``2 beta J_{i,-i}``. For the
         covariance with its standard error and batch estimates, use
-        :func:`replica_mlm.models.ising.spin_covariance`.
+        :func:`replica_mlm.discrete.ising.spin_covariance`.
         """
-        from replica_mlm.models.ising import ising_site, require_ising, spin_covariance
+        from replica_mlm.discrete.ising import ising_site, require_ising, spin_covariance
 
         if self.q > 2:  # the multi-class task of the softmax pseudo-likelihood (docs/multiclass.md)
-            from replica_mlm.models.potts_site import colour_covariance, potts_site
+            from replica_mlm.discrete.potts_site import colour_covariance, potts_site
 
             i = _site(i, self.L)
             return potts_site(self, i, colour_covariance(self, samples=samples, rng=rng))
@@ -418,7 +418,7 @@ class PottsModel:
         return ladder
 
     def _tempering_step(self, s, Nq, who, ladder, t, gen, tally=None, swap_rounds=1) -> np.ndarray:
-        """One parallel-tempering step in place (``potts_tempering.tempering_step``)."""
+        """One parallel-tempering step in place (``tempering.tempering_step``)."""
         return _pt.tempering_step(self, s, Nq, who, ladder, t, gen, tally, swap_rounds)
 
     # ------------------------------------------------------------------ diagnostics
@@ -489,7 +489,7 @@ class PottsModel:
         ladder : array, optional
             Explicit ladder (strictly increasing, positive, ending at the model's beta; no
             adaptation), e.g. one with equal swap acceptance
-            (``potts_tempering.equal_acceptance_ladder``) or a previous run's ``diagnostics.ladder``.
+            (``tempering.equal_acceptance_ladder``) or a previous run's ``diagnostics.ladder``.
         swap_rounds : int
             Rounds of even/odd swaps after each tempering sweep (default 1). Swaps do not change
             the energies, so extra rounds cost little; each round keeps the target exact.
@@ -716,7 +716,7 @@ class PottsModel:
         towards 0 as beta grows.
 
         ``method="auto"`` or ``"tempering"`` (scan, then verify;
-        ``potts_tempering.tune_with_tempering``): parallel-tempering scans over ladders from
+        ``tempering.tune_with_tempering``): parallel-tempering scans over ladders from
         ``min(beta_hot, beta)`` upwards, widened by factors of 2 until the mean Hamming distance at
         the rungs (cross-replica pairs, with jackknife errors) crosses the target, give a first
         beta by interpolation in ``log beta``; every rung's Hamming distance comes from one run,
@@ -739,7 +739,7 @@ class PottsModel:
 
         Returns
         -------
-        beta : float, or a :class:`~replica_mlm.models.potts_tempering.TuneResult` (beta, the
+        beta : float, or a :class:`~replica_mlm.discrete.tempering.TuneResult` (beta, the
         measured Hamming distance and its standard error, the final pilot run's diagnostics, the
         trials and scans) if ``return_result``.
 

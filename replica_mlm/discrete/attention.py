@@ -58,8 +58,8 @@ from replica_mlm._checks import (
     positive_int,
     square_matrix,
 )
-from replica_mlm.models.potts import _nll_from_logits as _nll
-from replica_mlm.models.potts import _site, check_sequences
+from replica_mlm.discrete.potts import _nll_from_logits as _nll
+from replica_mlm.discrete.potts import _site, check_sequences
 
 __all__ = [
     "FactoredAttention",

@@ -30,7 +30,7 @@ the blank background that all digits share (the blurry end state of the dynamics
 one particular stored image more than the average one does.
 
 The tests for a transient and the lifetimes of transients are in
-:mod:`replica_mlm.attractor_transients`.
+:mod:`replica_mlm.attractor.transients`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from replica_mlm._checks import as_generator, finite_array, nonnegative, positive_int
-from replica_mlm.attractor_transients import (
+from replica_mlm.attractor.transients import (
     Lifetimes,
     TransientMemory,
     _mean_sem,
@@ -411,7 +411,7 @@ def digits_experiment(
 
     ``n_eval`` corrupted inputs per split (the first ``n_eval`` images of each split).
     """
-    from replica_mlm.attractor import AttractorNetwork
+    from replica_mlm.attractor.network import AttractorNetwork
 
     settings = settings or AttractorSettings()
     gen = as_generator(rng)
@@ -507,7 +507,7 @@ def potts_experiment(
     encoding of v = 0.5 (x_i = 0, the marginal mean), so the state at t = 0 predicts the mean.
     """
     import replica_mlm as rm
-    from replica_mlm.attractor import AttractorNetwork
+    from replica_mlm.attractor.network import AttractorNetwork
 
     settings = settings or AttractorSettings()
     gen = as_generator(rng)

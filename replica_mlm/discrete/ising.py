@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.models.masked_site import MaskedSite
-from replica_mlm.models.potts import _site
+from replica_mlm.discrete.potts import _site
+from replica_mlm.gaussian.masked_site import MaskedSite
 
 #: spin value of each colour: colour 0 is +1, colour 1 is -1
 SPINS = np.array([1.0, -1.0])

@@ -12,7 +12,8 @@ lam p-strong convexity of the objective,
 * non-smooth losses (hinge, absolute): sqrt(2 gap / (lam p)), gap = primal - dual objective at
   w_hat = X^T a / (lam p) and its dual point a.
 
-Solvers: square loss by one Gram matrix for every lam (:func:`replica_mlm.simulate.ridge_path`); logistic
+Solvers: square loss by one Gram matrix for every lam
+(:func:`~replica_mlm.gaussian.simulate.ridge_path`); logistic
 by scikit-learn's ``LogisticRegression(C = 1 / (lam p), fit_intercept=False)`` (sklearn minimises
 ``C sum loss + |w|^2 / 2``, the same objective divided by lam p); Huber by a semi-smooth Newton
 method (the objective is piecewise quadratic, so Newton terminates exactly); hinge and absolute by

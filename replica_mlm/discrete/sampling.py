@@ -1,10 +1,10 @@
-"""Sampling diagnostics of :class:`~replica_mlm.models.potts.PottsModel`.
+"""Sampling diagnostics of :class:`~replica_mlm.discrete.potts.PottsModel`.
 
 Everything here acts on a model through its private Gibbs kernel (``_sweep``, ``_init_fields``,
 ``_energies_from_fields``) and is reached through the model's public methods
-(:meth:`~replica_mlm.models.potts.PottsModel.gibbs_diagnostics`, ``sample``, ``tune_beta``).
+(:meth:`~replica_mlm.discrete.potts.PottsModel.gibbs_diagnostics`, ``sample``, ``tune_beta``).
 Parallel tempering, its ladders and the temperature tuner are in
-:mod:`replica_mlm.models.potts_tempering`.
+:mod:`replica_mlm.discrete.tempering`.
 
 * Autocorrelation estimators (Sokal's window, Geyer's initial monotone sequence, blocking), the
   pilot run that applies them and the :class:`GibbsDiagnostics` it fills.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from replica_mlm.models.potts import PottsModel
+    from replica_mlm.discrete.potts import PottsModel
 
 __all__ = [
     "GibbsDiagnostics",

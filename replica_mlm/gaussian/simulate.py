@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replica_mlm import _checks, erm
+from replica_mlm import _checks
 from replica_mlm._threads import INHERIT, blas_threads
-from replica_mlm.models.masked_site import MaskedSite
-from replica_mlm.models.potts import PottsModel
+from replica_mlm.discrete.potts import PottsModel
+from replica_mlm.gaussian import erm
+from replica_mlm.gaussian.masked_site import MaskedSite
 from replica_mlm.theory.curve import grid
 
 
@@ -32,12 +33,12 @@ class Simulation:
         the overlaps without a test sample. train_loss is (1/n) sum loss(y, w_hat . x), except for
         the square loss: |y - X w_hat|^2 / n (the MSE convention).
     test_loss : ndarray, shape (seeds, k)
-        Expected loss on a fresh sample, E loss(y, w_hat . x), exact (see :mod:`replica_mlm.erm`).
+        Expected loss on a fresh sample, E loss(y, w_hat . x), exact (see :mod:`replica_mlm.gaussian.erm`).
     estimation_error : ndarray, shape (seeds, k)
         |w_hat - w*|^2 (Euclidean).
     kkt_residual : ndarray, shape (seeds, k)
         Certified upper bound on |w_hat - w_exact| (the optimiser's error, see
-        :mod:`replica_mlm.erm`); 0 for the closed-form square-loss path.
+        :mod:`replica_mlm.gaussian.erm`); 0 for the closed-form square-loss path.
     loss, channel : str
         Loss and label channel.
     eg_mean, eg_stderr, train_loss_mean, ..., estimation_error_stderr : ndarray, shape (k,)
@@ -223,7 +224,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         model (:meth:`PottsModel.ising`) whose site ``site`` is learnt from Boltzmann samples by
         its pseudo-likelihood (= factored-attention MLM at that site): ``M = round(alpha p)``
         sequences per seed from the package's sampler, logistic loss, and the test measures of
-        :func:`replica_mlm.models.pseudo_likelihood.site_measures` on ``n_test`` fresh sequences
+        :func:`replica_mlm.discrete.pseudo_likelihood.site_measures` on ``n_test`` fresh sequences
         (exact conditionals averaged analytically over the masked spin).
     alpha : float or array_like
         Sample ratio, at least 1 / p (one sample); the realised ratio n / p, with
@@ -245,7 +246,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     loss : str or loss object
         ``"square"`` (default; closed form), ``"absolute"``, ``"huber"`` (delta = 1, or a
         ``Huber(delta)`` object), ``"logistic"`` or ``"hinge"``; the estimator minimises
-        ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see :mod:`replica_mlm.erm`).
+        ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see :mod:`replica_mlm.gaussian.erm`).
     site : int
         The masked site (Ising models only).
     n_test : int
@@ -346,9 +347,9 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
 def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
                     threads) -> Simulation:
     """:func:`simulate` on an Ising model: pseudo-likelihood of one site from Boltzmann samples."""
-    from replica_mlm.models.ising import require_ising
-    from replica_mlm.models.potts import _site
-    from replica_mlm.models.pseudo_likelihood import simulate_sites
+    from replica_mlm.discrete.ising import require_ising
+    from replica_mlm.discrete.potts import _site
+    from replica_mlm.discrete.pseudo_likelihood import simulate_sites
 
     require_ising(model, "simulate on a PottsModel")
     if site is None:
@@ -379,10 +380,10 @@ def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
 def _simulate_potts(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
                     threads) -> Simulation:
     """:func:`simulate` on a Potts model with q > 2 colours: multinomial pseudo-likelihood of one
-    site (:mod:`replica_mlm.models.multinomial_pl`), inputs centred by the task's own mean."""
-    from replica_mlm.models.multinomial_pl import simulate_site
-    from replica_mlm.models.potts import _site
-    from replica_mlm.models.potts_site import all_colours_alike, colour_covariance
+    site (:mod:`replica_mlm.discrete.multinomial_pl`), inputs centred by the task's own mean."""
+    from replica_mlm.discrete.multinomial_pl import simulate_site
+    from replica_mlm.discrete.potts import _site
+    from replica_mlm.discrete.potts_site import all_colours_alike, colour_covariance
 
     if site is None:
         raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")

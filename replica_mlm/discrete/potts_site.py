@@ -272,7 +272,7 @@ def potts_site(model, i: int, covariance: ColourCovariance) -> PottsSite:
     :func:`teacher_of`, ``b* = const + W*^T E[x_-i]`` so that ``P(s_i | s_-i) =
     softmax(P (W*^T (x_-i - E x_-i) + b*))`` exactly.
     """
-    from replica_mlm.models.potts import _site
+    from replica_mlm.discrete.potts import _site
 
     L, K = model.L, model.q - 1
     i = _site(i, L)

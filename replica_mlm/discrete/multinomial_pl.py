@@ -86,7 +86,7 @@ def simulate_site(model, *, site: int, n: int, lam: np.ndarray, seeds: int, rng:
     """
     import warnings
 
-    from replica_mlm.models.potts_site import simplex_basis, teacher_of
+    from replica_mlm.discrete.potts_site import simplex_basis, teacher_of
 
     P = simplex_basis(model.q)
     W_star, _ = teacher_of(model, site)

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from replica_mlm._checks import RngLike, allocation, as_generator, nonnegative, positive, positive_int
-from replica_mlm.models.potts import _site, check_sequences
+from replica_mlm.discrete.potts import _site, check_sequences
 
 INSTALL_HINT = (
     'TransformerMLM needs PyTorch: pip install "replica-mlm[transformer]" '

@@ -96,7 +96,7 @@ def simulate_sites(model, *, sites, n: int, lam: np.ndarray, seeds: int, rng, n_
     ``estimation_error`` ``|w - w*|^2`` with ``w* = 2 beta J_{i,-i}``; and ``kkt``, the largest
     optimiser residual.
     """
-    from replica_mlm.models.ising import spins
+    from replica_mlm.discrete.ising import spins
 
     gen, diag = _sampler(model, rng)
     sites = list(sites)
@@ -133,7 +133,7 @@ def simulate_nested(model, *, site: int, ns, lam: np.ndarray, seeds: int, rng, n
     sequences per seed instead of one per ``n``. Returns arrays of shape
     (seeds, len(ns), len(lam)) named as in :func:`simulate_sites`, and ``kkt``.
     """
-    from replica_mlm.models.ising import spins
+    from replica_mlm.discrete.ising import spins
 
     ns = [int(n) for n in ns]
     if not ns or min(ns) < 1:

@@ -1,4 +1,4 @@
-"""Parallel tempering of :class:`~replica_mlm.models.potts.PottsModel`: kernel, ladders, tuner.
+"""Parallel tempering of :class:`~replica_mlm.discrete.potts.PottsModel`: kernel, ladders, tuner.
 
 * Replicas of a ladder of inverse temperatures, each step a Gibbs sweep of every rung followed by
   ``swap_rounds`` rounds of even/odd neighbour exchanges. Every round exchanges the temperature
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import erfcinv
 
-from replica_mlm.models.potts_sampling import (
+from replica_mlm.discrete.sampling import (
     TEMPERING_MAX_RUNGS,
     GibbsDiagnostics,
     _pilot,
@@ -33,7 +33,7 @@ from replica_mlm.models.potts_sampling import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from replica_mlm.models.potts import PottsModel
+    from replica_mlm.discrete.potts import PottsModel
 
 __all__ = [
     "TemperingScan",

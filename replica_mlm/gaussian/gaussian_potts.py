@@ -7,8 +7,8 @@ from functools import cached_property
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.models.limit import GaussianPottsLimit
-from replica_mlm.models.masked_site import MaskedSite
+from replica_mlm.gaussian.limit import GaussianPottsLimit
+from replica_mlm.gaussian.masked_site import MaskedSite
 
 
 def goe(L: int, *, rng: _checks.RngLike = None) -> np.ndarray:

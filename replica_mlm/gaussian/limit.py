@@ -34,7 +34,7 @@ import mpmath
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.models.spectrum import Spectrum
+from replica_mlm.gaussian.spectrum import Spectrum
 
 #: most quadrature nodes used (reached only for shifts within ~1e-5 of 2)
 MAX_NODES = 20_000
