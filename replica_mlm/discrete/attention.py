@@ -56,10 +56,11 @@ from replica_mlm._checks import (
     nonnegative,
     positive,
     positive_int,
+    site_index,
     square_matrix,
 )
-from replica_mlm.discrete.potts import _nll_from_logits as _nll
-from replica_mlm.discrete.potts import _site, check_sequences
+from replica_mlm.discrete.potts import check_sequences
+from replica_mlm.discrete.potts import nll_from_logits as _nll
 
 __all__ = [
     "FactoredAttention",
@@ -239,7 +240,7 @@ class FactoredAttention:
     def conditional(self, seqs, i: int) -> np.ndarray:
         """Prediction for masked site ``i``: (n, q), comparable with ``PottsModel.conditional``."""
         s = self._check(seqs)
-        i = _site(i, self.L)
+        i = site_index(i, self.L)
         z = np.einsum("j,nja->na", self._A[i], self._V.T[s])
         return np.exp(log_softmax(z, axis=1))
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.discrete.potts import _site
+from replica_mlm._checks import site_index
 from replica_mlm.gaussian.masked_site import MaskedSite
 
 #: spin value of each colour: colour 0 is +1, colour 1 is -1
@@ -152,7 +152,7 @@ def ising_site(model, i: int, covariance: SpinCovariance) -> MaskedSite:
     """
     require_ising(model, "ising_site")
     L = model.L
-    i = _site(i, L)
+    i = site_index(i, L)
     keep = np.arange(L) != i
     sigma = covariance.covariance[np.ix_(keep, keep)]
     teacher = 2.0 * model.beta * model.couplings[i, keep]

@@ -209,10 +209,10 @@ class PottsModel:
         if self.q > 2:  # the multi-class task of the softmax pseudo-likelihood (docs/multiclass.md)
             from replica_mlm.discrete.potts_site import colour_covariance, potts_site
 
-            i = _site(i, self.L)
+            i = _checks.site_index(i, self.L)
             return potts_site(self, i, colour_covariance(self, samples=samples, rng=rng))
         require_ising(self, "masked_site")
-        i = _site(i, self.L)
+        i = _checks.site_index(i, self.L)
         return ising_site(self, i, spin_covariance(self, samples=samples, rng=rng))
 
     def with_beta(self, beta: float) -> PottsModel:
@@ -276,7 +276,7 @@ class PottsModel:
     def conditional(self, seqs, i: int) -> np.ndarray:
         """Exact ``P(s_i = a | s_-i)`` of site ``i`` (Potts conditional, docs/potts.md): (n, q)."""
         s = self._check(seqs)
-        i = _site(i, self.L)
+        i = _checks.site_index(i, self.L)
         X = np.eye(self.q)[s]
         z = self._beta * (np.einsum("j,njb->nb", self._J[i], X) @ self._U)
         return np.exp(log_softmax(z, axis=1))
@@ -285,7 +285,7 @@ class PottsModel:
         """``-(1/n) sum_mu sum_i log P(s_i^mu | s_-i^mu)`` (docs/potts.md; Besag 1975)."""
         s = self._check(seqs)
         z = self._beta * (self._colour_fields(s) @ self._U)
-        return float(_nll_from_logits(z, s))
+        return float(nll_from_logits(z, s))
 
     def log_partition(self) -> float:
         """``log Z = log sum_s exp(-beta H(s))`` by enumeration (only for ``q**L <= 2**22``)."""
@@ -844,15 +844,7 @@ def _colour_symmetry(J: np.ndarray, U: np.ndarray) -> str | None:
     return None
 
 
-def _site(i, L: int) -> int:
-    if isinstance(i, bool | np.bool_) or not isinstance(i, int | np.integer):
-        raise TypeError(f"site index i must be an integer in [0, {L}), got {type(i).__name__} {i!r}")
-    if not 0 <= i < L:
-        raise ValueError(f"site index i must lie in [0, L) = [0, {L}), got {i}")
-    return int(i)
-
-
-def _nll_from_logits(z: np.ndarray, s: np.ndarray) -> float:
+def nll_from_logits(z: np.ndarray, s: np.ndarray) -> float:
     """``-(1/n) sum_mu sum_i log softmax(z[mu, i])[s_i^mu]`` with a stable log-sum-exp."""
     m = z.max(axis=2, keepdims=True)
     lse = m[:, :, 0] + np.log(np.exp(z - m).sum(axis=2))

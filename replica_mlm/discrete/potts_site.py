@@ -272,10 +272,10 @@ def potts_site(model, i: int, covariance: ColourCovariance) -> PottsSite:
     :func:`teacher_of`, ``b* = const + W*^T E[x_-i]`` so that ``P(s_i | s_-i) =
     softmax(P (W*^T (x_-i - E x_-i) + b*))`` exactly.
     """
-    from replica_mlm.discrete.potts import _site
+    from replica_mlm._checks import site_index
 
     L, K = model.L, model.q - 1
-    i = _site(i, L)
+    i = site_index(i, L)
     keep = np.repeat(np.arange(L) != i, K)
     sigma = covariance.covariance[np.ix_(keep, keep)]
     W, const = teacher_of(model, i)

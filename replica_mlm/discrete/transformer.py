@@ -56,8 +56,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replica_mlm._checks import RngLike, allocation, as_generator, nonnegative, positive, positive_int
-from replica_mlm.discrete.potts import _site, check_sequences
+from replica_mlm._checks import (
+    RngLike,
+    allocation,
+    as_generator,
+    nonnegative,
+    positive,
+    positive_int,
+    site_index,
+)
+from replica_mlm.discrete.potts import check_sequences
 
 INSTALL_HINT = (
     'TransformerMLM needs PyTorch: pip install "replica-mlm[transformer]" '
@@ -329,7 +337,7 @@ class TransformerMLM:
     def conditional(self, seqs, i: int) -> np.ndarray:
         """``P_model(s_i = a | s_-i)`` for masked site ``i``: (n, q), like ``PottsModel.conditional``."""
         s = self._check(seqs)
-        i = _site(i, self.L)
+        i = site_index(i, self.L)
         t = s.copy()
         t[:, i] = self.q
         with torch_threads(self.threads), torch.no_grad():

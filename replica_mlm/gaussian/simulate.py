@@ -347,14 +347,14 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
 def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
                     threads) -> Simulation:
     """:func:`simulate` on an Ising model: pseudo-likelihood of one site from Boltzmann samples."""
+    from replica_mlm._checks import site_index
     from replica_mlm.discrete.ising import require_ising
-    from replica_mlm.discrete.potts import _site
     from replica_mlm.discrete.pseudo_likelihood import simulate_sites
 
     require_ising(model, "simulate on a PottsModel")
     if site is None:
         raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")
-    site = _site(site, model.L)
+    site = site_index(site, model.L)
     name, _ = erm.loss_spec(loss)
     if name != "logistic":
         raise ValueError(f"the pseudo-likelihood of an Ising site is the logistic loss, got loss={name!r}")
@@ -381,13 +381,13 @@ def _simulate_potts(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
                     threads) -> Simulation:
     """:func:`simulate` on a Potts model with q > 2 colours: multinomial pseudo-likelihood of one
     site (:mod:`replica_mlm.discrete.multinomial_pl`), inputs centred by the task's own mean."""
+    from replica_mlm._checks import site_index
     from replica_mlm.discrete.multinomial_pl import simulate_site
-    from replica_mlm.discrete.potts import _site
     from replica_mlm.discrete.potts_site import all_colours_alike, colour_covariance
 
     if site is None:
         raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")
-    site = _site(site, model.L)
+    site = site_index(site, model.L)
     if not isinstance(loss, str):
         raise TypeError(f"loss must be 'cross_entropy' for a Potts model with q > 2, got "
                         f"{type(loss).__name__}")

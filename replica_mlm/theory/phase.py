@@ -306,7 +306,7 @@ def _fd_slope(task, kind: _Kind, a: float, lam: float, at: SaddlePoint) -> float
     return (up - down) / (2 * h)
 
 
-def _peak(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray,
+def peak_alpha(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray,
           kind: _Kind | None = None) -> float:
     """alpha where d eg/d alpha crosses from + to - inside the grid (Brent), else NaN."""
     cross = np.nonzero((slope[:-1] > 0) & (slope[1:] < 0))[0]
@@ -366,7 +366,7 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
         rows = [_general_row(task, kind, alphas, float(lm))
                 for lm in _progress(lams, progress, "rows (general engine)")]
         eg, et, slope = (np.array([r[k] for r in rows]) for k in range(3))
-    peaks = np.array([_peak(task, spec, alphas, float(lm), slope[i], kind)
+    peaks = np.array([peak_alpha(task, spec, alphas, float(lm), slope[i], kind)
                       for i, lm in enumerate(_progress(lams, progress, "peak per lam"))])
     opt_lam = opt_eg = None
     if optimal:
@@ -394,7 +394,7 @@ def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> 
         task = GaussianPottsLimit(shift=float(s))
         spec = task.spectrum
         (eg[i],), (et[i],), (slope[i],) = _grid(spec, alphas, lam)
-        peaks[i] = _peak(task, spec, alphas, lam, slope[i])
+        peaks[i] = peak_alpha(task, spec, alphas, lam, slope[i])
         rho[i], noise[i] = task.rho, task.noise
     return PhaseDiagram(alpha=alphas, axis="shift", y=shifts, lam=lam, shift=shifts, eg=eg,
                         train_loss=et, deg_dalpha=slope, optimal_lam=None, optimal_eg=None,

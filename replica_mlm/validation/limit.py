@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm.validation.mlm import _instance_seed
+from replica_mlm.validation.mlm import instance_seed
 from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
 
 SHIFT = 3.0
@@ -43,7 +43,7 @@ def _finite_size(quick: bool, rng: int) -> dict:
     for L, n in zip(sizes, counts, strict=True):
         gaps = []
         for k in range(n):
-            site = rm.GaussianPotts.random(L=L, shift=SHIFT, seed=_instance_seed(rng, L, k)).masked_site(0)
+            site = rm.GaussianPotts.random(L=L, shift=SHIFT, seed=instance_seed(rng, L, k)).masked_site(0)
             gaps.append([rm.solve(site, alpha=a, lam=lam).eg for a, lam in POINTS])
         g = np.array(gaps) - ref
         rms.append(float(np.sqrt(np.mean(g**2))))
@@ -58,7 +58,7 @@ def _finite_size(quick: bool, rng: int) -> dict:
 
 def _peak(quick: bool) -> dict:
     import replica_mlm as rm
-    from replica_mlm.theory.phase import _peak
+    from replica_mlm.theory.phase import peak_alpha
     from replica_mlm.theory.root import alpha_derivative
     from replica_mlm.theory.saddle import solve_reduced
 
@@ -69,7 +69,7 @@ def _peak(quick: bool) -> dict:
     for lam in lams:
         alphas = np.linspace(0.9, 1.3, 81)
         out = solve_reduced(spec, alphas, lam)
-        peaks.append(_peak(lim, spec, alphas, lam, alpha_derivative(spec, alphas, lam, out["kappa"])))
+        peaks.append(peak_alpha(lim, spec, alphas, lam, alpha_derivative(spec, alphas, lam, out["kappa"])))
     fit_lams = np.geomspace(1e-10, 1e-6, 5)
     egs = [rm.solve(lim, alpha=1.0, lam=float(x)).eg for x in fit_lams]
     fitted = float(np.polyfit(np.log(fit_lams), np.log(egs), 1)[0])

@@ -170,14 +170,14 @@ def simulate_point(point: dict, rng: np.random.Generator) -> dict:
 # --- the section ---------------------------------------------------------------------------
 
 
-def _instance_seed(root: int, L: int, k: int) -> int:
+def instance_seed(root: int, L: int, k: int) -> int:
     return int(np.random.SeedSequence([root, L, k]).generate_state(1)[0])
 
 
 def make_points(cfg: MLMSettings, rng: int) -> list[dict]:
     """The sweep's points: every (L, instance, alpha), with every lam at each."""
     return [
-        {"L": L, "instance": k, "instance_seed": _instance_seed(rng, L, k), "shift": cfg.shift,
+        {"L": L, "instance": k, "instance_seed": instance_seed(rng, L, k), "shift": cfg.shift,
          "site": cfg.site, "alpha": float(alpha), "lams": list(cfg.lams), "seeds": seeds}
         for L, instances, seeds in cfg.sizes for k in range(instances) for alpha in cfg.alphas
     ]
