@@ -132,9 +132,12 @@ def test_bad_input_of_issue_11_item_6_every_entry_point(small):
     """q = 2 calls on a non-Ising model, beta <= 0 (or NaN), site out of range, M < 1: ValueError."""
     potts = rm.PottsModel.random(L=5, q=3, seed=0)
     two = rm.PottsModel(couplings=small.couplings, colours=np.eye(2))
+    # q = 3 goes to the multi-class route, whose loss is the softmax cross-entropy
+    with pytest.raises(ValueError, match="loss must be 'cross_entropy'"):
+        rm.simulate(potts, site=0, alpha=1.0, lam=0.1, seeds=2, loss="logistic")
+    with pytest.raises(ValueError, match="needs an Ising model"):
+        rm.simulate(two, site=0, alpha=1.0, lam=0.1, seeds=2, loss="logistic")
     for model in (potts, two):
-        with pytest.raises(ValueError, match="needs an Ising model"):
-            rm.simulate(model, site=0, alpha=1.0, lam=0.1, seeds=2, loss="logistic")
         with pytest.raises(ValueError, match="needs an Ising model"):
             spin_covariance(model)
     for beta in (0.0, -1.0, float("nan")):
