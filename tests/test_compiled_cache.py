@@ -149,3 +149,21 @@ def test_compiled_functions_take_named_arguments():
         C.compiled("torch")
     with pytest.raises(ValueError, match="unknown spectral sums"):
         C.compiled_sums(("S_1", "nope"))
+
+
+def test_warm_cache_first_solve_needs_no_sympy():
+    """With the cache written, a new process imports the package and solves the square-loss
+    saddle point without importing sympy (the derivation is what cost seconds at first use)."""
+    solve = ("import sys, replica_mlm as rm; "
+             "sp = rm.solve(rm.GaussianPotts.random(L=20, rng=0).masked_site(0), alpha=2.0, lam=0.1); "
+             "print(sp.converged, 'sympy' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, "-c", WRITE], check=True, capture_output=True, env=env)
+    out = subprocess.run([sys.executable, "-c", solve], check=True, capture_output=True, text=True,
+                         env=env).stdout.split()
+    assert out == ["True", "False"]
+    # a loss other than the square one goes through the engine, which derives with sympy
+    other = solve.replace("lam=0.1)", "lam=0.1, loss='huber', channel='gaussian')")
+    out = subprocess.run([sys.executable, "-c", other], check=True, capture_output=True, text=True,
+                         env=env).stdout.split()
+    assert out == ["True", "True"]
