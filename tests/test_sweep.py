@@ -234,8 +234,8 @@ def test_simulate_inherits_the_threads_of_its_scope(monkeypatch):
     monkeypatch.setattr(sim_module, "blas_threads", spy)
     site = replica_mlm.GaussianPotts.random(L=20, shift=3.0, seed=0).masked_site(0)
     with blas_threads(2):
-        inner = replica_mlm.gaussian.simulate(site, alpha=2.0, lam=0.1, seeds=2, rng=0)
-    outer = replica_mlm.gaussian.simulate(site, alpha=2.0, lam=0.1, seeds=2, rng=0, threads=1)
+        inner = replica_mlm.simulate(site, alpha=2.0, lam=0.1, seeds=2, rng=0)
+    outer = replica_mlm.simulate(site, alpha=2.0, lam=0.1, seeds=2, rng=0, threads=1)
     assert np.array_equal(inner.eg, outer.eg)
     from replica_mlm._threads import INHERIT, resolve_threads
 

@@ -1,5 +1,9 @@
-"""Inverse-Ising literature check, in the package's conventions (docs: "Discrete spins", section
-"Comparison with the inverse-Ising literature").
+"""
+Inverse-Ising literature check
+==============================
+
+In the package's conventions (docs: "Discrete spins", section "Comparison with the inverse-Ising
+literature").
 
 Reproduces two qualitative claims with replica_mlm on one SK instance (L = 50, beta = 0.4), the
 pseudo-likelihood estimator at a small ridge (lam = 1e-3), above the separability threshold:
@@ -8,7 +12,7 @@ pseudo-likelihood estimator at a small ridge (lam = 1e-3), above the separabilit
    report over-estimated absolute values of the existing couplings): the projection
    kappa = (w_hat . Sigma w*) / (w* . Sigma w*) exceeds 1 and tends to 1 as alpha grows;
 2. the reconstruction error of the pseudo-likelihood couplings falls like 1 / alpha at large
-   alpha (Bachschmid-Romano and Opper 2017): alpha * |w_hat - w*|^2 / |w*|^2 approaches a constant.
+   alpha (Bachschmid-Romano and Opper 2017): ``alpha * |w_hat - w*|^2 / |w*|^2`` approaches a constant.
 
 Theory: rm.solve on the site's Gaussian-equivalent task (m / rho and estimation_error).
 Simulation: seeds independent pools of Boltzmann sequences, nested training sets, mean +- s.e.
