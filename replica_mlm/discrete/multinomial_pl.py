@@ -84,19 +84,13 @@ def simulate_site(model, *, site: int, n: int, lam: np.ndarray, seeds: int, rng:
     of the theory). Returns ``test_loss``, ``eg`` (Rao-Blackwellised), ``train_loss``,
     ``estimation_error`` and ``kkt`` (the largest residual).
     """
-    import warnings
 
     from replica_mlm.discrete.potts_site import simplex_basis, teacher_of
+    from replica_mlm.discrete.pseudo_likelihood import _sampler
 
     P = simplex_basis(model.q)
     W_star, _ = teacher_of(model, site)
-    gen = _checks.as_generator(rng)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        diag = model.gibbs_diagnostics(rng=gen, method="auto")
-    if not diag.mixing:
-        raise ValueError(f"the sampler does not decorrelate at beta={model.beta:.4g} "
-                         f"(tau_int >= {diag.tau_int:.1f}): no Boltzmann samples to fit")
+    gen, diag = _sampler(model, rng)  # the Ising route's pilot run and mixing refusal
     p = model.L - 1
     out = {k: np.empty((seeds, lam.size)) for k in ("eg", "test_loss", "train_loss", "estimation_error")}
     kkt = 0.0
