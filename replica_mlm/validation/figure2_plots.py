@@ -32,7 +32,7 @@ def figures(out: Path, st, d: dict) -> list[str]:
     files: list[str] = []
     H = d["conditional_entropy"]
     models = d["models"]
-    title = (f"L = {st.L}, q = {st.q}, M = {st.M}, beta = {d['beta']:.3g} "
+    title = (f"$L = {st.L}$, $q = {st.q}$, $M = {st.M}$, $\\beta = {d['beta']:.3g}$ "
              f"(mean Hamming {d['mean_hamming']:.2f})")
     labels = {"transformer_1": "transformer, 1 layer", "transformer_3": "transformer, 3 layers",
               "factored": "factored attention (SGD)"}
@@ -56,7 +56,7 @@ def figures(out: Path, st, d: dict) -> list[str]:
 
     # (b) attention maps beside |beta J|
     maps = d["attention_maps"]
-    panels = [("|beta J|\n(true)", d["true_attention_abs_beta_J"], None),
+    panels = [("$|\\beta J|$\n(true)", d["true_attention_abs_beta_J"], None),
               ("factored |A| (learned;\nonly A V is identifiable)", maps["factored"], "factored"),
               ("transformer,\n1 layer", maps["transformer_1"], "transformer_1"),
               ("transformer, 3 layers\n(mean of the last two)", maps["transformer_3"], "transformer_3")]
@@ -89,7 +89,7 @@ def figures(out: Path, st, d: dict) -> list[str]:
     ax.set_yscale("log")
     ax.set_xticks(Ms, [f"{m:g}" for m in Ms])
     ax.set_xlabel("number of training sequences M")
-    ax.set_ylabel("relative error of beta J U (zero-sum gauge)")
+    ax.set_ylabel("relative error of $\\beta J U$ (zero-sum gauge)")
     ax.set_title("(c) coupling reconstruction; " + title, fontsize=8)
     ax.legend(fontsize=8)
     files += _save(fig, out, "fig2c_reconstruction")
@@ -103,16 +103,16 @@ def figures(out: Path, st, d: dict) -> list[str]:
     se = np.asarray(fam["final_se"], dtype=float)  # seeds and test set in quadrature
     fig, ax = plt.subplots(figsize=(5.6, 4.2))
     ax.errorbar(g, m, yerr=se, marker="o", capsize=3,
-                label=f"one layer on E e_s + gamma p ({len(F[0])} seed(s))")
+                label=f"one layer on $E e_s + \\gamma p$ ({len(F[0])} seed(s))")
     fm, fse = models["factored"]["final_mean"], models["factored"]["final_se"]
-    ax.axhline(fm, color="C2", ls="-.", label=f"factored attention (L-BFGS) {fm:.3f} +- {fse:.3f}")
+    ax.axhline(fm, color="C2", ls="-.", label=f"factored attention (L-BFGS) {fm:.3f} ± {fse:.3f}")
     ax.axhspan(fm - fse, fm + fse, color="C2", alpha=0.2, lw=0)
     ax.axhline(H, color="k", ls=":", label=f"conditional entropy {H:.3f}")
     ax.set_xscale("log")
     ax.set_xticks(g, [f"{v:g}" for v in g])
-    ax.set_xlabel("gamma (weight of the positional encoding)")
+    ax.set_xlabel("$\\gamma$ (weight of the positional encoding)")
     ax.set_ylabel("final test MLM loss per sequence (nats)")
-    ax.set_title("(d) gamma family (error bars and band: 1 s.e., seeds and test set); " + title,
+    ax.set_title("(d) $\\gamma$ family (error bars and band: 1 s.e., seeds and test set); " + title,
                  fontsize=8)
     ax.legend(fontsize=8)
     files += _save(fig, out, "fig2d_gamma_family")
