@@ -347,28 +347,17 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
 def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
                     threads) -> Simulation:
     """:func:`simulate` on an Ising model: pseudo-likelihood of one site from Boltzmann samples."""
-    from replica_mlm._checks import site_index
     from replica_mlm.discrete.ising import require_ising
     from replica_mlm.discrete.pseudo_likelihood import simulate_sites
 
     require_ising(model, "simulate on a PottsModel")
-    if site is None:
-        raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")
-    site = site_index(site, model.L)
+    site = _model_site(model, site)
     name, _ = erm.loss_spec(loss)
     if name != "logistic":
         raise ValueError(f"the pseudo-likelihood of an Ising site is the logistic loss, got loss={name!r}")
     if channel not in (None, "logit"):
         raise ValueError(f"an Ising site's labels follow the logit channel, got channel={channel!r}")
-    alpha = _checks.positive(alpha, "alpha")
-    lam = grid(lam, "lam")
-    seeds = _seed_count(seeds)
-    n_test = _checks.positive_int(n_test, "n_test")
-    p = model.L - 1
-    n = round(alpha * p)
-    if n < 1:
-        raise ValueError(f"alpha * p = {alpha * p:.3g} rounds to no training sequence: alpha must be "
-                         f">= {0.5 / p:.3g} for L = {model.L}")
+    lam, seeds, n_test, p, n = _sequence_counts(model, alpha, lam, seeds, n_test)
     with blas_threads(threads):
         out = simulate_sites(model, sites=[site], n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test)
     kkt = out.pop("kkt")
@@ -381,13 +370,10 @@ def _simulate_potts(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
                     threads) -> Simulation:
     """:func:`simulate` on a Potts model with q > 2 colours: multinomial pseudo-likelihood of one
     site (:mod:`replica_mlm.discrete.multinomial_pl`), inputs centred by the task's own mean."""
-    from replica_mlm._checks import site_index
     from replica_mlm.discrete.multinomial_pl import simulate_site
     from replica_mlm.discrete.potts_site import all_colours_alike, colour_covariance
 
-    if site is None:
-        raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")
-    site = site_index(site, model.L)
+    site = _model_site(model, site)
     if not isinstance(loss, str):
         raise TypeError(f"loss must be 'cross_entropy' for a Potts model with q > 2, got "
                         f"{type(loss).__name__}")
@@ -396,6 +382,26 @@ def _simulate_potts(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
                          f"softmax cross-entropy: loss must be 'cross_entropy', got {loss!r}")
     if channel not in (None, "softmax"):
         raise ValueError(f"a Potts site's colours follow the softmax channel, got channel={channel!r}")
+    lam, seeds, n_test, p, n = _sequence_counts(model, alpha, lam, seeds, n_test)
+    K = model.q - 1
+    mean = (np.zeros((model.L, K)) if all_colours_alike(model)
+            else colour_covariance(model, rng=rng).mean)
+    with blas_threads(threads):
+        out = simulate_site(model, site=site, n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test, mean=mean)
+    kkt = out.pop("kkt")
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss="cross_entropy", channel="softmax",
+                      kkt_residual=np.full((seeds, lam.size), float(kkt)), **out)
+
+
+def _model_site(model: PottsModel, site) -> int:
+    """The masked site of a PottsModel simulation: required, an integer index in [0, L)."""
+    if site is None:
+        raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")
+    return _checks.site_index(site, model.L)
+
+
+def _sequence_counts(model: PottsModel, alpha, lam, seeds, n_test):
+    """Checked lam grid, seeds and n_test, and p = L - 1 and M = round(alpha p) >= 1 sequences."""
     alpha = _checks.positive(alpha, "alpha")
     lam = grid(lam, "lam")
     seeds = _seed_count(seeds)
@@ -405,14 +411,7 @@ def _simulate_potts(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
     if n < 1:
         raise ValueError(f"alpha * p = {alpha * p:.3g} rounds to no training sequence: alpha must be "
                          f">= {0.5 / p:.3g} for L = {model.L}")
-    K = model.q - 1
-    mean = (np.zeros((model.L, K)) if all_colours_alike(model)
-            else colour_covariance(model, rng=rng).mean)
-    with blas_threads(threads):
-        out = simulate_site(model, site=site, n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test, mean=mean)
-    kkt = out.pop("kkt")
-    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss="cross_entropy", channel="softmax",
-                      kkt_residual=np.full((seeds, lam.size), float(kkt)), **out)
+    return lam, seeds, n_test, p, n
 
 
 def _seed_count(seeds) -> int:
