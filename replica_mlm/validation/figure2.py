@@ -66,7 +66,7 @@ from pathlib import Path
 import numpy as np
 
 from replica_mlm.discrete.attention import FactoredAttention, reconstruction_error
-from replica_mlm.discrete.potts import PottsModel
+from replica_mlm.validation.potts import draw_like_pilot, tuned_instance
 from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
 
 __all__ = ["Fig2Settings", "factored_gradient", "make_data", "run", "settings_for"]
@@ -120,29 +120,9 @@ def settings_for(quick: bool) -> Fig2Settings:
 def make_data(st: Fig2Settings, rng: int):
     """Model, tuned beta, sampler diagnostics, and the train / test split (shared by all models)."""
     gens = [np.random.default_rng(s) for s in np.random.SeedSequence([rng, 2]).spawn(4)]
-    tried = []
-    tune = None
-    for _attempt in range(5):
-        base = PottsModel.random(L=st.L, q=st.q, seed=gens[0])
-        try:
-            if st.tune_method == "gibbs":
-                beta = base.tune_beta(target_hamming=st.target_hamming, rng=gens[1], method="gibbs")
-            else:  # the tempering tuner's final pilot run (mixing checked) is the sampler's
-                tune = base.tune_beta(target_hamming=st.target_hamming, rng=gens[1],
-                                      method=st.tune_method, return_result=True)
-                beta = tune.beta
-            break
-        except ValueError as exc:
-            tried.append(str(exc))
-    else:
-        raise RuntimeError("no instance reached the target Hamming distance: " + "; ".join(tried))
-    pm = base.with_beta(beta)
-    diag = pm.gibbs_diagnostics(rng=gens[2], method="auto") if tune is None else tune.diagnostics
-    # the pilot's own ladder (equal swap acceptance), not a geometric one with as many rungs
-    data = pm.sample(st.M + st.n_test, rng=gens[2], sweeps_between=diag.sweeps_between,
-                     burn_in=diag.burn_in, method=diag.method, ladder=diag.ladder,
-                     swap_rounds=diag.swap_rounds)
-    gens[3].shuffle(data)
+    pm, tune, tried = tuned_instance(L=st.L, q=st.q, target_hamming=st.target_hamming,
+                                     method=st.tune_method, gens=gens)
+    diag, data = draw_like_pilot(pm, tune, st.M + st.n_test, gens=gens)
     return pm, diag, data[:st.M], data[st.M:], tried
 
 

@@ -124,34 +124,14 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     section.parameters = {"quick": quick, "rng": rng, **{k: v for k, v in vars(st).items()}}
 
     # ---- model, temperature, sampler
-    tried = []
-    tune = None
-    for _attempt in range(5):  # an instance whose sampler mixes at the target (tune_beta checks)
-        base = PottsModel.random(L=st.L, q=st.q, seed=gens[0])
-        try:
-            if st.tune_method == "gibbs":
-                beta = base.tune_beta(target_hamming=st.target_hamming, rng=gens[1],
-                                      method="gibbs")
-            else:  # tempering tuner: its final pilot run (mixing checked) is the sampler's
-                tune = base.tune_beta(target_hamming=st.target_hamming, rng=gens[1],
-                                      method=st.tune_method, return_result=True)
-                beta = tune.beta
-            break
-        except ValueError as exc:
-            tried.append(str(exc))
-    else:
-        raise RuntimeError("no instance reached the target Hamming distance: " + "; ".join(tried))
+    pm, tune, tried = tuned_instance(L=st.L, q=st.q, target_hamming=st.target_hamming,
+                                     method=st.tune_method, gens=gens)
+    beta = pm.beta
     section.data["rejected_instances"] = tried
     section.parameters["instances_rejected"] = len(tried)
-    pm = base.with_beta(beta)
     t_tune = time.perf_counter() - t0
-    # plain Gibbs where it mixes (quick mode), else the tuner's tempering pilot run at beta
-    diag = pm.gibbs_diagnostics(rng=gens[2], method="auto") if tune is None else tune.diagnostics
     n_train = max(max(st.Ms) * st.reps, sum(st.small_lam_Ms) * st.small_lam_reps)
-    data = pm.sample(n_train + st.n_test, rng=gens[2], sweeps_between=diag.sweeps_between,
-                     burn_in=diag.burn_in, method=diag.method, ladder=diag.ladder,
-                     swap_rounds=diag.swap_rounds)
-    gens[3].shuffle(data)
+    diag, data = draw_like_pilot(pm, tune, n_train + st.n_test, gens=gens)
     train, test = data[:n_train], data[n_train:]
     hamming = pm.mean_hamming(test)
     H = pm.neg_pseudo_loglikelihood(test)
@@ -313,6 +293,41 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         "passed": section.passed, "parameters": section.parameters,
         "checks": [vars(c) for c in section.checks], "data": section.data}), indent=2) + "\n")
     return section
+
+
+def tuned_instance(*, L: int, q: int, target_hamming: float, method: str,
+                   gens: list[np.random.Generator]):
+    """A random instance whose sampler mixes at ``target_hamming`` (``tune_beta`` checks; up to five
+    instances, drawn from ``gens[0]``, tuned with ``gens[1]``).
+
+    Returns the model at the tuned beta, the tempering tuner's result (None for ``method="gibbs"``)
+    and the messages of the instances rejected; RuntimeError if none of five reaches the target.
+    """
+    tried: list[str] = []
+    for _attempt in range(5):
+        base = PottsModel.random(L=L, q=q, seed=gens[0])
+        try:
+            if method == "gibbs":
+                return (base.with_beta(base.tune_beta(target_hamming=target_hamming, rng=gens[1],
+                                                      method="gibbs")), None, tried)
+            # tempering tuner: its final pilot run (mixing checked) is the sampler's
+            tune = base.tune_beta(target_hamming=target_hamming, rng=gens[1], method=method,
+                                  return_result=True)
+            return base.with_beta(tune.beta), tune, tried
+        except ValueError as exc:
+            tried.append(str(exc))
+    raise RuntimeError("no instance reached the target Hamming distance: " + "; ".join(tried))
+
+
+def draw_like_pilot(pm: PottsModel, tune, n: int, *, gens: list[np.random.Generator]):
+    """``n`` shuffled sequences (``gens[2]`` samples, ``gens[3]`` shuffles) with the sampler settings of
+    the tuner's pilot run (its own ladder at equal swap acceptance), or of plain Gibbs diagnostics
+    where ``tune`` is None; returns the diagnostics used and the sequences."""
+    diag = pm.gibbs_diagnostics(rng=gens[2], method="auto") if tune is None else tune.diagnostics
+    data = pm.sample(n, rng=gens[2], sweeps_between=diag.sweeps_between, burn_in=diag.burn_in,
+                     method=diag.method, ladder=diag.ladder, swap_rounds=diag.swap_rounds)
+    gens[3].shuffle(data)
+    return diag, data
 
 
 def _per_sequence_nll(z: np.ndarray, s: np.ndarray) -> np.ndarray:
