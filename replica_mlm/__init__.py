@@ -69,38 +69,5 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-
-
-__all__ = [
-    "Asymptotics",
-    "AttractorNetwork",
-    "ConvergenceError",
-    "FactoredAttention",
-    "GaussianPotts",
-    "GaussianPottsLimit",
-    "LearningCurve",
-    "MaskedSite",
-    "MulticlassSaddlePoint",
-    "OptimalLambda",
-    "PhaseDiagram",
-    "PottsModel",
-    "PottsSite",
-    "SaddlePoint",
-    "Simulation",
-    "Spectrum",
-    "TransformerMLM",
-    "__version__",
-    "asymptotics",
-    "equations",
-    "expansions",
-    "learning_curve",
-    "load",
-    "losses",
-    "optimal_lambda",
-    "phase_diagram",
-    "plotting",
-    "separability_threshold",
-    "shift_phase_diagram",
-    "simulate",
-    "solve",
-]
+#: every public name: the lazily imported ones, the submodules, the transformer and the version
+__all__ = sorted([*_EXPORTS, *_MODULES, "TransformerMLM", "__version__"])
