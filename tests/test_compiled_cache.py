@@ -167,3 +167,25 @@ def test_warm_cache_first_solve_needs_no_sympy():
     out = subprocess.run([sys.executable, "-c", other], check=True, capture_output=True, text=True,
                          env=env).stdout.split()
     assert out == ["True", "True"]
+
+
+def test_named_losses_and_channels_need_no_sympy_until_derived():
+    """Naming a loss or channel (strings, instances of the built-ins, the CLI's defaults) imports no
+    sympy: the square/gaussian pair is recognised by name, and the other built-ins are derived, with
+    sympy, only when the engine needs their expressions."""
+    script = ("import sys, replica_mlm as rm; from replica_mlm.theory import channels, losses; "
+              "task = rm.GaussianPotts.limit(shift=3.0); "
+              "named = [losses.resolve(n) for n in losses.NAMED] + "
+              "[channels.resolve(n) for n in channels.NAMED]; "
+              "a = rm.solve(task, alpha=0.5, lam=0.1, loss=' Square', channel='GAUSSIAN'); "
+              "b = rm.solve(task, alpha=0.5, lam=0.1, loss=rm.losses.Square(), channel=channels.gaussian()); "
+              "c = rm.learning_curve(task, alpha=[0.5, 2.0], lam=[0.0, 0.1]); "
+              "print(a == b, a.method, c[1].method, 'sympy' in sys.modules, rm.losses.Huber(2.0).name, "
+              "*[x.name for x in named]); "
+              "losses.resolve('hinge').kinks; print('sympy' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, "-c", WRITE], check=True, capture_output=True, env=env)
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
+                         env=env).stdout.split()
+    assert out == ["True", "root", "root", "False", "huber(delta=2)", "square", "absolute", "huber(delta=1)",
+                   "logistic", "hinge", "gaussian", "sign", "logit", "True"]
