@@ -31,8 +31,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import sympy as sp
 
 #: Gauss-Hermite nodes over nu for channels without a closed-form Z
 NU_NODES = 64
@@ -81,7 +85,8 @@ class Channel:
         integrate ``P(y != sign(w_hat . x))`` numerically (binary labels only).
     """
 
-    def __init__(self, name: str, p_out, *, labels: str, z_closed, error) -> None:
+    def __init__(self, name: str, p_out: sp.Expr, *, labels: str, z_closed: sp.Expr | None,
+                 error: sp.Expr | None) -> None:
         if labels not in LABELS:
             raise ValueError(f"labels must be 'binary' or 'real', got {labels!r}")
         if labels == "real" and z_closed is None:
@@ -109,17 +114,17 @@ class Channel:
         return p_out, z_closed, error
 
     @property
-    def p_out(self):
+    def p_out(self) -> sp.Expr:
         """``P_out(y | nu)``, a sympy expression."""
         return self._parts[0]
 
     @property
-    def z_closed(self):
+    def z_closed(self) -> sp.Expr | None:
         """``Z(y; mu, v)`` in closed form (sympy), or None for quadrature over ``nu``."""
         return self._parts[1]
 
     @property
-    def error(self):
+    def error(self) -> sp.Expr | None:
         """The natural error in closed form (sympy), or None."""
         return self._parts[2]
 
@@ -127,7 +132,7 @@ class Channel:
         return f"Channel({self.name!r})"
 
     @cached_property
-    def dz_closed(self):
+    def dz_closed(self) -> sp.Expr | None:
         """``dZ/dmu`` by sympy (None without a closed-form Z)."""
         import sympy as sp
 
@@ -136,7 +141,7 @@ class Channel:
         return None if self.z_closed is None else sp.diff(self.z_closed, mu)
 
     @cached_property
-    def gaussian_label(self) -> tuple:
+    def gaussian_label(self) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
         """For real labels: ``(mean, variance, score)`` of Z as a density in y, by sympy.
 
         ``log Z`` must be quadratic in ``y``; ``score = dZ/Z = d log Z / d mu`` is then linear.

@@ -30,10 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from replica_mlm import _checks
+
+if TYPE_CHECKING:  # pragma: no cover
+    import sympy as sp
 
 EPS = np.finfo(float).eps
 #: names of :mod:`.symbolic` also reachable here (``losses.y``), imported on first use
@@ -90,7 +94,7 @@ class Loss:
     naming the square loss, e.g. ``rm.solve(..., loss="square")``, needs no sympy.
     """
 
-    def __init__(self, expr, *, name: str = "custom") -> None:
+    def __init__(self, expr: sp.Expr, *, name: str = "custom") -> None:
         import sympy as sp
 
         from replica_mlm.theory.symbolic import stable, y, z
@@ -108,19 +112,19 @@ class Loss:
         self.name = name
 
     @cached_property
-    def expr(self):
+    def expr(self) -> sp.Expr:
         """The loss, a sympy expression in ``y`` and ``z`` (built-in losses: built on first use)."""
         from replica_mlm.theory.symbolic import stable
 
         return stable(self._expression())
 
-    def _expression(self):
+    def _expression(self) -> sp.Expr:
         """The built-in loss's sympy expression (a loss given to ``__init__`` never calls this)."""
         raise NotImplementedError(f"{type(self).__name__} must pass its expression to Loss.__init__ "
                                   "or define _expression()")
 
     @classmethod
-    def from_sympy(cls, expr, y_symbol, z_symbol, *, name: str = "custom") -> Loss:
+    def from_sympy(cls, expr, y_symbol: sp.Symbol, z_symbol: sp.Symbol, *, name: str = "custom") -> Loss:
         """A loss from any sympy expression in a label symbol and a field symbol.
 
         Parameters
@@ -158,7 +162,7 @@ class Loss:
     # --- compiled pieces -----------------------------------------------------------------
 
     @cached_property
-    def derivatives(self) -> tuple:
+    def derivatives(self) -> tuple[sp.Expr, sp.Expr]:
         """``(d loss/dz, d^2 loss/dz^2)`` by sympy."""
         import sympy as sp
 
@@ -186,7 +190,7 @@ class Loss:
                 [lambdify((y,), k) for k in kinks], tuple(kinks))
 
     @property
-    def kinks(self) -> tuple:
+    def kinks(self) -> tuple[sp.Expr, ...]:
         """Candidate non-differentiable points ``z = k(y)`` found by sympy."""
         return self._fns[4]
 
