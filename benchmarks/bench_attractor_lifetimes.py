@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
+from replica_mlm.io import atomic_write_text
 from replica_mlm.validation.attractor import _table, lifetime_scan
 
 
@@ -40,8 +41,7 @@ def main(argv: list[str]) -> None:
     text = "\n".join(lines)
     print(text)
     if out:
-        with open(out, "w") as fh:
-            fh.write(text + "\n")
+        atomic_write_text(out, text + "\n")
 
 
 if __name__ == "__main__":

@@ -15,13 +15,13 @@ number.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import time
 
 import numpy as np
 
 from replica_mlm import PottsModel
+from replica_mlm.io import write_json
+from replica_mlm.stats import mean_stderr
 
 
 def grouped_hamming(pm: PottsModel, seqs: np.ndarray, groups: int = 10) -> tuple[float, float]:
@@ -33,7 +33,7 @@ def grouped_hamming(pm: PottsModel, seqs: np.ndarray, groups: int = 10) -> tuple
     h = pm.mean_hamming(seqs)
     parts = np.array_split(np.arange(seqs.shape[0]), groups)
     hs = np.array([pm.mean_hamming(seqs[p]) for p in parts])
-    return h, float(hs.std(ddof=1) / math.sqrt(groups))
+    return h, mean_stderr(hs).stderr
 
 
 def chain_hamming(seqs: np.ndarray, n_chains: int, q: int) -> tuple[float, float]:
@@ -139,8 +139,7 @@ def main() -> None:
                   f"{r['rungs']} acc {r['acc_min']:.2f}-{r['acc_max']:.2f} "
                   f"cpu {r['cpu']:.0f} s wall {r['t']:.0f} s", flush=True)
             if args.json:
-                with open(args.json, "w") as fh:
-                    json.dump(rows, fh, indent=1)
+                write_json(args.json, rows, indent=1)
         return
     print(f"{'seed':>4} {'beta':>7} {'h pilot':>15} {'h samples':>15} {'mix':>4} {'tau':>6} "
           f"{'rungs':>5} {'acceptance':>11} {'tune s':>13} {'sample s':>13}", flush=True)
@@ -159,8 +158,7 @@ def main() -> None:
                   f"{r['cpu_sample']:5.0f}/{r['t_sample']:<7.0f}",
                   flush=True)
         if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(rows, fh, indent=1)
+            write_json(args.json, rows, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Files written by replica_mlm: atomic writes, one JSON convention, sweep fingerprints, folder locks.
+"""Files written by replica_mlm: atomic writes, one JSON and one CSV convention, fingerprints, folder locks.
 
 A leaf module: it imports nothing from the package (only numpy and the standard library; the folder
 lock imports ``filelock`` when it is used), so every layer may use it.
@@ -10,7 +10,8 @@ Atomic writes
     ``open(path, "w")``: CSV and JSON get the same permissions as the PNG and PDF figures.
 
 JSON convention (one for every file the package writes)
-    :func:`dumps` turns numpy scalars and arrays into Python numbers and lists, paths into strings,
+    :func:`write_json` writes a file atomically with :func:`dumps`, which turns numpy scalars
+    and arrays into Python numbers and lists, paths into strings,
     and writes floats with Python's shortest round-trip ``repr``. Non-finite floats are written as
     the bare tokens ``Infinity``, ``-Infinity`` and ``NaN`` (JavaScript's names, also JSON5's), which
     :func:`loads` (= :func:`json.loads`) reads back as floats. Every float, ``inf`` and ``nan``
@@ -18,6 +19,13 @@ JSON convention (one for every file the package writes)
     number never turns into a string. Strict JSON parsers (e.g. JavaScript's ``JSON.parse``) reject
     the three tokens; Python, pandas and JSON5 readers accept them. The interpolation peak of the
     theory is ``eg = inf``, so the package needs them.
+
+CSV tables (one convention for every table the package writes)
+    :func:`write_csv` (:func:`csv_text` for the text alone) writes one header row and one row per
+    record: floats (numpy floats included) with Python's shortest round-trip ``repr`` (``inf``,
+    ``-inf``, ``nan`` as such), integers as integers, booleans as ``True``/``False``, ``None``
+    as an empty cell, strings as they are. :func:`replica_mlm.load` reads every number back bit
+    for bit.
 
 Fingerprints
     :func:`fingerprint` is a plain dict of everything that determines the files of a sweep folder;
@@ -32,11 +40,14 @@ Folder locks
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
+import io
 import json
+import numbers
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +56,7 @@ import numpy as np
 __all__ = [
     "FolderBusy",
     "atomic_write_text",
+    "csv_text",
     "dumps",
     "fingerprint",
     "fingerprint_difference",
@@ -52,6 +64,8 @@ __all__ = [
     "folder_lock",
     "loads",
     "to_plain",
+    "write_csv",
+    "write_json",
 ]
 
 #: name of the lock file :func:`folder_lock` creates inside a folder
@@ -128,6 +142,89 @@ def dumps(obj: Any, *, indent: int | None = None, sort_keys: bool = False) -> st
 def loads(text: str) -> Any:
     """Read JSON written by :func:`dumps` (floats, ``inf`` and ``nan`` exactly as written)."""
     return json.loads(text)
+
+
+def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = None,
+               sort_keys: bool = False) -> None:
+    """Write ``obj`` to ``path`` as JSON (:func:`dumps`, then a newline), atomically.
+
+    Raises
+    ------
+    TypeError
+        For values JSON cannot hold.
+    OSError
+        If the file cannot be written (nothing is left behind).
+    """
+    atomic_write_text(path, dumps(obj, indent=indent, sort_keys=sort_keys) + "\n")
+
+
+def _cell(value: Any, column: str) -> str:
+    """One CSV cell in the package's convention (see the module docstring)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return repr(float(value))
+    raise TypeError(f"CSV column {column!r} holds {type(value).__name__} {value!r}; a cell must be a "
+                    f"real number, a bool, a str or None")
+
+
+def csv_text(rows: Iterable[Mapping[str, Any] | Sequence[Any]], *,
+             columns: Sequence[str] | None = None) -> str:
+    """CSV text of ``rows`` under the header ``columns`` (see the module docstring for the cells).
+
+    Parameters
+    ----------
+    rows : iterable of dict or of sequence
+        Records: dicts (their values are taken in the order of ``columns``) or sequences (one
+        entry per column).
+    columns : sequence of str, optional
+        The header; by default the keys of the first record (which must then be a dict).
+
+    Raises
+    ------
+    ValueError
+        Without ``columns`` and without a first dict, or for a row whose length differs from the
+        header's.
+    TypeError
+        For a cell that is not a real number, a bool, a str or None (e.g. a list).
+    """
+    rows = list(rows)
+    if columns is None:
+        if not rows or not isinstance(rows[0], Mapping):
+            raise ValueError("csv_text needs columns= unless the rows are dicts (at least one)")
+        columns = list(rows[0])
+    columns = [str(c) for c in columns]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for k, row in enumerate(rows):
+        cells = [row[c] for c in columns] if isinstance(row, Mapping) else list(row)
+        if len(cells) != len(columns):
+            raise ValueError(f"row {k} has {len(cells)} cells for {len(columns)} columns {columns}")
+        writer.writerow([_cell(v, c) for v, c in zip(cells, columns, strict=True)])
+    return buf.getvalue()
+
+
+def write_csv(path: str | os.PathLike, rows: Iterable[Mapping[str, Any] | Sequence[Any]], *,
+              columns: Sequence[str] | None = None) -> str:
+    """Write :func:`csv_text` of ``rows`` to ``path`` atomically; returns the text.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`csv_text`.
+    OSError
+        If the file cannot be written (nothing is left behind).
+    """
+    text = csv_text(rows, columns=columns)
+    atomic_write_text(path, text)
+    return text
 
 
 def fingerprint(**fields: Any) -> dict[str, Any]:

@@ -54,7 +54,6 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm._threads import INHERIT, blas_threads, resolve_threads
 from replica_mlm.io import (
-    atomic_write_text,
     dumps,
     fingerprint,
     fingerprint_difference,
@@ -62,6 +61,7 @@ from replica_mlm.io import (
     folder_lock,
     loads,
     to_plain,
+    write_json,
 )
 
 __all__ = ["BadPointFile", "ResumeMismatch", "ResumeRefused", "SweepResult", "point_rng", "run_sweep"]
@@ -323,7 +323,7 @@ def run_sweep(
             else:
                 for path in _point_files(out_dir).values():
                     path.unlink()
-            atomic_write_text(out_dir / FINGERPRINT, dumps({**fp, "sha256": digest}, indent=1) + "\n")
+            write_json(out_dir / FINGERPRINT, {**fp, "sha256": digest}, indent=1)
         resumed = len(results)
         todo = [k for k in range(len(points)) if k not in results]
 
@@ -331,9 +331,8 @@ def run_sweep(
             result = loads(text)
             results[k] = result
             if out_dir is not None:
-                atomic_write_text(_point_path(out_dir, k), dumps(
-                    {"index": k, "seed": seed, "point": points[k], "result": result, "fingerprint": digest})
-                    + "\n")
+                write_json(_point_path(out_dir, k), {"index": k, "seed": seed, "point": points[k],
+                                                      "result": result, "fingerprint": digest})
 
         bar = _progress(len(points), resumed, progress, desc)
         try:

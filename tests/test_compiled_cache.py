@@ -153,17 +153,32 @@ def test_compiled_functions_take_named_arguments():
 
 def test_warm_cache_first_solve_needs_no_sympy():
     """With the cache written, a new process imports the package and solves the square-loss
-    saddle point without importing sympy (the derivation is what cost seconds at first use)."""
+    saddle point without importing sympy (the derivation is what cost seconds at first use).
+    Naming a loss or channel (strings, instances of the built-ins) imports no sympy either: the
+    square/gaussian pair is recognised by name, and the other built-ins are derived, with sympy,
+    only when their expressions are needed."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+    def run(script: str) -> list[str]:
+        return subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
+                              env=env).stdout.split()
+
+    run(WRITE)
     solve = ("import sys, replica_mlm as rm; "
              "sp = rm.solve(rm.GaussianPotts.random(L=20, rng=0).masked_site(0), alpha=2.0, lam=0.1); "
              "print(sp.converged, 'sympy' in sys.modules)")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    subprocess.run([sys.executable, "-c", WRITE], check=True, capture_output=True, env=env)
-    out = subprocess.run([sys.executable, "-c", solve], check=True, capture_output=True, text=True,
-                         env=env).stdout.split()
-    assert out == ["True", "False"]
+    assert run(solve) == ["True", "False"]
     # a loss other than the square one goes through the engine, which derives with sympy
-    other = solve.replace("lam=0.1)", "lam=0.1, loss='huber', channel='gaussian')")
-    out = subprocess.run([sys.executable, "-c", other], check=True, capture_output=True, text=True,
-                         env=env).stdout.split()
-    assert out == ["True", "True"]
+    assert run(solve.replace("lam=0.1)", "lam=0.1, loss='huber', channel='gaussian')")) == ["True", "True"]
+    named = ("import sys, replica_mlm as rm; from replica_mlm.theory import channels, losses; "
+             "task = rm.GaussianPotts.limit(shift=3.0); "
+             "named = [losses.resolve(n) for n in losses.NAMED] + "
+             "[channels.resolve(n) for n in channels.NAMED]; "
+             "a = rm.solve(task, alpha=0.5, lam=0.1, loss=' Square', channel='GAUSSIAN'); "
+             "b = rm.solve(task, alpha=0.5, lam=0.1, loss=rm.losses.Square(), channel=channels.gaussian()); "
+             "c = rm.learning_curve(task, alpha=[0.5, 2.0], lam=[0.0, 0.1]); "
+             "print(a == b, a.method, c[1].method, 'sympy' in sys.modules, rm.losses.Huber(2.0).name, "
+             "*[x.name for x in named]); "
+             "losses.resolve('hinge').kinks; print('sympy' in sys.modules)")
+    assert run(named) == ["True", "root", "root", "False", "huber(delta=2)", "square", "absolute",
+                          "huber(delta=1)", "logistic", "hinge", "gaussian", "sign", "logit", "True"]

@@ -47,6 +47,7 @@ from replica_mlm.attractor.transients import (
     transient_lifetimes,
     transient_memory,
 )
+from replica_mlm.stats import mean_stderr
 
 __all__ = [
     "AttractorSettings",
@@ -267,7 +268,7 @@ class TransientCurves:
                 continue
             out[name] = {
                 "mean": a.mean(axis=0).tolist(),
-                "sem": (a.std(axis=0, ddof=1) / np.sqrt(a.shape[0])).tolist(),
+                "sem": mean_stderr(a, axis=0).stderr.tolist(),
             }
         return out
 
@@ -559,7 +560,7 @@ def potts_experiment(
         "theory_oracle_mean_1_over_Pii": float(np.mean(1.0 / np.diag(P)[site])),
         "theory_zero_mean_Cii": float(np.mean(np.diag(C)[site])),
         "curve_mean": mean_curve.tolist(),
-        "curve_sem": (sq.std(axis=1, ddof=1) / np.sqrt(n_eval)).tolist(),
+        "curve_sem": mean_stderr(sq, axis=1).stderr.tolist(),
         # paired comparisons (mean, s.e. over sequences)
         "oracle_minus_exact_1_over_Pii": _mean_sem(oracle - 1.0 / np.diag(P)[site]),
         "zero_minus_exact_Cii": _mean_sem(zero - np.diag(C)[site]),

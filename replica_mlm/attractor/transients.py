@@ -33,12 +33,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm._checks import as_generator, finite_array
+from replica_mlm.stats import mean_stderr
 
 __all__ = ["Lifetimes", "TransientMemory", "transient_lifetimes", "transient_memory"]
 
 
 def _mean_sem(a: np.ndarray) -> tuple[float, float]:
-    return float(a.mean()), float(a.std(ddof=1) / np.sqrt(len(a)))
+    return mean_stderr(a)
 
 
 @dataclass
@@ -189,7 +190,7 @@ class Lifetimes:
             q = np.quantile(a, [0.1, 0.25, 0.5, 0.75, 0.9])
             out[name] = {
                 "mean": float(a.mean()), "std": float(a.std(ddof=1)),
-                "sem": float(a.std(ddof=1) / np.sqrt(len(a))),
+                "sem": mean_stderr(a).stderr,
                 "q10": float(q[0]), "q25": float(q[1]), "median": float(q[2]),
                 "q75": float(q[3]), "q90": float(q[4]), "max": float(a.max()),
             }

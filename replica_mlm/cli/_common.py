@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from replica_mlm import __version__
-from replica_mlm.io import atomic_write_text, dumps, folder_lock
+from replica_mlm.io import folder_lock, write_json
 
 #: key of ``click.Context.meta`` mapping sweep fingerprint fields to the options that set them
 RESUME_LABELS = "replica_mlm.resume_labels"
@@ -97,7 +97,7 @@ def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started:
         **(extra or {}),
     }
     path = out / f"{name}.json"
-    atomic_write_text(path, dumps(meta, indent=2) + "\n")
+    write_json(path, meta, indent=2)
     return path
 
 

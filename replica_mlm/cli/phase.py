@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 from pathlib import Path
 
@@ -65,7 +63,7 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
 
     import matplotlib.pyplot as plt
 
-    from replica_mlm.io import atomic_write_text
+    from replica_mlm.io import write_csv
     from replica_mlm.plotting import plot_phase_diagram
     from replica_mlm.theory.phase import phase_diagram, shift_phase_diagram
 
@@ -90,24 +88,13 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
                            optimal=optimal, progress=show, loss=loss, channel=channel)
 
     out.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow([pd.axis, "alpha", "eg", "train_loss", "deg_dalpha"])
-    for i, y in enumerate(pd.y):
-        for j, a in enumerate(pd.alpha):
-            w.writerow([repr(float(y)), repr(float(a)), repr(float(pd.eg[i, j])),
-                        repr(float(pd.train_loss[i, j])), repr(float(pd.deg_dalpha[i, j]))])
-    atomic_write_text(out / "phase.csv", buf.getvalue())
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["line", "alpha", pd.axis])
-    if pd.optimal_lam is not None:
-        for a, lm in zip(pd.alpha, pd.optimal_lam, strict=True):
-            w.writerow(["optimal_lam", repr(float(a)), repr(float(lm))])
-    for y, a in zip(pd.y, pd.peak_alpha, strict=True):
-        if np.isfinite(a):
-            w.writerow(["peak_alpha", repr(float(a)), repr(float(y))])
-    atomic_write_text(out / "phase_lines.csv", buf.getvalue())
+    write_csv(out / "phase.csv", ([y, a, pd.eg[i, j], pd.train_loss[i, j], pd.deg_dalpha[i, j]]
+                                  for i, y in enumerate(pd.y) for j, a in enumerate(pd.alpha)),
+              columns=[pd.axis, "alpha", "eg", "train_loss", "deg_dalpha"])
+    lines = [] if pd.optimal_lam is None else [["optimal_lam", a, lm] for a, lm in
+                                               zip(pd.alpha, pd.optimal_lam, strict=True)]
+    lines += [["peak_alpha", a, y] for y, a in zip(pd.y, pd.peak_alpha, strict=True) if np.isfinite(a)]
+    write_csv(out / "phase_lines.csv", lines, columns=["line", "alpha", pd.axis])
     fig = plot_phase_diagram(pd, path=out / "phase", title=title)
     plt.close(fig)
     files = [out / n for n in ("phase.csv", "phase_lines.csv", "phase.png", "phase.pdf")]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 
 import click
@@ -60,8 +58,9 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, chann
     import matplotlib.pyplot as plt
 
     from replica_mlm import learning_curve
-    from replica_mlm.io import atomic_write_text
+    from replica_mlm.io import write_csv
     from replica_mlm.plotting import plot_learning_curves
+    from replica_mlm.stats import zscore
     from replica_mlm.sweep import ResumeRefused, run_sweep
     from replica_mlm.validation.mlm import simulate_point
 
@@ -99,17 +98,12 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, chann
             rows.append({"alpha_target": pt["alpha"], "alpha": res["alpha"], "n": res["n"], "p": res["p"],
                          "lam": lam, "seeds": seeds, "eg_mean": res["eg_mean"][j],
                          "eg_stderr": res["eg_stderr"][j], "eg_theory": res["eg_theory"][j],
-                         "z": (res["eg_mean"][j] - res["eg_theory"][j]) / res["eg_stderr"][j],
+                         "z": zscore(res["eg_mean"][j], res["eg_theory"][j], res["eg_stderr"][j]),
                          "train_loss_mean": res["train_loss_mean"][j],
                          "train_loss_stderr": res["train_loss_stderr"][j],
                          "train_loss_theory": res["train_loss_theory"][j]})
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for r in rows:
-        writer.writerow([repr(r[c]) if isinstance(r[c], float) else r[c] for c in COLUMNS])
     csv_path = out / "simulate.csv"
-    atomic_write_text(csv_path, buf.getvalue())
+    write_csv(csv_path, rows, columns=COLUMNS)
 
     fig = plot_learning_curves(
         curves, path=out / "simulate",

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from replica_mlm.stats import mean_stderr
+
 if TYPE_CHECKING:  # pragma: no cover
     from replica_mlm.discrete.potts import PottsModel
 
@@ -343,8 +345,7 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
             found = found and ok_s and ok_e
         half = T // 2
         m1, m2 = energies[:half].mean(axis=0), energies[half:].mean(axis=0)
-        diff = float(np.mean(m2 - m1))
-        se = float(np.std(m2 - m1, ddof=1) / math.sqrt(n_chains)) if n_chains > 1 else np.inf
+        diff, se = mean_stderr(m2 - m1, single=math.inf)
         equilibrated = bool(abs(diff) <= 4 * se + 1e-12)
         drift, drift_se = (hamming_drift(states, model.q) if n_chains >= 3
                            else (math.nan, math.nan))

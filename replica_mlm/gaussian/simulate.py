@@ -11,6 +11,7 @@ from replica_mlm._threads import INHERIT, blas_threads
 from replica_mlm.discrete.potts import PottsModel
 from replica_mlm.gaussian import erm
 from replica_mlm.gaussian.masked_site import MaskedSite
+from replica_mlm.stats import mean_stderr
 from replica_mlm.theory.curve import grid
 
 
@@ -79,7 +80,7 @@ class Simulation:
 
     @property
     def eg_stderr(self) -> np.ndarray:
-        return _stderr(self.eg)
+        return mean_stderr(self.eg, axis=0).stderr
 
     @property
     def train_loss_mean(self) -> np.ndarray:
@@ -87,7 +88,7 @@ class Simulation:
 
     @property
     def train_loss_stderr(self) -> np.ndarray:
-        return _stderr(self.train_loss)
+        return mean_stderr(self.train_loss, axis=0).stderr
 
     @property
     def test_loss_mean(self) -> np.ndarray:
@@ -95,7 +96,7 @@ class Simulation:
 
     @property
     def test_loss_stderr(self) -> np.ndarray:
-        return _stderr(self.test_loss)
+        return mean_stderr(self.test_loss, axis=0).stderr
 
     @property
     def estimation_error_mean(self) -> np.ndarray:
@@ -103,13 +104,7 @@ class Simulation:
 
     @property
     def estimation_error_stderr(self) -> np.ndarray:
-        return _stderr(self.estimation_error)
-
-
-def _stderr(x: np.ndarray) -> np.ndarray:
-    if x.shape[0] < 2:
-        return np.full(x.shape[1], np.nan)
-    return x.std(axis=0, ddof=1) / np.sqrt(x.shape[0])
+        return mean_stderr(self.estimation_error, axis=0).stderr
 
 
 #: ridge_path's Gram route: at lam = 0 its Cholesky factor must have a reciprocal condition number

@@ -20,30 +20,51 @@ Channels
 ``"logit"``     ``P(y | nu) = 1 / (1 + exp(-y nu))``, no further noise.
 
 ``sigma^2`` is the task's label noise (``spectrum.noise``).
+
+The named channels are built lazily: :func:`resolve` returns a :class:`Channel` that knows its
+name and labels, and imports sympy (with :mod:`.symbolic`) only when its expressions are first
+needed, so that naming the gaussian channel for the reduced solver needs no sympy. The symbols
+``y``, ``nu``, ``mu``, ``v`` and ``noise`` are reachable as attributes of this module.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
 
-from replica_mlm.theory import potentials as P
-from replica_mlm.theory.losses import Sigmoid, lambdify, y
+if TYPE_CHECKING:  # pragma: no cover
+    import sympy as sp
 
-nu, mu = sp.symbols("nu mu", real=True)
-v = sp.Symbol("v", nonnegative=True)
-noise = P.noise
 #: Gauss-Hermite nodes over nu for channels without a closed-form Z
 NU_NODES = 64
+LABELS = ("binary", "real")
+
+
+def __getattr__(name: str):
+    # the sympy symbols, without importing sympy with this module
+    if name in ("y", "nu", "mu", "v"):
+        from replica_mlm.theory import symbolic
+
+        return getattr(symbolic, name)
+    if name == "noise":
+        from replica_mlm.theory import potentials
+
+        return potentials.noise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _phi(x):
+    import sympy as sp
+
     return (1 + sp.erf(x / sp.sqrt(2))) / 2
 
 
 def _normal(x, mean, var):
+    import sympy as sp
+
     return sp.exp(-((x - mean) ** 2) / (2 * var)) / sp.sqrt(2 * sp.pi * var)
 
 
@@ -66,12 +87,46 @@ class Channel:
 
     def __init__(self, name: str, p_out: sp.Expr, *, labels: str, z_closed: sp.Expr | None,
                  error: sp.Expr | None) -> None:
-        if labels not in ("binary", "real"):
+        if labels not in LABELS:
             raise ValueError(f"labels must be 'binary' or 'real', got {labels!r}")
         if labels == "real" and z_closed is None:
             raise ValueError("a real-label channel needs Z in closed form")
-        self.name, self.p_out, self.labels = name, p_out, labels
-        self.z_closed, self.error = z_closed, error
+        self.name, self.labels = name, labels
+        self._parts = (p_out, z_closed, error)
+
+    @classmethod
+    def lazy(cls, name: str, *, labels: str, build: Callable[[], tuple]) -> Channel:
+        """A channel whose expressions ``build() = (p_out, z_closed, error)`` are made on first use.
+
+        The name and the labels are known at once; sympy is needed only by ``build``.
+        """
+        if labels not in LABELS:
+            raise ValueError(f"labels must be 'binary' or 'real', got {labels!r}")
+        channel = cls.__new__(cls)
+        channel.name, channel.labels, channel._build = name, labels, build
+        return channel
+
+    @cached_property
+    def _parts(self) -> tuple:
+        p_out, z_closed, error = self._build()
+        if self.labels == "real" and z_closed is None:
+            raise ValueError(f"channel {self.name!r}: a real-label channel needs Z in closed form")
+        return p_out, z_closed, error
+
+    @property
+    def p_out(self) -> sp.Expr:
+        """``P_out(y | nu)``, a sympy expression."""
+        return self._parts[0]
+
+    @property
+    def z_closed(self) -> sp.Expr | None:
+        """``Z(y; mu, v)`` in closed form (sympy), or None for quadrature over ``nu``."""
+        return self._parts[1]
+
+    @property
+    def error(self) -> sp.Expr | None:
+        """The natural error in closed form (sympy), or None."""
+        return self._parts[2]
 
     def __repr__(self) -> str:
         return f"Channel({self.name!r})"
@@ -79,6 +134,10 @@ class Channel:
     @cached_property
     def dz_closed(self) -> sp.Expr | None:
         """``dZ/dmu`` by sympy (None without a closed-form Z)."""
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import mu
+
         return None if self.z_closed is None else sp.diff(self.z_closed, mu)
 
     @cached_property
@@ -87,6 +146,10 @@ class Channel:
 
         ``log Z`` must be quadratic in ``y``; ``score = dZ/Z = d log Z / d mu`` is then linear.
         """
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import mu, y
+
         log_z = sp.expand(sp.expand_log(sp.log(self.z_closed), force=True))
         poly = sp.Poly(log_z, y)
         if poly.degree() != 2:
@@ -102,6 +165,10 @@ class Channel:
 
     @cached_property
     def _numeric(self):
+        from replica_mlm.theory import potentials as P
+        from replica_mlm.theory.symbolic import lambdify, mu, nu, v, y
+
+        noise = P.noise
         if self.labels == "real":
             _, var, score = self.gaussian_label
             out = {"var": lambdify((mu, v, noise), var), "score": lambdify((y, mu, v, noise), score)}
@@ -112,7 +179,7 @@ class Channel:
         else:
             out = {}
             out["P"] = lambdify((y, nu, noise), self.p_out)
-            out["dP"] = lambdify((y, nu, noise), sp.diff(self.p_out, nu))
+            out["dP"] = lambdify((y, nu, noise), self.p_out.diff(nu))
         if self.error is not None:
             out["error"] = lambdify((P.rho, noise, P.m, P.q), self.error)
         return out
@@ -144,23 +211,42 @@ def _hermite(n: int) -> tuple[np.ndarray, np.ndarray]:
     return x, wts / wts.sum()
 
 
+def _gaussian_parts() -> tuple:
+    from replica_mlm.theory import potentials as P
+    from replica_mlm.theory.symbolic import mu, nu, v, y
+
+    return (_normal(y, nu, P.noise), _normal(y, mu, v + P.noise), P.rho + P.noise - 2 * P.m + P.q)
+
+
+def _sign_parts() -> tuple:
+    import sympy as sp
+
+    from replica_mlm.theory import potentials as P
+    from replica_mlm.theory.symbolic import mu, nu, v, y
+
+    return (_phi(y * nu / sp.sqrt(P.noise)), _phi(y * mu / sp.sqrt(v + P.noise)),
+            sp.acos(P.m / sp.sqrt(P.q * (P.rho + P.noise))) / sp.pi)
+
+
+def _logit_parts() -> tuple:
+    from replica_mlm.theory.symbolic import Sigmoid, nu, y
+
+    return Sigmoid(y * nu), None, None
+
+
 def gaussian() -> Channel:
     """``y = nu + sigma eps`` (the masked-site regression)."""
-    return Channel("gaussian", _normal(y, nu, noise), labels="real",
-                   z_closed=_normal(y, mu, v + noise),
-                   error=P.rho + noise - 2 * P.m + P.q)
+    return Channel.lazy("gaussian", labels="real", build=_gaussian_parts)
 
 
 def sign() -> Channel:
     """``y = sign(nu + sigma eps)`` (a binarised masked spin); classification error in closed form."""
-    return Channel("sign", _phi(y * nu / sp.sqrt(noise)), labels="binary",
-                   z_closed=_phi(y * mu / sp.sqrt(v + noise)),
-                   error=sp.acos(P.m / sp.sqrt(P.q * (P.rho + noise))) / sp.pi)
+    return Channel.lazy("sign", labels="binary", build=_sign_parts)
 
 
 def logit() -> Channel:
     """``P(y | nu) = 1 / (1 + exp(-y nu))``; Z by Gauss-Hermite quadrature over nu."""
-    return Channel("logit", Sigmoid(y * nu), labels="binary", z_closed=None, error=None)
+    return Channel.lazy("logit", labels="binary", build=_logit_parts)
 
 
 NAMED = {"gaussian": gaussian, "sign": sign, "logit": logit}

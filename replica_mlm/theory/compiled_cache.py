@@ -11,7 +11,7 @@ JSON file per backend in the user's cache directory:
 * the file name carries a digest of :func:`fingerprint`: the versions of replica_mlm, sympy,
   numpy, mpmath and Python, and a hash of the source of the derivation (``potentials.py``,
   ``compiled.py`` and this module), so a change of any of them derives afresh;
-* files are written with :func:`replica_mlm.io.atomic_write_text`: two processes may write at
+* files are written with :func:`replica_mlm.io.write_json` (atomically): two processes may write at
   once, a reader sees a whole file; a file that does not parse, holds another fingerprint or
   lacks an entry is ignored and rewritten. Where the folder cannot be written the equations are
   derived in memory, as without a cache.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -85,7 +84,7 @@ def cache_file(backend: str) -> Path:
 def _read(path: Path) -> dict | None:
     """The entries of a cache file, or None if it is missing, unreadable or not ours."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = io.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if (not isinstance(data, dict) or data.get("fingerprint") != fingerprint()
@@ -95,9 +94,9 @@ def _read(path: Path) -> dict | None:
 
 
 def _write(backend: str, entries: dict) -> None:
-    text = json.dumps({"fingerprint": fingerprint(), "entries": entries}, indent=1, sort_keys=True)
     try:
-        io.atomic_write_text(cache_file(backend), text)
+        io.write_json(cache_file(backend), {"fingerprint": fingerprint(), "entries": entries}, indent=1,
+                      sort_keys=True)
     except OSError:
         pass  # a read-only or missing home: the equations stay in memory, derived as before
 

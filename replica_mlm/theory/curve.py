@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from dataclasses import dataclass, fields
 
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm import io as rm_io
 from replica_mlm.theory.saddle import ConvergenceError, SaddlePoint, solve, solve_reduced, spectrum_of
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
@@ -97,29 +96,18 @@ def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = 
     """Write learning curves as one CSV table (columns lam, alpha, eg, ..., rho, noise, method,
     converged, loss, channel).
 
-    Numbers are written with Python's shortest round-trip ``repr``, ``inf`` (the interpolation
-    peak at lam = 0) as ``inf`` and ``nan`` as ``nan``, so :func:`replica_mlm.load` reads the
-    curves back bit for bit. The file is written atomically when ``path`` is given. Returns the
-    text.
+    Written by :func:`replica_mlm.io.write_csv` (numbers with Python's shortest round-trip
+    ``repr``, ``inf`` (the interpolation peak at lam = 0) as ``inf`` and ``nan`` as ``nan``), so
+    :func:`replica_mlm.load` reads the curves back bit for bit. The file is written atomically
+    when ``path`` is given. Returns the text.
     """
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["lam", *COLUMNS, *TRAILER])
-    for curve in curves:
-        for i in range(len(curve)):
-            writer.writerow([repr(curve.lam), *(repr(_item(getattr(curve, c)[i])) for c in COLUMNS),
-                             repr(curve.rho), repr(curve.noise), curve.method, bool(curve.converged),
-                             curve.loss, curve.channel])
-    text = buf.getvalue()
-    if path is not None:
-        from replica_mlm.io import atomic_write_text
-
-        atomic_write_text(path, text)
-    return text
-
-
-def _item(x):
-    return x.item() if isinstance(x, np.generic) else x
+    rows = [[curve.lam, *(getattr(curve, c)[i] for c in COLUMNS), curve.rho, curve.noise, curve.method,
+             bool(curve.converged), curve.loss, curve.channel]
+            for curve in curves for i in range(len(curve))]
+    columns = ["lam", *COLUMNS, *TRAILER]
+    if path is None:
+        return rm_io.csv_text(rows, columns=columns)
+    return rm_io.write_csv(path, rows, columns=columns)
 
 
 def grid(values, name: str, *, positive: bool = True) -> np.ndarray:

@@ -19,80 +19,38 @@ lambdified once (cached per instance); everything the engine needs from the loss
 ``log(1 + exp(u))`` in a user's expression is evaluated as a stable softplus (and its
 derivatives as logistic sigmoids), so a hand-written logistic loss equals :class:`Logistic`.
 See docs/theory.md, section "The general engine".
+
+sympy is imported (with :mod:`.symbolic`, which holds the symbols ``y``, ``z``, ``w``, ``V`` and
+the stable functions; they are reachable here too, e.g. ``losses.y``) only when a loss is first
+derived: the built-in losses are names until then, and the square loss is recognised as such
+without sympy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
-from scipy import special
 
 from replica_mlm import _checks
 
-#: the label and the student's field
-y, z = sp.symbols("y z", real=True)
-#: the proximal problem's parameters
-w, V = sp.symbols("w V", real=True)
+if TYPE_CHECKING:  # pragma: no cover
+    import sympy as sp
+
 EPS = np.finfo(float).eps
+#: names of :mod:`.symbolic` also reachable here (``losses.y``), imported on first use
+_SYMBOLIC = ("y", "z", "w", "V", "Softplus", "Sigmoid", "NUMERIC", "stable", "lambdify")
 
 
-class Softplus(sp.Function):
-    """``log(1 + exp(x))``, evaluated stably (``numpy.logaddexp(0, x)``)."""
+def __getattr__(name: str):
+    # the sympy symbols and helpers, without importing sympy with this module
+    if name in _SYMBOLIC:
+        from replica_mlm.theory import symbolic
 
-    def fdiff(self, argindex: int = 1):
-        return Sigmoid(self.args[0])
-
-    def _eval_rewrite_as_log(self, x, **kwargs):
-        return sp.log(1 + sp.exp(x))
-
-
-class Sigmoid(sp.Function):
-    """``1 / (1 + exp(-x))``, evaluated stably (``scipy.special.expit``)."""
-
-    def fdiff(self, argindex: int = 1):
-        s = Sigmoid(self.args[0])
-        return s * (1 - s)
-
-    def _eval_rewrite_as_exp(self, x, **kwargs):
-        return 1 / (1 + sp.exp(-x))
-
-
-#: numerical implementations of the custom functions for lambdify
-NUMERIC = {"Softplus": lambda x: np.logaddexp(0.0, x), "Sigmoid": special.expit, "erf": special.erf,
-           "erfc": special.erfc}
-
-
-def stable(expr: sp.Expr) -> sp.Expr:
-    """Rewrite ``log(1 + exp(u))`` as Softplus(u) and ``1/(1 + exp(u))`` as Sigmoid(-u)."""
-    a = sp.Wild("a")
-    expr = expr.replace(sp.log(1 + sp.exp(a)), Softplus(a))
-    return expr.replace(1 / (1 + sp.exp(a)), Sigmoid(-a))
-
-
-def lambdify(args, expr):
-    """Lambdify for numpy with the stable custom functions; DiracDelta (kinks) is dropped."""
-    expr = sp.sympify(expr).replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
-    return sp.lambdify(args, expr, modules=[NUMERIC, "numpy"])
-
-
-def _kink_arguments(expr: sp.Expr) -> set:
-    """Expressions whose zeros are candidate non-differentiable points of ``expr``."""
-    out = set()
-    for node in sp.preorder_traversal(expr):
-        if isinstance(node, sp.Abs | sp.sign | sp.Heaviside):
-            out.add(node.args[0])
-        elif isinstance(node, sp.Max | sp.Min):
-            args = node.args
-            out.update(a - b for i, a in enumerate(args) for b in args[i + 1:])
-        elif isinstance(node, sp.Piecewise):
-            for _, cond in node.args:
-                for rel in sp.preorder_traversal(cond):
-                    if isinstance(rel, sp.core.relational.Relational):
-                        out.add(rel.lhs - rel.rhs)
-    return out
+        return getattr(symbolic, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -129,9 +87,18 @@ class Loss:
         The loss in the module's symbols ``y`` and ``z``.
     name : str
         Short name (shown in results).
+
+    Notes
+    -----
+    The built-in losses build their expression (and import sympy) only when it is first needed:
+    naming the square loss, e.g. ``rm.solve(..., loss="square")``, needs no sympy.
     """
 
     def __init__(self, expr: sp.Expr, *, name: str = "custom") -> None:
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import stable, y, z
+
         if not isinstance(expr, sp.Expr):
             raise TypeError(f"expr must be a sympy expression, got {type(expr).__name__}")
         extra = expr.free_symbols - {y, z}
@@ -143,6 +110,18 @@ class Loss:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         self.expr = stable(expr)
         self.name = name
+
+    @cached_property
+    def expr(self) -> sp.Expr:
+        """The loss, a sympy expression in ``y`` and ``z`` (built-in losses: built on first use)."""
+        from replica_mlm.theory.symbolic import stable
+
+        return stable(self._expression())
+
+    def _expression(self) -> sp.Expr:
+        """The built-in loss's sympy expression (a loss given to ``__init__`` never calls this)."""
+        raise NotImplementedError(f"{type(self).__name__} must pass its expression to Loss.__init__ "
+                                  "or define _expression()")
 
     @classmethod
     def from_sympy(cls, expr, y_symbol: sp.Symbol, z_symbol: sp.Symbol, *, name: str = "custom") -> Loss:
@@ -163,6 +142,10 @@ class Loss:
         >>> a, b = sp.symbols("a b", real=True)
         >>> pseudo_huber = Loss.from_sympy(sp.sqrt(1 + (a - b) ** 2) - 1, a, b)
         """
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import y, z
+
         for s, what in ((y_symbol, "y_symbol"), (z_symbol, "z_symbol")):
             if not isinstance(s, sp.Symbol):
                 raise TypeError(f"{what} must be a sympy Symbol, got {type(s).__name__}")
@@ -181,14 +164,22 @@ class Loss:
     @cached_property
     def derivatives(self) -> tuple[sp.Expr, sp.Expr]:
         """``(d loss/dz, d^2 loss/dz^2)`` by sympy."""
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import z
+
         d1 = sp.diff(self.expr, z)
         return d1, sp.diff(d1, z)
 
     @cached_property
     def _fns(self):
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import kink_arguments, lambdify, y, z
+
         d1, d2 = self.derivatives
         kinks = []
-        for arg in _kink_arguments(self.expr) | _kink_arguments(d1):
+        for arg in kink_arguments(self.expr) | kink_arguments(d1):
             if not arg.has(z):
                 continue
             for sol in sp.solve(sp.Eq(arg, 0), z):
@@ -206,6 +197,10 @@ class Loss:
     @cached_property
     def shift_invariant(self) -> bool:
         """Whether the loss is a function of ``y - z`` only (regression losses)."""
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import y, z
+
         t = sp.Dummy("t")
         return sp.simplify(self.expr.subs({y: y + t, z: z + t}, simultaneous=True) - self.expr) == 0
 
@@ -217,6 +212,10 @@ class Loss:
         relative: equal expressions cannot differ so) is not; otherwise sympy decides
         (``simplify`` of a piecewise loss costs a second, the point costs nothing).
         """
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import y, z
+
         square = (y - z) ** 2 / 2
         for point in ({y: sp.Rational(3, 7), z: sp.Rational(-5, 11)},
                       {y: sp.Integer(-2), z: sp.Rational(1, 3)}):
@@ -352,14 +351,31 @@ class Square(Loss):
     """``(y - z)^2 / 2``: ridge regression (the fast path with the gaussian channel)."""
 
     def __init__(self) -> None:
-        super().__init__((y - z) ** 2 / 2, name="square")
+        self.name = "square"
+
+    def _expression(self):
+        from replica_mlm.theory.symbolic import y, z
+
+        return (y - z) ** 2 / 2
+
+    @property
+    def is_square(self) -> bool:
+        """True: the square loss by construction (decided without sympy)."""
+        return True
 
 
 class Absolute(Loss):
     """``|y - z|``: least absolute deviations."""
 
     def __init__(self) -> None:
-        super().__init__(sp.Abs(y - z), name="absolute")
+        self.name = "absolute"
+
+    def _expression(self):
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import y, z
+
+        return sp.Abs(y - z)
 
 
 class Huber(Loss):
@@ -367,23 +383,41 @@ class Huber(Loss):
 
     def __init__(self, delta: float = 1.0) -> None:
         self.delta = _checks.positive(delta, "delta")
+        self.name = f"huber(delta={self.delta:g})"
+
+    def _expression(self):
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import y, z
+
         r, d = y - z, sp.Float(self.delta)
-        super().__init__(sp.Piecewise((r**2 / 2, sp.Abs(r) <= d), (d * sp.Abs(r) - d**2 / 2, True)),
-                         name=f"huber(delta={self.delta:g})")
+        return sp.Piecewise((r**2 / 2, sp.Abs(r) <= d), (d * sp.Abs(r) - d**2 / 2, True))
 
 
 class Logistic(Loss):
     """``log(1 + exp(-y z))``: logistic regression (cross-entropy), labels y = +-1."""
 
     def __init__(self) -> None:
-        super().__init__(Softplus(-y * z), name="logistic")
+        self.name = "logistic"
+
+    def _expression(self):
+        from replica_mlm.theory.symbolic import Softplus, y, z
+
+        return Softplus(-y * z)
 
 
 class Hinge(Loss):
     """``max(0, 1 - y z)``: the support vector machine, labels y = +-1."""
 
     def __init__(self) -> None:
-        super().__init__(sp.Max(0, 1 - y * z), name="hinge")
+        self.name = "hinge"
+
+    def _expression(self):
+        import sympy as sp
+
+        from replica_mlm.theory.symbolic import y, z
+
+        return sp.Max(0, 1 - y * z)
 
 
 #: the default instance of each named loss
@@ -398,7 +432,7 @@ def _default(key: str) -> Loss:
 def resolve(loss) -> Loss:
     """A :class:`Loss` from a Loss, a name in :data:`NAMED` or None (square)."""
     if loss is None:
-        return Square()
+        return _default("square")
     if isinstance(loss, Loss):
         return loss
     if isinstance(loss, str):

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.stats import mean_stderr
 from replica_mlm.theory import multiclass_channel as mc
 
 #: largest relative violation of the prior-side equations for converged=True
@@ -279,8 +280,7 @@ def _outputs(problem: Problem, point: dict) -> dict:
         # so it is integrated by EG_SCRAMBLINGS scrambled Sobol' rules of 2^EG_M points instead
         rates = [mc.test_measures(mc.sobol_rule(problem.K, EG_M, 1000 + r), Q=Q, M=M, rho=problem.rho,
                                   bias=task.bias, P=problem.P)["eg"] for r in range(EG_SCRAMBLINGS)]
-        meas["eg"] = float(np.mean(rates))
-        meas["eg_stderr"] = float(np.std(rates, ddof=1) / math.sqrt(len(rates)))
+        meas["eg"], meas["eg_stderr"] = mean_stderr(rates)
     est = estimation_error(problem.omega, problem.theta, task.p, problem.lam, point["V_hat"],
                            point["Q_hat"], point["M_hat"])
     return {**meas, "estimation_error": est, "train_loss": point["train_loss"]}
@@ -364,7 +364,7 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
             rule = mc.rule_for(K, "sobol", order=order, seed=seed + r)
             runs.append(one(rule, start if not runs else runs[0][1]))
         vals = {k: np.array([run[2][k] for run in runs]) for k in OUTPUTS}
-        err = {k: float(v.std(ddof=1) / math.sqrt(v.size)) for k, v in vals.items()}
+        err = {k: mean_stderr(v).stderr for k, v in vals.items()}
         err["eg"] = math.hypot(err["eg"], float(np.mean([run[2].get("eg_stderr", 0.0) for run in runs])))
         name = f"sobol(m={order}) x {randomisations} scramblings, seeds {seed}..{seed + randomisations - 1}"
     mean = {k: float(np.mean([run[2][k] for run in runs])) for k in OUTPUTS}

@@ -29,7 +29,7 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm.gaussian.spectrum import Spectrum
-from replica_mlm.theory import precise, root
+from replica_mlm.theory import channels, losses, precise, root
 from replica_mlm.theory.compiled import compiled
 
 METHODS = ("root", "iterate", "general")
@@ -219,14 +219,9 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     spec = spectrum_of(task)
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
-    if method != "general" and _plain_ridge(loss, channel, task):  # no sympy, no engine needed
-        loss_obj = channel_obj = None
-        fast = True
-    else:
-        from replica_mlm.theory import channels, losses
-
-        loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel, task)
-        fast = loss_obj.is_square and channel_obj.name == "gaussian"
+    # the named losses and channels import sympy only when derived: the square/gaussian path needs none
+    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel, task)
+    fast = loss_obj.is_square and channel_obj.name == "gaussian"
     if method is None:
         method = "root" if fast else "general"
     if method not in METHODS:
@@ -265,14 +260,6 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     if method == "iterate":
         return _solve_iterate(spec, alpha, lam, **options)
     return solve_general(spec, alpha, lam, loss_obj, channel_obj, **options)
-
-
-def _plain_ridge(loss, channel, task) -> bool:
-    """True for the default square loss with the gaussian channel, named as strings (or defaults)."""
-    if channel is None:
-        channel = getattr(task, "channel", "gaussian")
-    return ((loss is None or (isinstance(loss, str) and loss.strip().lower() == "square"))
-            and isinstance(channel, str) and channel.strip().lower() == "gaussian")
 
 
 def solve_general(spec: Spectrum, alpha: float, lam: float, loss, channel, *, init=None,

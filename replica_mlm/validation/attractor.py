@@ -27,7 +27,6 @@ checks ``beyond_shrinkage.masked`` and ``recall.masked`` fail); for noisy inputs
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -39,7 +38,9 @@ from replica_mlm.attractor.experiments import (
     digits_experiment,
     potts_experiment,
 )
-from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
+from replica_mlm.io import write_json
+from replica_mlm.stats import mean_stderr
+from replica_mlm.validation.report import Check, Section, atomic_write_text
 
 __all__ = ["DEFAULT_SETTINGS", "lifetime_scan", "run"]
 
@@ -94,7 +95,7 @@ def _styled(draw):
 
 
 def _band(ax, t, a, label, style="-", color=None):
-    m, se = a.mean(axis=0), a.std(axis=0, ddof=1) / np.sqrt(a.shape[0])
+    m, se = mean_stderr(a, axis=0)
     (line,) = ax.plot(t, m, style, color=color, label=label)
     ax.fill_between(t, m - se, m + se, alpha=0.25, color=line.get_color())
 
@@ -549,9 +550,9 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
                                          "seconds": time.perf_counter() - t0}
         atomic_write_text(out / "attractor_lifetimes.md", _table(rows) + "\n")
         section.figures += _plot_scan(rows, out / "attractor_lifetime_scan")
-    atomic_write_text(out / "attractor.json", json.dumps(_jsonable({
+    write_json(out / "attractor.json", {
         "name": section.name, "passed": section.passed,
         "checks": [asdict(c) for c in section.checks], "figures": section.figures,
         "parameters": section.parameters, "data": section.data,
-    }), indent=1) + "\n")
+    }, indent=1)
     return section

@@ -29,13 +29,14 @@ instances in parallel. Each finished instance is also written to ``discrete_bloc
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
+from replica_mlm.io import write_json
+from replica_mlm.stats import mean_stderr, zscore
+from replica_mlm.validation.report import Check, Section
 
 MEASURES = ("test_loss", "estimation_error", "eg")
 Z_MAX, REL_MAX = 3.0, 0.03
@@ -124,18 +125,17 @@ def _agreement_block(L: int, beta: float, s: dict, rng: int, out: Path | None = 
                        kkt=float(sim["kkt"]))
             for k in MEASURES:
                 vals = sim[k][:, a, j]
-                mean, sim_se = float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(seeds))
+                mean, sim_se = mean_stderr(vals)
                 se = float(np.hypot(sim_se, jk[k]))
                 row.update({k: th[k], f"{k}_sim": mean, f"{k}_sim_se": sim_se, f"{k}_se": se,
                             f"{k}_theory_se": jk[k], f"{k}_theory_bias": bias[k],
-                            f"{k}_z": (mean - th[k]) / se, f"{k}_rel": (mean - th[k]) / abs(th[k])})
+                            f"{k}_z": zscore(mean, th[k], se), f"{k}_rel": (mean - th[k]) / abs(th[k])})
             rows.append(row)
     for r in rows:
         r["block_seconds"] = time.time() - t0
     if out is not None:
         (out / "discrete_blocks").mkdir(exist_ok=True)
-        atomic_write_text(out / "discrete_blocks" / f"L{L}_beta{beta:g}.json",
-                          json.dumps(_jsonable(rows), indent=1))
+        write_json(out / "discrete_blocks" / f"L{L}_beta{beta:g}.json", rows, indent=1)
     return rows
 
 
@@ -200,7 +200,7 @@ def _fig3_right(s: dict, rng: int) -> dict:
     return dict(L=L, beta=model.beta, lam=lam, alpha_fine=grid, theory_total=theory,
                 alpha_c_sites=alpha_c, alpha_c_mean=float(np.mean(alpha_c)), M=ms, alpha_sim=ms / p,
                 sim_mean=totals.mean(axis=1),
-                sim_se=totals.std(axis=1, ddof=1) / np.sqrt(totals.shape[1]),
+                sim_se=mean_stderr(totals, axis=1).stderr,
                 theory_at_sim=theory[np.searchsorted(grid, ms / p)],
                 peak_lams=s["peak_lams"], site0_peaks=peaks,
                 site0_gaps=[abs(a / alpha_c[0] - 1.0) for a in peaks])
@@ -214,7 +214,7 @@ def _covariance_check(rng: int) -> dict:
     exact = spin_covariance(model).covariance
     sampled = spin_covariance(model, exact=False, samples=20000, rng=rng)
     iu = np.triu_indices(model.L, 1)
-    z = (sampled.covariance - exact)[iu] / sampled.stderr[iu]
+    z = zscore(sampled.covariance[iu], exact[iu], sampled.stderr[iu])
     return dict(chi2=float(np.sum(z**2)), dof=int(z.size), p_value=float(stats.chi2.sf(np.sum(z**2), z.size)),
                 max_abs_z=float(np.abs(z).max()), method=sampled.method)
 
@@ -266,7 +266,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
             f"jackknife bias at most {bias:.3f} standard errors"))
     figures = _figures(out, rows, fig, s)
     data = dict(covariance=cov, agreement=rows, fig3_right=fig, transition=_transition(rows))
-    atomic_write_text(out / "discrete.json", json.dumps(_jsonable(data), indent=1))
+    write_json(out / "discrete.json", data, indent=1)
     return Section(name="discrete", checks=checks, figures=figures, data={"file": "discrete.json"},
                    parameters={k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in s.items()})
 

@@ -18,7 +18,6 @@ On one Gaussian Potts masked site (docs/theory.md, sections 6 and 7):
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -26,7 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
+from replica_mlm.io import write_json
+from replica_mlm.stats import mean_stderr, zscore
+from replica_mlm.validation.report import Check, Section
 
 Z_MAX = 4.0
 
@@ -113,7 +114,7 @@ def _sign_eg_check(site, cfg, rng) -> Check:
     xt, nt = site.sample(cfg.test_samples, rng=rng)
     yt = np.where(nt >= 0, 1.0, -1.0)
     wrong = (np.sign(xt @ w) != yt).astype(float)
-    z = (wrong.mean() - closed) / (wrong.std() / math.sqrt(wrong.size))
+    z = zscore(wrong.mean(), closed, mean_stderr(wrong).stderr)
     return Check(name="erm.6.sign_eg_arccos", passed=abs(z) < Z_MAX, value=float(z), threshold=Z_MAX,
                  detail=f"logistic estimator (alpha = 2, lam = 0.1): arccos closed form {closed:.5f} vs "
                         f"{wrong.size} fresh test samples {wrong.mean():.5f}, z = {z:.2f}")
@@ -218,8 +219,8 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     section.figures += _figure(site, cfg, all_rows, lines, ac, out)
     section.data = {"rows": all_rows, "alpha_c": ac, "peaks": peaks, "square_peak": a_sq,
                     "elapsed_seconds": time.time() - started}
-    atomic_write_text(out / "erm.json", json.dumps(_jsonable({
+    write_json(out / "erm.json", {
         "name": section.name, "passed": section.passed, "checks": [asdict(c) for c in section.checks],
-        "figures": section.figures, "parameters": section.parameters, "data": section.data}),
-        indent=1) + "\n")
+        "figures": section.figures, "parameters": section.parameters, "data": section.data},
+        indent=1)
     return section

@@ -57,7 +57,6 @@ move of the parameters by up to their own size is far below the statistical erro
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -66,8 +65,10 @@ from pathlib import Path
 import numpy as np
 
 from replica_mlm.discrete.attention import FactoredAttention, reconstruction_error
+from replica_mlm.io import write_json
+from replica_mlm.stats import mean_stderr, zscore
 from replica_mlm.validation.potts import draw_like_pilot, tuned_instance
-from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
+from replica_mlm.validation.report import Check, Section
 
 __all__ = ["Fig2Settings", "factored_gradient", "make_data", "run", "settings_for"]
 
@@ -139,7 +140,7 @@ def _nll_per_sequence(z: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 def _se(x) -> float:
     x = np.asarray(x, dtype=float)
-    return float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else 0.0
+    return mean_stderr(x, single=0.0).stderr
 
 
 def _compare(per_seq_a: list[np.ndarray], per_seq_b: np.ndarray | list[np.ndarray]) -> dict:
@@ -153,7 +154,7 @@ def _compare(per_seq_a: list[np.ndarray], per_seq_b: np.ndarray | list[np.ndarra
     se = math.hypot(se_seed, se_test)
     mean = float(per_seed.mean())
     return {"difference": mean, "se": se, "se_seeds": se_seed, "se_test": se_test,
-            "z": mean / se if se > 0 else math.inf * np.sign(mean)}
+            "z": zscore(mean, 0.0, se)}
 
 
 def _train_transformer(st: Fig2Settings, train, test, *, layers: int, gamma: float, seed: int):
@@ -360,9 +361,9 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
 
     section.figures += styled(figures)(out, st, d)  # drawn in the package's style
     d["seconds"]["total"] = time.perf_counter() - t0
-    atomic_write_text(out / "fig2.json", json.dumps(_jsonable({
+    write_json(out / "fig2.json", {
         "passed": section.passed, "parameters": section.parameters,
-        "checks": [vars(c) for c in section.checks], "data": d}), indent=2) + "\n")
+        "checks": [vars(c) for c in section.checks], "data": d}, indent=2)
     return section
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from replica_mlm.stats import mean_stderr
+
 
 def _save(fig, out: Path, stem: str) -> list[str]:
     from matplotlib.ticker import NullFormatter
@@ -20,8 +22,7 @@ def _save(fig, out: Path, stem: str) -> list[str]:
 
 def _band(ax, x, curves, label, **kw):
     Y = np.asarray(curves, dtype=float)
-    m = Y.mean(axis=0)
-    se = Y.std(axis=0, ddof=1) / np.sqrt(Y.shape[0]) if Y.shape[0] > 1 else np.zeros_like(m)
+    m, se = mean_stderr(Y, axis=0, single=0.0)
     (line,) = ax.plot(x, m, label=f"{label} (mean of {Y.shape[0]} seeds)", **kw)
     ax.fill_between(x, m - se, m + se, color=line.get_color(), alpha=0.25, lw=0)
 
@@ -77,12 +78,12 @@ def figures(out: Path, st, d: dict) -> list[str]:
     Ms = np.asarray(rc["M"], dtype=float)
     E = np.asarray(rc["error"], dtype=float)
     fig, ax = plt.subplots(figsize=(5.6, 4.2))
-    ax.errorbar(Ms, E.mean(axis=1), yerr=E.std(axis=1, ddof=1) / np.sqrt(E.shape[1]) if E.shape[1] > 1
+    ax.errorbar(Ms, E.mean(axis=1), yerr=mean_stderr(E, axis=1).stderr if E.shape[1] > 1
                 else None, marker="o", capsize=3, label="factored attention (L-BFGS)")
     ax.plot(Ms, E.mean(axis=1)[-1] * (Ms / Ms[-1]) ** -0.5, "k--", lw=0.8,
             label="M^(-1/2) through the largest M")
     fa = models["factored"]["reconstruction_error_sgd"]
-    ax.errorbar([st.M], [np.mean(fa)], yerr=[np.std(fa, ddof=1) / np.sqrt(len(fa))] if len(fa) > 1
+    ax.errorbar([st.M], [np.mean(fa)], yerr=[mean_stderr(fa).stderr] if len(fa) > 1
                 else None, marker="s", ls="none", capsize=3,
                 label=f"factored attention (SGD, {st.epochs} epochs)")
     ax.set_xscale("log")

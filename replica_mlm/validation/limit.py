@@ -18,14 +18,14 @@ Checks (each with its number and threshold):
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from replica_mlm.io import write_json
 from replica_mlm.validation.mlm import instance_seed
-from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
+from replica_mlm.validation.report import Check, Section
 
 SHIFT = 3.0
 CHECK_VALUE = 0.6315784365  # docs/limit.md, eg(alpha = 2, lam = 0.01) at s = 3
@@ -177,7 +177,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, progress: bool | None = 
 
     data = dict(check_value=value, finite_size=fs, peak=pk, initial_slope=sl,
                 phase=dict(alpha=pd.alpha.tolist(), lam=pd.y.tolist(), optimal_lam=pd.optimal_lam.tolist()))
-    atomic_write_text(out / "limit.json", json.dumps(_jsonable(data), indent=2) + "\n")
+    write_json(out / "limit.json", data, indent=2)
     return Section(name="limit", checks=checks, figures=figures, data=data,
                    parameters=dict(quick=quick, rng=rng, shift=SHIFT, points=[list(p) for p in POINTS]))
 

@@ -39,10 +39,7 @@ and, for lam = 0 and alpha > 1, the exact finite-p bias in standard errors.
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
-import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,7 +47,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
+from replica_mlm.io import write_csv, write_json
+from replica_mlm.stats import mean_stderr, zscore
+from replica_mlm.validation.report import Check, Section
 
 __all__ = ["MLMSettings", "run", "settings"]
 
@@ -189,7 +188,7 @@ def _rows(points: list[dict], results: list[dict]) -> list[dict]:
     for pt, res in zip(points, results, strict=True):
         for j, lam in enumerate(pt["lams"]):
             mean, se, th = res["eg_mean"][j], res["eg_stderr"][j], res["eg_theory"][j]
-            t = (mean - th) / se
+            t = zscore(mean, th, se)
             z = float(stats.norm.ppf(stats.t.cdf(t, df=pt["seeds"] - 1)))
             if not np.isfinite(z):  # beyond double precision of the CDF: keep the sign
                 z = float(np.sign(t) * np.inf)
@@ -201,7 +200,7 @@ def _rows(points: list[dict], results: list[dict]) -> list[dict]:
                 "eg_mean": mean, "eg_stderr": se, "eg_theory": th, "t": t, "z": z,
                 "in_check_d": not excluded,
                 "ols_exact": ols,
-                "ols_bias_in_se": None if ols is None else (ols - th) / se,
+                "ols_bias_in_se": None if ols is None else zscore(ols, th, se),
                 "noise": res["noise"], "c_ii": res["rho"] + res["noise"],
             })
     return rows
@@ -362,16 +361,6 @@ def _stderr_by_L(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _rows_csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    cols = list(rows[0])
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(cols)
-    for r in rows:
-        w.writerow([repr(r[c]) if isinstance(r[c], float) else r[c] for c in cols])
-    return buf.getvalue()
-
-
 def _figures(cfg: MLMSettings, rows: list[dict], instances: dict, c_data: dict, out: Path,
              rng: int = 0) -> list[str]:
     import matplotlib.pyplot as plt
@@ -413,9 +402,7 @@ def _figures(cfg: MLMSettings, rows: list[dict], instances: dict, c_data: dict, 
         sim = simulate(small, alpha=alpha_s, lam=list(cfg.lams), seeds=LARGE_ALPHA_SEEDS,
                        rng=np.random.default_rng(np.random.SeedSequence([rng, 7, k])))
         excess = sim.eg - small.noise  # per training set, then mean and standard error
-        sims += [(sim.alpha, lam, float(excess[:, j].mean()),
-                  float(excess[:, j].std(ddof=1) / np.sqrt(excess.shape[0])))
-                 for j, lam in enumerate(cfg.lams)]
+        sims += [(sim.alpha, lam, *mean_stderr(excess[:, j])) for j, lam in enumerate(cfg.lams)]
     fig = plot_excess_decay(lam_curves, noise=small.noise, fit_range=C_RANGE, simulations=sims,
                             path=out / "mlm_large_alpha",
                             title=rf"$L = {L_small}$: replica (lines), {LARGE_ALPHA_SEEDS} training sets "
@@ -470,13 +457,13 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1, schedu
     d_checks, d_data = _check_d(cfg, rows)
     section.checks += d_checks
     section.figures += _figures(cfg, rows, instances, c_data, out, rng)
-    atomic_write_text(out / "mlm.csv", _rows_csv(rows))
+    write_csv(out / "mlm.csv", rows)
     section.data = {"large_alpha": c_data, **d_data, "sweep": {
         "points": len(points), "computed": sweep.computed, "resumed": sweep.resumed,
         "seconds": sweep.elapsed}, "elapsed_seconds": time.time() - started, "table": "mlm.csv"}
-    atomic_write_text(out / "mlm.json", json.dumps(_jsonable({
+    write_json(out / "mlm.json", {
         "name": section.name, "passed": section.passed,
         "checks": [asdict(c) for c in section.checks], "figures": section.figures,
         "parameters": section.parameters, "data": section.data, "rows": rows,
-    }), indent=1) + "\n")
+    }, indent=1)
     return section

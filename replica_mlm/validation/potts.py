@@ -29,7 +29,6 @@ are rejected, as before).
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -40,7 +39,9 @@ from scipy import stats
 
 from replica_mlm.discrete.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
 from replica_mlm.discrete.potts import PottsModel
-from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
+from replica_mlm.io import write_json
+from replica_mlm.stats import mean_stderr
+from replica_mlm.validation.report import Check, Section
 
 __all__ = ["PottsSettings", "run"]
 
@@ -79,8 +80,7 @@ def settings_for(quick: bool) -> PottsSettings:
 
 def _mean_se(x) -> tuple[float, float]:
     x = np.asarray(x, dtype=float)
-    se = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else float("nan")
-    return float(x.mean()), se
+    return mean_stderr(x, single=math.nan)
 
 
 def _chi_square_check(rng: np.random.Generator) -> dict:
@@ -249,8 +249,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
             fa = FactoredAttention.fit(s, q=st.q, lam=st.small_lam, rng=gens[5],
                                        max_iter=st.max_iter)
             small[a, r] = fa.mlm_loss(test)
-    small_mean = small.mean(axis=1)
-    small_se = small.std(axis=1, ddof=1) / math.sqrt(st.small_lam_reps)
+    small_mean, small_se = mean_stderr(small, axis=1)
     k = int(np.argmax(small_mean))
     n_params = st.L * (st.L - 1) + st.q**2
     threshold_M = n_params / st.L
@@ -272,7 +271,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     # ---- figures and numbers
     section.data.update({
         "beta": beta, "mean_hamming": hamming, "conditional_entropy": H,
-        "conditional_entropy_se": float(per_seq_true.std(ddof=1) / math.sqrt(len(test))),
+        "conditional_entropy_se": mean_stderr(per_seq_true).stderr,
         "gibbs": {"tau_int": diag.tau_int, "tau_spin": diag.tau_spin,
                   "tau_energy": diag.tau_energy, "sweeps_between": diag.sweeps_between,
                   "burn_in": diag.burn_in, "method": diag.method,
@@ -289,9 +288,9 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     })
     section.figures += _figures(out, st, section.data, diag, intercept)
     section.data["seconds"]["total"] = time.perf_counter() - t0
-    atomic_write_text(out / "potts.json", json.dumps(_jsonable({
+    write_json(out / "potts.json", {
         "passed": section.passed, "parameters": section.parameters,
-        "checks": [vars(c) for c in section.checks], "data": section.data}), indent=2) + "\n")
+        "checks": [vars(c) for c in section.checks], "data": section.data}, indent=2)
     return section
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 # atomic_write_text is re-exported for the validation sections, which import it from here
-from replica_mlm.io import atomic_write_text, dumps, to_plain
+from replica_mlm.io import atomic_write_text, to_plain, write_json
 
 
 @dataclass
@@ -53,12 +53,6 @@ class Section:
         return all(c.passed for c in self.checks)
 
 
-#: numpy values to plain JSON values. One convention for every file the package writes: non-finite
-#: floats stay floats and ``json.dumps`` writes them as ``Infinity``/``-Infinity``/``NaN``, which
-#: ``json.loads`` reads back exactly (see :mod:`replica_mlm.io`).
-_jsonable = to_plain
-
-
 def write_report(out: str | os.PathLike, sections: list[Section], **metadata: Any) -> dict:
     """Write ``report.json`` and ``report.md`` for ``sections`` into folder ``out``.
 
@@ -87,7 +81,7 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
         **metadata,
     }
     report = to_plain(report)
-    atomic_write_text(out / "report.json", dumps(report, indent=2) + "\n")
+    write_json(out / "report.json", report, indent=2)
 
     lines = [f"# replica_mlm validation report (version {__version__})", ""]
     lines.append(f"**Overall: {'PASSED' if report['passed'] else 'FAILED'}**")
