@@ -161,6 +161,9 @@ def _check_attractor_section(out, report):
     curves = data["data"]["digits"]["curves"]["masked"]["test"]["error"]
     assert len(curves["mean"]) == 101 and all(math.isfinite(x) for x in curves["sem"])
     assert "measured, not a check" in data["data"]["potts_comparison_note"]
+    # the exact factored-attention check has the power to see sequences without structure
+    fa = checks["attractor.potts.factored_attention_matches_theory"]
+    assert fa["passed"] and fa["value"]["z_if_sites_independent"] > 3, fa["detail"]
 
 
 def _check_resume_recomputes_nothing(out):
