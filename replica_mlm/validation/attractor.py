@@ -186,27 +186,34 @@ def _plot_lifetimes(dig, path: Path) -> list[str]:
 
 @_styled
 def _plot_examples(examples: dict, t_show: list[int], path: Path) -> list[str]:
+    """Clean images and decoded states as one mosaic (one image in one axes, 0.8 inch per tile:
+    the 300 dpi PNG and the PDF of 64 axes at 1.4 inch per tile cost 4.5 s of CPU)."""
     import matplotlib.pyplot as plt
 
     from replica_mlm.plotting import save
 
     rows = [(task, split, k) for task in ("masked", "noise") for split in ("train", "test")
             for k in range(2)]
-    fig, axes = plt.subplots(len(rows), len(t_show) + 1, figsize=(1.4 * (len(t_show) + 1),
-                                                                   1.4 * len(rows)))
+    H, W = examples[rows[0][0]][rows[0][1]]["clean"].shape[1:]
+    gap = 2
+    cell_h, cell_w = H + gap, W + gap
+    mosaic = np.full((len(rows) * cell_h - gap, (len(t_show) + 1) * cell_w - gap), np.nan)
     for r, (task, split, k) in enumerate(rows):
         ex = examples[task][split]
-        axes[r, 0].imshow(ex["clean"][k], cmap="gray_r", vmin=0, vmax=1)
-        axes[r, 0].set_ylabel(f"{task}\n{split}", fontsize=7)
-        for c, t in enumerate(t_show):
-            axes[r, c + 1].imshow(ex["states"][t, k], cmap="gray_r", vmin=0, vmax=1)
-            if r == 0:
-                axes[r, c + 1].set_title(f"$t = {t}$", fontsize=8)
-        if r == 0:
-            axes[r, 0].set_title("clean", fontsize=8)
-    for ax in axes.ravel():
-        ax.set_xticks([])
-        ax.set_yticks([])
+        tiles = [ex["clean"][k]] + [ex["states"][t, k] for t in t_show]
+        for c, tile in enumerate(tiles):
+            mosaic[r * cell_h:r * cell_h + H, c * cell_w:c * cell_w + W] = tile
+    fig, ax = plt.subplots(figsize=(0.8 * (len(t_show) + 1) + 0.8, 0.8 * len(rows) + 0.5))
+    cmap = plt.get_cmap("gray_r").with_extremes(bad="white")
+    ax.imshow(mosaic, cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+    ax.set_xticks([c * cell_w + (W - 1) / 2 for c in range(len(t_show) + 1)],
+                  ["clean"] + [f"t = {t}" for t in t_show], fontsize=8)
+    ax.xaxis.tick_top()
+    ax.set_yticks([r * cell_h + (H - 1) / 2 for r in range(len(rows))],
+                  [f"{task}\n{split}" for task, split, _ in rows], fontsize=7)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
     fig.suptitle("digits: clean image and decoded states of the dynamics from the corrupted input")
     fig.tight_layout()
     files = [written.name for written in save(fig, path)]
