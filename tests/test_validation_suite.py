@@ -150,7 +150,8 @@ def _check_attractor_section(out, report):
     assert {"attractor.potts.factored_attention_matches_theory",
             "attractor.potts.predict_mean_matches_theory",
             "attractor.digits.recall.masked.test",
-            "attractor.digits.lifetime.noise.test"} <= set(checks)
+            "attractor.digits.lifetime.noise.test",
+            "attractor.digits.beyond_structureless.noise.test"} <= set(checks)
     # the transient on held-out test digits for both tasks, beating the corrupted input, the mean
     # training image and the end state
     for task in ("masked", "noise"):

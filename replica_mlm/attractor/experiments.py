@@ -373,7 +373,8 @@ class DigitsExperiment:
 
 
 def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen, mask_value=None,
-               baselines: dict | None = None, train_values=None, shrink: dict | None = None):
+               baselines: dict | None = None, train_values=None, shrink: dict | None = None,
+               control=None):
     curves, memory, recall, life, trajs = {}, {}, {}, {}, {}
     for task in ("masked", "noise"):
         curves[task], memory[task], recall[task], life[task], trajs[task] = {}, {}, {}, {}, {}
@@ -397,6 +398,19 @@ def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen,
                 c.extra["shrinkage_test"] = transient_memory(
                     c.error, baseline=c.extra["shrinkage_error"], window=win, rng=gen
                 )
+            if control is not None:
+                # the control network on the same corrupted inputs; its best step is chosen on
+                # all inputs (in its favour), the trained network's on the selection half only
+                net_c, gen_c = control  # its own generator: the other draws stay as without it
+                err_c = np.mean((decode_values(net_c.run(x0, steps=settings.steps)) - v) ** 2,
+                                axis=(2, 3)).T
+                lo, hi = win
+                t_c = lo + int(np.argmin(err_c[:, lo:hi + 1].mean(axis=0)))
+                c.extra["control_error"] = err_c
+                c.extra["control_step"] = t_c
+                c.extra["control_test"] = transient_memory(
+                    c.error, baseline=err_c[:, t_c], window=win, rng=gen_c
+                )
             if c.correlation_train is not None:
                 recall[task][split] = transient_memory(
                     c.correlation_train, maximise=True, window=win, rng=gen
@@ -409,7 +423,7 @@ def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen,
 
 def digits_experiment(
     *, n_train: int = 600, n_test: int = 200, n_eval: int = 100,
-    settings: AttractorSettings | None = None, rng=0, network=None,
+    settings: AttractorSettings | None = None, rng=0, network=None, control_rng=None,
 ) -> DigitsExperiment:
     """Train on digits, then run both corruption tasks on training and held-out test images.
 
@@ -417,7 +431,13 @@ def digits_experiment(
     ``network`` (an :class:`~replica_mlm.AttractorNetwork` with N and d of the patches) that
     network runs instead of one trained here (the data split is the same for the same ``rng``):
     how the tests feed a network without the effect (couplings zero or shuffled) through the
-    same measurements.
+    same measurements. With ``control_rng`` (a seed) a *structureless control* is trained as well:
+    the same training, on the training images with every pixel shuffled independently across
+    images (each pixel's distribution kept, every correlation between pixels lost), and run on the
+    same corrupted inputs; ``curves[task][split].extra`` then holds its error curves
+    (``"control_error"``), its best step (``"control_step"``) and the held-out test of the
+    trained network against it (``"control_test"``): is the transient more than what the pixel
+    marginals alone give?
     """
     from replica_mlm.attractor.network import AttractorNetwork
 
@@ -440,6 +460,16 @@ def digits_experiment(
                          f"({network.n_tokens}, {network.dim})")
     else:
         net = network
+    control = None
+    if control_rng is not None:
+        cgen = as_generator(control_rng)
+        flat = train.reshape(len(train), -1)
+        shuffled = np.column_stack([cgen.permutation(col) for col in flat.T]).reshape(train.shape)
+        control = AttractorNetwork.fit(
+            encode_values(image_tokens(shuffled, patch=patch)), beta=settings.beta,
+            gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
+            weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=cgen,
+        )
     values = {"train": vtr[:n_eval], "test": vte[:n_eval]}
     mean_image = train.mean(axis=0)
     baselines = {
@@ -456,7 +486,7 @@ def digits_experiment(
         shrink[task] = (float(a @ b / (a @ a)), vtr.mean(axis=0))
     curves, memory, recall, life, trajs = _run_tasks(
         net, values, (xtr, xte), settings, gen, baselines=baselines, train_values=vtr,
-        shrink=shrink,
+        shrink=shrink, control=None if control is None else (control, cgen),
     )
     examples = {
         task: {
