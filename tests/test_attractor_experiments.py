@@ -142,35 +142,6 @@ def test_lifetimes_of_synthetic_dips():
         ex.transient_lifetimes(err, np.zeros(2))
 
 
-_SMALL = {"n_train": 200, "n_test": 60, "n_eval": 60}
-
-
-def _small_settings(**kw):
-    base = {"weight_decay": 0.1, "gamma": 0.8, "epochs": 30, "steps": 50, "window": (1, 25)}
-    base.update(kw)
-    return ex.AttractorSettings(**base)
-
-
-def test_digits_transient_memory_passes_when_trained_and_fails_without_the_effect():
-    trained = ex.digits_experiment(settings=_small_settings(), rng=0, **_SMALL)
-    mem = trained.memory["noise"]["test"]
-    assert mem.passed, mem.margins()
-    assert trained.lifetimes["noise"]["test"].half_depth.mean() > 3
-    # gamma = 1: every token keeps its state, nothing improves (gains are exactly 0)
-    frozen = ex.digits_experiment(settings=_small_settings(gamma=1.0), rng=0, **_SMALL)
-    for task in ("masked", "noise"):
-        m = frozen.memory[task]["test"]
-        assert not m.passed and m.gain_vs_t0[0] == 0.0
-        assert frozen.lifetimes[task]["test"].half_depth.max() == 0
-        assert not frozen.recall[task]["test"].passed
-    # untrained couplings (one tiny step of the local rule): the attention term is ~1e-9 of the
-    # self term, the state stays at the corrupted input
-    untrained = ex.digits_experiment(settings=_small_settings(lr=1e-9, epochs=1), rng=0, **_SMALL)
-    for task in ("masked", "noise"):
-        m = untrained.memory[task]["test"]
-        assert not m.passed and abs(m.gain_vs_t0[0]) < 1e-6
-
-
 def test_gaussian_potts_sequences_have_the_right_covariance():
     import replica_mlm as rm
 

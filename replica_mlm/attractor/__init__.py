@@ -1,6 +1,7 @@
 """Self-attention as an attractor network.
 
-``network`` (local energies, dynamics, the local training rule), ``experiments`` (digits and
-Gaussian Potts experiments) and ``transients`` (the transient-memory measurements). See
+``network`` (local energies, dynamics, the local training rule), ``experiments`` (encoding,
+corruptions, measurements, the digits experiment), ``gaussian_potts`` (the Gaussian Potts
+experiment and its masked-site comparison) and ``transients`` (the transient-memory measurements). See
 docs/attractor.md.
 """

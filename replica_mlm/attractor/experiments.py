@@ -53,7 +53,7 @@ __all__ = [
     "AttractorSettings",
     "DigitsExperiment",
     "Lifetimes",
-    "PottsExperiment",
+    "PottsExperiment",  # noqa: F822 (served by __getattr__)
     "TransientCurves",
     "TransientMemory",
     "corrupt",
@@ -63,7 +63,8 @@ __all__ = [
     "gaussian_potts_sequences",
     "image_tokens",
     "load_digits",
-    "potts_experiment",
+    "masked_site_comparison",  # noqa: F822 (served by __getattr__)
+    "potts_experiment",  # noqa: F822 (served by __getattr__)
     "tokens_image",
     "transient_curves",
     "transient_lifetimes",
@@ -352,7 +353,9 @@ class DigitsExperiment:
     (``"shrinkage_error"``, factor fitted on corrupted training images, ``shrink[task]``) and the
     held-out test of the dynamics against it (``"shrinkage_test"``); ``recall``: the same test on the centred
     correlation with the nearest training image (higher is better); ``lifetimes``:
-    :func:`transient_lifetimes` of the error curves against the same baseline.
+    :func:`transient_lifetimes` of the error curves against the same baseline; ``network``: the
+    network that ran (trained here, or the one given); ``cost`` and ``seconds_per_epoch`` are None
+    for a given network without a training history.
     """
 
     curves: dict
@@ -362,15 +365,17 @@ class DigitsExperiment:
     baseline: dict
     shrink: dict
     examples: dict
-    cost: np.ndarray
-    seconds_per_epoch: float
+    cost: np.ndarray | None
+    seconds_per_epoch: float | None
     baseline_mean_image: float
     settings: AttractorSettings
     sizes: dict
+    network: object = None
 
 
 def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen, mask_value=None,
-               baselines: dict | None = None, train_values=None, shrink: dict | None = None):
+               baselines: dict | None = None, train_values=None, shrink: dict | None = None,
+               control=None):
     curves, memory, recall, life, trajs = {}, {}, {}, {}, {}
     for task in ("masked", "noise"):
         curves[task], memory[task], recall[task], life[task], trajs[task] = {}, {}, {}, {}, {}
@@ -394,6 +399,19 @@ def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen,
                 c.extra["shrinkage_test"] = transient_memory(
                     c.error, baseline=c.extra["shrinkage_error"], window=win, rng=gen
                 )
+            if control is not None:
+                # the control network on the same corrupted inputs; its best step is chosen on
+                # all inputs (in its favour), the trained network's on the selection half only
+                net_c, gen_c = control  # its own generator: the other draws stay as without it
+                err_c = np.mean((decode_values(net_c.run(x0, steps=settings.steps)) - v) ** 2,
+                                axis=(2, 3)).T
+                lo, hi = win
+                t_c = lo + int(np.argmin(err_c[:, lo:hi + 1].mean(axis=0)))
+                c.extra["control_error"] = err_c
+                c.extra["control_step"] = t_c
+                c.extra["control_test"] = transient_memory(
+                    c.error, baseline=err_c[:, t_c], window=win, rng=gen_c
+                )
             if c.correlation_train is not None:
                 recall[task][split] = transient_memory(
                     c.correlation_train, maximise=True, window=win, rng=gen
@@ -406,11 +424,21 @@ def _run_tasks(net, values: dict, refs: tuple, settings: AttractorSettings, gen,
 
 def digits_experiment(
     *, n_train: int = 600, n_test: int = 200, n_eval: int = 100,
-    settings: AttractorSettings | None = None, rng=0,
+    settings: AttractorSettings | None = None, rng=0, network=None, control_rng=None,
 ) -> DigitsExperiment:
     """Train on digits, then run both corruption tasks on training and held-out test images.
 
-    ``n_eval`` corrupted inputs per split (the first ``n_eval`` images of each split).
+    ``n_eval`` corrupted inputs per split (the first ``n_eval`` images of each split). With
+    ``network`` (an :class:`~replica_mlm.AttractorNetwork` with N and d of the patches) that
+    network runs instead of one trained here (the data split is the same for the same ``rng``):
+    how the tests feed a network without the effect (couplings zero or shuffled) through the
+    same measurements. With ``control_rng`` (a seed) a *structureless control* is trained as well:
+    the same training, on the training images with every pixel shuffled independently across
+    images (each pixel's distribution kept, every correlation between pixels lost), and run on the
+    same corrupted inputs; ``curves[task][split].extra`` then holds its error curves
+    (``"control_error"``), its best step (``"control_step"``) and the held-out test of the
+    trained network against it (``"control_test"``): is the transient more than what the pixel
+    marginals alone give?
     """
     from replica_mlm.attractor.network import AttractorNetwork
 
@@ -421,10 +449,28 @@ def digits_experiment(
     patch = tuple(settings.patch)
     vtr, vte = image_tokens(train, patch=patch), image_tokens(test, patch=patch)
     xtr, xte = encode_values(vtr), encode_values(vte)
-    net = AttractorNetwork.fit(
-        xtr, beta=settings.beta, gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
-        weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=gen,
-    )
+    if network is None:
+        net = AttractorNetwork.fit(
+            xtr, beta=settings.beta, gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
+            weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=gen,
+        )
+    elif not isinstance(network, AttractorNetwork):
+        raise TypeError(f"network must be an AttractorNetwork or None, got {type(network).__name__}")
+    elif (network.n_tokens, network.dim) != xtr.shape[1:]:
+        raise ValueError(f"network must have (N, d) = {xtr.shape[1:]} (the patches), got "
+                         f"({network.n_tokens}, {network.dim})")
+    else:
+        net = network
+    control = None
+    if control_rng is not None:
+        cgen = as_generator(control_rng)
+        flat = train.reshape(len(train), -1)
+        shuffled = np.column_stack([cgen.permutation(col) for col in flat.T]).reshape(train.shape)
+        control = AttractorNetwork.fit(
+            encode_values(image_tokens(shuffled, patch=patch)), beta=settings.beta,
+            gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
+            weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=cgen,
+        )
     values = {"train": vtr[:n_eval], "test": vte[:n_eval]}
     mean_image = train.mean(axis=0)
     baselines = {
@@ -441,7 +487,7 @@ def digits_experiment(
         shrink[task] = (float(a @ b / (a @ a)), vtr.mean(axis=0))
     curves, memory, recall, life, trajs = _run_tasks(
         net, values, (xtr, xte), settings, gen, baselines=baselines, train_values=vtr,
-        shrink=shrink,
+        shrink=shrink, control=None if control is None else (control, cgen),
     )
     examples = {
         task: {
@@ -461,119 +507,24 @@ def digits_experiment(
         baseline={k: _mean_sem(b) for k, b in baselines.items()},
         shrink={task: k for task, (k, _) in shrink.items()},
         examples=examples,
-        cost=net.history.cost,
-        seconds_per_epoch=net.history.seconds_per_epoch,
+        cost=None if net.history is None else net.history.cost,
+        seconds_per_epoch=None if net.history is None else net.history.seconds_per_epoch,
         baseline_mean_image=float(baselines["test"].mean()),
         settings=settings,
         sizes={"n_train": n_train, "n_test": n_test, "n_eval": n_eval, "N": vtr.shape[1],
                "d": 2 * vtr.shape[2]},
+        network=net,
     )
 
 
-@dataclass
-class PottsExperiment:
-    """Results of :func:`potts_experiment`.
-
-    ``masked_site_mse`` compares, on the same held-out sequences with one masked site each, the
-    squared error (in the units of x) of the attractor dynamics at t = 1, at the best step and at
-    the last step with one step of linear factored attention: the Bayes-optimal ``w* . x_-i``
-    (``w* = -P_{-i,i} / P_ii``, expected error ``1 / P_ii``), the same layer fitted by least
-    squares on the training sequences (MLM training of linear factored attention), and the
-    trivial prediction 0 (expected error ``C_ii``).
-    """
-
-    curves: dict
-    memory: dict
-    masked_site_mse: dict
-    cost: np.ndarray
-    settings: AttractorSettings
-    sizes: dict
+_GAUSSIAN_POTTS = ("PottsExperiment", "masked_site_comparison", "potts_experiment")
 
 
-def _value_to_x(v: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    from scipy.special import ndtri
+def __getattr__(name: str):
+    """The Gaussian Potts experiment lives in :mod:`replica_mlm.attractor.gaussian_potts` (which
+    imports this module); its names are served from here too, on first use."""
+    if name in _GAUSSIAN_POTTS:
+        from replica_mlm.attractor import gaussian_potts
 
-    eps = 1e-6
-    return sd * ndtri(np.clip(v, eps, 1 - eps))
-
-
-def potts_experiment(
-    *, L: int = 20, shift: float = 3.0, n_train: int = 2000, n_test: int = 400, n_eval: int = 200,
-    settings: AttractorSettings | None = None, rng=0,
-) -> PottsExperiment:
-    """The same experiment on Gaussian Potts sequences (docs/theory.md, section 1), one token per site.
-
-    Each site's value ``x_i`` is mapped to ``v = Phi(x_i / sqrt(C_ii))`` in (0, 1) and encoded as
-    a unit vector of R^2 (module docstring), so N = L and d = 2. Masked sites are set to the
-    encoding of v = 0.5 (x_i = 0, the marginal mean), so the state at t = 0 predicts the mean.
-    """
-    import replica_mlm as rm
-    from replica_mlm.attractor.network import AttractorNetwork
-
-    settings = settings or AttractorSettings()
-    gen = as_generator(rng)
-    model = rm.GaussianPotts.random(L=positive_int(L, "L"), shift=shift, seed=gen)
-    P, C = model.precision, model.covariance
-    xs_tr, v_tr = gaussian_potts_sequences(P, n=n_train, rng=gen)
-    xs_te, v_te = gaussian_potts_sequences(P, n=n_test, rng=gen)
-    n_eval = min(positive_int(n_eval, "n_eval"), n_train, n_test)
-    tok_tr, tok_te = encode_values(v_tr), encode_values(v_te)
-    net = AttractorNetwork.fit(
-        tok_tr, beta=settings.beta, gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
-        weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=gen,
-    )
-    values = {"train": v_tr[:n_eval], "test": v_te[:n_eval]}
-    curves, memory, _, _, _ = _run_tasks(
-        net, values, (tok_tr, tok_te), settings, gen, mask_value=0.5
-    )
-
-    # masked-site comparison on held-out sequences, one masked site per sequence
-    sd = np.sqrt(np.diag(C))
-    x_clean = xs_te[:n_eval]
-    x0, mask = corrupt(v_te[:n_eval], kind="masked", n_masked=1, mask_value=0.5, rng=gen)
-    site = np.argmax(mask, axis=1)
-    traj = net.run(x0, steps=settings.steps)
-    x_hat = _value_to_x(decode_values(traj)[..., 0], sd)  # (T + 1, n_eval, L)
-    rows = np.arange(n_eval)
-    sq = (x_hat[:, rows, site] - x_clean[rows, site]) ** 2  # (T + 1, n_eval)
-    w_star = -P / np.diag(P)[:, None]
-    np.fill_diagonal(w_star, 0.0)
-    w_fit = np.zeros_like(P)
-    for i in range(L):
-        others = np.delete(np.arange(L), i)
-        coef, *_ = np.linalg.lstsq(xs_tr[:, others], xs_tr[:, i], rcond=None)
-        w_fit[i, others] = coef
-    oracle = (np.einsum("mj,mj->m", w_star[site], x_clean) - x_clean[rows, site]) ** 2
-    fitted = (np.einsum("mj,mj->m", w_fit[site], x_clean) - x_clean[rows, site]) ** 2
-    zero = x_clean[rows, site] ** 2
-    mean_curve = sq.mean(axis=1)
-    t_best = 1 + int(np.argmin(mean_curve[1:]))
-    masked = {
-        "attractor_t0": _mean_sem(sq[0]),
-        "attractor_t1": _mean_sem(sq[1]),
-        "attractor_best": _mean_sem(sq[t_best]),
-        "attractor_best_step": t_best,
-        "attractor_last": _mean_sem(sq[-1]),
-        "factored_attention_oracle": _mean_sem(oracle),
-        "factored_attention_fitted": _mean_sem(fitted),
-        "predict_zero": _mean_sem(zero),
-        "theory_oracle_mean_1_over_Pii": float(np.mean(1.0 / np.diag(P)[site])),
-        "theory_zero_mean_Cii": float(np.mean(np.diag(C)[site])),
-        "curve_mean": mean_curve.tolist(),
-        "curve_sem": mean_stderr(sq, axis=1).stderr.tolist(),
-        # paired comparisons (mean, s.e. over sequences)
-        "oracle_minus_exact_1_over_Pii": _mean_sem(oracle - 1.0 / np.diag(P)[site]),
-        "zero_minus_exact_Cii": _mean_sem(zero - np.diag(C)[site]),
-        # held-out test: t* chosen on half of the sequences, gains over predicting the mean
-        # (x_i = 0, which is also the state at t = 0) measured on the other half
-        "attractor_vs_zero": transient_memory(
-            sq.T, baseline=zero, window=tuple(settings.window), rng=gen
-        ).as_dict(),
-    }
-    t_sel = masked["attractor_vs_zero"]["t_best"]
-    masked["attractor_heldout_minus_oracle"] = _mean_sem(sq[t_sel] - oracle)
-    return PottsExperiment(
-        curves=curves, memory=memory, masked_site_mse=masked, cost=net.history.cost,
-        settings=settings,
-        sizes={"L": L, "shift": shift, "n_train": n_train, "n_test": n_test, "n_eval": n_eval},
-    )
+        return getattr(gaussian_potts, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

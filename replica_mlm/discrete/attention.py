@@ -501,6 +501,7 @@ class _FAProblem:
         self.off = ~np.eye(self.L, dtype=bool)
         self.n_att = self.L * (self.L - 1)
         self.onehot = np.eye(q)[s.ravel()]  # (M L, q)
+        self._last: tuple[np.ndarray, float] | None = None  # x and data term of the last full batch
 
     def init(self, gen: np.random.Generator, scale: float) -> np.ndarray:
         a = gen.standard_normal(self.n_att) * (scale if self.variant == "softmax" else scale / 2)
@@ -547,9 +548,13 @@ class _FAProblem:
         f = nll / nb + pen / self.M
         g = np.concatenate([dB[self.off] / nb + self.coef * B[self.off] / self.M,
                             dV.ravel() / nb + self.coef * V.ravel() / self.M])
+        if idx is None:  # the training loss at x, for the history (L-BFGS calls back at x)
+            self._last = (x.copy(), nll / nb)
         return f, g
 
     def train_loss(self, x: np.ndarray) -> float:
+        if self._last is not None and np.array_equal(self._last[0], x):
+            return self._last[1]
         A, V, _ = self.unpack(x)
         return _nll(np.matmul(A, V.T[self.s]), self.s)
 
