@@ -39,6 +39,7 @@ from replica_mlm.attractor.experiments import (
     digits_experiment,
     potts_experiment,
 )
+from replica_mlm.validation.parallel import Task, run_tasks
 from replica_mlm.validation.report import Check, Section, _jsonable, atomic_write_text
 
 __all__ = ["DEFAULT_SETTINGS", "lifetime_scan", "run"]
@@ -66,6 +67,10 @@ _SCAN = (
     ("100 stored images", {"n_train": 100}),
     ("1400 stored images", {"n_train": 1400}),
 )
+
+
+#: data sizes of each configuration of the lifetime scan (full mode)
+_SCAN_SIZES = {"n_train": 600, "n_test": 200, "n_eval": 200}
 
 
 def _sizes(quick: bool) -> tuple[dict, dict]:
@@ -349,22 +354,48 @@ def _scan_row(label: str, dig, seconds: float) -> dict:
     return row
 
 
+def _scan_config(label: str, changes: dict, sizes: dict, base: AttractorSettings, rng: int) -> dict:
+    """One row of :func:`lifetime_scan` (module level: runs in a worker process)."""
+    changes = dict(changes)
+    sz = dict(sizes)
+    if "n_train" in changes:
+        sz["n_train"] = changes.pop("n_train")
+    t0 = time.perf_counter()
+    dig = digits_experiment(settings=replace(base, **changes), rng=rng, **sz)
+    return _scan_row(label, dig, time.perf_counter() - t0)
+
+
+def _scan_tasks(sizes: dict, scan, base: AttractorSettings, rng: int) -> list[Task]:
+    return [Task(_scan_config, (label, dict(changes), dict(sizes), base, rng)) for label, changes in scan]
+
+
 def lifetime_scan(*, sizes: dict, scan=_SCAN, base: AttractorSettings = DEFAULT_SETTINGS,
-                  rng: int = 0, echo=None) -> list[dict]:
+                  rng: int = 0, echo=None, workers: int = 1) -> list[dict]:
     """Run :func:`digits_experiment` for each ``(label, changes)`` of ``scan`` (changes of the
-    settings, or ``n_train``) and return one row of numbers per configuration (test inputs)."""
+    settings, or ``n_train``) and return one row of numbers per configuration (test inputs).
+
+    Every configuration uses the same seed ``rng``, so the rows do not depend on ``workers``
+    (processes running the configurations; ``echo`` then gets the rows when all have finished).
+    """
+    tasks = _scan_tasks(sizes, scan, base, rng)
+    if workers > 1:
+        rows = run_tasks(tasks, workers=workers)
+        if echo is not None:
+            for row in rows:
+                echo(_table([row], header=False))
+        return rows
     rows = []
-    for label, changes in scan:
-        changes = dict(changes)
-        sz = dict(sizes)
-        if "n_train" in changes:
-            sz["n_train"] = changes.pop("n_train")
-        t0 = time.perf_counter()
-        dig = digits_experiment(settings=replace(base, **changes), rng=rng, **sz)
-        rows.append(_scan_row(label, dig, time.perf_counter() - t0))
+    for task in tasks:
+        rows.append(task.func(*task.args))
         if echo is not None:
             echo(_table([rows[-1]], header=False))
     return rows
+
+
+def _timed(func, **kwargs):
+    """``(func(**kwargs), wall seconds)`` (module level: runs in a worker process)."""
+    t0 = time.perf_counter()
+    return func(**kwargs), time.perf_counter() - t0
 
 
 def _table(rows: list[dict], header: bool = True) -> str:
@@ -427,7 +458,7 @@ def _plot_scan(rows: list[dict], path: Path) -> list[str]:
     return files
 
 
-def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
+def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Section:
     """Run the attractor-network experiments, write figures and ``attractor.json`` into ``out``.
 
     Parameters
@@ -439,6 +470,10 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         (``attractor_lifetimes.md``, ``attractor_lifetime_scan.png/pdf``).
     rng : int
         Seed of everything (data split, corruption, the Potts model, training order).
+    workers : int
+        Processes running the independent parts (the digits experiment, the Potts experiment and,
+        in full mode, each configuration of the lifetime scan); every part has its own seed, so
+        the results do not depend on ``workers``.
 
     Returns
     -------
@@ -455,10 +490,16 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     settings = DEFAULT_SETTINGS
     dsz, psz = _sizes(quick)
     seeds = np.random.SeedSequence(rng).spawn(3)
+    tasks = [Task(_timed, kwargs={"func": digits_experiment, "settings": settings,
+                                  "rng": np.random.default_rng(seeds[0]), **dsz}),
+             Task(potts_experiment, kwargs={"settings": settings, "rng": np.random.default_rng(seeds[1]),
+                                            **psz})]
+    scan_sizes = dict(_SCAN_SIZES)
+    if not quick:  # the scan's configurations after the two long experiments (the pool starts in order)
+        tasks += _scan_tasks(scan_sizes, _SCAN, settings, int(seeds[2].generate_state(1)[0]))
     t0 = time.perf_counter()
-    dig = digits_experiment(settings=settings, rng=np.random.default_rng(seeds[0]), **dsz)
-    t_digits = time.perf_counter() - t0
-    pot = potts_experiment(settings=settings, rng=np.random.default_rng(seeds[1]), **psz)
+    (dig, t_digits), pot, *rows = run_tasks(tasks, workers=workers)
+    t_all = time.perf_counter() - t0
 
     section = Section(name="attractor network (see docs/theory.md)")
     section.parameters = {"quick": quick, "rng": rng, "settings": asdict(settings),
@@ -541,12 +582,10 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
             "training_cost": pot.cost,
         },
     })
+    section.data["experiments_seconds"] = {"wall": t_all, "workers": workers}
     if not quick:
-        scan_sizes = {"n_train": 600, "n_test": 200, "n_eval": 200}
-        t0 = time.perf_counter()
-        rows = lifetime_scan(sizes=scan_sizes, rng=int(seeds[2].generate_state(1)[0]))
         section.data["lifetime_scan"] = {"sizes": scan_sizes, "rows": rows,
-                                         "seconds": time.perf_counter() - t0}
+                                         "seconds": sum(r["seconds"] for r in rows)}
         atomic_write_text(out / "attractor_lifetimes.md", _table(rows) + "\n")
         section.figures += _plot_scan(rows, out / "attractor_lifetime_scan")
     atomic_write_text(out / "attractor.json", json.dumps(_jsonable({
