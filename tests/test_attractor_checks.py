@@ -205,3 +205,32 @@ def test_masked_site_comparison_rejects_bad_input(potts_data):
                                window=(1, 2))
     with pytest.raises(TypeError, match="network must be an AttractorNetwork"):
         ex.digits_experiment(settings=_small_settings(), rng=0, network="net", **_SMALL)
+
+
+def test_attractor_section_gives_the_same_numbers_with_two_workers(tmp_path, monkeypatch):
+    # the full mode's parts (digits, Potts, lifetime scan) at toy sizes, in one process and in two
+    import json
+
+    from replica_mlm.validation import attractor as section
+
+    monkeypatch.setattr(section, "DEFAULT_SETTINGS", _small_settings(epochs=5, steps=100, window=(1, 50)))
+    toy = ({"n_train": 80, "n_test": 40, "n_eval": 40}, {"L": 8, "n_train": 200, "n_test": 60, "n_eval": 60})
+    monkeypatch.setattr(section, "_sizes", lambda quick: toy)
+    monkeypatch.setattr(section, "_SCAN_SIZES", {"n_train": 80, "n_test": 40, "n_eval": 40})
+    monkeypatch.setattr(section, "_SCAN", section._SCAN[:2])
+    for plot in ("_plot_errors", "_plot_lifetimes", "_plot_examples", "_plot_potts", "_plot_scan"):
+        monkeypatch.setattr(section, plot, lambda *args, **kwargs: [])  # numbers only
+    data = []
+    for workers in (1, 2):
+        sec = section.run(tmp_path / f"w{workers}", quick=False, rng=3, workers=workers)
+        assert sec.data["experiments_seconds"]["workers"] == workers
+        stored = json.loads((tmp_path / f"w{workers}" / "attractor.json").read_text())
+        for key in ("seconds", "seconds_per_epoch", "experiments_seconds"):
+            stored["data"].pop(key, None)
+            stored["data"]["digits"].pop(key, None)
+        stored["data"]["lifetime_scan"].pop("seconds")
+        for row in stored["data"]["lifetime_scan"]["rows"]:
+            row.pop("seconds")
+        data.append(stored)
+    assert len(data[0]["data"]["lifetime_scan"]["rows"]) == 2
+    assert data[0] == data[1]

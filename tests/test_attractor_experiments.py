@@ -162,3 +162,4 @@ def test_cli_bad_options_exit_2():
         res = runner.invoke(main, args)
         assert res.exit_code == 2, res.output
     assert "attractor" in runner.invoke(main, ["--help"]).output
+

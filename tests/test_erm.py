@@ -229,3 +229,52 @@ def test_cli_loss_channel_options(tmp_path):
     bad = CliRunner().invoke(main, ["simulate", "--loss", "logistic", "--channel", "sign", "--lam", "0",
                                     "--out", str(tmp_path / "e")])
     assert bad.exit_code != 0 and "lam = 0" in bad.output
+
+
+def test_validation_sign_test_errors_follow_the_site_law():
+    # the chunked eigenbasis draw of the erm section's check 6 against the arccos closed form and
+    # against the plain MaskedSite.sample draw, both within 4 standard errors; 130 000 samples span
+    # two full chunks and a partial one
+    from replica_mlm.validation import erm as section
+
+    gen = np.random.default_rng(11)
+    a = gen.standard_normal((20, 20))
+    site = rm.MaskedSite(covariance=a @ a.T / 20 + 0.5 * np.eye(20), teacher=gen.standard_normal(20) / 3,
+                         noise=0.5)
+    w = site.teacher + 0.3 * gen.standard_normal(site.p)
+    m, q = site.teacher @ site.covariance @ w, w @ site.covariance @ w
+    closed = math.acos(m / math.sqrt(q * site.c_ii)) / math.pi
+    n = 130_000
+    rate = section._test_errors(site, w, n, gen) / n
+    x, noisy = site.sample(n, rng=gen)
+    plain = float(np.mean(np.sign(x @ w) != np.where(noisy >= 0, 1.0, -1.0)))
+    se = math.sqrt(closed * (1 - closed) / n)
+    assert 0.05 < closed < 0.45
+    assert abs(rate - closed) < 4 * se and abs(plain - closed) < 4 * se, (rate, plain, closed, se)
+    # a wrong direction gives a different error rate: the comparison can fail
+    assert abs(section._test_errors(site, site.teacher, n, gen) / n - closed) > 10 * se
+
+
+def test_validation_section_gives_the_same_numbers_with_two_workers(tmp_path, monkeypatch):
+    import json
+    from dataclasses import replace
+
+    from replica_mlm.validation import erm as section
+
+    toy = replace(section.settings(True), L=61, seeds=4, alphas=(0.5, 2.0), logistic_alphas=(3.5,),
+                  line_points=4, test_samples=60_000, lp_instances=2, peak_lams=(1e-2,))
+    monkeypatch.setattr(section, "settings", lambda quick: toy)
+    monkeypatch.setattr(section, "_figure", lambda *args: [])
+    stored = []
+    for workers in (1, 2):
+        section.run(tmp_path / f"w{workers}", quick=False, rng=4, workers=workers)
+        data = json.loads((tmp_path / f"w{workers}" / "erm.json").read_text())
+        data["data"].pop("elapsed_seconds")
+        stored.append(data)
+    assert stored[0] == stored[1]
+    names = [c["name"] for c in stored[0]["checks"]]
+    assert names == ["erm.1.square_gaussian_z", "erm.2.square_sign_z", "erm.3.logistic_sign_z",
+                     "erm.4.square_peak_at_1", "erm.5.logistic_peak_at_alpha_c", "erm.6.sign_eg_arccos",
+                     "erm.7.separability"]
+    assert {"separable_below", "separable_above"} <= set(stored[0]["checks"][-1]["value"])
+    assert len(stored[0]["data"]["rows"]) == 2 * (2 + 2 + 1)

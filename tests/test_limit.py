@@ -105,3 +105,19 @@ def test_finite_size_gap_shrinks_like_inverse_sqrt_L_quick():
 @pytest.mark.slow
 def test_finite_size_gap_shrinks_like_inverse_sqrt_L():
     _check_inverse_sqrt_rate([200, 800, 3200], [48, 24, 12])
+
+
+def test_validation_finite_size_gives_the_same_numbers_with_two_workers(monkeypatch):
+    from replica_mlm.validation import limit as section
+    from replica_mlm.validation.mlm import instance_seed
+
+    monkeypatch.setattr(section, "_finite_sizes", lambda quick: ([30, 60], [4, 3]))
+    serial = section._finite_size(True, 5, workers=1)
+    assert section._finite_size(True, 5, workers=2) == serial
+    # the RMS gap of the smaller size, recomputed here instance by instance
+    lim = rm.GaussianPotts.limit(shift=3.0)
+    ref = np.array([rm.solve(lim, alpha=a, lam=lam).eg for a, lam in section.POINTS])
+    gaps = [[rm.solve(rm.GaussianPotts.random(L=30, shift=3.0, seed=instance_seed(5, 30, k)).masked_site(0),
+                      alpha=a, lam=lam).eg for a, lam in section.POINTS] for k in range(4)]
+    assert serial["rms_gap"][0] == float(np.sqrt(np.mean((np.array(gaps) - ref) ** 2)))
+    assert serial["instances"] == [4, 3] and serial["L"] == [30, 60]

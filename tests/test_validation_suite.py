@@ -91,7 +91,61 @@ def test_report_records_wall_time_and_mode_per_section(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "report.json").read_text())["sections"][0]["seconds"] == seconds
     md = (tmp_path / "report.md").read_text()
     assert "Mode: full." in md
-    assert f"| slow one | yes | {seconds:.1f} |" in md and f"Wall time: {seconds:.1f} s." in md
+    cpu = report["sections"][0]["cpu_seconds"]
+    assert f"| slow one | yes | {seconds:.1f} | {cpu:.1f} |" in md and f"Wall time: {seconds:.1f} s, " in md
+
+
+def _spin(seconds: float) -> float:
+    """Burn CPU for ``seconds`` of this process's CPU time (module level: picklable for a pool)."""
+    import time
+
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return seconds
+
+
+def test_report_records_cpu_time_with_process_pool_workers(tmp_path, monkeypatch):
+    # three sections: one sleeps (wall, no CPU), one spins here, one spins in two pool workers.
+    # CPU time must see the sleep as idle and count the workers (RUSAGE_CHILDREN), which a
+    # process-only clock (RUSAGE_SELF, time.process_time) would miss.
+    import time
+    import types
+    from concurrent.futures import ProcessPoolExecutor
+
+    from replica_mlm.validation.report import Check, Section
+
+    def sleeper(out, *, quick, rng):
+        time.sleep(0.4)
+        return Section(name="sleeper", checks=[Check("s.claim", True, 1.0, "> 0", "passes")])
+
+    def spinner(out, *, quick, rng):
+        _spin(0.4)
+        return Section(name="spinner", checks=[Check("p.claim", True, 1.0, "> 0", "passes")])
+
+    def pooled(out, *, quick, rng, workers=1):
+        with ProcessPoolExecutor(max_workers=2) as pool:
+            assert sum(pool.map(_spin, [0.4, 0.4])) == 0.8
+        return Section(name="pooled", checks=[Check("w.claim", True, 1.0, "> 0", "passes")])
+
+    for key, func in (("mlm", sleeper), ("limit", spinner), ("erm", pooled)):
+        module = types.ModuleType(f"replica_mlm_test_{func.__name__}_section")
+        module.run = func
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        monkeypatch.setitem(suite.SECTIONS, key, module.__name__)
+    monkeypatch.setattr(suite, "available_sections", lambda: list(suite.SECTIONS))
+    report = suite.run_suite(tmp_path, quick=True, sections=["mlm", "limit", "erm"], workers=2)
+    cpu = {s["name"]: s["cpu_seconds"] for s in report["sections"]}
+    wall = {s["name"]: s["seconds"] for s in report["sections"]}
+    assert wall["sleeper"] >= 0.4 and cpu["sleeper"] < 0.2, (wall, cpu)
+    assert 0.4 <= cpu["spinner"] < 0.4 + 0.5, cpu
+    assert cpu["pooled"] >= 0.8, cpu  # both workers' CPU, counted after the pool shut down
+    totals = report["cpu_seconds"]
+    assert totals["total"] >= sum(cpu.values()) and totals["erm"] == cpu["pooled"]
+    assert "not of Dask workers" in report["cpu_seconds_counts"]
+    md = (tmp_path / "report.md").read_text()
+    assert f"| pooled | yes | {wall['pooled']:.1f} | {cpu['pooled']:.1f} |" in md
+    assert f"| total | yes | {report['timing_seconds']['total']:.1f} | {totals['total']:.1f} |" in md
 
 
 @pytest.mark.xdist_group("suite_a")

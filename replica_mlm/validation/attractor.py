@@ -53,6 +53,7 @@ from replica_mlm.validation.attractor_plots import (
     _plot_potts,
     _plot_scan,
 )
+from replica_mlm.validation.parallel import Task, run_tasks
 from replica_mlm.validation.report import Check, Section, atomic_write_text
 
 __all__ = ["DEFAULT_SETTINGS", "digits_checks", "lifetime_scan", "potts_checks", "run"]
@@ -80,6 +81,10 @@ _SCAN = (
     ("100 stored images", {"n_train": 100}),
     ("1400 stored images", {"n_train": 1400}),
 )
+
+
+#: data sizes of each configuration of the lifetime scan (full mode)
+_SCAN_SIZES = {"n_train": 600, "n_test": 200, "n_eval": 200}
 
 
 def _sizes(quick: bool) -> tuple[dict, dict]:
@@ -284,22 +289,48 @@ def _scan_row(label: str, dig, seconds: float) -> dict:
     return row
 
 
+def _scan_config(label: str, changes: dict, sizes: dict, base: AttractorSettings, rng: int) -> dict:
+    """One row of :func:`lifetime_scan` (module level: runs in a worker process)."""
+    changes = dict(changes)
+    sz = dict(sizes)
+    if "n_train" in changes:
+        sz["n_train"] = changes.pop("n_train")
+    t0 = time.perf_counter()
+    dig = digits_experiment(settings=replace(base, **changes), rng=rng, **sz)
+    return _scan_row(label, dig, time.perf_counter() - t0)
+
+
+def _scan_tasks(sizes: dict, scan, base: AttractorSettings, rng: int) -> list[Task]:
+    return [Task(_scan_config, (label, dict(changes), dict(sizes), base, rng)) for label, changes in scan]
+
+
 def lifetime_scan(*, sizes: dict, scan=_SCAN, base: AttractorSettings = DEFAULT_SETTINGS,
-                  rng: int = 0, echo=None) -> list[dict]:
+                  rng: int = 0, echo=None, workers: int = 1) -> list[dict]:
     """Run :func:`digits_experiment` for each ``(label, changes)`` of ``scan`` (changes of the
-    settings, or ``n_train``) and return one row of numbers per configuration (test inputs)."""
+    settings, or ``n_train``) and return one row of numbers per configuration (test inputs).
+
+    Every configuration uses the same seed ``rng``, so the rows do not depend on ``workers``
+    (processes running the configurations; ``echo`` then gets the rows when all have finished).
+    """
+    tasks = _scan_tasks(sizes, scan, base, rng)
+    if workers > 1:
+        rows = run_tasks(tasks, workers=workers)
+        if echo is not None:
+            for row in rows:
+                echo(_table([row], header=False))
+        return rows
     rows = []
-    for label, changes in scan:
-        changes = dict(changes)
-        sz = dict(sizes)
-        if "n_train" in changes:
-            sz["n_train"] = changes.pop("n_train")
-        t0 = time.perf_counter()
-        dig = digits_experiment(settings=replace(base, **changes), rng=rng, **sz)
-        rows.append(_scan_row(label, dig, time.perf_counter() - t0))
+    for task in tasks:
+        rows.append(task.func(*task.args))
         if echo is not None:
             echo(_table([rows[-1]], header=False))
     return rows
+
+
+def _timed(func, **kwargs):
+    """``(func(**kwargs), wall seconds)`` (module level: runs in a worker process)."""
+    t0 = time.perf_counter()
+    return func(**kwargs), time.perf_counter() - t0
 
 
 def _table(rows: list[dict], header: bool = True) -> str:
@@ -325,7 +356,7 @@ def _table(rows: list[dict], header: bool = True) -> str:
     return "\n".join(lines)
 
 
-def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
+def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Section:
     """Run the attractor-network experiments, write figures and ``attractor.json`` into ``out``.
 
     Parameters
@@ -337,6 +368,10 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         (``attractor_lifetimes.md``, ``attractor_lifetime_scan.png/pdf``).
     rng : int
         Seed of everything (data split, corruption, the Potts model, training order).
+    workers : int
+        Processes running the independent parts (the digits experiment, the Potts experiment and,
+        in full mode, each configuration of the lifetime scan); every part has its own seed, so
+        the results do not depend on ``workers``.
 
     Returns
     -------
@@ -353,11 +388,17 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     settings = DEFAULT_SETTINGS
     dsz, psz = _sizes(quick)
     seeds = np.random.SeedSequence(rng).spawn(4)  # the first three as before; the 4th: control
+    tasks = [Task(_timed, kwargs={"func": digits_experiment, "settings": settings,
+                                  "rng": np.random.default_rng(seeds[0]),
+                                  "control_rng": np.random.default_rng(seeds[3]), **dsz}),
+             Task(potts_experiment, kwargs={"settings": settings, "rng": np.random.default_rng(seeds[1]),
+                                            **psz})]
+    scan_sizes = dict(_SCAN_SIZES)
+    if not quick:  # the scan's configurations after the two long experiments (the pool starts in order)
+        tasks += _scan_tasks(scan_sizes, _SCAN, settings, int(seeds[2].generate_state(1)[0]))
     t0 = time.perf_counter()
-    dig = digits_experiment(settings=settings, rng=np.random.default_rng(seeds[0]),
-                            control_rng=np.random.default_rng(seeds[3]), **dsz)
-    t_digits = time.perf_counter() - t0
-    pot = potts_experiment(settings=settings, rng=np.random.default_rng(seeds[1]), **psz)
+    (dig, t_digits), pot, *rows = run_tasks(tasks, workers=workers)
+    t_all = time.perf_counter() - t0
 
     section = Section(name="attractor network (see docs/theory.md)")
     section.parameters = {"quick": quick, "rng": rng, "settings": asdict(settings),
@@ -402,12 +443,10 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
             "training_cost": pot.cost,
         },
     })
+    section.data["experiments_seconds"] = {"wall": t_all, "workers": workers}
     if not quick:
-        scan_sizes = {"n_train": 600, "n_test": 200, "n_eval": 200}
-        t0 = time.perf_counter()
-        rows = lifetime_scan(sizes=scan_sizes, rng=int(seeds[2].generate_state(1)[0]))
         section.data["lifetime_scan"] = {"sizes": scan_sizes, "rows": rows,
-                                         "seconds": time.perf_counter() - t0}
+                                         "seconds": sum(r["seconds"] for r in rows)}
         atomic_write_text(out / "attractor_lifetimes.md", _table(rows) + "\n")
         section.figures += _plot_scan(rows, out / "attractor_lifetime_scan",
                                       min_lifetime=_MIN_LIFETIME)

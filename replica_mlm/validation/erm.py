@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from replica_mlm.io import write_json
-from replica_mlm.stats import mean_stderr, zscore
+from replica_mlm.stats import zscore
+from replica_mlm.validation.parallel import Task, run_tasks
 from replica_mlm.validation.report import Check, Section
 
 Z_MAX = 4.0
@@ -64,22 +65,22 @@ def _theory(site, alpha, lam, loss, channel) -> dict:
     return {k: float(getattr(sp, k)) for k in ("eg", "test_loss", "train_loss", "estimation_error")}
 
 
-def _z_rows(site, cfg, loss, channel, alphas, rng) -> list[dict]:
+def _z_point(site, cfg, loss, channel, alpha, k, rng) -> list[dict]:
+    """Rows (one per lam) of simulated alpha number ``k``, trained on samples from ``rng``."""
     from replica_mlm import simulate
 
     rows = []
-    for k, alpha in enumerate(alphas):
-        sim = simulate(site, alpha=alpha, lam=list(cfg.lams), seeds=cfg.seeds, rng=rng.spawn(1)[0],
-                       loss=loss, channel=channel)
-        for j, lam in enumerate(sim.lam):
-            th = _theory(site, sim.alpha, lam, loss, channel)
-            row = {"loss": loss, "channel": channel, "alpha": sim.alpha, "lam": float(lam), "point": k,
-                   "kkt_max": float(np.max(sim.kkt_residual[:, j]))}
-            for key, val in th.items():
-                mean, err = getattr(sim, f"{key}_mean")[j], getattr(sim, f"{key}_stderr")[j]
-                row.update({f"{key}_mean": float(mean), f"{key}_stderr": float(err), f"{key}_theory": val,
-                            f"{key}_z": float((mean - val) / max(err, 1e-12))})  # round-off floor
-            rows.append(row)
+    sim = simulate(site, alpha=alpha, lam=list(cfg.lams), seeds=cfg.seeds, rng=rng, loss=loss,
+                   channel=channel)
+    for j, lam in enumerate(sim.lam):
+        th = _theory(site, sim.alpha, lam, loss, channel)
+        row = {"loss": loss, "channel": channel, "alpha": sim.alpha, "lam": float(lam), "point": k,
+               "kkt_max": float(np.max(sim.kkt_residual[:, j]))}
+        for key, val in th.items():
+            mean, err = getattr(sim, f"{key}_mean")[j], getattr(sim, f"{key}_stderr")[j]
+            row.update({f"{key}_mean": float(mean), f"{key}_stderr": float(err), f"{key}_theory": val,
+                        f"{key}_z": float((mean - val) / max(err, 1e-12))})  # round-off floor
+        rows.append(row)
     return rows
 
 
@@ -101,6 +102,29 @@ def _peak(fn, lo: float, hi: float) -> float:
     return float(res.x)
 
 
+#: test samples drawn at a time by the sign-channel check (160 MB of normals at p = 400)
+TEST_CHUNK = 50_000
+
+
+def _test_errors(site, w: np.ndarray, n: int, rng: np.random.Generator) -> int:
+    """Sign errors of ``sign(x . w)`` against ``sign(y)`` on ``n`` fresh samples of the site.
+
+    The same law as :meth:`MaskedSite.sample`, drawn in the eigenbasis of Sigma: with
+    Sigma = U diag(omega) U^T and x = (z sqrt(omega)) U^T, ``x . v = (z sqrt(omega)) . (U^T v)``,
+    so only the two projections are formed, ``TEST_CHUNK`` samples at a time (memory O(chunk p)
+    instead of three n x p arrays and an n p^2 rotation).
+    """
+    omega, u = np.linalg.eigh(site.covariance)
+    proj = np.sqrt(np.clip(omega, 0.0, None))[:, None] * (u.T @ np.column_stack([w, site.teacher]))
+    wrong = 0
+    for start in range(0, n, TEST_CHUNK):
+        size = min(TEST_CHUNK, n - start)
+        xw, signal = (rng.standard_normal((size, site.p)) @ proj).T
+        noisy = signal + math.sqrt(site.noise) * rng.standard_normal(size)
+        wrong += int(np.count_nonzero(np.sign(xw) != np.where(noisy >= 0, 1.0, -1.0)))
+    return wrong
+
+
 def _sign_eg_check(site, cfg, rng) -> Check:
     from replica_mlm.gaussian import erm
 
@@ -111,27 +135,32 @@ def _sign_eg_check(site, cfg, rng) -> Check:
     w = w[:, 0]
     m, q = float(site.teacher @ site.covariance @ w), float(w @ site.covariance @ w)
     closed = math.acos(m / math.sqrt(q * site.c_ii)) / math.pi
-    xt, nt = site.sample(cfg.test_samples, rng=rng)
-    yt = np.where(nt >= 0, 1.0, -1.0)
-    wrong = (np.sign(xt @ w) != yt).astype(float)
-    z = zscore(wrong.mean(), closed, mean_stderr(wrong).stderr)
+    size = cfg.test_samples
+    rate = _test_errors(site, w, size, rng) / size
+    se = math.sqrt(rate * (1 - rate) / size)  # the standard error of a mean of 0/1 values (ddof 0)
+    z = zscore(rate, closed, se)
     return Check(name="erm.6.sign_eg_arccos", passed=abs(z) < Z_MAX, value=float(z), threshold=Z_MAX,
                  detail=f"logistic estimator (alpha = 2, lam = 0.1): arccos closed form {closed:.5f} vs "
-                        f"{wrong.size} fresh test samples {wrong.mean():.5f}, z = {z:.2f}")
+                        f"{size} fresh test samples {rate:.5f} ± {se:.5f}, z = {z:.2f}")
 
 
-def _separable_fraction(site, alpha, count, rng) -> float:
+def _separable(site, alpha, rng) -> bool:
+    """Whether one training set of ``round(alpha p)`` samples is linearly separable (an LP)."""
     from scipy.optimize import linprog
 
     n, p = round(alpha * site.p), site.p
-    hits = 0
-    for _ in range(count):
-        x, noisy = site.sample(n, rng=rng)
-        yx = np.where(noisy >= 0, 1.0, -1.0)[:, None] * x
-        res = linprog(np.r_[np.zeros(p), -1.0], A_ub=np.hstack([-yx, np.ones((n, 1))]), b_ub=np.zeros(n),
-                      bounds=[(-1, 1)] * p + [(None, 1)], method="highs")
-        hits += bool(res.status == 0 and -res.fun > 1e-6)
-    return hits / count
+    x, noisy = site.sample(n, rng=rng)
+    yx = np.where(noisy >= 0, 1.0, -1.0)[:, None] * x
+    res = linprog(np.r_[np.zeros(p), -1.0], A_ub=np.hstack([-yx, np.ones((n, 1))]), b_ub=np.zeros(n),
+                  bounds=[(-1, 1)] * p + [(None, 1)], method="highs")
+    return bool(res.status == 0 and -res.fun > 1e-6)
+
+
+def _cross_entropy_peak(site, lam, lo, hi) -> float:
+    """alpha of the largest logistic test cross-entropy (sign channel) on [lo, hi]."""
+    from replica_mlm import solve
+
+    return _peak(lambda a: solve(site, alpha=a, lam=lam, loss="logistic", channel="sign").test_loss, lo, hi)
 
 
 def _figure(site, cfg, rows, lines, ac, out: Path) -> list[str]:
@@ -145,8 +174,13 @@ def _figure(site, cfg, rows, lines, ac, out: Path) -> list[str]:
     return ["erm_curves.png", "erm_curves.pdf"]
 
 
-def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
-    """Run the section (see the module docstring); writes ``erm.json`` and the figure into ``out``."""
+def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Section:
+    """Run the section (see the module docstring); writes ``erm.json`` and the figure into ``out``.
+
+    ``workers`` processes run the independent pieces (one ERM simulation per alpha, the sign-channel
+    test, each LP training set, each logistic peak search); each piece has its own generator
+    spawned here, so the numbers do not depend on ``workers``.
+    """
     from replica_mlm import GaussianPotts, Spectrum, learning_curve, separability_threshold, solve
 
     out = Path(out)
@@ -159,13 +193,31 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     section = Section(name="erm: square and logistic losses, theory vs ERM (docs/theory.md, "
                            "sections 6-7)")
     section.parameters = {"quick": quick, "rng": rng, "settings": asdict(cfg), "z_max": Z_MAX,
-                          "seeds_rule": "SeedSequence([rng, 10]) spawns one child per simulated alpha"}
+                          "seeds_rule": "SeedSequence([rng, 10]) spawns one child per simulated alpha, "
+                                        "then one per LP training set; the sign-channel test uses it "
+                                        "itself"}
 
-    rows = {}
-    for number, (loss, channel, alphas) in enumerate(
-            [("square", "gaussian", cfg.alphas), ("square", "sign", cfg.alphas),
-             ("logistic", "sign", cfg.logistic_alphas)], start=1):
-        rows[(loss, channel)] = _z_rows(site, cfg, loss, channel, alphas, gen)
+    groups = [("square", "gaussian", cfg.alphas), ("square", "sign", cfg.alphas),
+              ("logistic", "sign", cfg.logistic_alphas)]
+    z_tasks = [Task(_z_point, (site, cfg, loss, channel, alpha, k, gen.spawn(1)[0]))
+               for loss, channel, alphas in groups for k, alpha in enumerate(alphas)]
+    lp_alphas = [0.85 * ac] * cfg.lp_instances + [1.15 * ac] * cfg.lp_instances
+    lp_tasks = [Task(_separable, (site, a, child)) for a, child in zip(lp_alphas, gen.spawn(len(lp_alphas)),
+                                                                          strict=True)]
+    peak_tasks = [Task(_cross_entropy_peak, (site, lam, 1.2, 1.2 * ac)) for lam in cfg.peak_lams]
+    # the sign-channel test (the longest piece) first, then the logistic simulations
+    z_order = sorted(range(len(z_tasks)), key=lambda j: z_tasks[j].args[2] != "logistic")
+    done = run_tasks([Task(_sign_eg_check, (site, cfg, gen))] + [z_tasks[j] for j in z_order]
+                     + lp_tasks + peak_tasks, workers=workers)
+    sign_check = done[0]
+    z_done = dict(zip(z_order, done[1:1 + len(z_tasks)], strict=True))
+    separable = done[1 + len(z_tasks):1 + len(z_tasks) + len(lp_tasks)]
+    peaks = done[1 + len(z_tasks) + len(lp_tasks):]
+
+    rows, j = {}, 0
+    for number, (loss, channel, alphas) in enumerate(groups, start=1):
+        rows[(loss, channel)] = [r for k in range(j, j + len(alphas)) for r in z_done[k]]
+        j += len(alphas)
         section.checks.append(_z_check(number, rows[(loss, channel)], f"{loss}_{channel}"))
 
     # 4. square-loss interpolation peak at alpha = 1
@@ -175,11 +227,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         name="erm.4.square_peak_at_1", passed=abs(a_sq - 1.0) < 0.02, value=a_sq, threshold=[0.98, 1.02],
         detail=f"square loss, gaussian channel, lam = {lam_small:g}: eg peaks at alpha = {a_sq:.4f}"))
 
-    # 5. logistic cross-entropy peak moves to alpha_c as lam -> 0
-    def cross_entropy(a, lam):
-        return solve(site, alpha=a, lam=lam, loss="logistic", channel="sign").test_loss
-
-    peaks = [_peak(lambda a, lam=lam: cross_entropy(a, lam), 1.2, 1.2 * ac) for lam in cfg.peak_lams]
+    # 5. logistic cross-entropy peak moves to alpha_c as lam -> 0 (peaks computed above)
     dist = [abs(p - ac) for p in peaks]
     ok = all(b < a for a, b in itertools.pairwise(dist)) and dist[-1] < abs(peaks[-1] - 1.0) / 4
     section.checks.append(Check(
@@ -189,7 +237,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
                f"{', '.join(f'{x:g}' for x in cfg.peak_lams)}, "
                f"approaching alpha_c = {ac:.4f} as lam decreases and 4x closer to alpha_c than to 1"))
 
-    section.checks.append(_sign_eg_check(site, cfg, gen))
+    section.checks.append(sign_check)
 
     # 7. Cover: alpha_c = 2 without signal; full mode: LP experiment on the site
     flat = Spectrum(omega=site.spectrum.omega, bulk=site.spectrum.bulk,
@@ -199,8 +247,8 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     passed = abs(cover - 2.0) < 1e-12
     detail = f"alpha_c without signal = {cover!r} (Cover: 2); site: alpha_c = {ac:.6f}"
     if cfg.lp_instances:
-        below = _separable_fraction(site, 0.85 * ac, cfg.lp_instances, gen)
-        above = _separable_fraction(site, 1.15 * ac, cfg.lp_instances, gen)
+        below = sum(separable[:cfg.lp_instances]) / cfg.lp_instances
+        above = sum(separable[cfg.lp_instances:]) / cfg.lp_instances
         value.update(separable_below=below, separable_above=above)
         passed = passed and below >= 0.9 and above <= 0.1
         detail += (f"; LP: {below:.0%} of {cfg.lp_instances} sets separable at 0.85 alpha_c, "

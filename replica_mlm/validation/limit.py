@@ -25,6 +25,7 @@ import numpy as np
 
 from replica_mlm.io import write_json
 from replica_mlm.validation.mlm import instance_seed
+from replica_mlm.validation.parallel import Task, run_tasks
 from replica_mlm.validation.report import Check, Section
 
 SHIFT = 3.0
@@ -32,20 +33,32 @@ CHECK_VALUE = 0.6315784365  # docs/limit.md, eg(alpha = 2, lam = 0.01) at s = 3
 POINTS = ((0.5, 1e-2), (2.0, 1e-2), (1.0, 0.1))
 
 
-def _finite_size(quick: bool, rng: int) -> dict:
+def _finite_sizes(quick: bool) -> tuple[list[int], list[int]]:
+    """Sizes L and GOE instances per size of the finite-size check."""
+    return ([100, 200, 400], [32, 24, 16]) if quick else ([100, 200, 400, 800, 1600], [64, 48, 32, 24, 16])
+
+
+def _instance_egs(L: int, seed: int) -> list[float]:
+    """Replica eg at :data:`POINTS` on the GOE instance of size ``L`` with ``seed`` (a worker task)."""
     import replica_mlm as rm
 
-    sizes, counts = ([100, 200, 400], [32, 24, 16]) if quick else ([100, 200, 400, 800, 1600],
-                                                                   [64, 48, 32, 24, 16])
+    site = rm.GaussianPotts.random(L=L, shift=SHIFT, seed=seed).masked_site(0)
+    return [rm.solve(site, alpha=a, lam=lam).eg for a, lam in POINTS]
+
+
+def _finite_size(quick: bool, rng: int, workers: int = 1) -> dict:
+    import replica_mlm as rm
+
+    sizes, counts = _finite_sizes(quick)
     lim = rm.GaussianPotts.limit(shift=SHIFT)
     ref = np.array([rm.solve(lim, alpha=a, lam=lam).eg for a, lam in POINTS])
+    # one task per instance, largest sizes first (each seeds itself: the same egs for any workers)
+    order = [(L, k) for L, n in sorted(zip(sizes, counts, strict=True), reverse=True) for k in range(n)]
+    egs = dict(zip(order, run_tasks([Task(_instance_egs, (L, instance_seed(rng, L, k))) for L, k in order],
+                                    workers=workers), strict=True))
     rms, err = [], []
     for L, n in zip(sizes, counts, strict=True):
-        gaps = []
-        for k in range(n):
-            site = rm.GaussianPotts.random(L=L, shift=SHIFT, seed=instance_seed(rng, L, k)).masked_site(0)
-            gaps.append([rm.solve(site, alpha=a, lam=lam).eg for a, lam in POINTS])
-        g = np.array(gaps) - ref
+        g = np.array([egs[(L, k)] for k in range(n)]) - ref
         rms.append(float(np.sqrt(np.mean(g**2))))
         err.append(rms[-1] / math.sqrt(2 * n))
     # weighted least squares in log-log: log(rms) is known to 1/sqrt(2n), the slope's standard
@@ -88,8 +101,13 @@ def _initial_slope() -> dict:
     return dict(lam=1e-3, series_slope=a.slope, solver_slope=fd)
 
 
-def run(out: Path, *, quick: bool = True, rng: int = 0, progress: bool | None = None) -> Section:
-    """Run the section into ``out`` (figures ``limit_*.png/.pdf``, numbers in ``limit.json``)."""
+def run(out: Path, *, quick: bool = True, rng: int = 0, progress: bool | None = None,
+        workers: int = 1) -> Section:
+    """Run the section into ``out`` (figures ``limit_*.png/.pdf``, numbers in ``limit.json``).
+
+    ``workers`` processes solve the GOE instances of the finite-size check (each instance seeds
+    itself, so the numbers do not depend on ``workers``); the rest runs in this process.
+    """
     import matplotlib.pyplot as plt
 
     import replica_mlm as rm
@@ -99,7 +117,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, progress: bool | None = 
     out.mkdir(parents=True, exist_ok=True)
     lim = rm.GaussianPotts.limit(shift=SHIFT)
     value = rm.solve(lim, alpha=2.0, lam=0.01).eg
-    fs = _finite_size(quick, rng)
+    fs = _finite_size(quick, rng, workers)
     pk = _peak(quick)
     sl = _initial_slope()
 

@@ -47,6 +47,9 @@ class Section:
     parameters: dict[str, Any] = field(default_factory=dict)
     #: wall-clock seconds of the section's run (set by the suite)
     seconds: float | None = None
+    #: CPU seconds (user + system) of the run, its process-pool workers included, Dask workers not
+    #: (set by the suite, see :func:`replica_mlm.validation.suite.cpu_seconds`)
+    cpu_seconds: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -72,6 +75,7 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
                 "name": s.name,
                 "passed": s.passed,
                 "seconds": s.seconds,
+                "cpu_seconds": s.cpu_seconds,
                 "figures": s.figures,
                 "parameters": s.parameters,
                 "data": s.data,
@@ -91,15 +95,20 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
     timed = [s for s in sections if s.seconds is not None]
     if timed:
         total = (metadata.get("timing_seconds") or {}).get("total")
-        lines += ["| section | passed | wall time [s] |", "|---|---|---|"]
-        lines += [f"| {s.name} | {'yes' if s.passed else '**NO**'} | {s.seconds:.1f} |" for s in timed]
+        cpu_total = (metadata.get("cpu_seconds") or {}).get("total")
+        lines += ["| section | passed | wall time [s] | CPU time [s] |", "|---|---|---|---|"]
+        lines += [f"| {s.name} | {'yes' if s.passed else '**NO**'} | {s.seconds:.1f} | "
+                  f"{_fmt_s(s.cpu_seconds)} |" for s in timed]
         if total is not None:
-            lines.append(f"| total | {'yes' if report['passed'] else '**NO**'} | {total:.1f} |")
-        lines.append("")
+            lines.append(f"| total | {'yes' if report['passed'] else '**NO**'} | {total:.1f} | "
+                         f"{_fmt_s(cpu_total)} |")
+        lines += ["", "CPU time: user + system seconds of the run and its process-pool workers (the "
+                      "workers of a Dask cluster are not counted).", ""]
     for s in sections:
         lines += [f"## {s.name}", ""]
         if s.seconds is not None:
-            lines += [f"Wall time: {s.seconds:.1f} s.", ""]
+            cpu = "" if s.cpu_seconds is None else f", CPU time: {s.cpu_seconds:.1f} s"
+            lines += [f"Wall time: {s.seconds:.1f} s{cpu}.", ""]
         lines += ["| check | passed | value | threshold | what |", "|---|---|---|---|---|"]
         for c in s.checks:
             lines.append(
@@ -112,6 +121,10 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
         lines.append("")
     atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
     return report
+
+
+def _fmt_s(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds:.1f}"
 
 
 def _fmt(v: Any) -> str:

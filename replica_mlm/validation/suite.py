@@ -6,6 +6,11 @@ function ``run(out, *, quick, rng, ...) -> Section``; adding one is one line in 
 Sections whose module is not installed (an optional part of the package still being written) are
 skipped and listed as such in the report. Keywords a section's ``run`` does not accept
 (``workers``, ``scheduler``, ``resume``, ``progress``) are not passed to it.
+
+The report records each section's wall time and CPU time (:func:`cpu_seconds`: user + system time
+of this process and of its child processes that have ended, so a section's process-pool workers
+count, once the pool is shut down; the CPU of Dask workers, which are not children of this process,
+does not).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import numpy as np
 
 from replica_mlm.validation.report import Section, write_report
 
-__all__ = ["SECTIONS", "run_suite"]
+__all__ = ["SECTIONS", "cpu_seconds", "run_suite"]
 
 #: name -> module of the section (a module with ``run(out, *, quick, rng, ...) -> Section``)
 SECTIONS: dict[str, str] = {
@@ -39,6 +44,25 @@ SECTIONS: dict[str, str] = {
 REQUIRES: dict[str, str] = {"figure2": "torch"}
 
 _OPTIONAL = ("workers", "scheduler", "resume", "progress")
+
+
+def cpu_seconds() -> float | None:
+    """User + system CPU seconds of this process and of its ended, waited-for child processes.
+
+    ``resource.getrusage(RUSAGE_SELF)`` plus ``getrusage(RUSAGE_CHILDREN)``: the workers of a
+    :class:`concurrent.futures.ProcessPoolExecutor` are children and count once the pool has shut
+    down; Dask workers (processes of a cluster, not children of this one) do not. ``None`` where
+    the :mod:`resource` module does not exist (Windows).
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Unix
+        return None
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
 
 def available_sections() -> list[str]:
@@ -94,9 +118,10 @@ def run_suite(
         raise ValueError(f"unknown section(s) {unknown}; known: {sorted(SECTIONS)}")
     available = set(available_sections())
     skipped = [n for n in names if n not in available]
-    started = time.time()
+    started, cpu_started = time.time(), cpu_seconds()
     results: list[Section] = []
     timing: dict[str, float] = {}
+    cpu: dict[str, float | None] = {}
     options = {"workers": workers, "scheduler": scheduler, "resume": resume, "progress": progress}
     for name in names:
         if name in skipped:
@@ -107,12 +132,14 @@ def run_suite(
         run = importlib.import_module(SECTIONS[name]).run
         accepted = inspect.signature(run).parameters
         kwargs = {k: v for k, v in options.items() if k in accepted}
-        t0 = time.time()
+        t0, c0 = time.time(), cpu_seconds()
         section = run(out, quick=quick, rng=seed, **kwargs)
         timing[name] = section.seconds = time.time() - t0
+        cpu[name] = section.cpu_seconds = None if c0 is None else cpu_seconds() - c0
         results.append(section)
         if echo:
-            echo(f"[{'ok' if section.passed else 'FAIL'}] {name} ({timing[name]:.1f} s)")
+            used = "" if cpu[name] is None else f", CPU {cpu[name]:.1f} s"
+            echo(f"[{'ok' if section.passed else 'FAIL'}] {name} ({timing[name]:.1f} s{used})")
             for c in section.checks:
                 echo(f"    [{'ok' if c.passed else 'FAIL'}] {c.name}: {c.detail}")
     from replica_mlm import __version__
@@ -126,6 +153,9 @@ def run_suite(
                                             "its parameters)"},
         skipped_sections=skipped,
         timing_seconds={"total": time.time() - started, **timing},
+        cpu_seconds={"total": None if cpu_started is None else cpu_seconds() - cpu_started, **cpu},
+        cpu_seconds_counts="user + system time of this process and its ended child processes "
+                           "(process-pool workers), not of Dask workers",
         environment={"replica_mlm": __version__, "python": platform.python_version(),
                      "numpy": np.__version__, "machine": platform.machine()},
     )
