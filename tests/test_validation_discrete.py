@@ -7,13 +7,16 @@ import pytest
 from replica_mlm.validation import discrete as d
 
 
-def _row(method: str, z: float, theory_se: float, *, hot: bool = False) -> dict:
-    row = dict(L=50, beta=0.9 if hot else 0.2, alpha=1.0, lam=0.01, hot=hot, covariance=method,
-               seeds=4, sampler="gibbs", sweeps_between=3, block_seconds=1.0)
+def _row(method: str, z: float, theory_se: float, *, hot: bool = False, L: int = 50,
+         gauss_z: float = 0.5, gauss_rel: float = -0.1, gauss_rel_se: float = 0.01) -> dict:
+    row = dict(L=L, beta=0.9 if hot else 0.2, alpha=1.0, lam=0.01, hot=hot, covariance=method,
+               seeds=4, sampler="gibbs", sweeps_between=3, block_seconds=1.0, alpha_c=2.0,
+               near_threshold=True)
     for k in d.MEASURES:
         row.update({k: 1.0, f"{k}_sim": 1.0 + 0.1 * z, f"{k}_sim_se": 0.1, f"{k}_se": 0.1,
                     f"{k}_theory_se": theory_se, f"{k}_theory_bias": 0.0, f"{k}_z": z,
-                    f"{k}_rel": 0.1 * z})
+                    f"{k}_rel": 0.1 * z, f"{k}_gauss_seeds": 100, f"{k}_disc_vs_gauss_z": gauss_z,
+                    f"{k}_gauss_rel": gauss_rel, f"{k}_gauss_rel_se": gauss_rel_se})
     return row
 
 
@@ -35,7 +38,8 @@ def test_exact_covariances_have_no_covariance_error_check(fake, tmp_path):
     fake([_row("exact", 1.0, 0.0)])
     names = [c.name for c in d.run(tmp_path).checks]
     assert "discrete.covariance_error" not in names
-    assert names == ["discrete.covariance", "discrete.agreement", "discrete.peak_at_alpha_c"]
+    assert names == ["discrete.covariance", "discrete.agreement", "discrete.gaussian_inputs_near_threshold",
+                     "discrete.peak_at_alpha_c"]
 
 
 @pytest.mark.parametrize(("theory_se", "passed"), [(0.04, True), (0.06, False)])
@@ -54,3 +58,28 @@ def test_agreement_fails_on_a_held_point_and_ignores_hot_ones(fake, tmp_path):
     assert not check.passed and check.value == pytest.approx(3.5)
     table = d._transition([_row("exact", 1.0, 0.0), _row("exact", -2.0, 0.0, hot=True)])
     assert [(e["beta"], e["test_loss_max_z"]) for e in table] == [(0.2, 1.0), (0.9, 2.0)]
+
+
+def test_gaussian_inputs_check_fails_when_spins_and_gaussian_inputs_differ(fake, tmp_path):
+    far = _row("exact", 1.0, 0.0, gauss_z=8.0)
+    far["near_threshold"] = False  # only the point nearest alpha_c is compared
+    fake([_row("exact", 1.0, 0.0, gauss_z=-2.9), far])
+    check = {c.name: c for c in d.run(tmp_path).checks}["discrete.gaussian_inputs_near_threshold"]
+    assert check.passed and check.value == pytest.approx(2.9)
+    fake([_row("exact", 1.0, 0.0, gauss_z=-3.1)])
+    check = {c.name: c for c in d.run(tmp_path).checks}["discrete.gaussian_inputs_near_threshold"]
+    assert not check.passed and check.value == pytest.approx(3.1)
+
+
+@pytest.mark.parametrize(("gap_large_L", "se_small_L", "passed"), [
+    (-0.02, 0.01, True),    # -10 % +- 1 % at the small L, -2 % at the large L: shrinks by 5.7 se
+    (-0.09, 0.01, False),   # shrinks by 0.7 se only
+    (0.10, 0.01, False),    # same size, opposite sign
+    (-0.02, 0.05, False),   # -10 % +- 5 % is not resolved at the small L: nothing to hold, fails
+])
+def test_finite_size_check_needs_the_resolved_gap_to_shrink(fake, tmp_path, gap_large_L, se_small_L, passed):
+    small = _row("gibbs", 1.0, 0.0, L=50, gauss_rel=-0.1, gauss_rel_se=se_small_L)
+    large = _row("gibbs", 1.0, 0.0, L=200, gauss_rel=gap_large_L, gauss_rel_se=0.01)
+    fake([small, large])
+    check = {c.name: c for c in d.run(tmp_path, quick=False).checks}["discrete.finite_size_near_threshold"]
+    assert check.passed is passed
