@@ -338,9 +338,9 @@ def _finite_size_check(held: list[dict]) -> Check:
             g0, s0, g1, s1 = (a[f"{k}_gauss_rel"], a[f"{k}_gauss_rel_se"], b[f"{k}_gauss_rel"],
                               b[f"{k}_gauss_rel_se"])
             # the exponent a of |gap| ~ p^-a between the two sizes (where both gaps share a sign)
-            a = np.log(g0 / g1) / np.log((hi - 1) / (lo - 1)) if g0 * g1 > 0 else float("nan")
+            expo = np.log(g0 / g1) / np.log((hi - 1) / (lo - 1)) if g0 * g1 > 0 else float("nan")
             parts.append(f"beta {beta:g} {k}: {100 * g0:+.1f} ± {100 * s0:.1f} % at L = {lo}, "
-                         f"{100 * g1:+.1f} ± {100 * s1:.1f} % at L = {hi} (p^-a with a = {a:.2f})")
+                         f"{100 * g1:+.1f} ± {100 * s1:.1f} % at L = {hi} (p^-a with a = {expo:.2f})")
             if abs(g0) > Z_MAX * s0:
                 pairs += 1
                 bad += not (abs(g0) - abs(g1) > 2.0 * np.hypot(s0, s1))
