@@ -10,6 +10,14 @@ with their own covariance (docs: "Discrete spins"). Checks (numbered in the repo
   of the theory against pseudo-likelihood fits on Boltzmann samples at high temperature
   (SK couplings, beta in {0.2, 0.4}): every |z| < 3 or relative gap < 3 %, z with the standard
   error of the simulation and (for sampled covariances) the jackknife error of the prediction;
+* ``discrete.gaussian_inputs_near_threshold``: at the sampled alpha nearest each site's separability
+  threshold alpha_c (where the finite-p rounding of the small-lam peak is largest), the
+  pseudo-likelihood fits against logistic fits on Gaussian inputs with the same Sigma and teacher
+  (``rm.simulate`` on the site's ``MaskedSite``): every |z| < 3. A gap to the theory that both share
+  is a finite-p effect of the learning problem, not a failure of Gaussian equivalence;
+* ``discrete.finite_size_near_threshold`` (with two sizes, i.e. full mode): where the Gaussian-input
+  gap to the theory at that alpha and the smallest lam is resolved at the smallest L, it is smaller
+  at the largest L by more than 2 standard errors (docs: "Finite size near the threshold");
 * ``discrete.covariance_error`` (only where a covariance is sampled, i.e. full mode): the jackknife
   error of every prediction at most half the simulation's standard error (its bias is reported);
 * ``discrete.peak_at_alpha_c``: the paper's fig. 3 (right) at q = 2: the peak of a site's theory
