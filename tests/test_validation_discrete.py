@@ -56,6 +56,8 @@ def test_agreement_fails_on_a_held_point_and_ignores_hot_ones(fake, tmp_path):
     fake([_row("exact", 1.0, 0.0), _row("exact", 3.5, 0.0)])
     check = {c.name: c for c in d.run(tmp_path).checks}["discrete.agreement"]
     assert not check.passed and check.value == pytest.approx(3.5)
+    assert ("3 outside [L = 50, beta = 0.2, alpha = 1.00 (alpha_c = 2.00), lam = 0.01: test_loss "
+            "z = +3.50" in check.detail)
     table = d._transition([_row("exact", 1.0, 0.0), _row("exact", -2.0, 0.0, hot=True)])
     assert [(e["beta"], e["test_loss_max_z"]) for e in table] == [(0.2, 1.0), (0.9, 2.0)]
 

@@ -269,7 +269,11 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
     rows, fig = _compute(s, rng, workers, out)
 
     held = [r for r in rows if not r["hot"]]
-    bad = [r for r in held for k in MEASURES if abs(r[f"{k}_z"]) >= Z_MAX and abs(r[f"{k}_rel"]) >= REL_MAX]
+    bad = [(r, k) for r in held for k in MEASURES
+           if abs(r[f"{k}_z"]) >= Z_MAX and abs(r[f"{k}_rel"]) >= REL_MAX]
+    outside = "".join(f" [L = {r['L']}, beta = {r['beta']:g}, alpha = {r['alpha']:.2f} (alpha_c = "
+                      f"{r['alpha_c']:.2f}), lam = {r['lam']:g}: {k} z = {r[f'{k}_z']:+.2f}, "
+                      f"{100 * r[f'{k}_rel']:+.1f} %]" for r, k in bad)
     worst_z = max(abs(r[f"{k}_z"]) for r in held for k in MEASURES)
     sampled = [r for r in held if r["covariance"] != "exact"]
     # the covariance's statistical error (jackknife over its batches) against the simulations' own
@@ -285,7 +289,8 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
         Check("discrete.agreement", not bad, worst_z, [Z_MAX, REL_MAX],
               f"{len(held)} (L, beta, alpha, lam) points x {len(MEASURES)} measures at beta in "
               f"{s['betas']}, L in {s['L']}: theory vs pseudo-likelihood fits, |z| < 3 or relative gap "
-              f"< 3 %; {len(bad)} outside; largest |z| = {worst_z:.2f}; seeds per L {s['seeds']}"),
+              f"< 3 %; {len(bad)} outside{outside}; largest |z| = {worst_z:.2f}; seeds per L "
+              f"{s['seeds']}"),
         Check("discrete.peak_at_alpha_c",
               bool(gaps[-1] < 0.02 and all(np.diff(gaps) < 0) and abs(sim_peak - theory_peak) <= 1),
               gaps[-1], 0.02,
