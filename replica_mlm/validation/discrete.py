@@ -114,7 +114,7 @@ def _agreement_block(L: int, beta: float, s: dict, rng: int, out: Path | None = 
     from replica_mlm.discrete.ising import ising_site, spin_covariance
     from replica_mlm.discrete.pseudo_likelihood import simulate_nested
 
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     model = rm.PottsModel.random_ising(L=L, beta=beta, seed=rng)
     cov = spin_covariance(model, samples=s["cov_samples"], batches=s["cov_batches"], rng=rng)
     p = L - 1
@@ -154,6 +154,7 @@ def _agreement_block(L: int, beta: float, s: dict, rng: int, out: Path | None = 
             rows.append(row)
     for r in rows:
         r["block_seconds"] = time.time() - t0
+        r["block_cpu_seconds"] = time.process_time() - c0
     if out is not None:
         (out / "discrete_blocks").mkdir(exist_ok=True)
         atomic_write_text(out / "discrete_blocks" / f"L{L}_beta{beta:g}.json",
@@ -370,7 +371,8 @@ def _transition(rows: list[dict]) -> list[dict]:
     for L, beta in sorted({(r["L"], r["beta"]) for r in rows}):
         pts = [r for r in rows if (r["L"], r["beta"]) == (L, beta)]
         entry = dict(L=L, beta=beta, points=len(pts), sampler=pts[0]["sampler"],
-                     sweeps_between=pts[0]["sweeps_between"], seconds=pts[0]["block_seconds"])
+                     sweeps_between=pts[0]["sweeps_between"], seconds=pts[0]["block_seconds"],
+                     cpu_seconds=pts[0].get("block_cpu_seconds", float("nan")))
         for k in MEASURES:
             rel = np.abs([r[f"{k}_rel"] for r in pts])
             entry.update({f"{k}_median_rel": float(np.median(rel)), f"{k}_max_rel": float(rel.max()),
