@@ -121,3 +121,18 @@ def test_gaussian_inputs_check_uses_welch_degrees_of_freedom(fake, tmp_path):
     dof = (v1 + v2) ** 2 / (v1**2 / 4 + v2**2 / (10**6 - 1))
     assert check.passed and check.value == pytest.approx(abs(d.normal_equivalent(-3.1, dof)), rel=1e-9)
     assert 2.0 < check.value < 2.3
+
+
+@pytest.mark.parametrize(("gap", "se", "passed"), [
+    (-0.10, 0.01, False),   # 10 standard errors and 10 %: the finite-L gap is resolved
+    (-0.025, 0.005, True),  # 5 standard errors but below 3 %
+    (-0.05, 0.02, True),    # 5 % but 2.5 standard errors
+])
+def test_theory_near_threshold_check_holds_the_gaussian_input_gap(fake, tmp_path, gap, se, passed):
+    rows = [_row("gibbs", 1.0, 0.0, L=L, gauss_rel=gap, gauss_rel_se=se) for L in (50, 200)]
+    fake(rows)
+    checks = {c.name: c for c in d.run(tmp_path, quick=False).checks}
+    assert checks["discrete.theory_near_threshold"].passed is passed
+    assert checks["discrete.theory_near_threshold"].value == pytest.approx(abs(gap) / se)
+    fake([_row("exact", 1.0, 0.0, gauss_rel=-0.1, gauss_rel_se=0.01)])  # quick mode: not held
+    assert "discrete.theory_near_threshold" not in {c.name for c in d.run(tmp_path).checks}
