@@ -1,7 +1,11 @@
-"""Finite-size effect of the Ising pseudo-likelihood learning curve near the separability threshold.
+"""
+Finite size near the separability threshold
+===========================================
 
-At small ``lam`` the test cross-entropy of one Ising site peaks at the separability threshold
-``alpha_c`` of the logit channel. This script measures, on several SK instances per size ``L``,
+The finite-size effect of the Ising pseudo-likelihood learning curve near the separability
+threshold (docs: "Discrete spins", section "Finite size near the threshold"). At small ``lam``
+the test cross-entropy of one Ising site peaks at the separability threshold ``alpha_c`` of the
+logit channel. This script measures, on several SK instances per size ``L``,
 the relative gap ``(simulation - theory) / theory`` of the site's test cross-entropy, estimation
 error and error rate at ``alpha`` in {1.7, 1.96, 2.2} (``alpha_c`` is about 2.1-2.2 at beta = 0.4),
 ``lam = 1e-3``, for two kinds of simulation on the same instance:
@@ -228,7 +232,7 @@ def analyse(out: Path) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description="Finite size near the separability threshold")
     ap.add_argument("out", type=Path)
     ap.add_argument("--analyse", action="store_true")
     ap.add_argument("--isotropic", action="store_true", help="Sigma = I instead of SK instances")
