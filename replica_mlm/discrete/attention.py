@@ -231,7 +231,7 @@ class FactoredAttention:
         monitor=None,
         init: str = "random",
         gtol: float = 1e-7,
-        newton_iter: int = 50,
+        newton_iter: int = 20,
     ) -> FactoredAttention:
         """Train by masked language modelling on ``seqs`` (n, L) with colours in [0, q).
 
