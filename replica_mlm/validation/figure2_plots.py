@@ -81,7 +81,8 @@ def figures(out: Path, st, d: dict) -> list[str]:
     Ese = np.array([e.std(ddof=1) / np.sqrt(e.size) if e.size > 1 else 0.0 for e in E])
     fig, ax = plt.subplots(figsize=(5.6, 4.2))
     ax.errorbar(Ms, Em, yerr=Ese, marker="o", capsize=3,
-                label="factored attention, minimiser (mean over disjoint subsets)")
+                label=f"factored attention, minimiser at $\\lambda$ = {st.lam:g} "
+                      "(mean over disjoint subsets)")
     ax.plot(Ms, Em[-1] * (Ms / Ms[-1]) ** -0.5, "k--", lw=0.8,
             label="M^(-1/2) through the largest M")
     fa = models["factored"]["reconstruction_error_sgd"]
