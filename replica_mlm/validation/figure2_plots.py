@@ -116,8 +116,8 @@ def figures(out: Path, st, d: dict) -> list[str]:
     ax.set_xticks(g, [f"{v:g}" for v in g])
     ax.set_xlabel("$\\gamma$ (weight of the positional encoding)")
     ax.set_ylabel("final test MLM loss per sequence (nats)")
-    ax.set_title("(d) $\\gamma$ family (error bars and band: 1 s.e., seeds and test set); " + title,
-                 fontsize=8)
+    ax.set_title("(d) $\\gamma$ family (error bars: 1 s.e., seeds and test set; band: test set)\n"
+                 + title, fontsize=8)
     ax.legend(fontsize=8)
     files += _save(fig, out, "fig2d_gamma_family")
     plt.close(fig)
