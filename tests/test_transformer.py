@@ -246,7 +246,8 @@ def test_fig2_runner_gives_every_model_the_same_data_and_seeds(tmp_path, monkeyp
         return fit(self, train, *a, **kw)
 
     def spy_fa(cls, seqs, *a, **kw):
-        seen["fa_fit"].append((np.array(seqs), kw["rng"], kw.get("method", "lbfgs")))
+        seen["fa_fit"].append((np.array(seqs), kw.get("rng"), kw.get("method", "lbfgs"),
+                               kw.get("init", "random")))
         return fa_fit(cls, seqs, *a, **kw)
 
     monkeypatch.setattr(transformer.TransformerMLM, "__init__", spy_init)
@@ -268,11 +269,17 @@ def test_fig2_runner_gives_every_model_the_same_data_and_seeds(tmp_path, monkeyp
     for tr, te in seen["tf_fit"]:
         np.testing.assert_array_equal(tr, train)
         np.testing.assert_array_equal(te, test)
-    full = [(s, r, m) for s, r, m in seen["fa_fit"] if s.shape[0] == st.M]
-    assert sorted(r for _, r, m in full if m == "sgd") == sorted(seeds)
-    assert sorted(r for _, r, m in full if m == "lbfgs") == sorted(seeds)
-    for s, _, _ in seen["fa_fit"]:  # the reconstruction curve uses nested subsets of the same set
-        np.testing.assert_array_equal(s, train[:s.shape[0]])
+    full = [(r, m, i) for s, r, m, i in seen["fa_fit"] if s.shape[0] == st.M]
+    # SGD from each seed's random start (fig. 2a), one fit from the mean-field start
+    assert sorted(r for r, m, _ in full if m == "sgd") == sorted(seeds)
+    assert [i for _, m, i in full if m == "lbfgs"] == ["mean-field"]
+    for s, _, m, i in seen["fa_fit"]:  # fig. 2c: disjoint subsets of the same training set
+        if s.shape[0] < st.M:
+            assert m == "lbfgs" and i == "mean-field"
+            r = int(np.flatnonzero([np.array_equal(s, train[k:k + s.shape[0]])
+                                    for k in range(0, st.M, s.shape[0])])[0])
+            assert r < st.seeds
+    assert sum(s.shape[0] == 100 for s, *_ in seen["fa_fit"]) == 2
     # the report: every number of fig. 2, figures as PNG and PDF
     report = json.loads((tmp_path / "fig2.json").read_text())
     d = report["data"]
@@ -287,5 +294,16 @@ def test_fig2_runner_gives_every_model_the_same_data_and_seeds(tmp_path, monkeyp
                  "fig2d_gamma_family"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 0 and (tmp_path / f"{stem}.pdf").exists()
     assert len(section.checks) == 6
+    fa = d["models"]["factored"]
+    assert len(fa["starts"]) == 3 and fa["trained_layer"] in [f["start"] for f in fa["starts"]]
+    assert min(f["objective"] for f in fa["starts"]) == pytest.approx(
+        min(f["objective"] for f in fa["starts"] if f["start"] == fa["trained_layer"]))
+    # the same numbers in two processes
+    other = tmp_path / "two"
+    figure2.run(other, rng=5, settings=st, workers=2)
+    d2 = json.loads((other / "fig2.json").read_text())["data"]
+    for key in ("transformer_1", "transformer_3", "factored"):
+        assert d2["models"][key]["final"] == d["models"][key]["final"]
+    assert d2["gamma_family"]["final"] == d["gamma_family"]["final"]
     res = CliRunner().invoke(main, ["paper-fig2", "--help"])
     assert res.exit_code == 0 and "--quick / --full" in res.output

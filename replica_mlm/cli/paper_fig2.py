@@ -11,12 +11,14 @@ import click
                short_help="Fig. 2 of Rende et al.: transformers vs factored attention vs the optimum.")
 @click.option("--quick/--full", default=True, show_default=True,
               help="Small model for CI (L = 6, q = 4, about a minute on one core) or the paper's "
-                   "setting (L = q = 20, mean Hamming distance 0.3, M = 3000; tens of minutes).")
+                   "setting (L = q = 20, mean Hamming distance 0.3, M = 3000; about 35 CPU minutes).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("fig2_out"),
               show_default=True, help="Folder for fig2a-d (PNG, PDF) and fig2.json.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Root seed of the model, the samples and the training seeds.")
-def paper_fig2(quick: bool, out: Path, seed: int) -> None:
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes for the independent trainings and fits (same numbers for any value).")
+def paper_fig2(quick: bool, out: Path, seed: int, workers: int) -> None:
     """Fig. 2 a-d: test loss of 1- and 3-layer transformers and factored attention against the
     conditional entropy, attention maps beside J, coupling reconstruction, the gamma family.
 
@@ -29,7 +31,7 @@ def paper_fig2(quick: bool, out: Path, seed: int) -> None:
         raise click.UsageError('paper-fig2 needs PyTorch: pip install "replica-mlm[transformer]"')
     from replica_mlm.validation.figure2 import run
 
-    section = run(out, quick=quick, rng=seed)
+    section = run(out, quick=quick, rng=seed, workers=workers)
     for c in section.checks:
         click.echo(f"[{'ok' if c.passed else 'FAIL'}] {c.name}: {c.detail}")
     click.echo(f"fig2a-d (PNG, PDF) and fig2.json written to {out}")
