@@ -10,15 +10,19 @@ Parallel tempering, its ladders and the temperature tuner are in
   pilot run that applies them and the :class:`GibbsDiagnostics` it fills.
 * The mean Hamming distance between independent chains (:func:`cross_chain_hamming`): pairs of
   configurations from different chains only, with a jackknife standard error over chains.
+* The Gibbs kernel (:func:`gibbs_sweep`) and the body of ``PottsModel.sample`` (:func:`draw`).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from replica_mlm import _checks
 
 if TYPE_CHECKING:  # pragma: no cover
     from replica_mlm.discrete.potts import PottsModel
@@ -50,6 +54,10 @@ TEMPERING_MAX_RUNGS = 128
 #: number of blocks per chain in the blocking estimate of tau (tempering pilot runs).
 BLOCKS = 10
 METHODS = ("gibbs", "tempering", "auto")
+#: default rounds of even/odd swaps after each tempering sweep
+TEMPERING_SWAP_ROUNDS = 1
+#: swap acceptance the tuner's equal-acceptance ladders are designed for
+TEMPERING_TARGET_ACCEPTANCE = 0.5
 
 
 # ---------------------------------------------------------------------- autocorrelation
@@ -296,7 +304,7 @@ def pilot_gibbs(model: PottsModel, gen, n_chains, n_sweeps, max_sweeps) -> Gibbs
     Nq = model._init_fields(s)
 
     def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
-        model._sweep(s, Nq, gen)
+        gibbs_sweep(model, s, Nq, gen)
         return s, model._energies_from_fields(s, Nq)
 
     d = _pilot(model, step, n_chains, n_sweeps, max_sweeps, None)
@@ -374,3 +382,141 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
         hamming_drift=float(drift),
         hamming_drift_se=float(drift_se),
     )
+
+
+# ---------------------------------------------------------------------- Gibbs kernel
+def gibbs_sweep(model: PottsModel, s: np.ndarray, Nq: np.ndarray, gen: np.random.Generator,
+                betas: np.ndarray | None = None) -> None:
+    """One systematic-scan Gibbs sweep of all chains, in place, with incremental fields.
+
+    For each site ``i`` the logits of all chains are ``beta Nq[:, :, i] U`` (C x q times
+    q x q), or ``betas[c] (Nq[c, :, i] U)`` with one inverse temperature per chain (parallel
+    tempering); a new colour is drawn by inverting the cumulative distribution; for the chains
+    whose colour changed the fields of every site move by ``J[i]`` from the old to the new
+    colour row.
+    """
+    C = s.shape[0]
+    bU = model.colours if betas is not None else model.beta * model.colours
+    bcol = None if betas is None else np.asarray(betas, dtype=float)[:, None]
+    J = model.couplings
+    u = gen.random((model.L, C))
+    for i in range(model.L):
+        z = Nq[:, :, i] @ bU
+        if bcol is not None:
+            z *= bcol
+        z -= z.max(axis=1, keepdims=True)
+        np.exp(z, out=z)
+        np.cumsum(z, axis=1, out=z)
+        new = (z < (u[i] * z[:, -1])[:, None]).sum(axis=1)
+        old = s[:, i]
+        chg = np.flatnonzero(new != old)
+        if chg.size:
+            newc = new[chg]
+            oldc = old[chg]
+            Nq[chg, oldc, :] -= J[i]
+            Nq[chg, newc, :] += J[i]
+            s[chg, i] = newc
+
+
+def check_pilot_size(model: PottsModel, n_chains, n_sweeps, max_sweeps, n_rungs) -> None:
+    """Refuse a pilot run whose recorded states or sweeps the machine cannot afford."""
+    C = 64 if n_chains is None else n_chains
+    K = TEMPERING_MAX_RUNGS if n_rungs is None else n_rungs
+    T = max(n_sweeps, max_sweeps)  # the recorded run doubles from n_sweeps up to max_sweeps
+    what = f"gibbs_diagnostics(n_chains={n_chains}, n_sweeps={n_sweeps}, max_sweeps={max_sweeps})"
+    # recorded spins (int16) and energies, a boolean copy per lag; the chains' states and fields
+    _checks.allocation(T * C * (4 * model.L + 8) + 8 * C * K * model.L * (model.q + 2), what)
+    _checks.work(4 * T * C * model.L * model.q, what)
+
+
+# ---------------------------------------------------------------------- sampling
+def draw(model: PottsModel, n, rng, *, n_chains, sweeps_between, burn_in, return_diagnostics,
+         method, n_rungs, beta_hot, ladder, swap_rounds):
+    """The body of :meth:`PottsModel.sample <replica_mlm.discrete.potts.PottsModel.sample>`."""
+    from replica_mlm.discrete.tempering import checked_ladder, tempering_step
+
+    method = _checks.choice(method, METHODS, "method")
+    n = _checks.positive_int(n, "n")
+    gen = _checks.as_generator(rng)
+    if n_chains is not None:
+        n_chains = _checks.positive_int(n_chains, "n_chains")
+    if sweeps_between is not None:
+        sweeps_between = _checks.positive_int(sweeps_between, "sweeps_between")
+    if burn_in is not None:
+        burn_in = _checks.nonnegative_int(burn_in, "burn_in")
+    return_diagnostics = _checks.flag(return_diagnostics, "return_diagnostics")
+    if n_rungs is not None:
+        n_rungs = _checks.positive_int(n_rungs, "n_rungs")
+    beta_hot = _checks.positive(beta_hot, "beta_hot")
+    L, q, beta = model.L, model.q, model.beta
+    C = min(n, 500 if n_chains is None else n_chains)
+    K = n_rungs or 1
+    what = f"sample(n={n}, sweeps_between={sweeps_between}, burn_in={burn_in}, n_rungs={n_rungs})"
+    # the saved configurations (intp) and their copy; the chains' states and colour fields
+    _checks.allocation(2 * 8 * (n + C) * L + 8 * C * K * L * (q + 2), f"{what} of L = {L} sites")
+    sweeps = (burn_in or 0) + (sweeps_between or 1) * (-(-n // C))
+    _checks.work(sweeps * C * K * L * q, what)
+    diag = None
+    if sweeps_between is None or burn_in is None:
+        diag = model.gibbs_diagnostics(rng=gen, method=method, n_rungs=n_rungs,
+                                       beta_hot=beta_hot, ladder=ladder, swap_rounds=swap_rounds)
+        if not diag.mixing:
+            warnings.warn(
+                f"{diag.method} sampler at beta={beta:.4g} did not decorrelate within "
+                f"the pilot run ({diag.n_sweeps} sweeps; tau_int >= {diag.tau_int:.1f} "
+                "sweeps): samples may not be from the Boltzmann distribution",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        method = diag.method
+        ladder = diag.ladder
+        swap_rounds = diag.swap_rounds
+    elif method == "auto":
+        raise ValueError('method="auto" needs the pilot run: leave sweeps_between or burn_in '
+                         "unset, or choose gibbs or tempering")
+    else:
+        ladder = (checked_ladder(model, ladder, n_rungs, beta_hot)
+                  if method == "tempering" else np.array([beta]))
+        swap_rounds = _checks.positive_int(swap_rounds, "swap_rounds")
+    between = diag.sweeps_between if sweeps_between is None else sweeps_between
+    burn = diag.burn_in if burn_in is None else burn_in
+    if method == "tempering":
+        K = ladder.size
+        C = min(n, max(16, 500 // K)) if n_chains is None else min(n_chains, n)
+        s = gen.integers(0, q, size=(C * K, L))
+        Nq = model._init_fields(s)
+        who = np.tile(np.arange(K), (C, 1))
+        base = np.arange(C) * K
+        t = 0
+
+        def advance() -> None:
+            nonlocal t
+            tempering_step(model, s, Nq, who, ladder, t, gen, None, swap_rounds)
+            t += 1
+
+        def current() -> np.ndarray:
+            return s[base + who[:, -1]]
+    else:
+        C = min(n, 500) if n_chains is None else min(n_chains, n)
+        s = gen.integers(0, q, size=(C, L))
+        Nq = model._init_fields(s)
+
+        def advance() -> None:
+            gibbs_sweep(model, s, Nq, gen)
+
+        def current() -> np.ndarray:
+            return s
+    per_chain = -(-n // C)
+    for _ in range(burn):
+        advance()
+    out = np.empty((per_chain, C, L), dtype=np.intp)
+    for k in range(per_chain):
+        if k > 0:
+            for _ in range(between):
+                advance()
+        out[k] = current()
+    # interleave chains so that the first n rows come from as many chains as possible
+    seqs = out.reshape(per_chain * C, L)[:n].copy()
+    if return_diagnostics:
+        return seqs, diag
+    return seqs
