@@ -468,6 +468,7 @@ class PottsModel:
         beta_hot: float = TEMPERING_BETA_HOT,
         ladder=None,
         swap_rounds: int = TEMPERING_SWAP_ROUNDS,
+        resume: GibbsDiagnostics | None = None,
     ) -> np.ndarray | tuple[np.ndarray, GibbsDiagnostics | None]:
         """Draw ``n`` sequences by Gibbs sampling with the exact conditionals.
 
@@ -488,6 +489,13 @@ class PottsModel:
             both given; pass ``ladder=diagnostics.ladder`` and
             ``swap_rounds=diagnostics.swap_rounds`` to sample with what a pilot run measured.
             ``"auto"``: the method the pilot run chose (Gibbs if it mixes, else tempering).
+        resume : GibbsDiagnostics, optional
+            Continue the chains where this pilot run of the model ended (e.g.
+            ``tune_beta(..., return_result=True).diagnostics``), with its method, ladder and swap
+            rounds, instead of starting new chains from random sequences: those chains passed the
+            pilot's equilibration checks, so ``burn_in`` defaults to 0 and ``sweeps_between`` to
+            the pilot's. ``n_chains`` (default: all of the pilot's) takes the first replicas;
+            ``method``, ``n_rungs``, ``beta_hot``, ``ladder`` and ``swap_rounds`` are not used.
 
         Returns
         -------
@@ -496,7 +504,8 @@ class PottsModel:
         """
         return _ps.draw(self, n, rng, n_chains=n_chains, sweeps_between=sweeps_between,
                         burn_in=burn_in, return_diagnostics=return_diagnostics, method=method,
-                        n_rungs=n_rungs, beta_hot=beta_hot, ladder=ladder, swap_rounds=swap_rounds)
+                        n_rungs=n_rungs, beta_hot=beta_hot, ladder=ladder, swap_rounds=swap_rounds,
+                        resume=resume)
 
     def mean_hamming(self, seqs) -> float:
         """Mean Hamming distance (fraction of differing sites) between distinct pairs of ``seqs``.
@@ -521,7 +530,7 @@ class PottsModel:
         max_iter: int = 30,
         method: str = "auto",
         n_replicas: int = 32,
-        max_sweeps: int = 3200,
+        max_sweeps: int = 12800,
         swap_rounds: int = TEMPERING_SWAP_ROUNDS,
         beta_hot: float = TEMPERING_BETA_HOT,
         return_result: bool = False,
@@ -539,7 +548,11 @@ class PottsModel:
         so there is no noisy bisection. At that beta a pilot run (``n_replicas`` replicas of a
         ladder with equal predicted swap acceptance, or plain Gibbs chains if beta <=
         ``beta_hot``) must pass the mixing check (:meth:`gibbs_diagnostics`, at most
-        ``max_sweeps`` recorded steps) and measure the Hamming distance with a standard error
+        ``max_sweeps`` recorded steps; 12800 by default, since on ``PottsModel.random(L=20, q=20)``
+        the slow mode at the target, hops between a few far-apart groups of sequences that the
+        ladder carries through its hot rungs, decays over 100-200 steps and Geyer's window closes
+        only after about 6400 steps at 128 replicas, see benchmarks/README.md) and measure the
+        Hamming distance with a standard error
         below ``tol / 3`` (more replicas, up to 4x, then longer runs, where undecided); if it is
         more than ``tol + 2 se`` from the target a Newton step in ``log beta`` follows (at most
         ``max_iter`` runs).

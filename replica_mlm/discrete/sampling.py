@@ -269,6 +269,11 @@ class GibbsDiagnostics:
     hamming_drift, hamming_drift_se : float
         Cross-chain Hamming distance of the second half of the recorded run minus that of the
         first half, and its jackknife standard error over chains (:func:`hamming_drift`).
+    state : tuple (states, who) or None
+        The chains where the pilot run ended: ``states`` (n_chains * len(ladder), L) and, for
+        tempering, ``who`` (n_chains, len(ladder)), the chain of each replica at each rung (None
+        for Gibbs). ``PottsModel.sample(..., resume=diagnostics)`` continues these chains, which
+        passed the equilibration check, instead of burning in new ones from random sequences.
     """
 
     tau_int: float
@@ -290,6 +295,7 @@ class GibbsDiagnostics:
     hamming_se: float = math.nan
     hamming_drift: float = math.nan
     hamming_drift_se: float = math.nan
+    state: tuple | None = field(default=None, repr=False)
 
     @property
     def mixing(self) -> bool:
@@ -309,6 +315,7 @@ def pilot_gibbs(model: PottsModel, gen, n_chains, n_sweeps, max_sweeps) -> Gibbs
 
     d = _pilot(model, step, n_chains, n_sweeps, max_sweeps, None)
     d.ladder = np.array([model.beta])
+    d.state = (s.copy(), None)
     return d
 
 
@@ -430,11 +437,37 @@ def check_pilot_size(model: PottsModel, n_chains, n_sweeps, max_sweeps, n_rungs)
 
 
 # ---------------------------------------------------------------------- sampling
+def _resume_from(model: PottsModel, d, n_chains):
+    """Check that ``d`` is a pilot run of this model that kept its chains; its chains to continue."""
+    if not isinstance(d, GibbsDiagnostics):
+        raise TypeError(f"resume must be the GibbsDiagnostics of a pilot run (e.g. "
+                        f"tune_beta(..., return_result=True).diagnostics), got {type(d).__name__}")
+    if d.state is None:
+        raise ValueError("resume: these diagnostics did not keep the pilot's chains (state is None)")
+    s, who = d.state
+    K = d.ladder.size
+    if (s.ndim != 2 or s.shape[1] != model.L or s.shape[0] != d.n_chains * K
+            or s.min() < 0 or s.max() >= model.q):
+        raise ValueError(f"resume: the pilot's chains {s.shape} do not belong to a model of "
+                         f"L = {model.L} sites and q = {model.q} colours")
+    if not np.isclose(d.ladder[-1], model.beta, rtol=1e-12):
+        raise ValueError(f"resume: the pilot ran at beta = {d.ladder[-1]:.6g}, the model is at "
+                         f"beta = {model.beta:.6g}")
+    R = d.n_chains if n_chains is None else min(n_chains, d.n_chains)
+    s = s[: R * K].copy()
+    who = None if who is None else who[:R].copy()
+    return s, who, R
+
+
 def draw(model: PottsModel, n, rng, *, n_chains, sweeps_between, burn_in, return_diagnostics,
-         method, n_rungs, beta_hot, ladder, swap_rounds):
+         method, n_rungs, beta_hot, ladder, swap_rounds, resume=None):
     """The body of :meth:`PottsModel.sample <replica_mlm.discrete.potts.PottsModel.sample>`."""
     from replica_mlm.discrete.tempering import checked_ladder, tempering_step
 
+    if resume is not None:
+        return _draw_resumed(model, n, rng, resume, n_chains=n_chains,
+                             sweeps_between=sweeps_between, burn_in=burn_in,
+                             return_diagnostics=return_diagnostics)
     method = _checks.choice(method, METHODS, "method")
     n = _checks.positive_int(n, "n")
     gen = _checks.as_generator(rng)
@@ -520,3 +553,46 @@ def draw(model: PottsModel, n, rng, *, n_chains, sweeps_between, burn_in, return
     if return_diagnostics:
         return seqs, diag
     return seqs
+
+
+def _draw_resumed(model: PottsModel, n, rng, d, *, n_chains, sweeps_between, burn_in,
+                  return_diagnostics):
+    """Continue the chains of pilot run ``d`` and save every ``sweeps_between`` steps."""
+    from replica_mlm.discrete.tempering import tempering_step
+
+    n = _checks.positive_int(n, "n")
+    gen = _checks.as_generator(rng)
+    if n_chains is not None:
+        n_chains = _checks.positive_int(n_chains, "n_chains")
+    s, who, C = _resume_from(model, d, n_chains)
+    between = d.sweeps_between if sweeps_between is None else _checks.positive_int(
+        sweeps_between, "sweeps_between")
+    burn = 0 if burn_in is None else _checks.nonnegative_int(burn_in, "burn_in")
+    return_diagnostics = _checks.flag(return_diagnostics, "return_diagnostics")
+    K, L = d.ladder.size, model.L
+    per_chain = -(-n // C)
+    what = f"sample(n={n}, resume=<{d.method} pilot of {C} chains>)"
+    _checks.allocation(2 * 8 * (n + C) * L + 8 * C * K * L * (model.q + 2), what)
+    _checks.work((burn + between * per_chain) * C * K * L * model.q, what)
+    Nq = model._init_fields(s)
+    ladder, rounds = d.ladder.copy(), d.swap_rounds
+    base = np.arange(C) * K
+    t = 0  # even/odd swap rounds alternate from here (either parity keeps the target exact)
+
+    def advance() -> None:
+        nonlocal t
+        if who is None:
+            gibbs_sweep(model, s, Nq, gen)
+        else:
+            tempering_step(model, s, Nq, who, ladder, t, gen, None, rounds)
+        t += 1
+
+    out = np.empty((per_chain, C, L), dtype=np.intp)
+    for _ in range(burn):
+        advance()
+    for k in range(per_chain):
+        for _ in range(between):  # the pilot's last state was recorded: step away from it first
+            advance()
+        out[k] = s if who is None else s[base + who[:, -1]]
+    seqs = out.reshape(per_chain * C, L)[:n].copy()
+    return (seqs, d) if return_diagnostics else seqs

@@ -222,6 +222,7 @@ def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
     d.ladder = ladder.copy()
     d.swap_acceptance = tally[0] / np.maximum(tally[1], 1)
     d.swap_rounds = int(swap_rounds)
+    d.state = (s.copy(), who.copy())
     # from random starts the ladder equilibrates more slowly than the cold rung decorrelates at
     # equilibrium (seed 9 of bench_tempering: 1000 samples after 60 steps of burn-in had mean
     # Hamming 0.319 +- 0.010 and 0.330 +- 0.008, after 600 steps 0.293 +- 0.008 and 0.299 +- 0.010,
