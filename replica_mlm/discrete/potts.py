@@ -551,7 +551,7 @@ class PottsModel:
         ``max_sweeps`` recorded steps; 12800 by default, since on ``PottsModel.random(L=20, q=20)``
         the slow mode at the target, hops between a few far-apart groups of sequences that the
         ladder carries through its hot rungs, decays over 100-200 steps and Geyer's window closes
-        only after about 6400 steps at 128 replicas, see benchmarks/README.md) and measure the
+        after 3200-6400 steps at 32-64 replicas, later with more, see benchmarks/README.md) and measure the
         Hamming distance with a standard error
         below ``tol / 3`` (more replicas, up to 4x, then longer runs, where undecided); if it is
         more than ``tol + 2 se`` from the target a Newton step in ``log beta`` follows (at most
