@@ -2,9 +2,11 @@
 
 For every seed: tune beta (scan, then verification pilot run with the mixing check), then draw
 ``--n-samples`` sequences at that beta with the pilot's ladder and thinning, and measure their mean
-Hamming distance again. Prints one row per seed: beta; the Hamming distance of the tuner's pilot
-run (cross-replica pairs, jackknife standard error) and of the drawn samples (50 chains; pairs
-from different chains, jackknife error over chains); the mixing verdict of the sampler's own diagnostics;
+Hamming distance again. The samples continue the chains of the tuner's final pilot run
+(``sample(..., resume=diagnostics)``), which passed its equilibration checks, at most 50 of them.
+Prints one row per seed: beta; the Hamming distance of the tuner's pilot run (cross-replica pairs,
+jackknife standard error) and of the drawn samples (pairs from different chains, jackknife error
+over chains); the mixing verdict of the sampler's own diagnostics;
 tau_int at the coldest rung; rungs; the range of swap acceptances; CPU / wall seconds of tuning
 and of sampling (on a shared machine the CPU time is the meaningful one). ``--json`` writes every
 number.
@@ -62,10 +64,9 @@ def run_seed(seed: int, target: float, n_samples: int) -> dict:
     d = res.diagnostics
     m = pm.with_beta(res.beta)
     t1, c1 = time.perf_counter(), time.process_time()
-    n_chains = 50
-    seqs = m.sample(n_samples, rng=seed + 1000, method=d.method, ladder=d.ladder, n_chains=n_chains,
-                    swap_rounds=d.swap_rounds, sweeps_between=d.sweeps_between,
-                    burn_in=d.burn_in)
+    # continue the verified pilot's chains (no new burn-in from random sequences)
+    n_chains = min(50, d.n_chains)
+    seqs = m.sample(n_samples, rng=seed + 1000, resume=d, n_chains=n_chains)
     t_sample, cpu_sample = time.perf_counter() - t1, time.process_time() - c1
     h_s, se_s = chain_hamming(seqs, n_chains, m.q)
     h_g, se_g = grouped_hamming(m, seqs)
@@ -81,7 +82,7 @@ def run_seed(seed: int, target: float, n_samples: int) -> dict:
         ladder=d.ladder.tolist(), acceptance=acc.tolist(),
         acc_min=float(acc.min()) if acc.size else None,
         acc_max=float(acc.max()) if acc.size else None, swap_rounds=d.swap_rounds,
-        trials=[list(t) for t in res.trials], n_scans=len(res.scans),
+        trials=[list(t) for t in res.trials], n_scans=len(res.scans), sample_chains=n_chains,
         t_tune=t_tune, t_sample=t_sample, cpu_tune=cpu_tune, cpu_sample=cpu_sample,
         n_samples=n_samples,
     )

@@ -311,3 +311,50 @@ def test_hamming_drift_is_calibrated_and_detects_relaxation():
     assert d < 0 and abs(d) > 4 * se
     with pytest.raises(ValueError, match="3 chains"):
         sampling_module.hamming_drift(states[:, :2], q)
+
+
+def test_sample_resumes_the_pilot_chains_exactly():
+    """``sample(resume=d)`` continues the pilot's tempering replicas (and Gibbs chains): exact
+    Boltzmann frequencies by chi-square on an enumerable model, no new burn-in needed."""
+    pm = cold_model()
+    d = pm.gibbs_diagnostics(rng=0, method="tempering", n_rungs=3, beta_hot=0.5, n_chains=40)
+    assert d.mixing and d.state is not None and d.state[0].shape == (40 * 3, pm.L)
+    seqs, back = pm.sample(4000, rng=1, resume=d, return_diagnostics=True)
+    assert back is d and seqs.shape == (4000, pm.L)
+    assert chi_square_pvalue(pm, seqs).pvalue > 1e-3
+    g = pm.with_beta(0.7).gibbs_diagnostics(rng=0, n_chains=40)
+    assert g.mixing and g.state[1] is None
+    gs = pm.with_beta(0.7).sample(4000, rng=2, resume=g, n_chains=20)
+    assert chi_square_pvalue(pm.with_beta(0.7), gs).pvalue > 1e-3
+    with pytest.raises(ValueError, match="beta"):
+        pm.with_beta(2.0).sample(10, resume=d)
+    with pytest.raises(TypeError, match="GibbsDiagnostics"):
+        pm.sample(10, resume="pilot")
+    with pytest.raises(ValueError, match="L = 5"):
+        rm.PottsModel.random(L=5, q=3, seed=7, beta=3.0).sample(10, resume=d)
+
+
+def test_tempering_diagnostics_refuse_a_ladder_that_does_not_reach_hot_rungs():
+    """The mixing check can fail: a two-rung ladder that stays cold (beta 4.5 and 5) on the
+    L = q = 20 model where plain Gibbs is stuck at beta = 5 does not pass within 800 steps."""
+    pm = rm.PottsModel.random(L=20, q=20, seed=0, beta=5.0)
+    d = pm.gibbs_diagnostics(rng=0, method="tempering", ladder=[4.5, 5.0], max_sweeps=800)
+    assert not d.mixing, (d.tau_int, d.window_found, d.equilibrated)
+
+
+@pytest.mark.slow
+def test_tune_beta_mixes_at_hamming_03_on_seed_8():
+    """Issue 12, item 3 on seed 8 (refused with max_sweeps = 3200: 128 replicas, no Geyer window):
+    tune, mix, and resumed samples that agree with the pilot (4 s.e.). Not yet seen to pass: the
+    run after raising max_sweeps to 12800 did not finish (benchmarks/README.md); tens of CPU
+    minutes."""
+    pm = rm.PottsModel.random(L=20, q=20, seed=8)
+    res = pm.tune_beta(target_hamming=0.3, rng=8, return_result=True)
+    d = res.diagnostics
+    assert d.mixing and abs(res.hamming - 0.3) <= 0.01 and res.hamming_se <= 0.01 / 3
+    m = pm.with_beta(res.beta)
+    seqs = m.sample(2000, rng=1, resume=d, n_chains=min(50, d.n_chains))
+    C = min(50, d.n_chains)
+    states = seqs[: seqs.shape[0] - seqs.shape[0] % C].reshape(-1, C, pm.L)
+    h, se = sampling_module.cross_chain_hamming(sampling_module._colour_counts(states, pm.q))
+    assert abs(h - res.hamming) <= 4 * np.hypot(se, res.hamming_se), (h, se, res.hamming)

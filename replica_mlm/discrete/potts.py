@@ -29,7 +29,6 @@ and the tempering kernel, ladders with equal swap acceptance and the temperature
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from scipy.special import log_softmax, logsumexp
@@ -45,10 +44,8 @@ from replica_mlm._checks import (
 from replica_mlm.discrete import sampling as _ps
 from replica_mlm.discrete import tempering as _pt
 from replica_mlm.discrete.sampling import (  # GibbsDiagnostics etc. re-exported from here
-    METHODS,
     TEMPERING_BETA_HOT,
-    TEMPERING_MAX_RUNGS,
-    TEMPERING_MIN_ACCEPTANCE,
+    TEMPERING_SWAP_ROUNDS,
     GibbsDiagnostics,
     initial_monotone_tau,
     integrated_autocorrelation_time,
@@ -64,10 +61,6 @@ __all__ = [
     "integrated_autocorrelation_time",
 ]
 
-#: default rounds of even/odd swaps after each tempering sweep
-TEMPERING_SWAP_ROUNDS = 1
-#: swap acceptance the tuner's equal-acceptance ladders are designed for
-TEMPERING_TARGET_ACCEPTANCE = 0.5
 
 def check_sequences(seqs, *, L: int, q: int, name: str = "seqs") -> np.ndarray:
     """Validate an integer array of sequences of shape (n, L) with values in [0, q).
@@ -319,35 +312,8 @@ class PottsModel:
         gen: np.random.Generator,
         betas: np.ndarray | None = None,
     ) -> None:
-        """One systematic-scan Gibbs sweep of all chains, in place, with incremental fields.
-
-        For each site ``i`` the logits of all chains are ``beta Nq[:, :, i] U`` (C x q times
-        q x q), or ``betas[c] (Nq[c, :, i] U)`` with one inverse temperature per chain (parallel
-        tempering); a new colour is drawn by inverting the cumulative distribution; for the chains
-        whose colour changed the fields of every site move by ``J[i]`` from the old to the new
-        colour row.
-        """
-        C = s.shape[0]
-        bU = self._U if betas is not None else self._beta * self._U
-        bcol = None if betas is None else np.asarray(betas, dtype=float)[:, None]
-        J = self._J
-        u = gen.random((self.L, C))
-        for i in range(self.L):
-            z = Nq[:, :, i] @ bU
-            if bcol is not None:
-                z *= bcol
-            z -= z.max(axis=1, keepdims=True)
-            np.exp(z, out=z)
-            np.cumsum(z, axis=1, out=z)
-            new = (z < (u[i] * z[:, -1])[:, None]).sum(axis=1)
-            old = s[:, i]
-            chg = np.flatnonzero(new != old)
-            if chg.size:
-                newc = new[chg]
-                oldc = old[chg]
-                Nq[chg, oldc, :] -= J[i]
-                Nq[chg, newc, :] += J[i]
-                s[chg, i] = newc
+        """One Gibbs sweep of all chains in place (``sampling.gibbs_sweep``)."""
+        _ps.gibbs_sweep(self, s, Nq, gen, betas)
 
     def _energies_from_fields(self, s: np.ndarray, Nq: np.ndarray) -> np.ndarray:
         Ug = self._U[s]  # (C, L, q): U[s_ci, b]
@@ -374,7 +340,7 @@ class PottsModel:
         Nq = self._init_fields(s)
         rec = []
         for t in range(1, n_sweeps + 1):
-            self._sweep(s, Nq, gen)
+            _ps.gibbs_sweep(self, s, Nq, gen)
             if record_every and t % record_every == 0:
                 rec.append(s.copy())
         return s, (np.stack(rec) if rec else None)
@@ -404,18 +370,7 @@ class PottsModel:
         if n_rungs is not None:
             n_rungs = positive_int(n_rungs, "n_rungs")
             _checks.allocation(4 * 8 * n_rungs, f"a tempering ladder of n_rungs={n_rungs}")
-        lo = min(beta_hot, self._beta)
-        if n_rungs is None:
-            if lo >= self._beta:
-                return np.array([self._beta])
-            ratio = 1.0 + 1.0 / math.sqrt(self.L)
-            n_rungs = 1 + math.ceil(math.log(self._beta / lo) / math.log(ratio))
-        n_rungs = positive_int(n_rungs, "n_rungs")
-        if n_rungs == 1:
-            return np.array([self._beta])
-        ladder = np.geomspace(lo, self._beta, n_rungs)
-        ladder[-1] = self._beta
-        return ladder
+        return _pt.geometric_ladder(self._beta, n_rungs, beta_hot, self.L)
 
     def _tempering_step(self, s, Nq, who, ladder, t, gen, tally=None, swap_rounds=1) -> np.ndarray:
         """One parallel-tempering step in place (``tempering.tempering_step``)."""
@@ -494,63 +449,9 @@ class PottsModel:
             Rounds of even/odd swaps after each tempering sweep (default 1). Swaps do not change
             the energies, so extra rounds cost little; each round keeps the target exact.
         """
-        method = _checks.choice(method, METHODS, "method")
-        n_sweeps = positive_int(n_sweeps, "n_sweeps")
-        max_sweeps = positive_int(max_sweeps, "max_sweeps")
-        gen = as_generator(rng)
-        if n_chains is not None:
-            n_chains = positive_int(n_chains, "n_chains")
-        if n_rungs is not None:
-            n_rungs = positive_int(n_rungs, "n_rungs")
-        beta_hot = positive(beta_hot, "beta_hot")
-        self._check_pilot_size(n_chains, n_sweeps, max_sweeps, n_rungs)
-        if method in ("gibbs", "auto"):
-            C = 64 if n_chains is None else positive_int(n_chains, "n_chains")
-            d = _ps.pilot_gibbs(self, gen, C, n_sweeps, max_sweeps)
-            if method == "gibbs" or d.mixing:
-                return d
-        R = 16 if n_chains is None else positive_int(n_chains, "n_chains")
-        fixed = ladder is not None or n_rungs is not None
-        ladder = self._ladder(ladder, n_rungs, beta_hot)
-        swap_rounds = positive_int(swap_rounds, "swap_rounds")
-        while True:
-            d = _pt.pilot_tempering(self, gen, R, ladder, n_sweeps, max_sweeps, swap_rounds)
-            K = ladder.size
-            low = d.swap_acceptance.size and d.swap_acceptance.min() < TEMPERING_MIN_ACCEPTANCE
-            if fixed or not low or K >= TEMPERING_MAX_RUNGS:
-                return d
-            # rungs placed at equal predicted acceptance from the measured ones, at least 1.5x
-            new = _pt.equal_acceptance_ladder(ladder, d.swap_acceptance, beta_lo=ladder[0],
-                                              beta_hi=self._beta,
-                                              target=TEMPERING_TARGET_ACCEPTANCE)
-            if new.size < 1 + math.ceil(1.5 * (K - 1)):
-                new = self.tempering_ladder(min(TEMPERING_MAX_RUNGS, 1 + math.ceil(1.5 * (K - 1))),
-                                            beta_hot=beta_hot)
-            ladder = new
-
-    def _check_pilot_size(self, n_chains, n_sweeps, max_sweeps, n_rungs) -> None:
-        """Refuse a pilot run whose recorded states or sweeps the machine cannot afford."""
-        C = 64 if n_chains is None else n_chains
-        K = TEMPERING_MAX_RUNGS if n_rungs is None else n_rungs
-        T = max(n_sweeps, max_sweeps)  # the recorded run doubles from n_sweeps up to max_sweeps
-        what = f"gibbs_diagnostics(n_chains={n_chains}, n_sweeps={n_sweeps}, max_sweeps={max_sweeps})"
-        # recorded spins (int16) and energies, a boolean copy per lag; the chains' states and fields
-        _checks.allocation(T * C * (4 * self.L + 8) + 8 * C * K * self.L * (self.q + 2), what)
-        _checks.work(4 * T * C * self.L * self.q, what)
-
-    def _ladder(self, ladder, n_rungs, beta_hot) -> np.ndarray:
-        """An explicit ladder (checked: increasing, positive, ending at beta) or a geometric one."""
-        if ladder is None:
-            return self.tempering_ladder(n_rungs, beta_hot=beta_hot)
-        lad = np.asarray(ladder, dtype=float)
-        if (lad.ndim != 1 or lad.size < 1 or not np.all(np.isfinite(lad)) or lad[0] <= 0
-                or np.any(np.diff(lad) <= 0) or not np.isclose(lad[-1], self._beta, rtol=1e-12)):
-            raise ValueError("ladder must be a strictly increasing 1-d array of positive inverse "
-                             f"temperatures ending at the model's beta = {self._beta:.6g}, got "
-                             f"{np.array2string(np.asarray(ladder), precision=4)}")
-        lad = lad.copy()
-        lad[-1] = self._beta
-        return lad
+        return _pt.diagnose(self, rng, n_chains=n_chains, n_sweeps=n_sweeps, max_sweeps=max_sweeps,
+                            method=method, n_rungs=n_rungs, beta_hot=beta_hot, ladder=ladder,
+                            swap_rounds=swap_rounds)
 
     # ------------------------------------------------------------------ sampling
     def sample(
@@ -567,6 +468,7 @@ class PottsModel:
         beta_hot: float = TEMPERING_BETA_HOT,
         ladder=None,
         swap_rounds: int = TEMPERING_SWAP_ROUNDS,
+        resume: GibbsDiagnostics | None = None,
     ) -> np.ndarray | tuple[np.ndarray, GibbsDiagnostics | None]:
         """Draw ``n`` sequences by Gibbs sampling with the exact conditionals.
 
@@ -587,100 +489,23 @@ class PottsModel:
             both given; pass ``ladder=diagnostics.ladder`` and
             ``swap_rounds=diagnostics.swap_rounds`` to sample with what a pilot run measured.
             ``"auto"``: the method the pilot run chose (Gibbs if it mixes, else tempering).
+        resume : GibbsDiagnostics, optional
+            Continue the chains where this pilot run of the model ended (e.g.
+            ``tune_beta(..., return_result=True).diagnostics``), with its method, ladder and swap
+            rounds, instead of starting new chains from random sequences: those chains passed the
+            pilot's equilibration checks, so ``burn_in`` defaults to 0 and ``sweeps_between`` to
+            the pilot's. ``n_chains`` (default: all of the pilot's) takes the first replicas;
+            ``method``, ``n_rungs``, ``beta_hot``, ``ladder`` and ``swap_rounds`` are not used.
 
         Returns
         -------
         seqs : int array (n, L), or ``(seqs, diagnostics)`` if ``return_diagnostics`` (diagnostics
         is None when both ``sweeps_between`` and ``burn_in`` were given).
         """
-        method = _checks.choice(method, METHODS, "method")
-        n = positive_int(n, "n")
-        gen = as_generator(rng)
-        if n_chains is not None:
-            n_chains = positive_int(n_chains, "n_chains")
-        if sweeps_between is not None:
-            sweeps_between = positive_int(sweeps_between, "sweeps_between")
-        if burn_in is not None:
-            burn_in = _checks.nonnegative_int(burn_in, "burn_in")
-        return_diagnostics = _checks.flag(return_diagnostics, "return_diagnostics")
-        if n_rungs is not None:
-            n_rungs = positive_int(n_rungs, "n_rungs")
-        beta_hot = positive(beta_hot, "beta_hot")
-        C = min(n, 500 if n_chains is None else n_chains)
-        K = n_rungs or 1
-        what = f"sample(n={n}, sweeps_between={sweeps_between}, burn_in={burn_in}, n_rungs={n_rungs})"
-        # the saved configurations (intp) and their copy; the chains' states and colour fields
-        _checks.allocation(2 * 8 * (n + C) * self.L + 8 * C * K * self.L * (self.q + 2),
-                           f"{what} of L = {self.L} sites")
-        sweeps = (burn_in or 0) + (sweeps_between or 1) * (-(-n // C))
-        _checks.work(sweeps * C * K * self.L * self.q, what)
-        diag = None
-        if sweeps_between is None or burn_in is None:
-            diag = self.gibbs_diagnostics(rng=gen, method=method, n_rungs=n_rungs,
-                                          beta_hot=beta_hot, ladder=ladder,
-                                          swap_rounds=swap_rounds)
-            if not diag.mixing:
-                warnings.warn(
-                    f"{diag.method} sampler at beta={self._beta:.4g} did not decorrelate within "
-                    f"the pilot run ({diag.n_sweeps} sweeps; tau_int >= {diag.tau_int:.1f} "
-                    "sweeps): samples may not be from the Boltzmann distribution",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-            method = diag.method
-            ladder = diag.ladder
-            swap_rounds = diag.swap_rounds
-        elif method == "auto":
-            raise ValueError('method="auto" needs the pilot run: leave sweeps_between or burn_in '
-                             "unset, or choose gibbs or tempering")
-        else:
-            ladder = (self._ladder(ladder, n_rungs, beta_hot)
-                      if method == "tempering" else np.array([self._beta]))
-            swap_rounds = positive_int(swap_rounds, "swap_rounds")
-        between = diag.sweeps_between if sweeps_between is None else positive_int(
-            sweeps_between, "sweeps_between"
-        )
-        burn = diag.burn_in if burn_in is None else burn_in
-        if method == "tempering":
-            K = ladder.size
-            C = min(n, max(16, 500 // K)) if n_chains is None else min(n_chains, n)
-            s = gen.integers(0, self.q, size=(C * K, self.L))
-            Nq = self._init_fields(s)
-            who = np.tile(np.arange(K), (C, 1))
-            base = np.arange(C) * K
-            t = 0
-
-            def advance() -> None:
-                nonlocal t
-                self._tempering_step(s, Nq, who, ladder, t, gen, None, swap_rounds)
-                t += 1
-
-            def current() -> np.ndarray:
-                return s[base + who[:, -1]]
-        else:
-            C = min(n, 500) if n_chains is None else min(n_chains, n)
-            s = gen.integers(0, self.q, size=(C, self.L))
-            Nq = self._init_fields(s)
-
-            def advance() -> None:
-                self._sweep(s, Nq, gen)
-
-            def current() -> np.ndarray:
-                return s
-        per_chain = -(-n // C)
-        for _ in range(burn):
-            advance()
-        out = np.empty((per_chain, C, self.L), dtype=np.intp)
-        for k in range(per_chain):
-            if k > 0:
-                for _ in range(between):
-                    advance()
-            out[k] = current()
-        # interleave chains so that the first n rows come from as many chains as possible
-        seqs = out.reshape(per_chain * C, self.L)[:n].copy()
-        if return_diagnostics:
-            return seqs, diag
-        return seqs
+        return _ps.draw(self, n, rng, n_chains=n_chains, sweeps_between=sweeps_between,
+                        burn_in=burn_in, return_diagnostics=return_diagnostics, method=method,
+                        n_rungs=n_rungs, beta_hot=beta_hot, ladder=ladder, swap_rounds=swap_rounds,
+                        resume=resume)
 
     def mean_hamming(self, seqs) -> float:
         """Mean Hamming distance (fraction of differing sites) between distinct pairs of ``seqs``.
@@ -705,7 +530,7 @@ class PottsModel:
         max_iter: int = 30,
         method: str = "auto",
         n_replicas: int = 32,
-        max_sweeps: int = 3200,
+        max_sweeps: int = 12800,
         swap_rounds: int = TEMPERING_SWAP_ROUNDS,
         beta_hot: float = TEMPERING_BETA_HOT,
         return_result: bool = False,
@@ -723,7 +548,11 @@ class PottsModel:
         so there is no noisy bisection. At that beta a pilot run (``n_replicas`` replicas of a
         ladder with equal predicted swap acceptance, or plain Gibbs chains if beta <=
         ``beta_hot``) must pass the mixing check (:meth:`gibbs_diagnostics`, at most
-        ``max_sweeps`` recorded steps) and measure the Hamming distance with a standard error
+        ``max_sweeps`` recorded steps; 12800 by default, since on ``PottsModel.random(L=20, q=20)``
+        the slow mode at the target, hops between a few far-apart groups of sequences that the
+        ladder carries through its hot rungs, decays over 100-200 steps and Geyer's window closes
+        after 3200-6400 steps at 32-64 replicas, later with more, see benchmarks/README.md) and measure the
+        Hamming distance with a standard error
         below ``tol / 3`` (more replicas, up to 4x, then longer runs, where undecided); if it is
         more than ``tol + 2 se`` from the target a Newton step in ``log beta`` follows (at most
         ``max_iter`` runs).
@@ -746,104 +575,14 @@ class PottsModel:
         Measured on ``PottsModel.random(L=20, q=20, seed=s)``, s = 0..9, target 0.3: see
         benchmarks/README.md, "tune_beta with parallel tempering" (``benchmarks/bench_tempering.py``).
         """
-        method = _checks.choice(method, METHODS, "method")
-        target = positive(target_hamming, "target_hamming")
-        ceiling = 1.0 - 1.0 / self.q
-        if target >= ceiling:
-            raise ValueError(
-                f"target_hamming must be < 1 - 1/q = {ceiling:.4g} (the beta -> 0 limit), "
-                f"got {target}"
-            )
-        n_samples = positive_int(n_samples, "n_samples")
-        if n_samples < 2:
-            raise ValueError(f"n_samples must be >= 2 (a Hamming distance needs pairs), got {n_samples}")
-        _checks.allocation(2 * 8 * (n_samples + 500) * self.L, f"tune_beta(n_samples={n_samples})")
-        symmetry = _colour_symmetry(self._J, self._U)
-        if symmetry is not None:
-            raise ValueError(
-                f"target_hamming={target} cannot be reached at any beta: {symmetry}, so the "
-                "Boltzmann measure is unchanged when the colours are permuted and has no fields "
-                "to break that symmetry; every site's marginal is then uniform and two independent "
-                f"samples differ at a site with probability exactly 1 - 1/q = {ceiling:.4g}, "
-                "whatever beta is"
-            )
-        tol = positive((0.005 if method == "gibbs" else 0.01) if tol is None else tol, "tol")
-        max_iter = positive_int(max_iter, "max_iter")
-        if method != "gibbs":
-            res = _pt.tune_with_tempering(
-                self, target, as_generator(rng), tol=tol,
-                beta_hot=positive(beta_hot, "beta_hot"),
-                n_replicas=max(3, positive_int(n_replicas, "n_replicas")),
-                max_sweeps=positive_int(max_sweeps, "max_sweeps"),
-                acceptance=TEMPERING_TARGET_ACCEPTANCE,
-                swap_rounds=positive_int(swap_rounds, "swap_rounds"), max_iter=max_iter)
-            return res if return_result else res.beta
-        if return_result:
-            raise ValueError('return_result=True needs method="auto" or "tempering"')
-        seed = int(as_generator(rng).integers(2**31))
+        from replica_mlm.discrete.tuning import tune
 
-        def hamming(b: float) -> float:
-            m = self.with_beta(b)
-            d = m.gibbs_diagnostics(rng=seed, max_sweeps=800)
-            if not d.mixing:
-                raise ValueError(
-                    f"cannot tune beta to target_hamming={target}: at beta={b:.4g} the "
-                    f"Gibbs sampler does not decorrelate within {d.n_sweeps} sweeps "
-                    f"(tau_int >= {d.tau_int:.1f}) before the target is reached; "
-                    'method="auto" uses parallel tempering there'
-                )
-            s = m.sample(n_samples, rng=seed, sweeps_between=d.sweeps_between, burn_in=d.burn_in)
-            return m.mean_hamming(s)
-
-        lo, hi = 0.0, self._beta
-        h = hamming(hi)
-        it = 0
-        while it < max_iter:  # bracket by factors of sqrt(2)
-            if abs(h - target) <= tol:
-                return float(hi)
-            if h < target:
-                break
-            lo, hi = hi, math.sqrt(2.0) * hi
-            h = hamming(hi)
-            it += 1
-        if h > target:
-            raise ValueError(f"could not reach target_hamming={target} below beta={hi:.3g}")
-        while it < max_iter:
-            mid = math.sqrt(lo * hi) if lo > 0 else 0.5 * hi
-            hm = hamming(mid)
-            if abs(hm - target) <= tol:
-                return float(mid)
-            if hm > target:
-                lo = mid
-            else:
-                hi = mid
-            it += 1
-        return float(math.sqrt(lo * hi) if lo > 0 else 0.5 * hi)
+        return tune(self, target_hamming, rng, n_samples=n_samples, tol=tol, max_iter=max_iter,
+                    method=method, n_replicas=n_replicas, max_sweeps=max_sweeps,
+                    swap_rounds=swap_rounds, beta_hot=beta_hot, return_result=return_result)
 
 
 # ---------------------------------------------------------------------- helpers
-def _colour_symmetry(J: np.ndarray, U: np.ndarray) -> str | None:
-    """Why P(s) is invariant under a transitive group of colour permutations, or None.
-
-    Checked exactly (no tolerance): ``J = 0`` (every sequence equally likely); ``U = c I + d``
-    (constant diagonal and constant off-diagonal: invariant under every permutation of the
-    colours, e.g. the standard Potts model U = identity); ``U`` circulant,
-    ``U[a, b] = f((b - a) mod q)`` (invariant under the cyclic shifts). The model has no fields,
-    so in each case the group acts transitively on colours and every marginal is uniform.
-    """
-    q = U.shape[0]
-    if not np.any(J):
-        return "the couplings J are all zero"
-    off = U[~np.eye(q, dtype=bool)]
-    if np.all(np.diag(U) == U[0, 0]) and np.all(off == off[0]):
-        return (f"the colour matrix U = {U[0, 0]:.6g} I + {off[0]:.6g} (1 - I) treats all "
-                f"{q} colours alike (U = identity is the standard Potts model)")
-    idx = (np.arange(q)[None, :] - np.arange(q)[:, None]) % q
-    if np.array_equal(U, U[0][idx]):
-        return "the colour matrix U is circulant (unchanged by cyclic shifts of the colours)"
-    return None
-
-
 def nll_from_logits(z: np.ndarray, s: np.ndarray) -> float:
     """``-(1/n) sum_mu sum_i log softmax(z[mu, i])[s_i^mu]`` with a stable log-sum-exp."""
     m = z.max(axis=2, keepdims=True)

@@ -10,16 +10,19 @@ Parallel tempering, its ladders and the temperature tuner are in
   pilot run that applies them and the :class:`GibbsDiagnostics` it fills.
 * The mean Hamming distance between independent chains (:func:`cross_chain_hamming`): pairs of
   configurations from different chains only, with a jackknife standard error over chains.
+* The Gibbs kernel (:func:`gibbs_sweep`) and the body of ``PottsModel.sample`` (:func:`draw`).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from replica_mlm import _checks
 from replica_mlm.stats import mean_stderr
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,6 +55,10 @@ TEMPERING_MAX_RUNGS = 128
 #: number of blocks per chain in the blocking estimate of tau (tempering pilot runs).
 BLOCKS = 10
 METHODS = ("gibbs", "tempering", "auto")
+#: default rounds of even/odd swaps after each tempering sweep
+TEMPERING_SWAP_ROUNDS = 1
+#: swap acceptance the tuner's equal-acceptance ladders are designed for
+TEMPERING_TARGET_ACCEPTANCE = 0.5
 
 
 # ---------------------------------------------------------------------- autocorrelation
@@ -263,6 +270,11 @@ class GibbsDiagnostics:
     hamming_drift, hamming_drift_se : float
         Cross-chain Hamming distance of the second half of the recorded run minus that of the
         first half, and its jackknife standard error over chains (:func:`hamming_drift`).
+    state : tuple (states, who) or None
+        The chains where the pilot run ended: ``states`` (n_chains * len(ladder), L) and, for
+        tempering, ``who`` (n_chains, len(ladder)), the chain of each replica at each rung (None
+        for Gibbs). ``PottsModel.sample(..., resume=diagnostics)`` continues these chains, which
+        passed the equilibration check, instead of burning in new ones from random sequences.
     """
 
     tau_int: float
@@ -284,6 +296,7 @@ class GibbsDiagnostics:
     hamming_se: float = math.nan
     hamming_drift: float = math.nan
     hamming_drift_se: float = math.nan
+    state: tuple | None = field(default=None, repr=False)
 
     @property
     def mixing(self) -> bool:
@@ -298,11 +311,12 @@ def pilot_gibbs(model: PottsModel, gen, n_chains, n_sweeps, max_sweeps) -> Gibbs
     Nq = model._init_fields(s)
 
     def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
-        model._sweep(s, Nq, gen)
+        gibbs_sweep(model, s, Nq, gen)
         return s, model._energies_from_fields(s, Nq)
 
     d = _pilot(model, step, n_chains, n_sweeps, max_sweeps, None)
     d.ladder = np.array([model.beta])
+    d.state = (s.copy(), None)
     return d
 
 
@@ -375,3 +389,210 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
         hamming_drift=float(drift),
         hamming_drift_se=float(drift_se),
     )
+
+
+# ---------------------------------------------------------------------- Gibbs kernel
+def gibbs_sweep(model: PottsModel, s: np.ndarray, Nq: np.ndarray, gen: np.random.Generator,
+                betas: np.ndarray | None = None) -> None:
+    """One systematic-scan Gibbs sweep of all chains, in place, with incremental fields.
+
+    For each site ``i`` the logits of all chains are ``beta Nq[:, :, i] U`` (C x q times
+    q x q), or ``betas[c] (Nq[c, :, i] U)`` with one inverse temperature per chain (parallel
+    tempering); a new colour is drawn by inverting the cumulative distribution; for the chains
+    whose colour changed the fields of every site move by ``J[i]`` from the old to the new
+    colour row.
+    """
+    C = s.shape[0]
+    bU = model.colours if betas is not None else model.beta * model.colours
+    bcol = None if betas is None else np.asarray(betas, dtype=float)[:, None]
+    J = model.couplings
+    u = gen.random((model.L, C))
+    for i in range(model.L):
+        z = Nq[:, :, i] @ bU
+        if bcol is not None:
+            z *= bcol
+        z -= z.max(axis=1, keepdims=True)
+        np.exp(z, out=z)
+        np.cumsum(z, axis=1, out=z)
+        new = (z < (u[i] * z[:, -1])[:, None]).sum(axis=1)
+        old = s[:, i]
+        chg = np.flatnonzero(new != old)
+        if chg.size:
+            newc = new[chg]
+            oldc = old[chg]
+            Nq[chg, oldc, :] -= J[i]
+            Nq[chg, newc, :] += J[i]
+            s[chg, i] = newc
+
+
+def check_pilot_size(model: PottsModel, n_chains, n_sweeps, max_sweeps, n_rungs) -> None:
+    """Refuse a pilot run whose recorded states or sweeps the machine cannot afford."""
+    C = 64 if n_chains is None else n_chains
+    K = TEMPERING_MAX_RUNGS if n_rungs is None else n_rungs
+    T = max(n_sweeps, max_sweeps)  # the recorded run doubles from n_sweeps up to max_sweeps
+    what = f"gibbs_diagnostics(n_chains={n_chains}, n_sweeps={n_sweeps}, max_sweeps={max_sweeps})"
+    # recorded spins (int16) and energies, a boolean copy per lag; the chains' states and fields
+    _checks.allocation(T * C * (4 * model.L + 8) + 8 * C * K * model.L * (model.q + 2), what)
+    _checks.work(4 * T * C * model.L * model.q, what)
+
+
+# ---------------------------------------------------------------------- sampling
+def _resume_from(model: PottsModel, d, n_chains):
+    """Check that ``d`` is a pilot run of this model that kept its chains; its chains to continue."""
+    if not isinstance(d, GibbsDiagnostics):
+        raise TypeError(f"resume must be the GibbsDiagnostics of a pilot run (e.g. "
+                        f"tune_beta(..., return_result=True).diagnostics), got {type(d).__name__}")
+    if d.state is None:
+        raise ValueError("resume: these diagnostics did not keep the pilot's chains (state is None)")
+    s, who = d.state
+    K = d.ladder.size
+    if (s.ndim != 2 or s.shape[1] != model.L or s.shape[0] != d.n_chains * K
+            or s.min() < 0 or s.max() >= model.q):
+        raise ValueError(f"resume: the pilot's chains {s.shape} do not belong to a model of "
+                         f"L = {model.L} sites and q = {model.q} colours")
+    if not np.isclose(d.ladder[-1], model.beta, rtol=1e-12):
+        raise ValueError(f"resume: the pilot ran at beta = {d.ladder[-1]:.6g}, the model is at "
+                         f"beta = {model.beta:.6g}")
+    R = d.n_chains if n_chains is None else min(n_chains, d.n_chains)
+    s = s[: R * K].copy()
+    who = None if who is None else who[:R].copy()
+    return s, who, R
+
+
+def draw(model: PottsModel, n, rng, *, n_chains, sweeps_between, burn_in, return_diagnostics,
+         method, n_rungs, beta_hot, ladder, swap_rounds, resume=None):
+    """The body of :meth:`PottsModel.sample <replica_mlm.discrete.potts.PottsModel.sample>`."""
+    from replica_mlm.discrete.tempering import checked_ladder, tempering_step
+
+    if resume is not None:
+        return _draw_resumed(model, n, rng, resume, n_chains=n_chains,
+                             sweeps_between=sweeps_between, burn_in=burn_in,
+                             return_diagnostics=return_diagnostics)
+    method = _checks.choice(method, METHODS, "method")
+    n = _checks.positive_int(n, "n")
+    gen = _checks.as_generator(rng)
+    if n_chains is not None:
+        n_chains = _checks.positive_int(n_chains, "n_chains")
+    if sweeps_between is not None:
+        sweeps_between = _checks.positive_int(sweeps_between, "sweeps_between")
+    if burn_in is not None:
+        burn_in = _checks.nonnegative_int(burn_in, "burn_in")
+    return_diagnostics = _checks.flag(return_diagnostics, "return_diagnostics")
+    if n_rungs is not None:
+        n_rungs = _checks.positive_int(n_rungs, "n_rungs")
+    beta_hot = _checks.positive(beta_hot, "beta_hot")
+    L, q, beta = model.L, model.q, model.beta
+    C = min(n, 500 if n_chains is None else n_chains)
+    K = n_rungs or 1
+    what = f"sample(n={n}, sweeps_between={sweeps_between}, burn_in={burn_in}, n_rungs={n_rungs})"
+    # the saved configurations (intp) and their copy; the chains' states and colour fields
+    _checks.allocation(2 * 8 * (n + C) * L + 8 * C * K * L * (q + 2), f"{what} of L = {L} sites")
+    sweeps = (burn_in or 0) + (sweeps_between or 1) * (-(-n // C))
+    _checks.work(sweeps * C * K * L * q, what)
+    diag = None
+    if sweeps_between is None or burn_in is None:
+        diag = model.gibbs_diagnostics(rng=gen, method=method, n_rungs=n_rungs,
+                                       beta_hot=beta_hot, ladder=ladder, swap_rounds=swap_rounds)
+        if not diag.mixing:
+            warnings.warn(
+                f"{diag.method} sampler at beta={beta:.4g} did not decorrelate within "
+                f"the pilot run ({diag.n_sweeps} sweeps; tau_int >= {diag.tau_int:.1f} "
+                "sweeps): samples may not be from the Boltzmann distribution",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        method = diag.method
+        ladder = diag.ladder
+        swap_rounds = diag.swap_rounds
+    elif method == "auto":
+        raise ValueError('method="auto" needs the pilot run: leave sweeps_between or burn_in '
+                         "unset, or choose gibbs or tempering")
+    else:
+        ladder = (checked_ladder(model, ladder, n_rungs, beta_hot)
+                  if method == "tempering" else np.array([beta]))
+        swap_rounds = _checks.positive_int(swap_rounds, "swap_rounds")
+    between = diag.sweeps_between if sweeps_between is None else sweeps_between
+    burn = diag.burn_in if burn_in is None else burn_in
+    if method == "tempering":
+        K = ladder.size
+        C = min(n, max(16, 500 // K)) if n_chains is None else min(n_chains, n)
+        s = gen.integers(0, q, size=(C * K, L))
+        Nq = model._init_fields(s)
+        who = np.tile(np.arange(K), (C, 1))
+        base = np.arange(C) * K
+        t = 0
+
+        def advance() -> None:
+            nonlocal t
+            tempering_step(model, s, Nq, who, ladder, t, gen, None, swap_rounds)
+            t += 1
+
+        def current() -> np.ndarray:
+            return s[base + who[:, -1]]
+    else:
+        C = min(n, 500) if n_chains is None else min(n_chains, n)
+        s = gen.integers(0, q, size=(C, L))
+        Nq = model._init_fields(s)
+
+        def advance() -> None:
+            gibbs_sweep(model, s, Nq, gen)
+
+        def current() -> np.ndarray:
+            return s
+    per_chain = -(-n // C)
+    for _ in range(burn):
+        advance()
+    out = np.empty((per_chain, C, L), dtype=np.intp)
+    for k in range(per_chain):
+        if k > 0:
+            for _ in range(between):
+                advance()
+        out[k] = current()
+    # interleave chains so that the first n rows come from as many chains as possible
+    seqs = out.reshape(per_chain * C, L)[:n].copy()
+    if return_diagnostics:
+        return seqs, diag
+    return seqs
+
+
+def _draw_resumed(model: PottsModel, n, rng, d, *, n_chains, sweeps_between, burn_in,
+                  return_diagnostics):
+    """Continue the chains of pilot run ``d`` and save every ``sweeps_between`` steps."""
+    from replica_mlm.discrete.tempering import tempering_step
+
+    n = _checks.positive_int(n, "n")
+    gen = _checks.as_generator(rng)
+    if n_chains is not None:
+        n_chains = _checks.positive_int(n_chains, "n_chains")
+    s, who, C = _resume_from(model, d, n_chains)
+    between = d.sweeps_between if sweeps_between is None else _checks.positive_int(
+        sweeps_between, "sweeps_between")
+    burn = 0 if burn_in is None else _checks.nonnegative_int(burn_in, "burn_in")
+    return_diagnostics = _checks.flag(return_diagnostics, "return_diagnostics")
+    K, L = d.ladder.size, model.L
+    per_chain = -(-n // C)
+    what = f"sample(n={n}, resume=<{d.method} pilot of {C} chains>)"
+    _checks.allocation(2 * 8 * (n + C) * L + 8 * C * K * L * (model.q + 2), what)
+    _checks.work((burn + between * per_chain) * C * K * L * model.q, what)
+    Nq = model._init_fields(s)
+    ladder, rounds = d.ladder.copy(), d.swap_rounds
+    base = np.arange(C) * K
+    t = 0  # even/odd swap rounds alternate from here (either parity keeps the target exact)
+
+    def advance() -> None:
+        nonlocal t
+        if who is None:
+            gibbs_sweep(model, s, Nq, gen)
+        else:
+            tempering_step(model, s, Nq, who, ladder, t, gen, None, rounds)
+        t += 1
+
+    out = np.empty((per_chain, C, L), dtype=np.intp)
+    for _ in range(burn):
+        advance()
+    for k in range(per_chain):
+        for _ in range(between):  # the pilot's last state was recorded: step away from it first
+            advance()
+        out[k] = s if who is None else s[base + who[:, -1]]
+    seqs = out.reshape(per_chain * C, L)[:n].copy()
+    return (seqs, d) if return_diagnostics else seqs

@@ -24,11 +24,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import erfcinv
 
+from replica_mlm import _checks
 from replica_mlm.discrete.sampling import (
+    METHODS,
     TEMPERING_MAX_RUNGS,
+    TEMPERING_MIN_ACCEPTANCE,
+    TEMPERING_TARGET_ACCEPTANCE,
     GibbsDiagnostics,
     _pilot,
+    check_pilot_size,
     cross_chain_hamming,
+    gibbs_sweep,
     pilot_gibbs,
 )
 
@@ -38,6 +44,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "TemperingScan",
     "TuneResult",
+    "checked_ladder",
+    "diagnose",
     "equal_acceptance_ladder",
     "geometric_ladder",
     "tempering_scan",
@@ -83,7 +91,7 @@ def tempering_step(
     rows = np.arange(R)[:, None]
     rung = np.empty_like(who)
     rung[rows, who] = np.arange(K)
-    model._sweep(s, Nq, gen, betas=ladder[rung.ravel()])
+    gibbs_sweep(model, s, Nq, gen, betas=ladder[rung.ravel()])
     E = model._energies_from_fields(s, Nq)
     ER = E.reshape(R, K)
     for m in range(swap_rounds):
@@ -114,6 +122,22 @@ def geometric_ladder(beta: float, n_rungs: int | None, beta_hot: float, L: int) 
     ladder = np.geomspace(lo, beta, n_rungs)
     ladder[-1] = beta
     return ladder
+
+
+def checked_ladder(model: PottsModel, ladder, n_rungs, beta_hot) -> np.ndarray:
+    """An explicit ladder (checked: increasing, positive, ending at beta) or a geometric one."""
+    beta = model.beta
+    if ladder is None:
+        return geometric_ladder(beta, n_rungs, beta_hot, model.L)
+    lad = np.asarray(ladder, dtype=float)
+    if (lad.ndim != 1 or lad.size < 1 or not np.all(np.isfinite(lad)) or lad[0] <= 0
+            or np.any(np.diff(lad) <= 0) or not np.isclose(lad[-1], beta, rtol=1e-12)):
+        raise ValueError("ladder must be a strictly increasing 1-d array of positive inverse "
+                         f"temperatures ending at the model's beta = {beta:.6g}, got "
+                         f"{np.array2string(np.asarray(ladder), precision=4)}")
+    lad = lad.copy()
+    lad[-1] = beta
+    return lad
 
 
 def thermodynamic_length(acceptance: np.ndarray, n_proposed: float = 1e4) -> np.ndarray:
@@ -198,6 +222,7 @@ def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
     d.ladder = ladder.copy()
     d.swap_acceptance = tally[0] / np.maximum(tally[1], 1)
     d.swap_rounds = int(swap_rounds)
+    d.state = (s.copy(), who.copy())
     # from random starts the ladder equilibrates more slowly than the cold rung decorrelates at
     # equilibrium (seed 9 of bench_tempering: 1000 samples after 60 steps of burn-in had mean
     # Hamming 0.319 +- 0.010 and 0.330 +- 0.008, after 600 steps 0.293 +- 0.008 and 0.299 +- 0.010,
@@ -205,6 +230,42 @@ def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
     # ended, which its equilibration check covers
     d.burn_in = int(max(d.burn_in, 2 * d.n_sweeps))
     return d
+
+
+def diagnose(model: PottsModel, rng, *, n_chains, n_sweeps, max_sweeps, method, n_rungs,
+             beta_hot, ladder, swap_rounds) -> GibbsDiagnostics:
+    """The body of ``PottsModel.gibbs_diagnostics``: Gibbs pilot, then tempering with ladder growth."""
+    method = _checks.choice(method, METHODS, "method")
+    n_sweeps = _checks.positive_int(n_sweeps, "n_sweeps")
+    max_sweeps = _checks.positive_int(max_sweeps, "max_sweeps")
+    gen = _checks.as_generator(rng)
+    if n_chains is not None:
+        n_chains = _checks.positive_int(n_chains, "n_chains")
+    if n_rungs is not None:
+        n_rungs = _checks.positive_int(n_rungs, "n_rungs")
+    beta_hot = _checks.positive(beta_hot, "beta_hot")
+    check_pilot_size(model, n_chains, n_sweeps, max_sweeps, n_rungs)
+    if method in ("gibbs", "auto"):
+        d = pilot_gibbs(model, gen, 64 if n_chains is None else n_chains, n_sweeps, max_sweeps)
+        if method == "gibbs" or d.mixing:
+            return d
+    R = 16 if n_chains is None else n_chains
+    fixed = ladder is not None or n_rungs is not None
+    ladder = checked_ladder(model, ladder, n_rungs, beta_hot)
+    swap_rounds = _checks.positive_int(swap_rounds, "swap_rounds")
+    while True:
+        d = pilot_tempering(model, gen, R, ladder, n_sweeps, max_sweeps, swap_rounds)
+        K = ladder.size
+        low = d.swap_acceptance.size and d.swap_acceptance.min() < TEMPERING_MIN_ACCEPTANCE
+        if fixed or not low or K >= TEMPERING_MAX_RUNGS:
+            return d
+        # rungs placed at equal predicted acceptance from the measured ones, at least 1.5x
+        new = equal_acceptance_ladder(ladder, d.swap_acceptance, beta_lo=ladder[0],
+                                      beta_hi=model.beta, target=TEMPERING_TARGET_ACCEPTANCE)
+        if new.size < 1 + math.ceil(1.5 * (K - 1)):
+            new = geometric_ladder(model.beta, min(TEMPERING_MAX_RUNGS, 1 + math.ceil(1.5 * (K - 1))),
+                                   beta_hot, model.L)
+        ladder = new
 
 
 # ---------------------------------------------------------------------- scans and tuning
