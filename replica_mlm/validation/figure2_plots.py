@@ -69,6 +69,9 @@ def figures(out: Path, st, d: dict) -> list[str]:
         ax.set_title(name + corr, fontsize=9)
         ax.set_xlabel("position j")
         ax.set_ylabel("masked position i")
+        ticks = np.arange(0, len(A), 5)
+        ax.set_xticks(ticks)
+        ax.set_yticks(ticks)
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.suptitle("(b) attention maps (rows: the masked site's query); " + title, fontsize=9)
     files += _save(fig, out, "fig2b_attention_maps")
@@ -85,7 +88,7 @@ def figures(out: Path, st, d: dict) -> list[str]:
                 label=f"factored attention, minimiser at $\\lambda$ = {st.lam:g} "
                       "(mean over disjoint subsets)")
     ax.plot(Ms, Em[-1] * (Ms / Ms[-1]) ** -0.5, "k--", lw=0.8,
-            label="M^(-1/2) through the largest M")
+            label="$M^{-1/2}$ through the largest $M$")
     fa = models["factored"]["reconstruction_error_sgd"]
     ax.errorbar([st.M], [np.mean(fa)], yerr=[mean_stderr(fa).stderr] if len(fa) > 1
                 else None, marker="s", ls="none", capsize=3,
@@ -96,7 +99,7 @@ def figures(out: Path, st, d: dict) -> list[str]:
     ax.set_xlabel("number of training sequences M")
     ax.set_ylabel("relative error of $\\beta J U$ (zero-sum gauge)")
     ax.set_title("(c) coupling reconstruction; " + title, fontsize=8)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower left")
     files += _save(fig, out, "fig2c_reconstruction")
     plt.close(fig)
 
