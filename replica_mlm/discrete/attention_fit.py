@@ -439,23 +439,9 @@ def _run_lbfgs(problem: _FAProblem, x0, *, max_iter: int, tol: float, monitor, g
             x, f, stat, n_newton = xn, fb, statb, nit
             messages.append(msg)
     _, g, _ = _stationarity(problem, x)
-    info = FitInfo(
-        variant=problem.variant,
-        method="lbfgs",
-        lam=problem.lam,
-        n_iter=int(res.nit) + n_newton,
-        converged=bool(stat <= gtol),
-        message="; ".join(messages),
-        objective=float(f),
-        train_loss=problem.train_loss(x),
-        history=np.asarray(hist),
-        monitor_history=np.asarray(mon),
-        gradient_norm=float(np.linalg.norm(g)),
-        stationarity=float(stat),
-        newton_iter=n_newton,
-        init=init,
-    )
-    return x, info
+    return x, _fit_info(problem, x, "lbfgs", f, g, stat, gtol=gtol, n_iter=int(res.nit) + n_newton,
+                        message="; ".join(messages), hist=hist, mon=mon, init=init,
+                        newton_iter=n_newton)
 
 
 def _run_sgd(problem: _FAProblem, x0, gen, *, epochs: int, batch_size: int, lr: float, monitor,
@@ -477,19 +463,17 @@ def _run_sgd(problem: _FAProblem, x0, gen, *, epochs: int, batch_size: int, lr: 
         if not np.all(np.isfinite(x)):
             raise ValueError(f"SGD diverged (non-finite parameters) at lr={lr}: lower lr")
     f, g, stat = _stationarity(problem, x)
-    info = FitInfo(
-        variant=problem.variant,
-        method="sgd",
-        lam=problem.lam,
-        n_iter=epochs,
-        converged=bool(stat <= gtol),
-        message=f"cosine schedule, {T} steps of batch {batch_size}, lr {lr:g}",
-        objective=float(f),
-        train_loss=problem.train_loss(x),
-        history=np.asarray(hist),
-        monitor_history=np.asarray(mon),
-        gradient_norm=float(np.linalg.norm(g)),
-        stationarity=float(stat),
-        init=init,
-    )
-    return x, info
+    return x, _fit_info(problem, x, "sgd", f, g, stat, gtol=gtol, n_iter=epochs,
+                        message=f"cosine schedule, {T} steps of batch {batch_size}, lr {lr:g}",
+                        hist=hist, mon=mon, init=init)
+
+
+def _fit_info(problem: _FAProblem, x, method: str, f, g, stat, *, gtol: float, n_iter: int,
+              message: str, hist, mon, init: str, newton_iter: int | None = None) -> FitInfo:
+    """The :class:`FitInfo` of a finished fit; ``converged`` is the measured stationarity test."""
+    extra = {} if newton_iter is None else {"newton_iter": newton_iter}
+    return FitInfo(variant=problem.variant, method=method, lam=problem.lam, n_iter=n_iter,
+                   converged=bool(stat <= gtol), message=message, objective=float(f),
+                   train_loss=problem.train_loss(x), history=np.asarray(hist),
+                   monitor_history=np.asarray(mon), gradient_norm=float(np.linalg.norm(g)),
+                   stationarity=float(stat), init=init, **extra)
