@@ -121,14 +121,7 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
     if batches < 2 or samples < 2 * batches:
         raise ValueError(f"need batches >= 2 and samples >= 2 * batches, got samples={samples}, "
                          f"batches={batches}")
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        try:
-            seqs, diag = model.sample(samples, rng=rng, method="auto", return_diagnostics=True)
-        except RuntimeWarning as exc:
-            raise ValueError(f"cannot measure the spin covariance: {exc}") from None
+    seqs, diag = equilibrium_sample(model, samples, rng, what="spin covariance")
     s = spins(seqs)
     cov = s.T @ s / samples
     np.fill_diagonal(cov, 1.0)
@@ -157,3 +150,16 @@ def ising_site(model, i: int, covariance: SpinCovariance) -> MaskedSite:
     sigma = covariance.covariance[np.ix_(keep, keep)]
     teacher = 2.0 * model.beta * model.couplings[i, keep]
     return MaskedSite(covariance=sigma, teacher=teacher, noise=0.0, channel="logit")
+
+
+def equilibrium_sample(model, samples: int, rng, *, what: str):
+    """``model.sample(samples, method="auto", return_diagnostics=True)``, with the sampler's
+    RuntimeWarning (it could not verify mixing) raised as a ValueError naming ``what`` was measured."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            return model.sample(samples, rng=rng, method="auto", return_diagnostics=True)
+        except RuntimeWarning as exc:
+            raise ValueError(f"cannot measure the {what}: {exc}") from None

@@ -229,14 +229,9 @@ def colour_covariance(model, *, samples: int = 20000, rng: _checks.RngLike = 0,
         method, n = "exact", 0
     else:
         samples = _checks.positive_int(samples, "samples")
-        import warnings
+        from replica_mlm.discrete.ising import equilibrium_sample
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", RuntimeWarning)
-            try:
-                seqs, diag = model.sample(samples, rng=rng, method="auto", return_diagnostics=True)
-            except RuntimeWarning as exc:
-                raise ValueError(f"cannot measure the colour covariance: {exc}") from None
+        seqs, diag = equilibrium_sample(model, samples, rng, what="colour covariance")
         prob = np.full(seqs.shape[0], 1.0 / seqs.shape[0])
         method, n = diag.method, samples
     x = P[seqs].reshape(seqs.shape[0], L * K)  # (n, L K), site-major
