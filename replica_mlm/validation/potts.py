@@ -57,13 +57,24 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from replica_mlm._checks import positive_int
 from replica_mlm.discrete.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
 from replica_mlm.discrete.potts import PottsModel
 from replica_mlm.io import write_json
 from replica_mlm.stats import mean_stderr
+from replica_mlm.validation.parallel import Task, run_tasks
 from replica_mlm.validation.report import Check, Section
 
 __all__ = ["PottsSettings", "run"]
+
+#: every fit must reach ``|grad F| max(|x|, 1) <= KKT_FRACTION`` x the standard error of the
+#: conditional entropy on the test set (nats per sequence; check ``potts.fits_converged``): the
+#: first-order change of the objective under any move of the parameters by up to their own size
+#: is then far below the statistical error of every loss compared
+KKT_FRACTION = 0.01
+#: L-BFGS's relative tolerance on the objective (scipy's ftol), factored attention and full blocks
+LBFGS_FTOL = 1e-12
+PLM_FTOL = 1e-12
 
 
 @dataclass
@@ -84,6 +95,14 @@ class PottsSettings:
     max_iter: int
     #: sampler(s) tune_beta may use: quick mode keeps an instance on which plain Gibbs mixes
     tune_method: str = "auto"
+    #: limit of the trust-region Newton iterations after L-BFGS (linear factored attention)
+    newton_iter: int = 300
+    #: L-BFGS iteration limit of the full-block fits (convex, no Newton polish)
+    plm_max_iter: int = 5000
+    #: cost rule for instances (``tuned_instance``; None: no limit)
+    max_beta: float | None = None
+    max_pilot_sweeps: int | None = None
+    max_sweeps_between: int | None = None
 
 
 def settings_for(quick: bool) -> PottsSettings:
@@ -122,7 +141,7 @@ def _chi_square_check(rng: np.random.Generator) -> dict:
             "tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between}
 
 
-def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
+def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Section:
     """Run the Potts / factored-attention experiments; write figures and ``potts.json``.
 
     Parameters
@@ -133,11 +152,15 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         Small model (L = 6, q = 3; CI, well under a minute) or the paper's size (L = q = 20).
     rng : int
         Seed of everything (model, sampling, initialisations).
+    workers : int
+        Processes for the fits (independent tasks, each seeded from ``rng`` and its own key: the
+        numbers do not depend on ``workers``).
     """
     t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     st = settings_for(quick)
+    workers = positive_int(workers, "workers")
     seeds = np.random.SeedSequence(rng).spawn(6)
     gens = [np.random.default_rng(s) for s in seeds]
 
@@ -146,13 +169,15 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
 
     # ---- model, temperature, sampler
     pm, tune, tried = tuned_instance(L=st.L, q=st.q, target_hamming=st.target_hamming,
-                                     method=st.tune_method, gens=gens)
+                                     method=st.tune_method, gens=gens, max_beta=st.max_beta,
+                                     max_pilot_sweeps=st.max_pilot_sweeps,
+                                     max_sweeps_between=st.max_sweeps_between)
     beta = pm.beta
     section.data["rejected_instances"] = tried
     section.parameters["instances_rejected"] = len(tried)
     t_tune = time.perf_counter() - t0
     n_train = max(max(st.Ms) * st.reps, sum(st.small_lam_Ms) * st.small_lam_reps)
-    diag, data = draw_like_pilot(pm, tune, n_train + st.n_test, gens=gens)
+    diag, data = draw_like_pilot(pm, tune, n_train + st.n_test, gens=gens, resume=True)
     train, test = data[:n_train], data[n_train:]
     hamming = pm.mean_hamming(test)
     H = pm.neg_pseudo_loglikelihood(test)
@@ -199,33 +224,32 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
                f"predictions vs exact conditionals on {n_train} sequences",
     ))
 
-    # ---- consistency vs M
+    # ---- every fit is an independent task with its own seed (results do not depend on workers)
+    se_H = mean_stderr(per_seq_true).stderr
+    # the linear fits aim at a tenth of the check's threshold (Newton is cheap near the optimum)
+    tasks, keys = _fit_tasks(st, train, test, W_true, gtol=0.1 * KKT_FRACTION * se_H, rng=rng)
+    t_fit = time.perf_counter()
+    results = dict(zip(keys, run_tasks(tasks, workers=workers), strict=True))
+    t_fit = time.perf_counter() - t_fit
     rec = {k: np.full((len(st.Ms), st.reps), np.nan) for k in
            ("fa", "fa_sym", "plm", "plm_sym", "gap_fa", "gap_soft", "gap_plm")}
-    curves = None
-    for a, M in enumerate(st.Ms):
+    for a, _M in enumerate(st.Ms):
         for r in range(st.reps):
-            s = train[r * M:(r + 1) * M]
-            fa = FactoredAttention.fit(s, q=st.q, lam=st.lam, rng=gens[5], max_iter=st.max_iter,
-                                       monitor=test if (r == 0 and M == max(st.Ms)) else None)
-            rec["fa"][a, r] = reconstruction_error(fa.couplings(), W_true)
-            rec["fa_sym"][a, r] = reconstruction_error(fa.couplings(), W_true, symmetrise=True)
-            rec["gap_fa"][a, r] = fa.mlm_loss(test) - H
-            if r == 0 and M == max(st.Ms):
-                soft = FactoredAttention.fit(s, q=st.q, lam=st.lam, variant="softmax",
-                                             rng=gens[5], max_iter=st.max_iter, monitor=test)
-                curves = {"linear": fa.fit_info, "softmax": soft.fit_info}
-            if r == 0:
-                if M != max(st.Ms):
-                    soft = FactoredAttention.fit(s, q=st.q, lam=st.lam, variant="softmax",
-                                                 rng=gens[5], max_iter=st.max_iter)
-                rec["gap_soft"][a, r] = soft.mlm_loss(test) - H
-            if M <= st.plm_max_M and r == 0:  # the check compares the first data set of each M
-                plm = FullCouplingPotts.fit(s, q=st.q, lam=st.lam, max_iter=st.max_iter)
-                rec["plm"][a, r] = reconstruction_error(plm.couplings(), W_true)
-                rec["plm_sym"][a, r] = reconstruction_error(plm.couplings(), W_true,
-                                                            symmetrise=True)
-                rec["gap_plm"][a, r] = plm.mlm_loss(test) - H
+            f = results[("fa", a, r)]
+            rec["fa"][a, r], rec["fa_sym"][a, r] = f["rec"], f["rec_sym"]
+            rec["gap_fa"][a, r] = f["test_loss"] - H
+        rec["gap_soft"][a, 0] = results[("soft", a)]["test_loss"] - H
+        if ("plm", a) in results:  # the check compares the first data set of each M
+            f = results[("plm", a)]
+            rec["plm"][a, 0], rec["plm_sym"][a, 0] = f["rec"], f["rec_sym"]
+            rec["gap_plm"][a, 0] = f["test_loss"] - H
+    top = len(st.Ms) - 1
+    curves = {v: results[(k, top, 0) if k == "fa" else (k, top)]["curve"]
+              for v, k in (("linear", "fa"), ("softmax", "soft"))}
+    fits = [dict(results[k], task=list(map(str, k))) for k in keys]
+    for f in fits:
+        f.pop("curve", None)
+    section.checks.append(fits_converged_check(fits, se_H))
     Ms = np.asarray(st.Ms, dtype=float)
     fa_mean = np.nanmean(rec["fa"], axis=1)
     slope, intercept = np.polyfit(np.log(Ms), np.log(fa_mean), 1)
@@ -261,15 +285,8 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     ))
 
     # ---- small regularisation: test loss vs M (paper's fig. 3, right)
-    small = np.full((len(st.small_lam_Ms), st.small_lam_reps), np.nan)
-    start = 0
-    for a, M in enumerate(st.small_lam_Ms):
-        for r in range(st.small_lam_reps):
-            s = train[start:start + M]
-            start += M
-            fa = FactoredAttention.fit(s, q=st.q, lam=st.small_lam, rng=gens[5],
-                                       max_iter=st.max_iter)
-            small[a, r] = fa.mlm_loss(test)
+    small = np.array([[results[("small", a, r)]["test_loss"] for r in range(st.small_lam_reps)]
+                      for a in range(len(st.small_lam_Ms))])
     small_mean, small_se = mean_stderr(small, axis=1)
     k = int(np.argmax(small_mean))
     n_params = st.L * (st.L - 1) + st.q**2
@@ -303,9 +320,10 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         "M": st.Ms, "reconstruction": {k: rec[k] for k in ("fa", "fa_sym", "plm", "plm_sym")},
         "reconstruction_slope": float(slope),
         "excess_test_loss": {k: rec[k] for k in ("gap_fa", "gap_soft", "gap_plm")},
-        "training_curves": {v: {"train": c.history, "test": c.monitor_history}
-                            for v, c in (curves or {}).items()},
-        "seconds": {"tuning": t_tune, "sampling": t_sample},
+        "training_curves": curves,
+        "fits": fits, "workers": workers,
+        "seconds": {"tuning": t_tune, "sampling": t_sample, "fits_wall": t_fit,
+                    "fits_cpu_tasks": float(sum(f["seconds"] for f in fits))},
     })
     section.figures += _figures(out, st, section.data, diag, intercept)
     section.data["seconds"]["total"] = time.perf_counter() - t0
@@ -315,39 +333,190 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     return section
 
 
+#: the full mode's cost rule for instances (module docstring, "Instances"): the pre-scan's
+#: replicas and steps (burn-in, then recorded) over the geometric ladder from 1 to ``max_beta``
+PRESCAN_REPLICAS = 8
+PRESCAN_STEPS = 200
+
+
+def prescan(pm: PottsModel, *, max_beta: float, gen: np.random.Generator):
+    """One short parallel-tempering scan of ``pm`` from beta = 1 to ``max_beta``
+    (:func:`replica_mlm.discrete.tempering.tempering_scan`, ``PRESCAN_REPLICAS`` replicas of a
+    geometric ladder, ``PRESCAN_STEPS`` steps of burn-in then recorded); the mean Hamming distance
+    at every rung. About 1.5 CPU seconds at L = q = 20."""
+    from replica_mlm.discrete.tempering import geometric_ladder, tempering_scan
+
+    ladder = geometric_ladder(max_beta, None, min(1.0, max_beta), pm.L)
+    return tempering_scan(pm, ladder, gen, n_replicas=PRESCAN_REPLICAS, n_steps=PRESCAN_STEPS)
+
+
 def tuned_instance(*, L: int, q: int, target_hamming: float, method: str,
-                   gens: list[np.random.Generator]):
+                   gens: list[np.random.Generator], max_beta: float | None = None,
+                   max_pilot_sweeps: int | None = None, max_sweeps_between: int | None = None):
     """A random instance whose sampler mixes at ``target_hamming`` (``tune_beta`` checks; up to five
     instances, drawn from ``gens[0]``, tuned with ``gens[1]``).
 
+    The optional limits reject an instance on the sampler's cost alone (never on what the checks
+    later measure): ``max_beta``, a pre-scan (:func:`prescan`) whose coldest rung is still above
+    the target puts the target above ``max_beta``; ``max_pilot_sweeps``, the ``max_sweeps`` of
+    ``tune_beta`` (its pilot must mix within that many recorded steps); ``max_sweeps_between``, the
+    tuned pilot's steps between samples.
+
     Returns the model at the tuned beta, the tempering tuner's result (None for ``method="gibbs"``)
-    and the messages of the instances rejected; RuntimeError if none of five reaches the target.
+    and the rejected instances (dicts: attempt, reason, measured numbers, CPU seconds spent);
+    RuntimeError if none of five reaches the target.
     """
-    tried: list[str] = []
-    for _attempt in range(5):
+    tried: list[dict] = []
+    for attempt in range(5):
         base = PottsModel.random(L=L, q=q, seed=gens[0])
+        c0 = time.process_time()
+
+        def reject(reason: str, attempt=attempt, c0=c0, **measured) -> None:
+            tried.append({"attempt": attempt, "reason": reason, **measured,
+                          "cpu_seconds": time.process_time() - c0})
+
+        if max_beta is not None:
+            sc = prescan(base, max_beta=max_beta, gen=gens[1])
+            if sc.hamming[-1] > target_hamming:
+                reject(f"pre-scan: mean Hamming distance {sc.hamming[-1]:.3f} +- "
+                       f"{sc.hamming_se[-1]:.3f} at beta = {max_beta:g} is above the target "
+                       f"{target_hamming}: the target lies above max_beta = {max_beta:g}",
+                       prescan_ladder=sc.ladder, prescan_hamming=sc.hamming)
+                continue
         try:
             if method == "gibbs":
                 return (base.with_beta(base.tune_beta(target_hamming=target_hamming, rng=gens[1],
                                                       method="gibbs")), None, tried)
             # tempering tuner: its final pilot run (mixing checked) is the sampler's
+            extra = {} if max_pilot_sweeps is None else {"max_sweeps": max_pilot_sweeps}
             tune = base.tune_beta(target_hamming=target_hamming, rng=gens[1], method=method,
-                                  return_result=True)
-            return base.with_beta(tune.beta), tune, tried
+                                  return_result=True, **extra)
         except ValueError as exc:
-            tried.append(str(exc))
-    raise RuntimeError("no instance reached the target Hamming distance: " + "; ".join(tried))
+            reject(str(exc))
+            continue
+        between = tune.diagnostics.sweeps_between
+        if max_sweeps_between is not None and between > max_sweeps_between:
+            reject(f"the tuned pilot at beta = {tune.beta:.4g} needs {between} steps between "
+                   f"samples, more than max_sweeps_between = {max_sweeps_between}",
+                   beta=tune.beta, sweeps_between=between)
+            continue
+        return base.with_beta(tune.beta), tune, tried
+    raise RuntimeError("no instance reached the target Hamming distance: "
+                       + "; ".join(t["reason"] for t in tried))
 
 
-def draw_like_pilot(pm: PottsModel, tune, n: int, *, gens: list[np.random.Generator]):
+def draw_like_pilot(pm: PottsModel, tune, n: int, *, gens: list[np.random.Generator],
+                    resume: bool = False):
     """``n`` shuffled sequences (``gens[2]`` samples, ``gens[3]`` shuffles) with the sampler settings of
     the tuner's pilot run (its own ladder at equal swap acceptance), or of plain Gibbs diagnostics
-    where ``tune`` is None; returns the diagnostics used and the sequences."""
+    where ``tune`` is None; returns the diagnostics used and the sequences. ``resume``: continue
+    the pilot's own chains (``PottsModel.sample(resume=...)``; they passed its equilibration
+    checks, so no second burn-in) instead of new chains from random sequences."""
     diag = pm.gibbs_diagnostics(rng=gens[2], method="auto") if tune is None else tune.diagnostics
-    data = pm.sample(n, rng=gens[2], sweeps_between=diag.sweeps_between, burn_in=diag.burn_in,
-                     method=diag.method, ladder=diag.ladder, swap_rounds=diag.swap_rounds)
+    if resume and tune is not None:
+        data = pm.sample(n, rng=gens[2], resume=diag)
+    else:
+        data = pm.sample(n, rng=gens[2], sweeps_between=diag.sweeps_between,
+                         burn_in=diag.burn_in, method=diag.method, ladder=diag.ladder,
+                         swap_rounds=diag.swap_rounds)
     gens[3].shuffle(data)
     return diag, data
+
+
+def fits_converged_check(fits: list[dict], se_H: float) -> Check:
+    """Check ``potts.fits_converged``: the worst stationarity ``|grad F| max(|x|, 1)`` of ``fits``
+    (records of :func:`_fit_task`, with their ``task`` key) against ``KKT_FRACTION * se_H``."""
+    kkt = KKT_FRACTION * se_H
+    worst = max(fits, key=lambda f: f["stationarity"])
+    return Check(
+        name="potts.fits_converged",
+        passed=bool(worst["stationarity"] <= kkt),
+        value={"worst_stationarity": worst["stationarity"], "threshold": kkt,
+               "worst_fit": worst["task"], "n_fits": len(fits)},
+        threshold=f"|grad F| max(|x|, 1) <= {KKT_FRACTION:g} x the standard error of the "
+                  "conditional entropy on the test set, every fit",
+        detail=f"{len(fits)} fits (factored linear: L-BFGS + Newton from the mean-field start; "
+               f"softmax: L-BFGS; full blocks: L-BFGS): worst |grad F| max(|x|, 1) = "
+               f"{worst['stationarity']:.2e} nats per sequence ({' '.join(worst['task'])}) "
+               f"against {kkt:.2e} = {KKT_FRACTION:g} x {se_H:.4f}",
+    )
+
+
+def _task_seed(rng: int, key: tuple) -> int:
+    """The seed of one fit: a function of the root seed and the task's key alone."""
+    words = [rng, 11] + [k if isinstance(k, int) else sum(map(ord, k)) for k in key]
+    return int(np.random.SeedSequence(words).generate_state(1)[0])
+
+
+def _fit_tasks(st: PottsSettings, train, test, W_true, *, gtol: float, rng: int):
+    """Every fit of the section as a :class:`Task`, longest first, and the tasks' keys."""
+    items: list[tuple[tuple, dict]] = []
+    top = len(st.Ms) - 1
+    for a, M in enumerate(st.Ms):
+        for r in range(st.reps):
+            items.append((("fa", a, r), dict(seqs=train[r * M:(r + 1) * M], lam=st.lam,
+                                              variant="linear", monitor=a == top and r == 0)))
+        items.append((("soft", a), dict(seqs=train[:M], lam=st.lam, variant="softmax",
+                                        monitor=a == top)))
+        if M <= st.plm_max_M:
+            items.append((("plm", a), dict(seqs=train[:M], lam=st.lam, variant="full",
+                                           monitor=False)))
+    start = 0
+    for a, M in enumerate(st.small_lam_Ms):
+        for r in range(st.small_lam_reps):
+            items.append((("small", a, r), dict(seqs=train[start:start + M], lam=st.small_lam,
+                                                variant="linear", monitor=False)))
+            start += M
+    weight = {"plm": 40.0, "soft": 2.0, "fa": 1.0, "small": 1.0}  # rough cost per sequence
+    items.sort(key=lambda kv: -weight[kv[0][0]] * len(kv[1]["seqs"]))
+    tasks = [Task(_fit_task, kwargs=dict(kw, q=st.q, test=test, W_true=W_true, gtol=gtol,
+                                         max_iter=st.max_iter, newton_iter=st.newton_iter,
+                                         plm_max_iter=st.plm_max_iter,
+                                         seed=_task_seed(rng, key)))
+             for key, kw in items]
+    return tasks, [key for key, _ in items]
+
+
+def _fit_task(*, seqs, q: int, lam: float, variant: str, monitor: bool, test, W_true,
+              gtol: float, max_iter: int, newton_iter: int, plm_max_iter: int,
+              seed: int) -> dict:
+    """One fit (factored linear or softmax, or the full-block pseudo-likelihood): its test loss,
+    reconstruction errors, stationarity ``|grad F| max(|x|, 1)`` and cost."""
+    c0 = time.process_time()
+    if variant == "full":
+        model = FullCouplingPotts.fit(seqs, q=q, lam=lam, max_iter=plm_max_iter, tol=PLM_FTOL)
+        stat, gnorm = _plm_stationarity(model, seqs, lam)
+        newton = 0
+    else:
+        # linear: deterministic mean-field start, L-BFGS, then Newton to gtol; softmax: L-BFGS
+        # from its random start (no Newton polish exists for it)
+        model = FactoredAttention.fit(seqs, q=q, lam=lam, variant=variant, rng=seed,
+                                      max_iter=max_iter, tol=LBFGS_FTOL, gtol=gtol,
+                                      newton_iter=newton_iter, monitor=test if monitor else None,
+                                      init="mean-field" if variant == "linear" else "random")
+        stat, gnorm = model.fit_info.stationarity, model.fit_info.gradient_norm
+        newton = model.fit_info.newton_iter
+    info = model.fit_info
+    return {"M": len(seqs), "variant": variant, "lam": lam, "seed": seed,
+            "test_loss": model.mlm_loss(test),
+            "rec": reconstruction_error(model.couplings(), W_true),
+            "rec_sym": reconstruction_error(model.couplings(), W_true, symmetrise=True),
+            "stationarity": float(stat), "gradient_norm": float(gnorm),
+            "iterations": int(info.n_iter), "newton_iterations": int(newton),
+            "message": info.message, "seconds": time.process_time() - c0,
+            "curve": ({"train": info.history, "test": info.monitor_history} if monitor
+                      else None)}
+
+
+def _plm_stationarity(model: FullCouplingPotts, seqs, lam: float) -> tuple[float, float]:
+    """``|grad F| max(|x|, 1)`` and ``|grad F|`` of the full-block objective at the fit."""
+    from replica_mlm.discrete.plm import _PLMProblem
+
+    s = np.asarray(seqs)
+    x = model.couplings().transpose(0, 2, 1, 3).ravel()  # the fit's parameter layout
+    _, g = _PLMProblem(s, model.q, lam).loss_grad(x)
+    gn = float(np.linalg.norm(g))
+    return gn * max(float(np.linalg.norm(x)), 1.0), gn
 
 
 def _per_sequence_nll(z: np.ndarray, s: np.ndarray) -> np.ndarray:
