@@ -74,6 +74,8 @@ __all__ = ["PottsSettings", "run"]
 KKT_FRACTION = 0.01
 #: L-BFGS's relative tolerance on the objective (scipy's ftol), factored attention and full blocks
 LBFGS_FTOL = 1e-12
+#: the data's mean Hamming distance must lie this close to the target (tune_beta's default tol)
+HAMMING_TOL = 0.01
 PLM_FTOL = 1e-12
 
 
@@ -99,6 +101,8 @@ class PottsSettings:
     newton_iter: int = 300
     #: L-BFGS iteration limit of the full-block fits (convex, no Newton polish)
     plm_max_iter: int = 5000
+    #: fit the softmax variant too (one data set per M; L-BFGS only, no Newton polish exists)
+    softmax: bool = True
     #: cost rule for instances (``tuned_instance``; None: no limit)
     max_beta: float | None = None
     max_pilot_sweeps: int | None = None
@@ -111,11 +115,12 @@ def settings_for(quick: bool) -> PottsSettings:
                              n_test=4000, lam=1e-3, small_lam=1e-4,
                              small_lam_Ms=(3, 5, 8, 12, 20, 40, 100, 400), small_lam_reps=4,
                              plm_max_M=5000, max_iter=500, tune_method="gibbs")
-    # sized for about 7 minutes on one core once tuning succeeds (module docstring)
+    # sized for about 6 minutes with two workers (module docstring, "Cost of the full mode")
     return PottsSettings(L=20, q=20, target_hamming=0.3, Ms=(250, 500, 1000, 2000), reps=2,
                          n_test=3000, lam=1e-3, small_lam=1e-4,
                          small_lam_Ms=(5, 10, 20, 30, 40, 50, 70, 100, 200),
-                         small_lam_reps=2, plm_max_M=500, max_iter=1000)
+                         small_lam_reps=2, plm_max_M=500, max_iter=1000, softmax=False,
+                         max_beta=5.0, max_pilot_sweeps=1600, max_sweeps_between=40)
 
 
 def _mean_se(x) -> tuple[float, float]:
@@ -201,6 +206,16 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
                f"target {st.target_hamming}, {diag.ladder.size} rung(s)); samples saved every "
                f"{diag.sweeps_between} sweeps",
     ))
+    h_se = _hamming_se(pm, test)
+    section.checks.append(Check(
+        name="potts.sampler.target_hamming",
+        passed=bool(abs(hamming - st.target_hamming) <= HAMMING_TOL),
+        value={"mean_hamming": hamming, "stderr": h_se, "target": st.target_hamming,
+               "tol": HAMMING_TOL},
+        threshold=f"|mean Hamming distance of the test set - target| <= {HAMMING_TOL}",
+        detail=f"test set ({st.n_test} sequences): mean Hamming distance {hamming:.4f} +- "
+               f"{h_se:.4f} (jackknife over 20 blocks) against the target {st.target_hamming}",
+    ))
     chi = _chi_square_check(gens[4])
     section.checks.append(Check(
         name="potts.sampler.chi_square",
@@ -238,14 +253,16 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
             f = results[("fa", a, r)]
             rec["fa"][a, r], rec["fa_sym"][a, r] = f["rec"], f["rec_sym"]
             rec["gap_fa"][a, r] = f["test_loss"] - H
-        rec["gap_soft"][a, 0] = results[("soft", a)]["test_loss"] - H
+        if ("soft", a) in results:
+            rec["gap_soft"][a, 0] = results[("soft", a)]["test_loss"] - H
         if ("plm", a) in results:  # the check compares the first data set of each M
             f = results[("plm", a)]
             rec["plm"][a, 0], rec["plm_sym"][a, 0] = f["rec"], f["rec_sym"]
             rec["gap_plm"][a, 0] = f["test_loss"] - H
     top = len(st.Ms) - 1
-    curves = {v: results[(k, top, 0) if k == "fa" else (k, top)]["curve"]
-              for v, k in (("linear", "fa"), ("softmax", "soft"))}
+    curves = {v: results[key]["curve"] for v, key in (("linear", ("fa", top, 0)),
+                                                      ("softmax", ("soft", top)))
+              if key in results}
     fits = [dict(results[k], task=list(map(str, k))) for k in keys]
     for f in fits:
         f.pop("curve", None)
@@ -325,7 +342,9 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
         "seconds": {"tuning": t_tune, "sampling": t_sample, "fits_wall": t_fit,
                     "fits_cpu_tasks": float(sum(f["seconds"] for f in fits))},
     })
-    section.figures += _figures(out, st, section.data, diag, intercept)
+    from replica_mlm.validation.potts_plots import figures
+
+    section.figures += figures(out, st, section.data, diag, intercept)
     section.data["seconds"]["total"] = time.perf_counter() - t0
     write_json(out / "potts.json", {
         "passed": section.passed, "parameters": section.parameters,
@@ -456,8 +475,9 @@ def _fit_tasks(st: PottsSettings, train, test, W_true, *, gtol: float, rng: int)
         for r in range(st.reps):
             items.append((("fa", a, r), dict(seqs=train[r * M:(r + 1) * M], lam=st.lam,
                                               variant="linear", monitor=a == top and r == 0)))
-        items.append((("soft", a), dict(seqs=train[:M], lam=st.lam, variant="softmax",
-                                        monitor=a == top)))
+        if st.softmax:
+            items.append((("soft", a), dict(seqs=train[:M], lam=st.lam, variant="softmax",
+                                            monitor=a == top)))
         if M <= st.plm_max_M:
             items.append((("plm", a), dict(seqs=train[:M], lam=st.lam, variant="full",
                                            monitor=False)))
@@ -519,135 +539,15 @@ def _plm_stationarity(model: FullCouplingPotts, seqs, lam: float) -> tuple[float
     return gn * max(float(np.linalg.norm(x)), 1.0), gn
 
 
+def _hamming_se(pm: PottsModel, seqs: np.ndarray, blocks: int = 20) -> float:
+    """Jackknife standard error of ``pm.mean_hamming(seqs)`` over ``blocks`` blocks of the
+    (shuffled) sequences."""
+    parts = np.array_split(np.arange(len(seqs)), blocks)
+    est = np.array([pm.mean_hamming(np.delete(seqs, p, axis=0)) for p in parts])
+    return float(math.sqrt((blocks - 1) / blocks * np.sum((est - est.mean()) ** 2)))
+
+
 def _per_sequence_nll(z: np.ndarray, s: np.ndarray) -> np.ndarray:
     m = z.max(axis=2, keepdims=True)
     lse = m[:, :, 0] + np.log(np.exp(z - m).sum(axis=2))
     return (lse - np.take_along_axis(z, s[:, :, None], axis=2)[:, :, 0]).sum(axis=1)
-
-
-def _errbar(ax, x, Y, label, marker="o", **kw):
-    Y = np.asarray(Y, dtype=float)
-    ok = ~np.all(np.isnan(Y), axis=1)
-    m = np.nanmean(Y[ok], axis=1)
-    n = np.sum(~np.isnan(Y[ok]), axis=1)
-    dev = np.where(np.isnan(Y[ok]), 0.0, Y[ok] - m[:, None])
-    sd = np.sqrt((dev**2).sum(axis=1) / np.maximum(n - 1, 1))
-    se = np.where(n > 1, sd / np.sqrt(n), 0.0)  # no error bar for a single data set
-    ax.errorbar(np.asarray(x)[ok], m, yerr=np.nan_to_num(se), capsize=2.5, marker=marker, mfc="white",
-                label=label, **kw)
-
-
-def _save(fig, out: Path, stem: str) -> list[str]:
-    from replica_mlm.plotting import log_ticks, save
-
-    for ax in fig.axes:  # plain-number labels on log axes (no overlapping minor labels)
-        for axis in (ax.xaxis, ax.yaxis):
-            if axis.get_scale() == "log":
-                log_ticks(axis)
-    return [written.name for written in save(fig, out / stem)]
-
-
-def _figures(out: Path, st: PottsSettings, d: dict, diag, intercept: float) -> list[str]:
-    import matplotlib.pyplot as plt
-
-    from replica_mlm.plotting import STYLE
-
-    with plt.rc_context(STYLE):
-        return _draw(out, st, d, diag, intercept)
-
-
-def _draw(out: Path, st: PottsSettings, d: dict, diag, intercept: float) -> list[str]:
-    import matplotlib.pyplot as plt
-
-    files: list[str] = []
-    Ms = np.asarray(st.Ms, dtype=float)
-    title = (rf"$L = {st.L}$, $q = {st.q}$, $\beta = {d['beta']:.3g}$ "
-             f"(mean Hamming distance {d['mean_hamming']:.2f})")
-
-    # reconstruction error vs M
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    rec = d["reconstruction"]
-    _errbar(ax, Ms, rec["fa"], "factored attention (linear)", marker="o")
-    _errbar(ax, Ms, rec["fa_sym"], "factored attention, symmetrised", marker="s")
-    _errbar(ax, Ms, rec["plm"], r"full $q \times q$ blocks (plmDCA-style)", marker="^")
-    _errbar(ax, Ms, rec["plm_sym"], "full blocks, symmetrised", marker="D")
-    ax.plot(Ms, np.exp(intercept) * Ms ** d["reconstruction_slope"], color="0.3", ls=(0, (1, 1.5)), lw=1.2,
-            label=rf"fit to factored attention: $\propto M^{{{d['reconstruction_slope']:.2f}}}$")
-    ax.plot(Ms, np.nanmean(rec["fa"][0]) * (Ms / Ms[0]) ** -0.5, color="0.5", ls=(0, (6, 2)), lw=0.9,
-            label=r"$\propto M^{-1/2}$")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of training sequences $M$")
-    ax.set_ylabel("relative coupling error\n"
-                  r"$\Vert\hat W - W\Vert_F\,/\,\Vert W\Vert_F$ (zero-sum gauge)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    files += _save(fig, out, "potts_reconstruction")
-    plt.close(fig)
-
-    # test loss: training curves (2a) and excess vs M (2c)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
-    H = d["conditional_entropy"]
-    for v, c in d["training_curves"].items():
-        it = np.arange(1, len(c["train"]) + 1)
-        (line,) = ax1.plot(it, c["train"], label=f"{v}: train")
-        ax1.plot(it, c["test"], color=line.get_color(), ls=":", lw=2.0, label=f"{v}: test")
-    ax1.axhline(H, color="0.4", ls=(0, (6, 2)), lw=1, label="conditional entropy $H$ (optimum)")
-    ax1.set_xscale("log")
-    ax1.set_xlabel("L-BFGS iteration")
-    ax1.set_ylabel("MLM loss per sequence (nats)")
-    ax1.set_title(rf"(a) training at $M = {max(st.Ms)}$, $\lambda = {st.lam:g}$", fontsize=9)
-    lo = min(min(np.min(c["train"]) for c in d["training_curves"].values()), H)
-    ax1.set_ylim(lo - 0.05 * abs(lo), None)
-    ax1.legend(fontsize=8)
-    gaps = d["excess_test_loss"]
-    _errbar(ax2, Ms, gaps["gap_fa"], "factored attention (linear)", marker="o")
-    _errbar(ax2, Ms, gaps["gap_soft"], "factored attention (softmax)", marker="s")
-    _errbar(ax2, Ms, gaps["gap_plm"], r"full $q \times q$ blocks (plmDCA-style)", marker="^")
-    ax2.plot(Ms, np.nanmean(gaps["gap_fa"][0]) * Ms[0] / Ms, color="0.5", ls=(0, (6, 2)), lw=0.9,
-             label=r"$\propto 1/M$")
-    ax2.set_xscale("log")
-    ax2.set_yscale("log")
-    ax2.set_xlabel("number of training sequences $M$")
-    ax2.set_ylabel("test loss $-$ conditional entropy $H$ (nats)")
-    ax2.set_title("(c) excess test loss " + title, fontsize=9)
-    ax2.legend(fontsize=8)
-    files += _save(fig, out, "potts_test_loss")
-    plt.close(fig)
-
-    # small lam: test loss vs M
-    sl = d["small_lam"]
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    ax.errorbar(sl["M"], sl["test_loss"], yerr=sl["test_loss_se"], marker="o", mfc="white", capsize=2.5,
-                label=rf"factored attention, $\lambda = {st.small_lam:g}$")
-    ax.axhline(H, color="0.4", ls=(0, (6, 2)), lw=1, label="conditional entropy $H$")
-    ax.axvline(sl["threshold_M_params_over_L"], color="0.5", ls=":",
-               label="$M$ = number of parameters$/L$")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of training sequences $M$")
-    ax.set_ylabel("test MLM loss per sequence (nats)")
-    ax.set_title("test loss at small regularisation\n" + title, fontsize=9)
-    ax.legend(fontsize=8)
-    files += _save(fig, out, "potts_small_lam")
-    plt.close(fig)
-
-    # sampler autocorrelation
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    lags = np.arange(diag.rho_spin.size)
-    ax.plot(lags, diag.rho_spin, marker="o", ms=3,
-            label=rf"spin overlap, $\tau_{{\rm int}} = {diag.tau_spin:.2f}$")
-    ax.plot(lags, diag.rho_energy, marker="s", ms=3,
-            label=rf"energy, $\tau_{{\rm int}} = {diag.tau_energy:.2f}$")
-    ax.axvline(diag.sweeps_between, color="0.5", ls=":",
-               label=f"sweeps between samples = {diag.sweeps_between}")
-    ax.axhline(0, color="k", lw=0.5)
-    ax.set_xlabel("lag (sweeps)")
-    ax.set_ylabel("normalised autocorrelation")
-    who = (f"Gibbs sampler, {diag.n_chains} chains" if diag.method == "gibbs" else
-           f"parallel tempering, coldest rung of {diag.n_chains} x {diag.ladder.size}-rung ladders")
-    ax.set_title(f"{who}\n" + title, fontsize=9)
-    ax.legend(fontsize=8)
-    files += _save(fig, out, "potts_gibbs")
-    plt.close(fig)
-    return files
