@@ -1,50 +1,61 @@
 """Validation entry: MLM with factored attention is pseudo-likelihood (docs/potts.md).
 
-Samples a random generalised Potts model with the Gibbs sampler, trains factored attention by MLM
-(and the plmDCA-style full-block pseudo-likelihood fit for comparison) on growing numbers of
-sequences M, and writes figures (PNG and PDF) and ``potts.json`` into ``out``:
+Samples a random generalised Potts model, trains factored attention by MLM (and the plmDCA-style
+full-block pseudo-likelihood fit for comparison) on growing numbers of sequences M, and writes
+figures (PNG and PDF) and ``potts.json`` into ``out``:
 
 * ``potts_reconstruction``: gauge-invariant reconstruction error of ``W = A V`` against
   ``beta J U`` vs M (log-log, slope fitted, ``M^{-1/2}`` reference);
-* ``potts_test_loss``: (a) train / test MLM loss during L-BFGS training, dashed line at the
-  conditional entropy (paper's fig. 2a); (c) excess test loss over the conditional entropy vs M for
-  the linear and softmax factored layers and the full-block fit (paper's fig. 2c);
+* ``potts_test_loss``: (a) train / test MLM loss during training at the largest M, dashed line at
+  the conditional entropy (paper's fig. 2a); (c) excess test loss over the conditional entropy vs M
+  for the linear factored layer, the full-block fit and (quick mode) the softmax layer (paper's
+  fig. 2c);
 * ``potts_small_lam``: test loss vs M at small regularisation (paper's fig. 3, right);
 * ``potts_gibbs``: measured autocorrelation functions of the sampler.
 
 The conditional entropy ``sum_i H(s_i | s_-i)`` is estimated by the true model's negative log
 pseudo-likelihood on the test set; excess losses are paired differences on that same test set.
 
-Mixing (measured): for L = q = 20 with random U and Gaussian J, a mean Hamming distance of 0.3
-lies in a glassy regime where single-site Gibbs sampling does not decorrelate (integrated
-autocorrelation time > 10^2 sweeps at beta = 4, chains stuck in different states). The full mode
-(target 0.3, the paper's value) tunes beta with ``tune_beta(method="auto", return_result=True)``:
-parallel-tempering scans locate the target, and a pilot run at the chosen beta must pass the mixing
-check and measure the Hamming distance within ``tol`` = 0.01 with a standard error below
-``tol / 3``; that pilot run's ladder and thinning then draw the data, and the ``mixing`` check
-reports it (benchmarks/README.md, "tune_beta with parallel tempering"). The quick mode (L = 6,
-q = 4, target 0.5) keeps plain Gibbs (``tune_method="gibbs"``: instances on which Gibbs does not mix
-are rejected, as before).
+Instances. The full mode (L = q = 20, target Hamming distance 0.3, the paper's value) tunes beta
+with ``tune_beta(method="auto", return_result=True)`` (parallel-tempering scans, then a pilot run
+that must pass the mixing check and measure the Hamming distance within 0.01 with a standard error
+below 0.01 / 3; docs/potts.md, "Sampling"). Random instances differ a lot (the target lies between
+beta = 3 and beyond 20) and the sampler's cost grows with beta, so an instance is kept on the
+sampler's cost alone, before any fit (``tuned_instance``): a pre-scan (8 replicas, 200 + 200
+steps of a geometric ladder from beta = 1 to ``max_beta`` = 5, about 2 CPU seconds) must already
+cross the target; the tuner's pilot runs may record at most ``max_pilot_sweeps`` = 1600 steps; the
+tuned pilot may need at most ``max_sweeps_between`` = 40 steps between samples. Rejected instances
+and their measured reasons are listed in ``potts.json`` (``data["rejected_instances"]``). The data
+continue the verified pilot's chains (``PottsModel.sample(resume=...)``), and the check
+``potts.sampler.target_hamming`` requires the test set's mean Hamming distance within 0.01 of the
+target. The quick mode (L = 6, q = 4, target 0.5) keeps plain Gibbs (``tune_method="gibbs"``).
 
-Cost of the full mode (measured at L = q = 20, one thread, CPU seconds on a shared 2-core machine
-at load 10-13; a quiet machine is somewhat faster). An L-BFGS fit of factored attention costs about
-25 microseconds per training sequence and iteration, linear or softmax, and at lam = 1e-3 none of
-the fits tried stops before ``max_iter`` = 1000 (M = 250, 1000, 4000: 5.4, 29.6, 98.6 s, excess
-test loss 9.7, 4.3, 1.07 nats; softmax at M = 4000: 101 s, 2.8 nats); the full-block fit costs
-about 68 ms per sequence (M = 500: 34 s, converged after 921 iterations). Sampling at Hamming 0.3
-costs 23 s per 6000 sequences and ``tune_beta`` 18 s on ``PottsModel.random(L=20, q=20, seed=5)``;
-on this mode's own instances (rng 0) the tuner refused the first two after about 300 s each (the
-pilot's standard error stayed above ``tol / 3``: 0.2864 +- 0.0055 at beta = 14.66, 0.2988 +-
-0.0048 at beta = 4.893). The earlier sizes (M up to 4000 with 3 data sets, softmax and full-block
-fits up to 2000-4000, 36 small-lam fits up to M = 3000, 19 075 samples) add up to about 1500 s of
-fits; the sizes below (about 360 s of fits, 6000 samples) keep L, q, the target and every check,
-with two data sets per M, M up to 2000, full-block fits up to M = 500 and the small-lam scan up to
-M = 200, five times its expected peak at parameters / L = 39. Run once at these sizes with the
-instance replaced by seed 5 (rng 0's were refused): 462 s of CPU (load 10-13), Hamming 0.297 with
-the mixing check passed, reconstruction slope -0.48, small-lam peak at M = 50; two checks fail
-because the factored fits stop at 1000 iterations unconverged: excess test loss at M = 2000 of
-1.10 +- 0.87 nats (two data sets) against the conditional entropy 5.92, and the full-block fit
-below factored attention at M = 250 and 500 (excess 6.41, 4.32 against 8.72, 4.42).
+Fits. Every fit is a :class:`~replica_mlm.validation.parallel.Task` seeded from the root seed and
+its own key, run in ``workers`` processes (the numbers do not depend on ``workers``). Linear
+factored attention starts from the mean-field point (``init="mean-field"``), runs L-BFGS (up to
+``max_iter``) and trust-region Newton to a tenth of the check's threshold; the full-block fit is
+convex and runs L-BFGS (up to ``plm_max_iter``); ``potts.fits_converged`` requires every fit's
+``|grad F| max(|x|, 1)`` below ``KKT_FRACTION`` = 1 % of the conditional entropy's standard error on
+the test set. The softmax layer has no Newton polish; at L = q = 20 3000 L-BFGS iterations at
+M = 2000 (136 CPU seconds) left it at 2.3e-2 against a threshold of 7e-4, so the full mode does
+not fit it (the quick mode does, and its fits converge).
+
+Cost of the full mode (``validate --full --section potts --workers 2``, rng 0; measured once on
+the shared 2-core machine at a load average of 10-15, so the wall time says little): 1541 s wall,
+497 s CPU. Instances 0-2 of the seed stream were rejected by the pre-scan (Hamming distance at
+beta = 5 of 0.728, 0.353, 0.456; about 1.4 CPU seconds each; with ``max_beta`` = 8 instead,
+instance 1 passed the pre-scan and its tuning had not finished after 200 CPU seconds); instance 3
+tuned to beta = 2.561 (pilot 0.3006 +- 0.0030, 8 rungs, 64 replicas, tau_int 1.8, 9 steps between
+samples), 22.6 CPU seconds including the pre-scans, and the 7000 sequences from the pilot's chains
+12.5 CPU seconds. The 28 fits took 451 CPU seconds (L-BFGS 1000 iterations then 2 Newton steps
+for the linear fits at lam = 1e-3: 6, 12, 23 and 45-88 s at M = 250, 500, 1000, 2000, the last
+with the test loss monitored; small-lam fits 0.3-37 s with up to 174 Newton steps; full blocks
+26 s at M = 250 and 45 s at M = 500 after 694 and 1059 iterations). Worst stationarity 4.1e-4
+(the full-block fit at M = 250) against the threshold 7.3e-4. On a quiet machine the section's
+CPU time split over two workers is about 250-300 s of wall time (not measured quiet). Of the nine
+checks, ``potts.consistency.test_loss_to_entropy`` failed: the excess test loss at M = 2000 is
+0.2095 +- 0.0003 nats (two data sets), above 2 % of the conditional entropy 9.328 (0.187); about
+``p / (2 M)`` = 0.195 is what a regular model with p = 780 parameters leaves at that M.
 """
 
 from __future__ import annotations
@@ -74,9 +85,9 @@ __all__ = ["PottsSettings", "run"]
 KKT_FRACTION = 0.01
 #: L-BFGS's relative tolerance on the objective (scipy's ftol), factored attention and full blocks
 LBFGS_FTOL = 1e-12
+PLM_FTOL = 1e-12
 #: the data's mean Hamming distance must lie this close to the target (tune_beta's default tol)
 HAMMING_TOL = 0.01
-PLM_FTOL = 1e-12
 
 
 @dataclass

@@ -83,7 +83,7 @@ def _draw(out: Path, st, d: dict, diag, intercept: float) -> list[str]:
         ax1.plot(it, c["test"], color=line.get_color(), ls=":", lw=2.0, label=f"{v}: test")
     ax1.axhline(H, color="0.4", ls=(0, (6, 2)), lw=1, label="conditional entropy $H$ (optimum)")
     ax1.set_xscale("log")
-    ax1.set_xlabel("L-BFGS iteration")
+    ax1.set_xlabel("iteration (L-BFGS, then Newton for the linear layer)")
     ax1.set_ylabel("MLM loss per sequence (nats)")
     ax1.set_title(rf"(a) training at $M = {max(st.Ms)}$, $\lambda = {st.lam:g}$", fontsize=9)
     lo = min(min(np.min(c["train"]) for c in d["training_curves"].values()), H)
