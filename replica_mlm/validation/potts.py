@@ -1,50 +1,61 @@
 """Validation entry: MLM with factored attention is pseudo-likelihood (docs/potts.md).
 
-Samples a random generalised Potts model with the Gibbs sampler, trains factored attention by MLM
-(and the plmDCA-style full-block pseudo-likelihood fit for comparison) on growing numbers of
-sequences M, and writes figures (PNG and PDF) and ``potts.json`` into ``out``:
+Samples a random generalised Potts model, trains factored attention by MLM (and the plmDCA-style
+full-block pseudo-likelihood fit for comparison) on growing numbers of sequences M, and writes
+figures (PNG and PDF) and ``potts.json`` into ``out``:
 
 * ``potts_reconstruction``: gauge-invariant reconstruction error of ``W = A V`` against
   ``beta J U`` vs M (log-log, slope fitted, ``M^{-1/2}`` reference);
-* ``potts_test_loss``: (a) train / test MLM loss during L-BFGS training, dashed line at the
-  conditional entropy (paper's fig. 2a); (c) excess test loss over the conditional entropy vs M for
-  the linear and softmax factored layers and the full-block fit (paper's fig. 2c);
+* ``potts_test_loss``: (a) train / test MLM loss during training at the largest M, dashed line at
+  the conditional entropy (paper's fig. 2a); (c) excess test loss over the conditional entropy vs M
+  for the linear factored layer, the full-block fit and (quick mode) the softmax layer (paper's
+  fig. 2c);
 * ``potts_small_lam``: test loss vs M at small regularisation (paper's fig. 3, right);
 * ``potts_gibbs``: measured autocorrelation functions of the sampler.
 
 The conditional entropy ``sum_i H(s_i | s_-i)`` is estimated by the true model's negative log
 pseudo-likelihood on the test set; excess losses are paired differences on that same test set.
 
-Mixing (measured): for L = q = 20 with random U and Gaussian J, a mean Hamming distance of 0.3
-lies in a glassy regime where single-site Gibbs sampling does not decorrelate (integrated
-autocorrelation time > 10^2 sweeps at beta = 4, chains stuck in different states). The full mode
-(target 0.3, the paper's value) tunes beta with ``tune_beta(method="auto", return_result=True)``:
-parallel-tempering scans locate the target, and a pilot run at the chosen beta must pass the mixing
-check and measure the Hamming distance within ``tol`` = 0.01 with a standard error below
-``tol / 3``; that pilot run's ladder and thinning then draw the data, and the ``mixing`` check
-reports it (benchmarks/README.md, "tune_beta with parallel tempering"). The quick mode (L = 6,
-q = 4, target 0.5) keeps plain Gibbs (``tune_method="gibbs"``: instances on which Gibbs does not mix
-are rejected, as before).
+Instances. The full mode (L = q = 20, target Hamming distance 0.3, the paper's value) tunes beta
+with ``tune_beta(method="auto", return_result=True)`` (parallel-tempering scans, then a pilot run
+that must pass the mixing check and measure the Hamming distance within 0.01 with a standard error
+below 0.01 / 3; docs/potts.md, "Sampling"). Random instances differ a lot (the target lies between
+beta = 3 and beyond 20) and the sampler's cost grows with beta, so an instance is kept on the
+sampler's cost alone, before any fit (``tuned_instance``): a pre-scan (8 replicas, 200 + 200
+steps of a geometric ladder from beta = 1 to ``max_beta`` = 5, about 2 CPU seconds) must already
+cross the target; the tuner's pilot runs may record at most ``max_pilot_sweeps`` = 1600 steps; the
+tuned pilot may need at most ``max_sweeps_between`` = 40 steps between samples. Rejected instances
+and their measured reasons are listed in ``potts.json`` (``data["rejected_instances"]``). The data
+continue the verified pilot's chains (``PottsModel.sample(resume=...)``), and the check
+``potts.sampler.target_hamming`` requires the test set's mean Hamming distance within 0.01 of the
+target. The quick mode (L = 6, q = 4, target 0.5) keeps plain Gibbs (``tune_method="gibbs"``).
 
-Cost of the full mode (measured at L = q = 20, one thread, CPU seconds on a shared 2-core machine
-at load 10-13; a quiet machine is somewhat faster). An L-BFGS fit of factored attention costs about
-25 microseconds per training sequence and iteration, linear or softmax, and at lam = 1e-3 none of
-the fits tried stops before ``max_iter`` = 1000 (M = 250, 1000, 4000: 5.4, 29.6, 98.6 s, excess
-test loss 9.7, 4.3, 1.07 nats; softmax at M = 4000: 101 s, 2.8 nats); the full-block fit costs
-about 68 ms per sequence (M = 500: 34 s, converged after 921 iterations). Sampling at Hamming 0.3
-costs 23 s per 6000 sequences and ``tune_beta`` 18 s on ``PottsModel.random(L=20, q=20, seed=5)``;
-on this mode's own instances (rng 0) the tuner refused the first two after about 300 s each (the
-pilot's standard error stayed above ``tol / 3``: 0.2864 +- 0.0055 at beta = 14.66, 0.2988 +-
-0.0048 at beta = 4.893). The earlier sizes (M up to 4000 with 3 data sets, softmax and full-block
-fits up to 2000-4000, 36 small-lam fits up to M = 3000, 19 075 samples) add up to about 1500 s of
-fits; the sizes below (about 360 s of fits, 6000 samples) keep L, q, the target and every check,
-with two data sets per M, M up to 2000, full-block fits up to M = 500 and the small-lam scan up to
-M = 200, five times its expected peak at parameters / L = 39. Run once at these sizes with the
-instance replaced by seed 5 (rng 0's were refused): 462 s of CPU (load 10-13), Hamming 0.297 with
-the mixing check passed, reconstruction slope -0.48, small-lam peak at M = 50; two checks fail
-because the factored fits stop at 1000 iterations unconverged: excess test loss at M = 2000 of
-1.10 +- 0.87 nats (two data sets) against the conditional entropy 5.92, and the full-block fit
-below factored attention at M = 250 and 500 (excess 6.41, 4.32 against 8.72, 4.42).
+Fits. Every fit is a :class:`~replica_mlm.validation.parallel.Task` seeded from the root seed and
+its own key, run in ``workers`` processes (the numbers do not depend on ``workers``). Linear
+factored attention starts from the mean-field point (``init="mean-field"``), runs L-BFGS (up to
+``max_iter``) and trust-region Newton to a tenth of the check's threshold; the full-block fit is
+convex and runs L-BFGS (up to ``plm_max_iter``); ``potts.fits_converged`` requires every fit's
+``|grad F| max(|x|, 1)`` below ``KKT_FRACTION`` = 1 % of the conditional entropy's standard error on
+the test set. The softmax layer has no Newton polish; at L = q = 20 3000 L-BFGS iterations at
+M = 2000 (136 CPU seconds) left it at 2.3e-2 against a threshold of 7e-4, so the full mode does
+not fit it (the quick mode does, and its fits converge).
+
+Cost of the full mode (``validate --full --section potts --workers 2``, rng 0; measured once on
+the shared 2-core machine at a load average of 10-15, so the wall time says little): 1541 s wall,
+497 s CPU. Instances 0-2 of the seed stream were rejected by the pre-scan (Hamming distance at
+beta = 5 of 0.728, 0.353, 0.456; about 1.4 CPU seconds each; with ``max_beta`` = 8 instead,
+instance 1 passed the pre-scan and its tuning had not finished after 200 CPU seconds); instance 3
+tuned to beta = 2.561 (pilot 0.3006 +- 0.0030, 8 rungs, 64 replicas, tau_int 1.8, 9 steps between
+samples), 22.6 CPU seconds including the pre-scans, and the 7000 sequences from the pilot's chains
+12.5 CPU seconds. The 28 fits took 451 CPU seconds (L-BFGS 1000 iterations then 2 Newton steps
+for the linear fits at lam = 1e-3: 6, 12, 23 and 45-88 s at M = 250, 500, 1000, 2000, the last
+with the test loss monitored; small-lam fits 0.3-37 s with up to 174 Newton steps; full blocks
+26 s at M = 250 and 45 s at M = 500 after 694 and 1059 iterations). Worst stationarity 4.1e-4
+(the full-block fit at M = 250) against the threshold 7.3e-4. On a quiet machine the section's
+CPU time split over two workers is about 250-300 s of wall time (not measured quiet). Of the nine
+checks, ``potts.consistency.test_loss_to_entropy`` failed: the excess test loss at M = 2000 is
+0.2095 +- 0.0003 nats (two data sets), above 2 % of the conditional entropy 9.328 (0.187); about
+``p / (2 M)`` = 0.195 is what a regular model with p = 780 parameters leaves at that M.
 """
 
 from __future__ import annotations
@@ -57,13 +68,26 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from replica_mlm._checks import positive_int
 from replica_mlm.discrete.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
 from replica_mlm.discrete.potts import PottsModel
 from replica_mlm.io import write_json
 from replica_mlm.stats import mean_stderr
+from replica_mlm.validation.parallel import Task, run_tasks
 from replica_mlm.validation.report import Check, Section
 
 __all__ = ["PottsSettings", "run"]
+
+#: every fit must reach ``|grad F| max(|x|, 1) <= KKT_FRACTION`` x the standard error of the
+#: conditional entropy on the test set (nats per sequence; check ``potts.fits_converged``): the
+#: first-order change of the objective under any move of the parameters by up to their own size
+#: is then far below the statistical error of every loss compared
+KKT_FRACTION = 0.01
+#: L-BFGS's relative tolerance on the objective (scipy's ftol), factored attention and full blocks
+LBFGS_FTOL = 1e-12
+PLM_FTOL = 1e-12
+#: the data's mean Hamming distance must lie this close to the target (tune_beta's default tol)
+HAMMING_TOL = 0.01
 
 
 @dataclass
@@ -84,6 +108,16 @@ class PottsSettings:
     max_iter: int
     #: sampler(s) tune_beta may use: quick mode keeps an instance on which plain Gibbs mixes
     tune_method: str = "auto"
+    #: limit of the trust-region Newton iterations after L-BFGS (linear factored attention)
+    newton_iter: int = 300
+    #: L-BFGS iteration limit of the full-block fits (convex, no Newton polish)
+    plm_max_iter: int = 5000
+    #: fit the softmax variant too (one data set per M; L-BFGS only, no Newton polish exists)
+    softmax: bool = True
+    #: cost rule for instances (``tuned_instance``; None: no limit)
+    max_beta: float | None = None
+    max_pilot_sweeps: int | None = None
+    max_sweeps_between: int | None = None
 
 
 def settings_for(quick: bool) -> PottsSettings:
@@ -92,11 +126,12 @@ def settings_for(quick: bool) -> PottsSettings:
                              n_test=4000, lam=1e-3, small_lam=1e-4,
                              small_lam_Ms=(3, 5, 8, 12, 20, 40, 100, 400), small_lam_reps=4,
                              plm_max_M=5000, max_iter=500, tune_method="gibbs")
-    # sized for about 7 minutes on one core once tuning succeeds (module docstring)
+    # sized for about 6 minutes with two workers (module docstring, "Cost of the full mode")
     return PottsSettings(L=20, q=20, target_hamming=0.3, Ms=(250, 500, 1000, 2000), reps=2,
                          n_test=3000, lam=1e-3, small_lam=1e-4,
                          small_lam_Ms=(5, 10, 20, 30, 40, 50, 70, 100, 200),
-                         small_lam_reps=2, plm_max_M=500, max_iter=1000)
+                         small_lam_reps=2, plm_max_M=500, max_iter=1000, softmax=False,
+                         max_beta=5.0, max_pilot_sweeps=1600, max_sweeps_between=40)
 
 
 def _mean_se(x) -> tuple[float, float]:
@@ -122,7 +157,7 @@ def _chi_square_check(rng: np.random.Generator) -> dict:
             "tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between}
 
 
-def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
+def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Section:
     """Run the Potts / factored-attention experiments; write figures and ``potts.json``.
 
     Parameters
@@ -133,11 +168,15 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         Small model (L = 6, q = 3; CI, well under a minute) or the paper's size (L = q = 20).
     rng : int
         Seed of everything (model, sampling, initialisations).
+    workers : int
+        Processes for the fits (independent tasks, each seeded from ``rng`` and its own key: the
+        numbers do not depend on ``workers``).
     """
     t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     st = settings_for(quick)
+    workers = positive_int(workers, "workers")
     seeds = np.random.SeedSequence(rng).spawn(6)
     gens = [np.random.default_rng(s) for s in seeds]
 
@@ -146,13 +185,15 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
 
     # ---- model, temperature, sampler
     pm, tune, tried = tuned_instance(L=st.L, q=st.q, target_hamming=st.target_hamming,
-                                     method=st.tune_method, gens=gens)
+                                     method=st.tune_method, gens=gens, max_beta=st.max_beta,
+                                     max_pilot_sweeps=st.max_pilot_sweeps,
+                                     max_sweeps_between=st.max_sweeps_between)
     beta = pm.beta
     section.data["rejected_instances"] = tried
     section.parameters["instances_rejected"] = len(tried)
     t_tune = time.perf_counter() - t0
     n_train = max(max(st.Ms) * st.reps, sum(st.small_lam_Ms) * st.small_lam_reps)
-    diag, data = draw_like_pilot(pm, tune, n_train + st.n_test, gens=gens)
+    diag, data = draw_like_pilot(pm, tune, n_train + st.n_test, gens=gens, resume=True)
     train, test = data[:n_train], data[n_train:]
     hamming = pm.mean_hamming(test)
     H = pm.neg_pseudo_loglikelihood(test)
@@ -175,6 +216,16 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         detail=f"{diag.method} autocorrelation at beta = {beta:.4g} (mean Hamming {hamming:.3f}, "
                f"target {st.target_hamming}, {diag.ladder.size} rung(s)); samples saved every "
                f"{diag.sweeps_between} sweeps",
+    ))
+    h_se = _hamming_se(pm, test)
+    section.checks.append(Check(
+        name="potts.sampler.target_hamming",
+        passed=bool(abs(hamming - st.target_hamming) <= HAMMING_TOL),
+        value={"mean_hamming": hamming, "stderr": h_se, "target": st.target_hamming,
+               "tol": HAMMING_TOL},
+        threshold=f"|mean Hamming distance of the test set - target| <= {HAMMING_TOL}",
+        detail=f"test set ({st.n_test} sequences): mean Hamming distance {hamming:.4f} +- "
+               f"{h_se:.4f} (jackknife over 20 blocks) against the target {st.target_hamming}",
     ))
     chi = _chi_square_check(gens[4])
     section.checks.append(Check(
@@ -199,33 +250,34 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
                f"predictions vs exact conditionals on {n_train} sequences",
     ))
 
-    # ---- consistency vs M
+    # ---- every fit is an independent task with its own seed (results do not depend on workers)
+    se_H = mean_stderr(per_seq_true).stderr
+    # the linear fits aim at a tenth of the check's threshold (Newton is cheap near the optimum)
+    tasks, keys = _fit_tasks(st, train, test, W_true, gtol=0.1 * KKT_FRACTION * se_H, rng=rng)
+    t_fit = time.perf_counter()
+    results = dict(zip(keys, run_tasks(tasks, workers=workers), strict=True))
+    t_fit = time.perf_counter() - t_fit
     rec = {k: np.full((len(st.Ms), st.reps), np.nan) for k in
            ("fa", "fa_sym", "plm", "plm_sym", "gap_fa", "gap_soft", "gap_plm")}
-    curves = None
-    for a, M in enumerate(st.Ms):
+    for a, _M in enumerate(st.Ms):
         for r in range(st.reps):
-            s = train[r * M:(r + 1) * M]
-            fa = FactoredAttention.fit(s, q=st.q, lam=st.lam, rng=gens[5], max_iter=st.max_iter,
-                                       monitor=test if (r == 0 and M == max(st.Ms)) else None)
-            rec["fa"][a, r] = reconstruction_error(fa.couplings(), W_true)
-            rec["fa_sym"][a, r] = reconstruction_error(fa.couplings(), W_true, symmetrise=True)
-            rec["gap_fa"][a, r] = fa.mlm_loss(test) - H
-            if r == 0 and M == max(st.Ms):
-                soft = FactoredAttention.fit(s, q=st.q, lam=st.lam, variant="softmax",
-                                             rng=gens[5], max_iter=st.max_iter, monitor=test)
-                curves = {"linear": fa.fit_info, "softmax": soft.fit_info}
-            if r == 0:
-                if M != max(st.Ms):
-                    soft = FactoredAttention.fit(s, q=st.q, lam=st.lam, variant="softmax",
-                                                 rng=gens[5], max_iter=st.max_iter)
-                rec["gap_soft"][a, r] = soft.mlm_loss(test) - H
-            if M <= st.plm_max_M and r == 0:  # the check compares the first data set of each M
-                plm = FullCouplingPotts.fit(s, q=st.q, lam=st.lam, max_iter=st.max_iter)
-                rec["plm"][a, r] = reconstruction_error(plm.couplings(), W_true)
-                rec["plm_sym"][a, r] = reconstruction_error(plm.couplings(), W_true,
-                                                            symmetrise=True)
-                rec["gap_plm"][a, r] = plm.mlm_loss(test) - H
+            f = results[("fa", a, r)]
+            rec["fa"][a, r], rec["fa_sym"][a, r] = f["rec"], f["rec_sym"]
+            rec["gap_fa"][a, r] = f["test_loss"] - H
+        if ("soft", a) in results:
+            rec["gap_soft"][a, 0] = results[("soft", a)]["test_loss"] - H
+        if ("plm", a) in results:  # the check compares the first data set of each M
+            f = results[("plm", a)]
+            rec["plm"][a, 0], rec["plm_sym"][a, 0] = f["rec"], f["rec_sym"]
+            rec["gap_plm"][a, 0] = f["test_loss"] - H
+    top = len(st.Ms) - 1
+    curves = {v: results[key]["curve"] for v, key in (("linear", ("fa", top, 0)),
+                                                      ("softmax", ("soft", top)))
+              if key in results}
+    fits = [dict(results[k], task=list(map(str, k))) for k in keys]
+    for f in fits:
+        f.pop("curve", None)
+    section.checks.append(fits_converged_check(fits, se_H))
     Ms = np.asarray(st.Ms, dtype=float)
     fa_mean = np.nanmean(rec["fa"], axis=1)
     slope, intercept = np.polyfit(np.log(Ms), np.log(fa_mean), 1)
@@ -261,15 +313,8 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     ))
 
     # ---- small regularisation: test loss vs M (paper's fig. 3, right)
-    small = np.full((len(st.small_lam_Ms), st.small_lam_reps), np.nan)
-    start = 0
-    for a, M in enumerate(st.small_lam_Ms):
-        for r in range(st.small_lam_reps):
-            s = train[start:start + M]
-            start += M
-            fa = FactoredAttention.fit(s, q=st.q, lam=st.small_lam, rng=gens[5],
-                                       max_iter=st.max_iter)
-            small[a, r] = fa.mlm_loss(test)
+    small = np.array([[results[("small", a, r)]["test_loss"] for r in range(st.small_lam_reps)]
+                      for a in range(len(st.small_lam_Ms))])
     small_mean, small_se = mean_stderr(small, axis=1)
     k = int(np.argmax(small_mean))
     n_params = st.L * (st.L - 1) + st.q**2
@@ -303,11 +348,14 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         "M": st.Ms, "reconstruction": {k: rec[k] for k in ("fa", "fa_sym", "plm", "plm_sym")},
         "reconstruction_slope": float(slope),
         "excess_test_loss": {k: rec[k] for k in ("gap_fa", "gap_soft", "gap_plm")},
-        "training_curves": {v: {"train": c.history, "test": c.monitor_history}
-                            for v, c in (curves or {}).items()},
-        "seconds": {"tuning": t_tune, "sampling": t_sample},
+        "training_curves": curves,
+        "fits": fits, "workers": workers,
+        "seconds": {"tuning": t_tune, "sampling": t_sample, "fits_wall": t_fit,
+                    "fits_cpu_tasks": float(sum(f["seconds"] for f in fits))},
     })
-    section.figures += _figures(out, st, section.data, diag, intercept)
+    from replica_mlm.validation.potts_plots import figures
+
+    section.figures += figures(out, st, section.data, diag, intercept)
     section.data["seconds"]["total"] = time.perf_counter() - t0
     write_json(out / "potts.json", {
         "passed": section.passed, "parameters": section.parameters,
@@ -315,170 +363,202 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     return section
 
 
+#: the full mode's cost rule for instances (module docstring, "Instances"): the pre-scan's
+#: replicas and steps (burn-in, then recorded) over the geometric ladder from 1 to ``max_beta``
+PRESCAN_REPLICAS = 8
+PRESCAN_STEPS = 200
+
+
+def prescan(pm: PottsModel, *, max_beta: float, gen: np.random.Generator):
+    """One short parallel-tempering scan of ``pm`` from beta = 1 to ``max_beta``
+    (:func:`replica_mlm.discrete.tempering.tempering_scan`, ``PRESCAN_REPLICAS`` replicas of a
+    geometric ladder, ``PRESCAN_STEPS`` steps of burn-in then recorded); the mean Hamming distance
+    at every rung. About 1.5 CPU seconds at L = q = 20."""
+    from replica_mlm.discrete.tempering import geometric_ladder, tempering_scan
+
+    ladder = geometric_ladder(max_beta, None, min(1.0, max_beta), pm.L)
+    return tempering_scan(pm, ladder, gen, n_replicas=PRESCAN_REPLICAS, n_steps=PRESCAN_STEPS)
+
+
 def tuned_instance(*, L: int, q: int, target_hamming: float, method: str,
-                   gens: list[np.random.Generator]):
+                   gens: list[np.random.Generator], max_beta: float | None = None,
+                   max_pilot_sweeps: int | None = None, max_sweeps_between: int | None = None):
     """A random instance whose sampler mixes at ``target_hamming`` (``tune_beta`` checks; up to five
     instances, drawn from ``gens[0]``, tuned with ``gens[1]``).
 
+    The optional limits reject an instance on the sampler's cost alone (never on what the checks
+    later measure): ``max_beta``, a pre-scan (:func:`prescan`) whose coldest rung is still above
+    the target puts the target above ``max_beta``; ``max_pilot_sweeps``, the ``max_sweeps`` of
+    ``tune_beta`` (its pilot must mix within that many recorded steps); ``max_sweeps_between``, the
+    tuned pilot's steps between samples.
+
     Returns the model at the tuned beta, the tempering tuner's result (None for ``method="gibbs"``)
-    and the messages of the instances rejected; RuntimeError if none of five reaches the target.
+    and the rejected instances (dicts: attempt, reason, measured numbers, CPU seconds spent);
+    RuntimeError if none of five reaches the target.
     """
-    tried: list[str] = []
-    for _attempt in range(5):
+    tried: list[dict] = []
+    for attempt in range(5):
         base = PottsModel.random(L=L, q=q, seed=gens[0])
+        c0 = time.process_time()
+
+        def reject(reason: str, attempt=attempt, c0=c0, **measured) -> None:
+            tried.append({"attempt": attempt, "reason": reason, **measured,
+                          "cpu_seconds": time.process_time() - c0})
+
+        if max_beta is not None:
+            sc = prescan(base, max_beta=max_beta, gen=gens[1])
+            if sc.hamming[-1] > target_hamming:
+                reject(f"pre-scan: mean Hamming distance {sc.hamming[-1]:.3f} +- "
+                       f"{sc.hamming_se[-1]:.3f} at beta = {max_beta:g} is above the target "
+                       f"{target_hamming}: the target lies above max_beta = {max_beta:g}",
+                       prescan_ladder=sc.ladder, prescan_hamming=sc.hamming)
+                continue
         try:
             if method == "gibbs":
                 return (base.with_beta(base.tune_beta(target_hamming=target_hamming, rng=gens[1],
                                                       method="gibbs")), None, tried)
             # tempering tuner: its final pilot run (mixing checked) is the sampler's
+            extra = {} if max_pilot_sweeps is None else {"max_sweeps": max_pilot_sweeps}
             tune = base.tune_beta(target_hamming=target_hamming, rng=gens[1], method=method,
-                                  return_result=True)
-            return base.with_beta(tune.beta), tune, tried
+                                  return_result=True, **extra)
         except ValueError as exc:
-            tried.append(str(exc))
-    raise RuntimeError("no instance reached the target Hamming distance: " + "; ".join(tried))
+            reject(str(exc))
+            continue
+        between = tune.diagnostics.sweeps_between
+        if max_sweeps_between is not None and between > max_sweeps_between:
+            reject(f"the tuned pilot at beta = {tune.beta:.4g} needs {between} steps between "
+                   f"samples, more than max_sweeps_between = {max_sweeps_between}",
+                   beta=tune.beta, sweeps_between=between)
+            continue
+        return base.with_beta(tune.beta), tune, tried
+    raise RuntimeError("no instance reached the target Hamming distance: "
+                       + "; ".join(t["reason"] for t in tried))
 
 
-def draw_like_pilot(pm: PottsModel, tune, n: int, *, gens: list[np.random.Generator]):
+def draw_like_pilot(pm: PottsModel, tune, n: int, *, gens: list[np.random.Generator],
+                    resume: bool = False):
     """``n`` shuffled sequences (``gens[2]`` samples, ``gens[3]`` shuffles) with the sampler settings of
     the tuner's pilot run (its own ladder at equal swap acceptance), or of plain Gibbs diagnostics
-    where ``tune`` is None; returns the diagnostics used and the sequences."""
+    where ``tune`` is None; returns the diagnostics used and the sequences. ``resume``: continue
+    the pilot's own chains (``PottsModel.sample(resume=...)``; they passed its equilibration
+    checks, so no second burn-in) instead of new chains from random sequences."""
     diag = pm.gibbs_diagnostics(rng=gens[2], method="auto") if tune is None else tune.diagnostics
-    data = pm.sample(n, rng=gens[2], sweeps_between=diag.sweeps_between, burn_in=diag.burn_in,
-                     method=diag.method, ladder=diag.ladder, swap_rounds=diag.swap_rounds)
+    if resume and tune is not None:
+        data = pm.sample(n, rng=gens[2], resume=diag)
+    else:
+        data = pm.sample(n, rng=gens[2], sweeps_between=diag.sweeps_between,
+                         burn_in=diag.burn_in, method=diag.method, ladder=diag.ladder,
+                         swap_rounds=diag.swap_rounds)
     gens[3].shuffle(data)
     return diag, data
+
+
+def fits_converged_check(fits: list[dict], se_H: float) -> Check:
+    """Check ``potts.fits_converged``: the worst stationarity ``|grad F| max(|x|, 1)`` of ``fits``
+    (records of :func:`_fit_task`, with their ``task`` key) against ``KKT_FRACTION * se_H``."""
+    kkt = KKT_FRACTION * se_H
+    worst = max(fits, key=lambda f: f["stationarity"])
+    return Check(
+        name="potts.fits_converged",
+        passed=bool(worst["stationarity"] <= kkt),
+        value={"worst_stationarity": worst["stationarity"], "threshold": kkt,
+               "worst_fit": worst["task"], "n_fits": len(fits)},
+        threshold=f"|grad F| max(|x|, 1) <= {KKT_FRACTION:g} x the standard error of the "
+                  "conditional entropy on the test set, every fit",
+        detail=f"{len(fits)} fits (factored linear: L-BFGS + Newton from the mean-field start; "
+               f"softmax: L-BFGS; full blocks: L-BFGS): worst |grad F| max(|x|, 1) = "
+               f"{worst['stationarity']:.2e} nats per sequence ({' '.join(worst['task'])}) "
+               f"against {kkt:.2e} = {KKT_FRACTION:g} x {se_H:.4f}",
+    )
+
+
+def _task_seed(rng: int, key: tuple) -> int:
+    """The seed of one fit: a function of the root seed and the task's key alone."""
+    words = [rng, 11] + [k if isinstance(k, int) else sum(map(ord, k)) for k in key]
+    return int(np.random.SeedSequence(words).generate_state(1)[0])
+
+
+def _fit_tasks(st: PottsSettings, train, test, W_true, *, gtol: float, rng: int):
+    """Every fit of the section as a :class:`Task`, longest first, and the tasks' keys."""
+    items: list[tuple[tuple, dict]] = []
+    top = len(st.Ms) - 1
+    for a, M in enumerate(st.Ms):
+        for r in range(st.reps):
+            items.append((("fa", a, r), dict(seqs=train[r * M:(r + 1) * M], lam=st.lam,
+                                              variant="linear", monitor=a == top and r == 0)))
+        if st.softmax:
+            items.append((("soft", a), dict(seqs=train[:M], lam=st.lam, variant="softmax",
+                                            monitor=a == top)))
+        if M <= st.plm_max_M:
+            items.append((("plm", a), dict(seqs=train[:M], lam=st.lam, variant="full",
+                                           monitor=False)))
+    start = 0
+    for a, M in enumerate(st.small_lam_Ms):
+        for r in range(st.small_lam_reps):
+            items.append((("small", a, r), dict(seqs=train[start:start + M], lam=st.small_lam,
+                                                variant="linear", monitor=False)))
+            start += M
+    weight = {"plm": 40.0, "soft": 2.0, "fa": 1.0, "small": 1.0}  # rough cost per sequence
+    items.sort(key=lambda kv: -weight[kv[0][0]] * len(kv[1]["seqs"]))
+    tasks = [Task(_fit_task, kwargs=dict(kw, q=st.q, test=test, W_true=W_true, gtol=gtol,
+                                         max_iter=st.max_iter, newton_iter=st.newton_iter,
+                                         plm_max_iter=st.plm_max_iter,
+                                         seed=_task_seed(rng, key)))
+             for key, kw in items]
+    return tasks, [key for key, _ in items]
+
+
+def _fit_task(*, seqs, q: int, lam: float, variant: str, monitor: bool, test, W_true,
+              gtol: float, max_iter: int, newton_iter: int, plm_max_iter: int,
+              seed: int) -> dict:
+    """One fit (factored linear or softmax, or the full-block pseudo-likelihood): its test loss,
+    reconstruction errors, stationarity ``|grad F| max(|x|, 1)`` and cost."""
+    c0 = time.process_time()
+    if variant == "full":
+        model = FullCouplingPotts.fit(seqs, q=q, lam=lam, max_iter=plm_max_iter, tol=PLM_FTOL)
+        stat, gnorm = _plm_stationarity(model, seqs, lam)
+        newton = 0
+    else:
+        # linear: deterministic mean-field start, L-BFGS, then Newton to gtol; softmax: L-BFGS
+        # from its random start (no Newton polish exists for it)
+        model = FactoredAttention.fit(seqs, q=q, lam=lam, variant=variant, rng=seed,
+                                      max_iter=max_iter, tol=LBFGS_FTOL, gtol=gtol,
+                                      newton_iter=newton_iter, monitor=test if monitor else None,
+                                      init="mean-field" if variant == "linear" else "random")
+        stat, gnorm = model.fit_info.stationarity, model.fit_info.gradient_norm
+        newton = model.fit_info.newton_iter
+    info = model.fit_info
+    return {"M": len(seqs), "variant": variant, "lam": lam, "seed": seed,
+            "test_loss": model.mlm_loss(test),
+            "rec": reconstruction_error(model.couplings(), W_true),
+            "rec_sym": reconstruction_error(model.couplings(), W_true, symmetrise=True),
+            "stationarity": float(stat), "gradient_norm": float(gnorm),
+            "iterations": int(info.n_iter), "newton_iterations": int(newton),
+            "message": info.message, "seconds": time.process_time() - c0,
+            "curve": ({"train": info.history, "test": info.monitor_history} if monitor
+                      else None)}
+
+
+def _plm_stationarity(model: FullCouplingPotts, seqs, lam: float) -> tuple[float, float]:
+    """``|grad F| max(|x|, 1)`` and ``|grad F|`` of the full-block objective at the fit."""
+    from replica_mlm.discrete.plm import _PLMProblem
+
+    s = np.asarray(seqs)
+    x = model.couplings().transpose(0, 2, 1, 3).ravel()  # the fit's parameter layout
+    _, g = _PLMProblem(s, model.q, lam).loss_grad(x)
+    gn = float(np.linalg.norm(g))
+    return gn * max(float(np.linalg.norm(x)), 1.0), gn
+
+
+def _hamming_se(pm: PottsModel, seqs: np.ndarray, blocks: int = 20) -> float:
+    """Jackknife standard error of ``pm.mean_hamming(seqs)`` over ``blocks`` blocks of the
+    (shuffled) sequences."""
+    parts = np.array_split(np.arange(len(seqs)), blocks)
+    est = np.array([pm.mean_hamming(np.delete(seqs, p, axis=0)) for p in parts])
+    return float(math.sqrt((blocks - 1) / blocks * np.sum((est - est.mean()) ** 2)))
 
 
 def _per_sequence_nll(z: np.ndarray, s: np.ndarray) -> np.ndarray:
     m = z.max(axis=2, keepdims=True)
     lse = m[:, :, 0] + np.log(np.exp(z - m).sum(axis=2))
     return (lse - np.take_along_axis(z, s[:, :, None], axis=2)[:, :, 0]).sum(axis=1)
-
-
-def _errbar(ax, x, Y, label, marker="o", **kw):
-    Y = np.asarray(Y, dtype=float)
-    ok = ~np.all(np.isnan(Y), axis=1)
-    m = np.nanmean(Y[ok], axis=1)
-    n = np.sum(~np.isnan(Y[ok]), axis=1)
-    dev = np.where(np.isnan(Y[ok]), 0.0, Y[ok] - m[:, None])
-    sd = np.sqrt((dev**2).sum(axis=1) / np.maximum(n - 1, 1))
-    se = np.where(n > 1, sd / np.sqrt(n), 0.0)  # no error bar for a single data set
-    ax.errorbar(np.asarray(x)[ok], m, yerr=np.nan_to_num(se), capsize=2.5, marker=marker, mfc="white",
-                label=label, **kw)
-
-
-def _save(fig, out: Path, stem: str) -> list[str]:
-    from replica_mlm.plotting import log_ticks, save
-
-    for ax in fig.axes:  # plain-number labels on log axes (no overlapping minor labels)
-        for axis in (ax.xaxis, ax.yaxis):
-            if axis.get_scale() == "log":
-                log_ticks(axis)
-    return [written.name for written in save(fig, out / stem)]
-
-
-def _figures(out: Path, st: PottsSettings, d: dict, diag, intercept: float) -> list[str]:
-    import matplotlib.pyplot as plt
-
-    from replica_mlm.plotting import STYLE
-
-    with plt.rc_context(STYLE):
-        return _draw(out, st, d, diag, intercept)
-
-
-def _draw(out: Path, st: PottsSettings, d: dict, diag, intercept: float) -> list[str]:
-    import matplotlib.pyplot as plt
-
-    files: list[str] = []
-    Ms = np.asarray(st.Ms, dtype=float)
-    title = (rf"$L = {st.L}$, $q = {st.q}$, $\beta = {d['beta']:.3g}$ "
-             f"(mean Hamming distance {d['mean_hamming']:.2f})")
-
-    # reconstruction error vs M
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    rec = d["reconstruction"]
-    _errbar(ax, Ms, rec["fa"], "factored attention (linear)", marker="o")
-    _errbar(ax, Ms, rec["fa_sym"], "factored attention, symmetrised", marker="s")
-    _errbar(ax, Ms, rec["plm"], r"full $q \times q$ blocks (plmDCA-style)", marker="^")
-    _errbar(ax, Ms, rec["plm_sym"], "full blocks, symmetrised", marker="D")
-    ax.plot(Ms, np.exp(intercept) * Ms ** d["reconstruction_slope"], color="0.3", ls=(0, (1, 1.5)), lw=1.2,
-            label=rf"fit to factored attention: $\propto M^{{{d['reconstruction_slope']:.2f}}}$")
-    ax.plot(Ms, np.nanmean(rec["fa"][0]) * (Ms / Ms[0]) ** -0.5, color="0.5", ls=(0, (6, 2)), lw=0.9,
-            label=r"$\propto M^{-1/2}$")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of training sequences $M$")
-    ax.set_ylabel("relative coupling error\n"
-                  r"$\Vert\hat W - W\Vert_F\,/\,\Vert W\Vert_F$ (zero-sum gauge)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    files += _save(fig, out, "potts_reconstruction")
-    plt.close(fig)
-
-    # test loss: training curves (2a) and excess vs M (2c)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
-    H = d["conditional_entropy"]
-    for v, c in d["training_curves"].items():
-        it = np.arange(1, len(c["train"]) + 1)
-        (line,) = ax1.plot(it, c["train"], label=f"{v}: train")
-        ax1.plot(it, c["test"], color=line.get_color(), ls=":", lw=2.0, label=f"{v}: test")
-    ax1.axhline(H, color="0.4", ls=(0, (6, 2)), lw=1, label="conditional entropy $H$ (optimum)")
-    ax1.set_xscale("log")
-    ax1.set_xlabel("L-BFGS iteration")
-    ax1.set_ylabel("MLM loss per sequence (nats)")
-    ax1.set_title(rf"(a) training at $M = {max(st.Ms)}$, $\lambda = {st.lam:g}$", fontsize=9)
-    lo = min(min(np.min(c["train"]) for c in d["training_curves"].values()), H)
-    ax1.set_ylim(lo - 0.05 * abs(lo), None)
-    ax1.legend(fontsize=8)
-    gaps = d["excess_test_loss"]
-    _errbar(ax2, Ms, gaps["gap_fa"], "factored attention (linear)", marker="o")
-    _errbar(ax2, Ms, gaps["gap_soft"], "factored attention (softmax)", marker="s")
-    _errbar(ax2, Ms, gaps["gap_plm"], r"full $q \times q$ blocks (plmDCA-style)", marker="^")
-    ax2.plot(Ms, np.nanmean(gaps["gap_fa"][0]) * Ms[0] / Ms, color="0.5", ls=(0, (6, 2)), lw=0.9,
-             label=r"$\propto 1/M$")
-    ax2.set_xscale("log")
-    ax2.set_yscale("log")
-    ax2.set_xlabel("number of training sequences $M$")
-    ax2.set_ylabel("test loss $-$ conditional entropy $H$ (nats)")
-    ax2.set_title("(c) excess test loss " + title, fontsize=9)
-    ax2.legend(fontsize=8)
-    files += _save(fig, out, "potts_test_loss")
-    plt.close(fig)
-
-    # small lam: test loss vs M
-    sl = d["small_lam"]
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    ax.errorbar(sl["M"], sl["test_loss"], yerr=sl["test_loss_se"], marker="o", mfc="white", capsize=2.5,
-                label=rf"factored attention, $\lambda = {st.small_lam:g}$")
-    ax.axhline(H, color="0.4", ls=(0, (6, 2)), lw=1, label="conditional entropy $H$")
-    ax.axvline(sl["threshold_M_params_over_L"], color="0.5", ls=":",
-               label="$M$ = number of parameters$/L$")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of training sequences $M$")
-    ax.set_ylabel("test MLM loss per sequence (nats)")
-    ax.set_title("test loss at small regularisation\n" + title, fontsize=9)
-    ax.legend(fontsize=8)
-    files += _save(fig, out, "potts_small_lam")
-    plt.close(fig)
-
-    # sampler autocorrelation
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    lags = np.arange(diag.rho_spin.size)
-    ax.plot(lags, diag.rho_spin, marker="o", ms=3,
-            label=rf"spin overlap, $\tau_{{\rm int}} = {diag.tau_spin:.2f}$")
-    ax.plot(lags, diag.rho_energy, marker="s", ms=3,
-            label=rf"energy, $\tau_{{\rm int}} = {diag.tau_energy:.2f}$")
-    ax.axvline(diag.sweeps_between, color="0.5", ls=":",
-               label=f"sweeps between samples = {diag.sweeps_between}")
-    ax.axhline(0, color="k", lw=0.5)
-    ax.set_xlabel("lag (sweeps)")
-    ax.set_ylabel("normalised autocorrelation")
-    who = (f"Gibbs sampler, {diag.n_chains} chains" if diag.method == "gibbs" else
-           f"parallel tempering, coldest rung of {diag.n_chains} x {diag.ladder.size}-rung ladders")
-    ax.set_title(f"{who}\n" + title, fontsize=9)
-    ax.legend(fontsize=8)
-    files += _save(fig, out, "potts_gibbs")
-    plt.close(fig)
-    return files
