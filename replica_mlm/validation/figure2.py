@@ -56,6 +56,11 @@ Checks (each can fail; a failing one means the paper's claim is not reproduced a
 4. ``figure2.gamma_family_never_beats_factored``: no member of the gamma family has a test loss
    more than 2 standard errors below the factored layer's.
 
+Not a check, data in ``fig2.json`` (``finite_M_excess``): the test-loss excess that a
+well-specified model fitted on ``M`` sequences is expected to have, ``tr(H^-1 G) / (2 M)``
+per sequence (:func:`finite_sample_excess`), beside the measured excess and the standard error
+of check 1, so that a reader can see whether check 1 can hold at this ``M``.
+
 A precondition of check 1 is checked too: ``figure2.factored_converged``, every fit of the
 factored layer (each start, and those of fig. 2c) is stationary, ``|grad F| |x| <= 0.01`` times
 that standard error (``F`` the training objective per sequence, ``x`` the parameters: the
@@ -200,7 +205,7 @@ def _fit_record(fa: FactoredAttention, test, W_true) -> dict:
             "newton_iterations": i.newton_iter, "converged": i.converged, "message": i.message,
             "per_seq": None if test is None else _nll_per_sequence(fa.logits(test), test),
             "reconstruction_error": reconstruction_error(fa.couplings(), W_true),
-            "attention": fa.attention}
+            "attention": fa.attention, "value": fa.value}
 
 
 def _polish(st: Fig2Settings, train, x0) -> FactoredAttention:
@@ -242,7 +247,7 @@ def _task_reconstruction(st, train, W_true):
                                tol=st.lbfgs_tol, newton_iter=st.newton_iter)
     rec = _fit_record(fa, None, W_true)
     return {"reconstruction_error": rec["reconstruction_error"],
-            "fit": {k: v for k, v in rec.items() if k not in ("per_seq", "attention")},
+            "fit": {k: v for k, v in rec.items() if k not in ("per_seq", "attention", "value")},
             "seconds": time.process_time() - t0}
 
 
@@ -347,7 +352,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
            "reconstruction_error_sgd": [r["reconstruction_error_sgd"] for r in fa_runs],
            "final": [float(best["per_seq"].mean())], "per_seq": [best["per_seq"]],
            "reconstruction_error": [best["reconstruction_error"]], "trained_layer": best["start"],
-           "starts": [{k: v for k, v in f.items() if k not in ("per_seq", "attention")}
+           "starts": [{k: v for k, v in f.items() if k not in ("per_seq", "attention", "value")}
                       for f in starts],
            "starts_at_best": int(sum(f["objective"] - best["objective"]
                                      <= 1e-9 * abs(best["objective"]) for f in starts)),
@@ -417,6 +422,17 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
                + (", ".join(f"{f['objective'] - best['objective']:+.2e}" for f in rec["starts"]
                             if f["objective"] - best["objective"] > 1e-9 * abs(best["objective"]))
                   or "none") + ")"))
+    # data, not a check: the excess a well-specified model is expected to have at this M
+    ex = finite_sample_excess(FactoredAttention(attention=best["attention"], value=best["value"]),
+                              train, lam=st.lam)
+    ex.pop("per_sequence_gradients")
+    d["finite_M_excess"] = dict(
+        ex, measured_excess=c["difference"], measured_excess_se=c["se"],
+        test_loss_standard_error=se_fa,
+        z_measured_vs_expected=zscore(c["difference"], ex["expected_excess"], c["se"]),
+        note="expected test-loss excess over the true conditionals of a well-specified model "
+             "fitted on M sequences, tr(H^-1 G)/(2M) per sequence (H: Hessian of the training "
+             "objective, G: covariance of the per-sequence gradients, both at the fit)")
     section.checks.append(Check(
         name="figure2.factored_reaches_entropy", passed=c["difference"] <= se_fa,
         value={"excess": c["difference"], "standard_error": se_fa, "test_loss": models["factored"]
@@ -425,7 +441,9 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
         detail=f"factored attention (minimiser of the MLM objective, start: {rec['trained_layer']}): "
                f"test loss {models['factored']['final_mean']:.4f} vs conditional entropy {H:.4f}: "
                f"excess {c['difference']:.4f} (paired s.e. {c['se']:.4f}) against the test loss's "
-               f"standard error {se_fa:.4f}"))
+               f"standard error {se_fa:.4f}; a well-specified fit on M = {st.M} sequences is "
+               f"expected to exceed by tr(H^-1 G)/(2M) = {ex['expected_excess']:.4f} (fig2.json: "
+               "finite_M_excess)"))
     c = models["transformer_1"]["vs_entropy"]
     section.checks.append(Check(
         name="figure2.one_layer_gap", passed=c["z"] > 3.0, value=c,
