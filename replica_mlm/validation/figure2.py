@@ -41,8 +41,9 @@ in the last full run two of four 3-layer seeds sat there for 50-90 epochs); a 1-
 seed) put 96 % of the masked site's attention on the mask token itself (site marginals only,
 14.4 nats). The validation loss (the last 500 training sequences) after those 30 epochs, seed
 indices 3, 1, 0, for lr 0.1 / 0.03 / 0.01: 3 layers 32.7, 11.9, 12.1 / 11.8, 11.7, 12.4 / 12.6,
-12.8, 13.6; 1 layer 14.4, 12.7 / 12.3, 12.0 / 13.4, 13.2 (seed 0: see docs/figures.md). lr 0.03
-is the lowest for both depths and is used for both (``Fig2Settings.lr``).
+12.8, 13.6 (means 18.9 / 12.0 / 13.0); 1 layer 14.4, 12.7, 12.7 / 12.3, 12.0, 12.5 / 13.4, 13.2,
+14.7 (means 13.3 / 12.2 / 13.8). lr 0.03 is the lowest for both depths and is used for both
+(``Fig2Settings.lr``).
 
 Cost of ``--full`` (4 seeds, 120 epochs, gamma 0.3, 3, 10 on two seeds), measured in CPU seconds
 at L = q = 20, M = 3000 with one thread per process: 0.27 s per epoch of a 1-layer transformer and
