@@ -52,7 +52,10 @@ at L = q = 20, M = 3000 with one thread per process: 0.27 s per epoch of a 1-lay
 passes), so about 13 minutes for the 14 transformer runs; each fit of the factored layer (L-BFGS
 at 0.05 s per iteration, up to 300 iterations, then Newton at about 1.7 s per iteration, 10-44
 of them) about 35 s, 12 fits (the M = 300 subsets of fig. 2c: up to 89 Newton iterations, 33 s);
-plus the tuning and sampling at Hamming 0.3 (about 20 s).
+plus the tuning and sampling at Hamming 0.3 (about 20 s). Measured for the whole section (rng 0,
+``workers=2``, on two cores shared with other jobs, load 3-15): 1283 CPU seconds (a 3-layer run
+105-114 s, a 1-layer run 40-43 s, a factored seed 51-63 s, the mean-field fit 33 s, the fits of
+fig. 2c 6-30 s), 2740 s wall.
 
 Losses are per sequence (sum over sites, mean over sequences; the convention of ``mlm_loss``). The
 conditional entropy is the true model's negative log pseudo-likelihood on the test set. Standard
