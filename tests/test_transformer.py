@@ -294,6 +294,9 @@ def test_fig2_runner_gives_every_model_the_same_data_and_seeds(tmp_path, monkeyp
                  "fig2d_gamma_family"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 0 and (tmp_path / f"{stem}.pdf").exists()
     assert len(section.checks) == 6
+    ex = d["finite_M_excess"]  # data beside check 1, not a check
+    assert ex["M"] == st.M and ex["expected_excess"] == pytest.approx(ex["trace"] / (2 * st.M))
+    assert ex["measured_excess"] == pytest.approx(d["models"]["factored"]["vs_entropy"]["difference"])
     fa = d["models"]["factored"]
     assert len(fa["starts"]) == 3 and fa["trained_layer"] in [f["start"] for f in fa["starts"]]
     assert min(f["objective"] for f in fa["starts"]) == pytest.approx(
