@@ -15,6 +15,7 @@ Parallel tempering, its ladders and the temperature tuner are in
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -59,6 +60,9 @@ METHODS = ("gibbs", "tempering", "auto")
 TEMPERING_SWAP_ROUNDS = 1
 #: swap acceptance the tuner's equal-acceptance ladders are designed for
 TEMPERING_TARGET_ACCEPTANCE = 0.5
+
+#: progress of pilot runs and of the tuner (every doubling and every verification run, at INFO)
+log = logging.getLogger("replica_mlm.discrete.tempering")
 
 
 # ---------------------------------------------------------------------- autocorrelation
@@ -366,6 +370,10 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
         if n_chains >= 3:
             # the Hamming distance is what the samples are for: its two halves must agree too
             equilibrated = equilibrated and bool(abs(drift) <= 4 * drift_se + 1e-12)
+        log.info("pilot: %d chains, T = %d recorded steps: tau_spin %.1f (Sokal window %d), "
+                 "tau_energy %.1f (window %d), tau %.1f, window found %s, equilibrated %s "
+                 "(Hamming drift %.4f +- %.4f)", n_chains, T, tau_s, w_s, tau_e, w_e, tau,
+                 found, equilibrated, drift, drift_se)
         if (found and equilibrated and T >= 50 * tau) or 2 * T > max_sweeps:
             break
         T *= 2

@@ -35,6 +35,7 @@ from replica_mlm.discrete.sampling import (
     check_pilot_size,
     cross_chain_hamming,
     gibbs_sweep,
+    log,
     pilot_gibbs,
 )
 
@@ -423,6 +424,9 @@ def tune_with_tempering(
         sc = tempering_scan(model, lad, gen, n_replicas=max(4, n_replicas // 2), n_steps=400,
                             swap_rounds=swap_rounds)
         scans.append(sc)
+        log.info("scan: %d rungs %.3g..%.3g, Hamming %.4f..%.4f, acceptance %.2f..%.2f",
+                 lad.size, lad[0], lad[-1], sc.hamming[0], sc.hamming[-1],
+                 sc.swap_acceptance.min(), sc.swap_acceptance.max())
         if sc.hamming[0] < target:
             b_lo /= 4.0
         elif sc.hamming[-1] > target:
@@ -446,6 +450,12 @@ def tune_with_tempering(
                                           beta_hi=beta, target=acceptance)
             d = pilot_tempering(m, gen, R, lad, T, max_sweeps, swap_rounds)
         trials.append((beta, d.hamming, d.hamming_se, R))
+        log.info("trial: beta %.4f, %d replicas x %d rungs, T = %d: Hamming %.4f +- %.4f, "
+                 "tau %.1f, mixing %s (window %s, halves %s), acceptance %.2f..%.2f", beta, R,
+                 d.ladder.size, d.n_sweeps, d.hamming, d.hamming_se, d.tau_int, d.mixing,
+                 d.window_found, d.equilibrated,
+                 d.swap_acceptance.min() if d.swap_acceptance.size else math.nan,
+                 d.swap_acceptance.max() if d.swap_acceptance.size else math.nan)
         T = d.n_sweeps  # the next run starts at the length this one needed
         if not d.mixing:
             raise ValueError(
