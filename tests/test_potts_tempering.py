@@ -358,3 +358,34 @@ def test_tune_beta_mixes_at_hamming_03_on_seed_8():
     states = seqs[: seqs.shape[0] - seqs.shape[0] % C].reshape(-1, C, pm.L)
     h, se = sampling_module.cross_chain_hamming(sampling_module._colour_counts(states, pm.q))
     assert abs(h - res.hamming) <= 4 * np.hypot(se, res.hamming_se), (h, se, res.hamming)
+
+
+def test_lazy_autocorrelation_windows_equal_the_full_computation():
+    """The pilot computes autocorrelation lags in doubling blocks until the windows close: taus,
+    windows and Geyer verdicts equal those from all T / 4 lags (a slow AR(1)-like colour chain
+    and energy, correlation time ~ 20 steps, whose windows close after the first blocks; and a
+    run too short for any window, where both read all lags)."""
+    gen = np.random.default_rng(5)
+    T, C, L, q = 2400, 6, 4, 5
+    for stay, T in ((0.95, 2400), (0.999, 200)):
+        states = np.empty((T, C, L), dtype=np.int16)
+        states[0] = gen.integers(0, q, size=(C, L))
+        e = np.empty((T, C))
+        e[0] = gen.normal(size=C)
+        for t in range(1, T):
+            keep = gen.random((C, L)) < stay
+            states[t] = np.where(keep, states[t - 1], gen.integers(0, q, size=(C, L)))
+            e[t] = stay * e[t - 1] + np.sqrt(1 - stay**2) * gen.normal(size=C)
+        max_lag = T // 4
+        full_s = sampling_module._spin_autocorrelation(states, q, max_lag)
+        full_e = sampling_module._energy_autocorrelation(e, max_lag)
+        rho_s, rho_e, ts, te = sampling_module._windowed_taus(states, e, q, max_lag, geyer=True,
+                                                              first_lags=4)
+        for rho, full, (tau, w, g, ok) in ((rho_s, full_s, ts), (rho_e, full_e, te)):
+            np.testing.assert_allclose(rho, full[: rho.size], rtol=1e-12, atol=1e-15)
+            assert (tau, w) == sampling_module.integrated_autocorrelation_time(full)
+            assert (g, ok) == sampling_module.initial_monotone_tau(full)
+        if stay == 0.95:  # 1 / (1 - 0.95) = 20-step correlation: windows close early
+            assert rho_s.size < max_lag and ts[1] > 0 and ts[3] and te[1] > 0 and te[3]
+        else:  # 200 steps of a 1000-step correlation: no window, every lag computed
+            assert rho_s.size == max_lag + 1 and not ts[3]

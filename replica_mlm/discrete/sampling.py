@@ -107,20 +107,19 @@ def initial_monotone_tau(rho: np.ndarray) -> tuple[float, bool]:
     return max(total - 0.5, 0.5), False
 
 
-def _spin_autocorrelation(states: np.ndarray, q: int, max_lag: int) -> np.ndarray:
-    """Normalised one-hot autocorrelation of recorded states (T, C, L), lags 0..max_lag."""
+def _spin_autocorrelation(states: np.ndarray, q: int, max_lag: int,
+                          first: int = 0) -> np.ndarray:
+    """Normalised one-hot autocorrelation of recorded states (T, C, L), lags first..max_lag."""
     T, C, L = states.shape
     p = np.stack([np.bincount(states[:, :, i].ravel(), minlength=q) for i in range(L)]) / (T * C)
     base = float((p**2).sum(axis=1).mean())
     var = 1.0 - base
     if var <= 1e-12:
-        rho = np.zeros(max_lag + 1)
-        rho[0] = 1.0
-        return rho
-    rho = np.empty(max_lag + 1)
-    for t in range(max_lag + 1):
+        return (np.arange(first, max_lag + 1) == 0).astype(float)
+    rho = np.empty(max_lag + 1 - first)
+    for t in range(first, max_lag + 1):
         same = np.mean(states[: T - t] == states[t:])
-        rho[t] = (same - base) / var
+        rho[t - first] = (same - base) / var
     return rho
 
 
@@ -151,18 +150,47 @@ def _blocked_spin_tau(states: np.ndarray, q: int, n_blocks: int = BLOCKS) -> flo
     return max(0.5, 0.5 * B * dev / var)
 
 
-def _energy_autocorrelation(energies: np.ndarray, max_lag: int) -> np.ndarray:
-    """Normalised autocorrelation of the energy (T, C), global mean, lags 0..max_lag."""
+def _energy_autocorrelation(energies: np.ndarray, max_lag: int, first: int = 0) -> np.ndarray:
+    """Normalised autocorrelation of the energy (T, C), global mean, lags first..max_lag."""
     T = energies.shape[0]
     x = energies - energies.mean()
     var = float(np.mean(x * x))
-    rho = np.zeros(max_lag + 1)
-    rho[0] = 1.0
+    rho = np.zeros(max_lag + 1 - first)
     if var <= 1e-300:
+        if first == 0:
+            rho[0] = 1.0
         return rho
-    for t in range(1, max_lag + 1):
-        rho[t] = float(np.mean(x[: T - t] * x[t:])) / var
+    for t in range(first, max_lag + 1):
+        rho[t - first] = 1.0 if t == 0 else float(np.mean(x[: T - t] * x[t:])) / var
     return rho
+
+
+def _windowed_taus(states: np.ndarray, energies: np.ndarray, q: int, max_lag: int,
+                   geyer: bool, first_lags: int = 64):
+    """Autocorrelations up to where the estimators stop, and their tau_int (spin, energy).
+
+    The lag-by-lag estimates cost O(T C L) each; Sokal's window and Geyer's sequence read only a
+    prefix of ``rho`` (they stop at the first lag meeting their criterion), so the lags are
+    computed in doubling blocks (``first_lags``, then twice as many, ...) until every estimator
+    in use has stopped inside the computed lags or ``max_lag`` is reached. The taus and the
+    window verdicts are exactly those of the full ``max_lag`` computation; the returned ``rho``
+    arrays end at the last computed lag. Returns ``(rho_s, rho_e, (tau_s, w_s, g_s, ok_s),
+    (tau_e, w_e, g_e, ok_e))``; ``g``, ``ok`` are Geyer's estimate and verdict (``nan``, True if
+    ``geyer`` is False).
+    """
+    rho_s = np.zeros(0)
+    rho_e = np.zeros(0)
+    m = min(max_lag, first_lags)
+    while True:
+        rho_s = np.concatenate([rho_s, _spin_autocorrelation(states, q, m, rho_s.size)])
+        rho_e = np.concatenate([rho_e, _energy_autocorrelation(energies, m, rho_e.size)])
+        tau_s, w_s = integrated_autocorrelation_time(rho_s)
+        tau_e, w_e = integrated_autocorrelation_time(rho_e)
+        g_s, ok_s = initial_monotone_tau(rho_s) if geyer else (math.nan, True)
+        g_e, ok_e = initial_monotone_tau(rho_e) if geyer else (math.nan, True)
+        if m >= max_lag or (w_s > 0 and w_e > 0 and ok_s and ok_e):
+            return rho_s, rho_e, (tau_s, w_s, g_s, ok_s), (tau_e, w_e, g_e, ok_e)
+        m = min(max_lag, 2 * m)
 
 
 # ---------------------------------------------------------------------- Hamming distance
@@ -245,7 +273,8 @@ class GibbsDiagnostics:
         Sweeps discarded at the start of each chain (``10 * sweeps_between``, at least 20; for
         tempering at least ``2 * n_sweeps``, the pilot's own burn-in plus its recorded run).
     rho_spin, rho_energy : ndarray
-        Normalised autocorrelation functions at lags 0, 1, 2, ... sweeps.
+        Normalised autocorrelation functions at lags 0, 1, 2, ... sweeps, up to the lag where
+        the window estimators stopped (at most a quarter of the recorded run).
     window_found : bool
         Whether Sokal's window criterion was met inside the measured lags (if not, ``tau_int`` is a
         lower bound).
@@ -345,18 +374,13 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
         for t in range(T):
             states[t], energies[t] = step(t_global, tally)
             t_global += 1
-        max_lag = T // 4
-        rho_s = _spin_autocorrelation(states, model.q, max_lag)
-        rho_e = _energy_autocorrelation(energies, max_lag)
-        tau_s, w_s = integrated_autocorrelation_time(rho_s)
-        tau_e, w_e = integrated_autocorrelation_time(rho_e)
+        rho_s, rho_e, (tau_s, w_s, g_s, ok_s), (tau_e, w_e, g_e, ok_e) = _windowed_taus(
+            states, energies, model.q, T // 4, geyer=tally is not None)
         tau = max(tau_s, tau_e)
         found = w_s > 0 and w_e > 0
         if tally is not None:
             # tempering: fast local moves plus a small, slowly decaying tail (configurations
             # coming back from excursions up the ladder) that Sokal's window truncates
-            g_s, ok_s = initial_monotone_tau(rho_s)
-            g_e, ok_e = initial_monotone_tau(rho_e)
             tau_s = max(tau_s, g_s, _blocked_spin_tau(states, model.q, BLOCKS))
             tau_e = max(tau_e, g_e)
             tau = max(tau_s, tau_e)

@@ -407,8 +407,8 @@ def tune_with_tempering(
        Hamming distance must lie within ``tol`` of the target with a standard error below
        ``tol / 3``. If it is more than ``tol + 2 se`` away, a Newton step in ``log beta`` (the
        scan's slope, then the secant) gives the next beta; if undecided, the run is repeated at
-       the same beta with more replicas (up to ``4 n_replicas``), then more recorded steps (up to
-       ``max_sweeps``); ValueError if that is still not precise enough.
+       the same beta with more recorded steps (up to ``max_sweeps``), then more replicas (up to
+       ``4 n_replicas``); ValueError if that is still not precise enough.
     """
     t0 = time.perf_counter()
     b_lo = min(beta_hot, model.beta)
@@ -469,12 +469,16 @@ def tune_with_tempering(
                               target=target, tol=tol, diagnostics=d, trials=trials, scans=scans,
                               seconds=time.perf_counter() - t0)
         if off <= tol + 2.0 * se and se > tol / 3.0:
-            # undecided: measure again at this beta, more precisely (more replicas, then longer)
+            # undecided: measure again at this beta, more precisely: a longer run first, then
+            # more replicas. At equal cost R T both lower the error, but only a longer run gives
+            # the window estimators more lags: on PottsModel.random(L=20, q=20, seed=8) Geyer's
+            # window closed at T = 3200 with 32 and 64 replicas and not by T = 6400 with 128
+            # (the lower the noise, the later a slow positive tail reads as finished)
             factor = min(4, math.ceil((3.0 * se / tol) ** 2))
-            if R * factor <= 4 * n_replicas:
-                R *= factor
-            elif T < max_sweeps:
+            if T < max_sweeps:
                 T = min(max_sweeps, T * factor)
+            elif R * factor <= 4 * n_replicas:
+                R *= factor
             else:
                 raise ValueError(
                     f"cannot tune beta to target_hamming={target}: at beta={beta:.4g} the "
