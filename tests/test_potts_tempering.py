@@ -389,3 +389,24 @@ def test_lazy_autocorrelation_windows_equal_the_full_computation():
             assert rho_s.size < max_lag and ts[1] > 0 and ts[3] and te[1] > 0 and te[3]
         else:  # 200 steps of a 1000-step correlation: no window, every lag computed
             assert rho_s.size == max_lag + 1 and not ts[3]
+
+
+def test_pilot_tempering_continues_earlier_chains():
+    """A longer pilot run may continue an earlier one's replicas (the tuner's precision loop):
+    it counts the earlier burn-in, burns in only up to its own recorded length, stays exact
+    (cross-replica Hamming distance of the continued run within 4 s.e. of the enumerated value),
+    and refuses chains of another ladder or replica count."""
+    pm = cold_model()
+    gen = np.random.default_rng(4)
+    lad = potts_module.geometric_ladder(pm.beta, 3, 0.5, pm.L)
+    d1 = potts_module.pilot_tempering(pm, gen, 24, lad, 100, 100)
+    assert d1.steps_burnt == 100 and d1.n_sweeps == 100
+    d2 = potts_module.pilot_tempering(pm, gen, 24, lad, 800, 800, start=d1)
+    assert d2.n_sweeps == 800 and d2.steps_burnt == 800  # 700 new unrecorded steps, not 800
+    assert not np.array_equal(d2.state[0], d1.state[0])
+    h = exact_mean_hamming(pm)
+    assert abs(d2.hamming - h) <= 4 * d2.hamming_se, (d2.hamming, h, d2.hamming_se)
+    with pytest.raises(ValueError, match="same ladder"):
+        potts_module.pilot_tempering(pm, gen, 12, lad, 100, 100, start=d1)
+    with pytest.raises(ValueError, match="same ladder"):
+        potts_module.pilot_tempering(pm, gen, 24, lad[1:], 100, 100, start=d1)

@@ -187,6 +187,9 @@ class GibbsDiagnostics:
         tempering, ``who`` (n_chains, len(ladder)), the chain of each replica at each rung (None
         for Gibbs). ``PottsModel.sample(..., resume=diagnostics)`` continues these chains, which
         passed the equilibration check, instead of burning in new ones from random sequences.
+    steps_burnt : int
+        Unrecorded steps the chains ran before the last recorded run (its burn-in: at least
+        ``n_sweeps``; the chains also ran the earlier, shorter recorded runs, not counted here).
     """
 
     tau_int: float
@@ -209,6 +212,7 @@ class GibbsDiagnostics:
     hamming_drift: float = math.nan
     hamming_drift_se: float = math.nan
     state: tuple | None = field(default=None, repr=False)
+    steps_burnt: int = 0
 
     @property
     def mixing(self) -> bool:
@@ -232,13 +236,15 @@ def pilot_gibbs(model: PottsModel, gen, n_chains, n_sweeps, max_sweeps) -> Gibbs
     return d
 
 
-def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> GibbsDiagnostics:
+def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally,
+           burnt: int = 0) -> GibbsDiagnostics:
     """Burn in, record, measure tau; double the run until it is >= 50 tau.
 
     ``tally`` is None for plain Gibbs; for tempering it collects swap counts and switches on the
-    tempering estimates of tau (Geyer's and blocking besides Sokal's).
+    tempering estimates of tau (Geyer's and blocking besides Sokal's). ``burnt``: steps the
+    chains have already run (continued chains); every recorded run of ``T`` steps follows at
+    least ``T`` steps that were not recorded in it.
     """
-    burnt = 0
     T = n_sweeps
     t_global = 0
     while True:
@@ -299,6 +305,7 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
         hamming_se=float(h_se),
         hamming_drift=float(drift),
         hamming_drift_se=float(drift_se),
+        steps_burnt=int(burnt),
     )
 
 
