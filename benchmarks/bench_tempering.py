@@ -11,7 +11,8 @@ tau_int at the coldest rung; rungs; the range of swap acceptances; CPU / wall se
 and of sampling (on a shared machine the CPU time is the meaningful one). ``--json`` writes every
 number.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_tempering.py [--seeds 0 1 ... 9] [--n-samples 1000]
+    OMP_NUM_THREADS=1 python benchmarks/bench_tempering.py [--seeds 0 1 ... 9] [--n-samples 1000] \
+        [--cpu-cap 480]
 """
 
 from __future__ import annotations
