@@ -11,12 +11,15 @@ tau_int at the coldest rung; rungs; the range of swap acceptances; CPU / wall se
 and of sampling (on a shared machine the CPU time is the meaningful one). ``--json`` writes every
 number.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_tempering.py [--seeds 0 1 ... 9] [--n-samples 1000]
+    OMP_NUM_THREADS=1 python benchmarks/bench_tempering.py [--seeds 0 1 ... 9] [--n-samples 1000] \
+        [--cpu-cap 480]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
 import time
 
 import numpy as np
@@ -50,10 +53,55 @@ def chain_hamming(seqs: np.ndarray, n_chains: int, q: int) -> tuple[float, float
     return cross_chain_hamming(_colour_counts(states, q))
 
 
-def run_seed(seed: int, target: float, n_samples: int) -> dict:
+class OverBudget(Exception):
+    """Raised by the CPU-time alarm (``--cpu-cap``)."""
+
+
+class _Progress(logging.Handler):
+    """Keeps the tuner's progress messages (scans, pilot doublings, trials) with their CPU time."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = f"[cpu {time.process_time():7.1f} s] {record.getMessage()}"
+        self.lines.append(line)
+        print("   ", line, flush=True)
+
+
+def _over_budget(signum, frame):
+    raise OverBudget
+
+
+def run_seed(seed: int, target: float, n_samples: int, cpu_cap: float = 0.0) -> dict:
+    """Tune and sample one seed; with ``cpu_cap`` > 0 stop after that many CPU seconds.
+
+    A seed stopped by the cap is recorded as over budget (``ok=None``) with the tuner's progress
+    messages so far (``progress``: scans, pilot doublings with tau and window, trials).
+    """
     pm = PottsModel.random(L=20, q=20, seed=seed)
+    progress = _Progress()
+    logger = logging.getLogger("replica_mlm.discrete.tempering")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(progress)
     t0, c0 = time.perf_counter(), time.process_time()
-    row: dict = {"seed": seed}
+    row: dict = {"seed": seed, "progress": progress.lines}
+    if cpu_cap > 0:
+        signal.signal(signal.SIGPROF, _over_budget)
+        signal.setitimer(signal.ITIMER_PROF, cpu_cap)
+    try:
+        return _tune_and_sample(pm, seed, target, n_samples, row, t0, c0)
+    except OverBudget:
+        row.update(ok=None, error=f"over budget: stopped after {cpu_cap:.0f} CPU s",
+                   t_tune=time.perf_counter() - t0, cpu_tune=time.process_time() - c0)
+        return row
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        logger.removeHandler(progress)
+
+
+def _tune_and_sample(pm, seed, target, n_samples, row, t0, c0) -> dict:
     try:
         res = pm.tune_beta(target_hamming=target, rng=seed, return_result=True)
     except ValueError as exc:
@@ -126,6 +174,8 @@ def main() -> None:
     ap.add_argument("--target", type=float, default=0.3)
     ap.add_argument("--n-samples", type=int, default=1000)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--cpu-cap", type=float, default=0.0,
+                    help="CPU seconds per seed (tuning and sampling); 0: no cap")
     ap.add_argument("--survey", action="store_true",
                     help="only the scans and one 16-replica pilot run at the located beta")
     args = ap.parse_args()
@@ -146,9 +196,12 @@ def main() -> None:
           f"{'rungs':>5} {'acceptance':>11} {'tune s':>13} {'sample s':>13}", flush=True)
     rows = []
     for seed in args.seeds:
-        r = run_seed(seed, args.target, args.n_samples)
+        r = run_seed(seed, args.target, args.n_samples, args.cpu_cap)
         rows.append(r)
-        if not r["ok"]:
+        if r["ok"] is None:
+            print(f"{seed:>4} OVER BUDGET after {r['t_tune']:.0f} s wall, {r['cpu_tune']:.0f} s "
+                  "CPU (progress above)", flush=True)
+        elif not r["ok"]:
             print(f"{seed:>4} FAILED after {r['t_tune']:.0f} s wall, {r['cpu_tune']:.0f} s CPU: "
                   f"{r['error']}", flush=True)
         else:

@@ -553,7 +553,8 @@ class PottsModel:
         ladder carries through its hot rungs, decays over 100-200 steps and Geyer's window closes
         after 3200-6400 steps at 32-64 replicas, later with more, see benchmarks/README.md) and measure the
         Hamming distance with a standard error
-        below ``tol / 3`` (more replicas, up to 4x, then longer runs, where undecided); if it is
+        below ``tol / 3`` (where undecided: longer runs continuing the same chains, up to
+        ``max_sweeps``, then more replicas, up to 4x); if it is
         more than ``tol + 2 se`` from the target a Newton step in ``log beta`` follows (at most
         ``max_iter`` runs).
         ``n_samples`` is not used by this method; ``tol`` defaults to 0.01.

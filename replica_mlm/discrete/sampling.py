@@ -6,8 +6,9 @@ Everything here acts on a model through its private Gibbs kernel (``_sweep``, ``
 Parallel tempering, its ladders and the temperature tuner are in
 :mod:`replica_mlm.discrete.tempering`.
 
-* Autocorrelation estimators (Sokal's window, Geyer's initial monotone sequence, blocking), the
-  pilot run that applies them and the :class:`GibbsDiagnostics` it fills.
+* The pilot run that applies the autocorrelation estimators of
+  :mod:`replica_mlm.discrete.autocorrelation` (Sokal's window, Geyer's initial monotone
+  sequence, blocking; re-exported here) and the :class:`GibbsDiagnostics` it fills.
 * The mean Hamming distance between independent chains (:func:`cross_chain_hamming`): pairs of
   configurations from different chains only, with a jackknife standard error over chains.
 * The Gibbs kernel (:func:`gibbs_sweep`) and the body of ``PottsModel.sample`` (:func:`draw`).
@@ -15,6 +16,7 @@ Parallel tempering, its ladders and the temperature tuner are in
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -23,6 +25,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.discrete.autocorrelation import (  # noqa: F401  (re-exported)
+    BLOCKS,
+    SOKAL_C,
+    _blocked_spin_tau,
+    _energy_autocorrelation,
+    _spin_autocorrelation,
+    _windowed_taus,
+    initial_monotone_tau,
+    integrated_autocorrelation_time,
+)
 from replica_mlm.stats import mean_stderr
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,8 +52,6 @@ __all__ = [
 #: ceil(tau_int * log(1 / DECORRELATION)), i.e. exp(-sweeps_between / tau) <= DECORRELATION for an
 #: exponentially decaying autocorrelation.
 DECORRELATION = 0.01
-#: Sokal's window constant for the integrated autocorrelation time.
-SOKAL_C = 5.0
 #: hottest inverse temperature of the parallel-tempering ladder (``min(TEMPERING_BETA_HOT, beta)``):
 #: on ``PottsModel.random`` (J_ij ~ N(0, 1/L), U ~ N(0, 1)) single-site Gibbs decorrelates in
 #: about a sweep there (measured tau_int = 0.83 sweeps at beta = 1, 3.6 at beta = 1.5, L = q = 20,
@@ -52,113 +62,14 @@ TEMPERING_BETA_HOT = 1.0
 TEMPERING_MIN_ACCEPTANCE = 0.3
 #: at most this many rungs in an automatic ladder.
 TEMPERING_MAX_RUNGS = 128
-#: number of blocks per chain in the blocking estimate of tau (tempering pilot runs).
-BLOCKS = 10
 METHODS = ("gibbs", "tempering", "auto")
 #: default rounds of even/odd swaps after each tempering sweep
 TEMPERING_SWAP_ROUNDS = 1
 #: swap acceptance the tuner's equal-acceptance ladders are designed for
 TEMPERING_TARGET_ACCEPTANCE = 0.5
 
-
-# ---------------------------------------------------------------------- autocorrelation
-def integrated_autocorrelation_time(rho: np.ndarray, *, c: float = SOKAL_C) -> tuple[float, int]:
-    """Integrated autocorrelation time with Sokal's automatic window.
-
-    ``tau_int(W) = 1/2 + sum_{t=1}^{W} rho(t)``, with ``W`` the smallest lag such that
-    ``W >= c tau_int(W)``. ``rho[0]`` must be 1.
-
-    Returns
-    -------
-    (tau_int, window) ; ``window = -1`` if no lag in ``rho`` satisfied the criterion (then ``tau``
-    is a lower bound computed from all lags).
-    """
-    rho = np.asarray(rho, dtype=float)
-    tau = 0.5
-    for w in range(1, rho.size):
-        tau += rho[w]
-        if w >= c * tau:
-            return max(tau, 0.5), w
-    return max(tau, 0.5), -1
-
-
-def initial_monotone_tau(rho: np.ndarray) -> tuple[float, bool]:
-    """Integrated autocorrelation time by Geyer's initial monotone sequence estimator.
-
-    With ``Gamma_k = rho(2k) + rho(2k + 1)``, ``tau_int = -1/2 + sum_{k <= m} Gamma_k`` summed
-    while ``Gamma_k > 0``, each ``Gamma_k`` capped by the previous one (Geyer 1992). It keeps a
-    small slowly decaying tail that Sokal's window cuts off. Returns ``(tau_int, terminated)``;
-    ``terminated`` is False if ``Gamma_k`` stayed positive over all lags in ``rho`` (then
-    ``tau_int`` is a lower bound).
-    """
-    rho = np.asarray(rho, dtype=float)
-    m = rho.size // 2
-    gam = rho[: 2 * m : 2] + rho[1 : 2 * m : 2]
-    total, prev = 0.0, math.inf
-    for g in gam:
-        if g <= 0:
-            return max(total - 0.5, 0.5), True
-        prev = min(prev, g)
-        total += prev
-    return max(total - 0.5, 0.5), False
-
-
-def _spin_autocorrelation(states: np.ndarray, q: int, max_lag: int) -> np.ndarray:
-    """Normalised one-hot autocorrelation of recorded states (T, C, L), lags 0..max_lag."""
-    T, C, L = states.shape
-    p = np.stack([np.bincount(states[:, :, i].ravel(), minlength=q) for i in range(L)]) / (T * C)
-    base = float((p**2).sum(axis=1).mean())
-    var = 1.0 - base
-    if var <= 1e-12:
-        rho = np.zeros(max_lag + 1)
-        rho[0] = 1.0
-        return rho
-    rho = np.empty(max_lag + 1)
-    for t in range(max_lag + 1):
-        same = np.mean(states[: T - t] == states[t:])
-        rho[t] = (same - base) / var
-    return rho
-
-
-def _blocked_spin_tau(states: np.ndarray, q: int, n_blocks: int = BLOCKS) -> float:
-    """Integrated autocorrelation time of the one-hot spins from the variance of block means.
-
-    ``states`` (T, C, L) is cut into ``n_blocks`` blocks of ``B = T // n_blocks`` sweeps per chain;
-    with ``f`` the colour frequencies of one block of one chain and ``p`` the overall frequencies,
-    ``tau = (B / 2) sum_ia <(f_ia - p_ia)^2> / sum_ia p_ia (1 - p_ia)`` (1/2 for independent
-    sweeps). Unlike a truncated sum of ``rho(t)`` it keeps a small, slowly decaying tail, as long
-    as ``B`` is well above that tail's time scale.
-    """
-    T, C, L = states.shape
-    B = T // n_blocks
-    if B < 1:
-        return 0.5
-    X = states[: B * n_blocks].reshape(n_blocks, B, C, L)
-    p = np.stack([np.bincount(X[:, :, :, i].ravel(), minlength=q) for i in range(L)])
-    p = p / (B * n_blocks * C)
-    var = float((p * (1.0 - p)).sum())
-    if var <= 1e-12:
-        return 0.5
-    dev = 0.0
-    for i in range(L):
-        idx = (np.arange(n_blocks * C)[:, None] * q + np.moveaxis(X[:, :, :, i], 1, 2).reshape(-1, B))
-        f = np.bincount(idx.ravel(), minlength=n_blocks * C * q).reshape(n_blocks * C, q) / B
-        dev += float(((f - p[i]) ** 2).sum(axis=1).mean())
-    return max(0.5, 0.5 * B * dev / var)
-
-
-def _energy_autocorrelation(energies: np.ndarray, max_lag: int) -> np.ndarray:
-    """Normalised autocorrelation of the energy (T, C), global mean, lags 0..max_lag."""
-    T = energies.shape[0]
-    x = energies - energies.mean()
-    var = float(np.mean(x * x))
-    rho = np.zeros(max_lag + 1)
-    rho[0] = 1.0
-    if var <= 1e-300:
-        return rho
-    for t in range(1, max_lag + 1):
-        rho[t] = float(np.mean(x[: T - t] * x[t:])) / var
-    return rho
+#: progress of pilot runs and of the tuner (every doubling and every verification run, at INFO)
+log = logging.getLogger("replica_mlm.discrete.tempering")
 
 
 # ---------------------------------------------------------------------- Hamming distance
@@ -241,7 +152,8 @@ class GibbsDiagnostics:
         Sweeps discarded at the start of each chain (``10 * sweeps_between``, at least 20; for
         tempering at least ``2 * n_sweeps``, the pilot's own burn-in plus its recorded run).
     rho_spin, rho_energy : ndarray
-        Normalised autocorrelation functions at lags 0, 1, 2, ... sweeps.
+        Normalised autocorrelation functions at lags 0, 1, 2, ... sweeps, up to the lag where
+        the window estimators stopped (at most a quarter of the recorded run).
     window_found : bool
         Whether Sokal's window criterion was met inside the measured lags (if not, ``tau_int`` is a
         lower bound).
@@ -275,6 +187,9 @@ class GibbsDiagnostics:
         tempering, ``who`` (n_chains, len(ladder)), the chain of each replica at each rung (None
         for Gibbs). ``PottsModel.sample(..., resume=diagnostics)`` continues these chains, which
         passed the equilibration check, instead of burning in new ones from random sequences.
+    steps_burnt : int
+        Unrecorded steps the chains ran before the last recorded run (its burn-in: at least
+        ``n_sweeps``; the chains also ran the earlier, shorter recorded runs, not counted here).
     """
 
     tau_int: float
@@ -297,6 +212,7 @@ class GibbsDiagnostics:
     hamming_drift: float = math.nan
     hamming_drift_se: float = math.nan
     state: tuple | None = field(default=None, repr=False)
+    steps_burnt: int = 0
 
     @property
     def mixing(self) -> bool:
@@ -320,13 +236,15 @@ def pilot_gibbs(model: PottsModel, gen, n_chains, n_sweeps, max_sweeps) -> Gibbs
     return d
 
 
-def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> GibbsDiagnostics:
+def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally,
+           burnt: int = 0) -> GibbsDiagnostics:
     """Burn in, record, measure tau; double the run until it is >= 50 tau.
 
     ``tally`` is None for plain Gibbs; for tempering it collects swap counts and switches on the
-    tempering estimates of tau (Geyer's and blocking besides Sokal's).
+    tempering estimates of tau (Geyer's and blocking besides Sokal's). ``burnt``: steps the
+    chains have already run (continued chains); every recorded run of ``T`` steps follows at
+    least ``T`` steps that were not recorded in it.
     """
-    burnt = 0
     T = n_sweeps
     t_global = 0
     while True:
@@ -341,18 +259,13 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
         for t in range(T):
             states[t], energies[t] = step(t_global, tally)
             t_global += 1
-        max_lag = T // 4
-        rho_s = _spin_autocorrelation(states, model.q, max_lag)
-        rho_e = _energy_autocorrelation(energies, max_lag)
-        tau_s, w_s = integrated_autocorrelation_time(rho_s)
-        tau_e, w_e = integrated_autocorrelation_time(rho_e)
+        rho_s, rho_e, (tau_s, w_s, g_s, ok_s), (tau_e, w_e, g_e, ok_e) = _windowed_taus(
+            states, energies, model.q, T // 4, geyer=tally is not None)
         tau = max(tau_s, tau_e)
         found = w_s > 0 and w_e > 0
         if tally is not None:
             # tempering: fast local moves plus a small, slowly decaying tail (configurations
             # coming back from excursions up the ladder) that Sokal's window truncates
-            g_s, ok_s = initial_monotone_tau(rho_s)
-            g_e, ok_e = initial_monotone_tau(rho_e)
             tau_s = max(tau_s, g_s, _blocked_spin_tau(states, model.q, BLOCKS))
             tau_e = max(tau_e, g_e)
             tau = max(tau_s, tau_e)
@@ -366,6 +279,10 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
         if n_chains >= 3:
             # the Hamming distance is what the samples are for: its two halves must agree too
             equilibrated = equilibrated and bool(abs(drift) <= 4 * drift_se + 1e-12)
+        log.info("pilot: %d chains, T = %d recorded steps: tau_spin %.1f (Sokal window %d), "
+                 "tau_energy %.1f (window %d), tau %.1f, window found %s, equilibrated %s "
+                 "(Hamming drift %.4f +- %.4f)", n_chains, T, tau_s, w_s, tau_e, w_e, tau,
+                 found, equilibrated, drift, drift_se)
         if (found and equilibrated and T >= 50 * tau) or 2 * T > max_sweeps:
             break
         T *= 2
@@ -388,6 +305,7 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally) -> Gi
         hamming_se=float(h_se),
         hamming_drift=float(drift),
         hamming_drift_se=float(drift_se),
+        steps_burnt=int(burnt),
     )
 
 

@@ -35,6 +35,7 @@ from replica_mlm.discrete.sampling import (
     check_pilot_size,
     cross_chain_hamming,
     gibbs_sweep,
+    log,
     pilot_gibbs,
 )
 
@@ -203,12 +204,27 @@ def equal_acceptance_ladder(
 
 
 def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
-                    swap_rounds: int = 1) -> GibbsDiagnostics:
-    """Pilot run of ``R`` replicas of ``ladder`` (see ``PottsModel.gibbs_diagnostics``)."""
+                    swap_rounds: int = 1, *, start: GibbsDiagnostics | None = None
+                    ) -> GibbsDiagnostics:
+    """Pilot run of ``R`` replicas of ``ladder`` (see ``PottsModel.gibbs_diagnostics``).
+
+    ``start``: an earlier pilot run of the same model, ladder and number of replicas whose chains
+    this run continues, counting that run's burn-in (``steps_burnt``) as done, exactly as if the
+    earlier run had gone on doubling its own recorded length (same burn-in rule and checks).
+    """
     K = ladder.size
-    s = gen.integers(0, model.q, size=(R * K, model.L))
+    burnt = 0
+    if start is not None:
+        if (start.state is None or start.state[1] is None or start.n_chains != R
+                or start.ladder.shape != ladder.shape or not np.array_equal(start.ladder, ladder)):
+            raise ValueError("pilot_tempering(start=...) needs a tempering pilot of the same "
+                             f"ladder and {R} replicas")
+        s, who = start.state[0].copy(), start.state[1].copy()
+        burnt = start.steps_burnt
+    else:
+        s = gen.integers(0, model.q, size=(R * K, model.L))
+        who = np.tile(np.arange(K), (R, 1))
     Nq = model._init_fields(s)
-    who = np.tile(np.arange(K), (R, 1))
     base = np.arange(R) * K
 
     def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
@@ -217,7 +233,7 @@ def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
         return s[cold], E[cold]
 
     tally = np.zeros((2, K - 1))
-    d = _pilot(model, step, R, n_sweeps, max_sweeps, tally)
+    d = _pilot(model, step, R, n_sweeps, max_sweeps, tally, burnt)
     d.method = "tempering"
     d.ladder = ladder.copy()
     d.swap_acceptance = tally[0] / np.maximum(tally[1], 1)
@@ -406,8 +422,9 @@ def tune_with_tempering(
        Hamming distance must lie within ``tol`` of the target with a standard error below
        ``tol / 3``. If it is more than ``tol + 2 se`` away, a Newton step in ``log beta`` (the
        scan's slope, then the secant) gives the next beta; if undecided, the run is repeated at
-       the same beta with more replicas (up to ``4 n_replicas``), then more recorded steps (up to
-       ``max_sweeps``); ValueError if that is still not precise enough.
+       the same beta with more recorded steps (up to ``max_sweeps``; the longer run continues
+       the previous run's chains and counts its burn-in), then more replicas (up to
+       ``4 n_replicas``); ValueError if that is still not precise enough.
     """
     t0 = time.perf_counter()
     b_lo = min(beta_hot, model.beta)
@@ -423,6 +440,9 @@ def tune_with_tempering(
         sc = tempering_scan(model, lad, gen, n_replicas=max(4, n_replicas // 2), n_steps=400,
                             swap_rounds=swap_rounds)
         scans.append(sc)
+        log.info("scan: %d rungs %.3g..%.3g, Hamming %.4f..%.4f, acceptance %.2f..%.2f",
+                 lad.size, lad[0], lad[-1], sc.hamming[0], sc.hamming[-1],
+                 sc.swap_acceptance.min(), sc.swap_acceptance.max())
         if sc.hamming[0] < target:
             b_lo /= 4.0
         elif sc.hamming[-1] > target:
@@ -437,6 +457,7 @@ def tune_with_tempering(
     R = n_replicas
     T = min(200, max_sweeps)
     trials: list[tuple[float, float, float, int]] = []
+    cont = None  # the previous pilot, when the next run at the same beta continues its chains
     for _ in range(max_iter):
         m = model.with_beta(beta)
         if beta <= b_lo:
@@ -444,8 +465,15 @@ def tune_with_tempering(
         else:
             lad = equal_acceptance_ladder(ref.ladder, ref.swap_acceptance, beta_lo=b_lo,
                                           beta_hi=beta, target=acceptance)
-            d = pilot_tempering(m, gen, R, lad, T, max_sweeps, swap_rounds)
+            d = pilot_tempering(m, gen, R, lad, T, max_sweeps, swap_rounds, start=cont)
+        cont = None
         trials.append((beta, d.hamming, d.hamming_se, R))
+        log.info("trial: beta %.4f, %d replicas x %d rungs, T = %d: Hamming %.4f +- %.4f, "
+                 "tau %.1f, mixing %s (window %s, halves %s), acceptance %.2f..%.2f", beta, R,
+                 d.ladder.size, d.n_sweeps, d.hamming, d.hamming_se, d.tau_int, d.mixing,
+                 d.window_found, d.equilibrated,
+                 d.swap_acceptance.min() if d.swap_acceptance.size else math.nan,
+                 d.swap_acceptance.max() if d.swap_acceptance.size else math.nan)
         T = d.n_sweeps  # the next run starts at the length this one needed
         if not d.mixing:
             raise ValueError(
@@ -459,12 +487,18 @@ def tune_with_tempering(
                               target=target, tol=tol, diagnostics=d, trials=trials, scans=scans,
                               seconds=time.perf_counter() - t0)
         if off <= tol + 2.0 * se and se > tol / 3.0:
-            # undecided: measure again at this beta, more precisely (more replicas, then longer)
+            # undecided: measure again at this beta, more precisely: a longer run first, then
+            # more replicas. At equal cost R T both lower the error, but only a longer run gives
+            # the window estimators more lags: on PottsModel.random(L=20, q=20, seed=8) Geyer's
+            # window closed at T = 3200 with 32 and 64 replicas and not by T = 6400 with 128
+            # (the lower the noise, the later a slow positive tail reads as finished)
             factor = min(4, math.ceil((3.0 * se / tol) ** 2))
-            if R * factor <= 4 * n_replicas:
-                R *= factor
-            elif T < max_sweeps:
+            if T < max_sweeps:
                 T = min(max_sweeps, T * factor)
+                # same beta, ladder and replicas: continue the chains, their burn-in is done
+                cont = d if d.method == "tempering" else None
+            elif R * factor <= 4 * n_replicas:
+                R *= factor
             else:
                 raise ValueError(
                     f"cannot tune beta to target_hamming={target}: at beta={beta:.4g} the "
