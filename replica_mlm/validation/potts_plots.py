@@ -33,6 +33,16 @@ def _save(fig, out: Path, stem: str) -> list[str]:
     return [written.name for written in save(fig, out / stem)]
 
 
+def _versus_M(ax, ylabel: str, title: str) -> None:
+    """Log-log axes of a quantity against the number of training sequences M, with legend."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of training sequences $M$")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+
+
 def figures(out: Path, st, d: dict, diag, intercept: float) -> list[str]:
     """Draw the section's four figures (PNG and PDF) into ``out`` from its settings ``st``, data
     ``d``, sampler diagnostics ``diag`` and the fitted intercept of the reconstruction slope;
@@ -64,13 +74,8 @@ def _draw(out: Path, st, d: dict, diag, intercept: float) -> list[str]:
             label=rf"fit to factored attention: $\propto M^{{{d['reconstruction_slope']:.2f}}}$")
     ax.plot(Ms, np.nanmean(rec["fa"][0]) * (Ms / Ms[0]) ** -0.5, color="0.5", ls=(0, (6, 2)), lw=0.9,
             label=r"$\propto M^{-1/2}$")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of training sequences $M$")
-    ax.set_ylabel("relative coupling error\n"
-                  r"$\Vert\hat W - W\Vert_F\,/\,\Vert W\Vert_F$ (zero-sum gauge)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
+    _versus_M(ax, "relative coupling error\n"
+                  r"$\Vert\hat W - W\Vert_F\,/\,\Vert W\Vert_F$ (zero-sum gauge)", title)
     files += _save(fig, out, "potts_reconstruction")
     plt.close(fig)
 
@@ -95,12 +100,7 @@ def _draw(out: Path, st, d: dict, diag, intercept: float) -> list[str]:
     _errbar(ax2, Ms, gaps["gap_plm"], r"full $q \times q$ blocks (plmDCA-style)", marker="^")
     ax2.plot(Ms, np.nanmean(gaps["gap_fa"][0]) * Ms[0] / Ms, color="0.5", ls=(0, (6, 2)), lw=0.9,
              label=r"$\propto 1/M$")
-    ax2.set_xscale("log")
-    ax2.set_yscale("log")
-    ax2.set_xlabel("number of training sequences $M$")
-    ax2.set_ylabel("test loss $-$ conditional entropy $H$ (nats)")
-    ax2.set_title("(c) excess test loss " + title, fontsize=9)
-    ax2.legend(fontsize=8)
+    _versus_M(ax2, "test loss $-$ conditional entropy $H$ (nats)", "(c) excess test loss " + title)
     files += _save(fig, out, "potts_test_loss")
     plt.close(fig)
 
@@ -112,12 +112,7 @@ def _draw(out: Path, st, d: dict, diag, intercept: float) -> list[str]:
     ax.axhline(H, color="0.4", ls=(0, (6, 2)), lw=1, label="conditional entropy $H$")
     ax.axvline(sl["threshold_M_params_over_L"], color="0.5", ls=":",
                label="$M$ = number of parameters$/L$")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of training sequences $M$")
-    ax.set_ylabel("test MLM loss per sequence (nats)")
-    ax.set_title("test loss at small regularisation\n" + title, fontsize=9)
-    ax.legend(fontsize=8)
+    _versus_M(ax, "test MLM loss per sequence (nats)", "test loss at small regularisation\n" + title)
     files += _save(fig, out, "potts_small_lam")
     plt.close(fig)
 
