@@ -16,8 +16,8 @@ def _section_names():
 @click.command("validate", epilog=CONVENTIONS)
 @click.option("--quick/--full", default=True, show_default=True,
               help="CI-sized sweeps (all sections under 3 minutes on 2 cores) or the version a paper "
-                   "would quote (L up to 1600, more instances and seeds; about 50 CPU-minutes in all, "
-                   "so use --workers 2 or more).")
+                   "would quote (L up to 1600, more instances and seeds; about 56 CPU-minutes in "
+                   "all: 30 minutes of wall time with --workers 2 on 2 cores).")
 @click.option("--section", "sections", multiple=True, type=click.Choice(_section_names()),
               help="Run only these sections (repeatable) [default: all that are installed].")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
