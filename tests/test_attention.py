@@ -105,6 +105,22 @@ def test_full_coupling_gradient_matches_finite_differences():
     assert np.max(np.abs(fd - g)) <= 1e-6 * np.max(np.abs(g))
 
 
+
+def test_full_coupling_fit_records_its_stationarity():
+    # the recorded |grad F| is the objective's gradient at the returned couplings, recomputed here
+    rng = np.random.default_rng(5)
+    s = rng.integers(0, 3, size=(60, 4))
+    for max_iter, stopped in ((2, True), (2000, False)):
+        model = FullCouplingPotts.fit(s, q=3, lam=0.05, max_iter=max_iter)
+        x = model.couplings().transpose(0, 2, 1, 3).ravel()
+        _, g = _PLMProblem(s, 3, 0.05).loss_grad(x)
+        info = model.fit_info
+        assert info.gradient_norm == pytest.approx(np.linalg.norm(g), rel=1e-12, abs=1e-300)
+        assert info.stationarity == pytest.approx(
+            np.linalg.norm(g) * max(np.linalg.norm(x), 1.0), rel=1e-12, abs=1e-300)
+        assert (info.stationarity > 1e-4) == stopped
+
+
 # ---------------------------------------------------------------------- training
 @pytest.fixture(scope="module")
 def small_data():

@@ -375,7 +375,8 @@ class FitInfo:
     logits : ndarray or None
         Softmax variant: the fitted attention logits ``S`` (L, L).
     gradient_norm : float or None
-        ``|grad F|`` (Euclidean, per training sequence) at the returned parameters ``x``.
+        ``|grad F|`` (Euclidean, per training sequence) at the returned parameters ``x`` (for
+        ``FullCouplingPotts``: of its own objective, at the couplings L-BFGS returned).
     stationarity : float or None
         ``|grad F| max(|x|, 1)``: a bound on the first-order change of ``F`` (nats per sequence)
         under any move of the parameters by up to their own size.

@@ -101,6 +101,7 @@ class FullCouplingPotts:
         )
         from replica_mlm.discrete.attention import FitInfo
 
+        gnorm = float(np.linalg.norm(res.jac))  # the objective's gradient at res.x
         W = res.x.reshape(L, q, L, q).transpose(0, 2, 1, 3).copy()
         W[np.arange(L), np.arange(L)] = 0.0
         model = cls(W)
@@ -115,6 +116,8 @@ class FullCouplingPotts:
             train_loss=model.mlm_loss(s),
             history=np.empty(0),
             monitor_history=np.empty(0),
+            gradient_norm=gnorm,
+            stationarity=gnorm * max(float(np.linalg.norm(res.x)), 1.0),
         )
         model.fit_info = info
         return model
