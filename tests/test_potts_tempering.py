@@ -5,6 +5,7 @@ import pytest
 from scipy import stats
 
 import replica_mlm as rm
+from replica_mlm.discrete import autocorrelation
 from replica_mlm.discrete import sampling as sampling_module
 from replica_mlm.discrete import tempering as potts_module
 
@@ -378,14 +379,14 @@ def test_lazy_autocorrelation_windows_equal_the_full_computation():
             states[t] = np.where(keep, states[t - 1], gen.integers(0, q, size=(C, L)))
             e[t] = stay * e[t - 1] + np.sqrt(1 - stay**2) * gen.normal(size=C)
         max_lag = T // 4
-        full_s = sampling_module._spin_autocorrelation(states, q, max_lag)
-        full_e = sampling_module._energy_autocorrelation(e, max_lag)
-        rho_s, rho_e, ts, te = sampling_module._windowed_taus(states, e, q, max_lag, geyer=True,
+        full_s = autocorrelation._spin_autocorrelation(states, q, max_lag)
+        full_e = autocorrelation._energy_autocorrelation(e, max_lag)
+        rho_s, rho_e, ts, te = autocorrelation._windowed_taus(states, e, q, max_lag, geyer=True,
                                                               first_lags=4)
         for rho, full, (tau, w, g, ok) in ((rho_s, full_s, ts), (rho_e, full_e, te)):
             np.testing.assert_allclose(rho, full[: rho.size], rtol=1e-12, atol=1e-15)
-            assert (tau, w) == sampling_module.integrated_autocorrelation_time(full)
-            assert (g, ok) == sampling_module.initial_monotone_tau(full)
+            assert (tau, w) == autocorrelation.integrated_autocorrelation_time(full)
+            assert (g, ok) == autocorrelation.initial_monotone_tau(full)
         if stay == 0.95:  # 1 / (1 - 0.95) = 20-step correlation: windows close early
             assert rho_s.size < max_lag and ts[1] > 0 and ts[3] and te[1] > 0 and te[3]
         else:  # 200 steps of a 1000-step correlation: no window, every lag computed

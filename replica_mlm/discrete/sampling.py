@@ -25,12 +25,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.discrete.autocorrelation import (  # noqa: F401  (re-exported)
+from replica_mlm.discrete.autocorrelation import (
     BLOCKS,
-    SOKAL_C,
     _blocked_spin_tau,
-    _energy_autocorrelation,
-    _spin_autocorrelation,
     _windowed_taus,
     initial_monotone_tau,
     integrated_autocorrelation_time,
