@@ -12,7 +12,7 @@ and of sampling (on a shared machine the CPU time is the meaningful one). ``--js
 number.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_tempering.py [--seeds 0 1 ... 9] [--n-samples 1000] \
-        [--cpu-cap 480]
+        [--cpu-cap 480] [--max-sweeps N]
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def _over_budget(signum, frame):
     raise OverBudget
 
 
-def run_seed(seed: int, target: float, n_samples: int, cpu_cap: float = 0.0) -> dict:
+def run_seed(seed: int, target: float, n_samples: int, cpu_cap: float = 0.0,
+             max_sweeps: int | None = None) -> dict:
     """Tune and sample one seed; with ``cpu_cap`` > 0 stop after that many CPU seconds.
 
     A seed stopped by the cap is recorded as over budget (``ok=None``) with the tuner's progress
@@ -91,7 +92,7 @@ def run_seed(seed: int, target: float, n_samples: int, cpu_cap: float = 0.0) -> 
         signal.signal(signal.SIGPROF, _over_budget)
         signal.setitimer(signal.ITIMER_PROF, cpu_cap)
     try:
-        return _tune_and_sample(pm, seed, target, n_samples, row, t0, c0)
+        return _tune_and_sample(pm, seed, target, n_samples, row, t0, c0, max_sweeps)
     except OverBudget:
         row.update(ok=None, error=f"over budget: stopped after {cpu_cap:.0f} CPU s",
                    t_tune=time.perf_counter() - t0, cpu_tune=time.process_time() - c0)
@@ -101,9 +102,11 @@ def run_seed(seed: int, target: float, n_samples: int, cpu_cap: float = 0.0) -> 
         logger.removeHandler(progress)
 
 
-def _tune_and_sample(pm, seed, target, n_samples, row, t0, c0) -> dict:
+def _tune_and_sample(pm, seed, target, n_samples, row, t0, c0, max_sweeps) -> dict:
+    extra = {} if max_sweeps is None else {"max_sweeps": max_sweeps}
+    row.update(extra)
     try:
-        res = pm.tune_beta(target_hamming=target, rng=seed, return_result=True)
+        res = pm.tune_beta(target_hamming=target, rng=seed, return_result=True, **extra)
     except ValueError as exc:
         row.update(ok=False, error=str(exc), t_tune=time.perf_counter() - t0,
                    cpu_tune=time.process_time() - c0)
@@ -176,6 +179,8 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--cpu-cap", type=float, default=0.0,
                     help="CPU seconds per seed (tuning and sampling); 0: no cap")
+    ap.add_argument("--max-sweeps", type=int, default=None,
+                    help="tune_beta(max_sweeps=...): longest recorded pilot run (default: tune_beta's)")
     ap.add_argument("--survey", action="store_true",
                     help="only the scans and one 16-replica pilot run at the located beta")
     args = ap.parse_args()
@@ -196,7 +201,7 @@ def main() -> None:
           f"{'rungs':>5} {'acceptance':>11} {'tune s':>13} {'sample s':>13}", flush=True)
     rows = []
     for seed in args.seeds:
-        r = run_seed(seed, args.target, args.n_samples, args.cpu_cap)
+        r = run_seed(seed, args.target, args.n_samples, args.cpu_cap, args.max_sweeps)
         rows.append(r)
         if r["ok"] is None:
             print(f"{seed:>4} OVER BUDGET after {r['t_tune']:.0f} s wall, {r['cpu_tune']:.0f} s "
