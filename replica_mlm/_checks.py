@@ -211,6 +211,14 @@ def nonnegative_int(value, name: str) -> int:
     return n
 
 
+def optional(check, value, name: str):
+    """``None`` stays ``None`` (the caller's default applies); anything else goes through ``check``.
+
+    E.g. ``optional(positive_int, n_chains, "n_chains")``.
+    """
+    return None if value is None else check(value, name)
+
+
 def flag(value, name: str) -> bool:
     """A bool (Python or numpy), or TypeError: "no", 0 or None are not taken for False."""
     if not _is_bool(value):

@@ -386,15 +386,11 @@ def draw(model: PottsModel, n, rng, *, n_chains, sweeps_between, burn_in, return
     method = _checks.choice(method, METHODS, "method")
     n = _checks.positive_int(n, "n")
     gen = _checks.as_generator(rng)
-    if n_chains is not None:
-        n_chains = _checks.positive_int(n_chains, "n_chains")
-    if sweeps_between is not None:
-        sweeps_between = _checks.positive_int(sweeps_between, "sweeps_between")
-    if burn_in is not None:
-        burn_in = _checks.nonnegative_int(burn_in, "burn_in")
+    n_chains = _checks.optional(_checks.positive_int, n_chains, "n_chains")
+    sweeps_between = _checks.optional(_checks.positive_int, sweeps_between, "sweeps_between")
+    burn_in = _checks.optional(_checks.nonnegative_int, burn_in, "burn_in")
     return_diagnostics = _checks.flag(return_diagnostics, "return_diagnostics")
-    if n_rungs is not None:
-        n_rungs = _checks.positive_int(n_rungs, "n_rungs")
+    n_rungs = _checks.optional(_checks.positive_int, n_rungs, "n_rungs")
     beta_hot = _checks.positive(beta_hot, "beta_hot")
     L, q, beta = model.L, model.q, model.beta
     C = min(n, 500 if n_chains is None else n_chains)
@@ -477,8 +473,7 @@ def _draw_resumed(model: PottsModel, n, rng, d, *, n_chains, sweeps_between, bur
 
     n = _checks.positive_int(n, "n")
     gen = _checks.as_generator(rng)
-    if n_chains is not None:
-        n_chains = _checks.positive_int(n_chains, "n_chains")
+    n_chains = _checks.optional(_checks.positive_int, n_chains, "n_chains")
     s, who, C = _resume_from(model, d, n_chains)
     between = d.sweeps_between if sweeps_between is None else _checks.positive_int(
         sweeps_between, "sweeps_between")

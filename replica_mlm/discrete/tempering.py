@@ -255,10 +255,8 @@ def diagnose(model: PottsModel, rng, *, n_chains, n_sweeps, max_sweeps, method, 
     n_sweeps = _checks.positive_int(n_sweeps, "n_sweeps")
     max_sweeps = _checks.positive_int(max_sweeps, "max_sweeps")
     gen = _checks.as_generator(rng)
-    if n_chains is not None:
-        n_chains = _checks.positive_int(n_chains, "n_chains")
-    if n_rungs is not None:
-        n_rungs = _checks.positive_int(n_rungs, "n_rungs")
+    n_chains = _checks.optional(_checks.positive_int, n_chains, "n_chains")
+    n_rungs = _checks.optional(_checks.positive_int, n_rungs, "n_rungs")
     beta_hot = _checks.positive(beta_hot, "beta_hot")
     check_pilot_size(model, n_chains, n_sweeps, max_sweeps, n_rungs)
     if method in ("gibbs", "auto"):
