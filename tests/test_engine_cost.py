@@ -91,3 +91,35 @@ def test_hats_equal_the_previous_code_path(loss, channel, monkeypatch):
     for a, b in zip(new, old, strict=True):
         for key in a:
             assert _rel(a[key], b[key]) <= 1e-13, (key, a[key], b[key])
+
+
+def test_curve_start_extrapolates_in_the_engines_unknowns():
+    from replica_mlm.theory import curve
+
+    lim = rm.GaussianPotts.limit(shift=3.0)
+    pts = [rm.solve(lim, alpha=a, lam=1e-2, loss="logistic", channel="sign") for a in (1.0, 1.2)]
+    assert curve._extrapolated([], 1.4) is None and curve._extrapolated(pts[:1], 1.4) is pts[0]
+    # backwards, a repeated alpha, or more than twice the last step: the last point itself
+    for a in (1.1, 1.2, 1.65):
+        assert curve._extrapolated(pts, a) is pts[1]
+    start = curve._extrapolated(pts, 1.4)
+    x = [np.array([np.log(p.V), np.log(p.q), np.arctanh(p.m / np.sqrt(p.q * p.rho))]) for p in pts]
+    got = np.array([np.log(start.V), np.log(start.q), np.arctanh(start.m / np.sqrt(start.q * start.rho))])
+    np.testing.assert_allclose(got, 2 * x[1] - x[0], rtol=1e-12, atol=1e-14)
+    # closer to the solution at 1.4 than the last point is
+    sol = rm.solve(lim, alpha=1.4, lam=1e-2, loss="logistic", channel="sign")
+    x_sol = np.array([np.log(sol.V), np.log(sol.q), np.arctanh(sol.m / np.sqrt(sol.q * sol.rho))])
+    assert np.abs(got - x_sol).max() < 0.5 * np.abs(x[1] - x_sol).max()
+
+
+def test_curve_gives_the_numbers_of_cold_solves_with_residual_margin(monkeypatch):
+    """Warm and extrapolated starts, and hybr's first-pass step tolerance, change the path only:
+    each point equals its cold solve, and the residual is far below the 1e-10 of converged."""
+    site = rm.GaussianPotts.random(60, shift=3.0, seed=2).masked_site(1)
+    alphas = np.array([0.3, 0.8, 1.1, 1.6, 2.4, 2.6, 2.6, 4.0])
+    c = rm.learning_curve(site, alpha=alphas, lam=1e-3, loss="hinge", channel="sign")
+    assert np.all(c.residual <= 1e-12)
+    for k in (1, 4, 7):
+        cold = rm.solve(site, alpha=float(alphas[k]), lam=1e-3, loss="hinge", channel="sign")
+        for key in ("V", "q", "m", "test_loss", "eg"):
+            assert _rel(getattr(c, key)[k], getattr(cold, key)) <= 1e-10, key
