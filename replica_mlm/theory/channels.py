@@ -173,13 +173,11 @@ class Channel:
             _, var, score = self.gaussian_label
             out = {"var": lambdify((mu, v, noise), var), "score": lambdify((y, mu, v, noise), score)}
         elif self.z_closed is not None:
-            out = {}
-            out["Z"] = lambdify((y, mu, v, noise), self.z_closed)
-            out["dZ"] = lambdify((y, mu, v, noise), self.dz_closed)
+            # Z and dZ/dmu in one function: their common subexpressions are evaluated once
+            out = {"Z, dZ": lambdify((y, mu, v, noise), [self.z_closed, self.dz_closed], cse=True)}
         else:
-            out = {}
-            out["P"] = lambdify((y, nu, noise), self.p_out)
-            out["dP"] = lambdify((y, nu, noise), self.p_out.diff(nu))
+            # P_out and dP_out/dnu in one function (for the logit channel Sigmoid(y nu) once)
+            out = {"P, dP": lambdify((y, nu, noise), [self.p_out, self.p_out.diff(nu)], cse=True)}
         if self.error is not None:
             out["error"] = lambdify((P.rho, noise, P.m, P.q), self.error)
         return out
@@ -188,15 +186,13 @@ class Channel:
         """``(Z, dZ/dmu)`` at the binary label ``yv`` and means ``muv``, variance ``vv``."""
         fns = self._numeric
         muv = np.asarray(muv, dtype=float)
-        if "Z" in fns:
-            zv = np.broadcast_to(fns["Z"](yv, muv, vv, s2), muv.shape)
-            dz = np.broadcast_to(fns["dZ"](yv, muv, vv, s2), muv.shape)
-            return zv, dz
+        if "Z, dZ" in fns:
+            zv, dz = fns["Z, dZ"](yv, muv, vv, s2)
+            return np.broadcast_to(zv, muv.shape), np.broadcast_to(dz, muv.shape)
         nodes, weights = _hermite(NU_NODES)
         nus = muv[..., None] + np.sqrt(max(vv, 0.0)) * nodes
-        zv = np.broadcast_to(fns["P"](yv, nus, s2), nus.shape) @ weights
-        dz = np.broadcast_to(fns["dP"](yv, nus, s2), nus.shape) @ weights
-        return zv, dz
+        pv, dp = fns["P, dP"](yv, nus, s2)
+        return np.broadcast_to(pv, nus.shape) @ weights, np.broadcast_to(dp, nus.shape) @ weights
 
     def closed_error(self, rho: float, s2: float, m: float, q: float) -> float | None:
         """The natural error in closed form, or None if the channel has none."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -152,6 +152,32 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
                            **options)
 
 
+def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None:
+    """A start for the general engine at ``alpha`` from the points of the curve so far.
+
+    Linear in alpha through the last two points in the engine's unknowns ``(log V, log q,
+    artanh(m / sqrt(q rho)))``, when ``alpha`` continues their direction by at most twice their
+    step; otherwise the last point (None for the first). Only ``V, q, m`` of the result are
+    meaningful: it is used as ``init`` and nowhere else.
+    """
+    if len(points) < 2:
+        return points[-1] if points else None
+    p0, p1 = points[-2], points[-1]
+    step = p1.alpha - p0.alpha
+    t = (alpha - p1.alpha) / step if step != 0 else 0.0
+    if not 0.0 < t <= 2.0 or not all(np.isfinite([p.V * p.q * p.m for p in (p0, p1)])):
+        return p1
+
+    def pack(p):
+        c = np.clip(p.m / np.sqrt(p.q * p.rho), -0.999, 0.999) if p.rho > 0 else 0.0
+        return np.array([np.log(p.V), np.log(p.q), np.arctanh(c)])
+
+    x = pack(p1) + t * (pack(p1) - pack(p0))
+    q = float(np.exp(x[1]))
+    m = float(np.sqrt(q * p1.rho) * np.tanh(x[2])) if p1.rho > 0 else 0.0
+    return replace(p1, alpha=alpha, V=float(np.exp(x[0])), q=q, m=m)
+
+
 def _learning_curve(task, *, alpha, lam, method, loss, channel, **options) -> LearningCurve:
     """:func:`learning_curve` at one lam."""
     from replica_mlm.theory import channels, losses
@@ -170,18 +196,20 @@ def _learning_curve(task, *, alpha, lam, method, loss, channel, **options) -> Le
     if method == "general":
         if "init" in options:
             raise ValueError("learning_curve warm-starts each point itself; do not pass init")
-        points, prev = [], None
+        points = []
         for a in alphas:
-            try:
-                pt = solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj,
-                           channel=channel_obj, init=prev, **options)
-            except ConvergenceError:
-                if prev is None:
-                    raise
-                pt = solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj,
-                           channel=channel_obj, **options)
+            # starts in turn: extrapolated from the last two points, the last point, cold
+            starts = [_extrapolated(points, float(a)), points[-1] if points else None, None]
+            starts = [x for i, x in enumerate(starts) if all(x is not y for y in starts[:i])]
+            for k, start in enumerate(starts):
+                try:
+                    pt = solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj,
+                               channel=channel_obj, init=start, **options)
+                    break
+                except ConvergenceError:
+                    if k == len(starts) - 1:
+                        raise
             points.append(pt)
-            prev = pt
         return LearningCurve.from_points(points)
     return LearningCurve.from_points(
         [solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj, channel=channel_obj,

@@ -11,10 +11,12 @@ The saddle point is a fixed point on the student's order parameters ``x = (V, q,
 It is solved by MINPACK's hybrid Powell method (``scipy.optimize.root(method="hybr")``) on the
 well-scaled unknowns ``(log V, log q, artanh(m / sqrt(q rho)))`` (``|m| < sqrt(q rho)`` holds at
 every admissible point), after a few damped iterations from a cold start or directly from a warm
-start (the previous point of a curve). The residual reported is the largest relative violation of
-the six raw equations at the solution: the hats are recomputed from ``x`` and ``x`` from the hats,
-so it measures what the solution misses, not a solver's step. ``converged`` is True only when it
-is at most ``tol`` (1e-10); otherwise :class:`ConvergenceError` carries the last iterate.
+start (a start that :func:`.curve.learning_curve` extrapolates from the previous points), to a
+relative step :data:`XTOL` (then on to :data:`XTOL_FINE` only if the residual is above ``tol``).
+The residual reported is the largest relative violation of the six raw equations at the solution:
+the hats are recomputed from ``x`` and ``x`` from the hats, so it measures what the solution
+misses, not a solver's step. ``converged`` is True only when it is at most ``tol`` (1e-10);
+otherwise :class:`ConvergenceError` carries the last iterate.
 See docs/theory.md, section "The general engine".
 """
 
@@ -37,6 +39,13 @@ TOL = 1e-10
 WARMUP = 8
 #: clip of m / sqrt(q rho) inside (-1, 1)
 EDGE = 1.0 - 1e-15
+#: hybr's relative step tolerance, first pass; if the residual is then above ``tol`` hybr goes on
+#: from there with :data:`XTOL_FINE` (the residual alone decides ``converged``)
+XTOL = 1e-12
+#: hybr's relative step tolerance of the continuation (as small as MINPACK can resolve)
+XTOL_FINE = 1e-15
+#: channel-side evaluations remembered per point (hybr and the residual evaluate some twice)
+MEMO = 8
 
 
 class EngineFailure(RuntimeError):
@@ -61,6 +70,7 @@ class Problem:
         self.rho, self.noise = spec.rho, spec.noise
         self.signal = self.rho > 0
         self.evaluations = 0
+        self._memo: dict[tuple[float, float, float], dict[str, float]] = {}
 
     # --- parametrisation ------------------------------------------------------------------
     def pack(self, V: float, q: float, m: float) -> np.ndarray:
@@ -76,12 +86,24 @@ class Problem:
 
     # --- the two sides --------------------------------------------------------------------
     def hats(self, V: float, q: float, m: float) -> dict[str, float]:
-        self.evaluations += 1
-        out = energetic.hats(self.loss, self.channel, alpha=self.alpha, V=V, q=q, m=m, rho=self.rho,
-                             noise=self.noise, order=self.order)
-        if not self.signal:
-            out["m_hat"] = 0.0
-        return out
+        """The channel side at ``(V, q, m)``; ``evaluations`` counts the integrals computed.
+
+        The last :data:`MEMO` results are remembered: the same ``(V, q, m)`` (bit for bit) gives
+        the same numbers without integrating again (hybr evaluates its start twice, and the
+        residual is taken where hybr last evaluated).
+        """
+        key = (V, q, m)
+        out = self._memo.get(key)
+        if out is None:
+            self.evaluations += 1
+            out = energetic.hats(self.loss, self.channel, alpha=self.alpha, V=V, q=q, m=m, rho=self.rho,
+                                 noise=self.noise, order=self.order)
+            if not self.signal:
+                out["m_hat"] = 0.0
+            if len(self._memo) >= MEMO:
+                del self._memo[next(iter(self._memo))]
+            self._memo[key] = out
+        return dict(out)
 
     def prior(self, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:
         spec = self.spec
@@ -142,13 +164,17 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
                 return np.full(u.shape, 1e3)
 
         for attempt in range(3):
-            sol = optimize.root(gap, x, method="hybr", options={"xtol": 1e-15, "maxfev": max_evaluations})
-            last = sol.x
-            res, point = problem.residual(sol.x)
-            if res < best[0]:
-                best = (res, sol.x)
-            if res <= tol:
-                return _finish(problem, point, res)
+            # a first pass to a relative step of XTOL (usually a residual far below tol), and,
+            # only if the residual is still above tol, on from there to XTOL_FINE
+            for xtol in ((XTOL, XTOL_FINE) if attempt == 0 else (XTOL_FINE,)):
+                sol = optimize.root(gap, x, method="hybr", options={"xtol": xtol, "maxfev": max_evaluations})
+                last = sol.x
+                res, point = problem.residual(sol.x)
+                if res < best[0]:
+                    best = (res, sol.x)
+                if res <= tol:
+                    return _finish(problem, point, res)
+                x = best[1]
             # not there: a few damped iterations move away from where hybr stalled
             x = best[1]
             for _ in range(4 * (attempt + 1)):

@@ -187,7 +187,8 @@ class Loss:
                     continue
                 kinks.append(sol)
         return (lambdify((y, z), self.expr), lambdify((y, z), d1), lambdify((y, z), d2),
-                [lambdify((y,), k) for k in kinks], tuple(kinks))
+                [lambdify((y,), k) for k in kinks], tuple(kinks),
+                lambdify((y, z), [d1, d2], cse=True))
 
     @property
     def kinks(self) -> tuple[sp.Expr, ...]:
@@ -240,6 +241,11 @@ class Loss:
         """``d^2 loss / dz^2`` elementwise (0 on the kinks' Dirac masses)."""
         return _full(self._fns[2](yv, zv), yv, zv)
 
+    def _d12(self, yv, zv) -> tuple[np.ndarray, np.ndarray]:
+        """``(d1, d2)`` elementwise in one call (common subexpressions evaluated once)."""
+        d1, d2 = self._fns[5](yv, zv)
+        return _full(d1, yv, zv), _full(d2, yv, zv)
+
     def kink_points(self, yv) -> list[np.ndarray]:
         """The kinks ``k(y)`` at each label (NaN where a kink does not exist, e.g. 1/y at y = 0)."""
         yv = np.asarray(yv, dtype=float)
@@ -289,7 +295,7 @@ class Loss:
         """
         yv, wv = np.broadcast_arrays(np.asarray(yv, dtype=float), np.asarray(wv, dtype=float))
         vv = float(vv)
-        d = self.d1(yv, wv)
+        d, d2w = self._d12(yv, wv)
         lo = np.where(d > 0, wv - vv * d, wv)
         hi = np.where(d > 0, wv, wv - vv * d)
         at_kink = np.zeros(yv.shape, dtype=bool)
@@ -310,7 +316,7 @@ class Loss:
             lo = np.where(ok & (g_right < 0) & (kk > lo) & (kk < hi), kk, lo)
             hi = np.where(ok & (g_left > 0) & (kk < hi) & (kk > lo), kk, hi)
         with np.errstate(all="ignore"):
-            zv = wv - vv * d / (1.0 + vv * self.d2(yv, wv))
+            zv = wv - vv * d / (1.0 + vv * d2w)
         zv = np.where(np.isfinite(zv) & (zv >= lo) & (zv <= hi), zv, 0.5 * (lo + hi))
         done = at_kink | (lo == hi)
         zv = np.where(lo == hi, lo, zv)
@@ -318,11 +324,12 @@ class Loss:
         for _ in range(max_iter):
             if done.all():
                 break
-            g = (zv - wv) / vv + self.d1(yv, zv)
+            d1z, d2z = self._d12(yv, zv)
+            g = (zv - wv) / vv + d1z
             lo = np.where(g < 0, zv, lo)
             hi = np.where(g > 0, zv, hi)
             with np.errstate(all="ignore"):
-                new = zv - g / (1.0 / vv + self.d2(yv, zv))
+                new = zv - g / (1.0 / vv + d2z)
             # Newton is kept only if it stays in the bracket and at least halves the step
             # (rtsafe's rule: this stops cycling between two points on a sigmoid-shaped g)
             bad = ~((new >= lo) & (new <= hi) & (np.abs(new - zv) <= 0.5 * np.abs(last_step)))
@@ -336,9 +343,10 @@ class Loss:
             raise RuntimeError(f"proximal Newton did not converge in {max_iter} steps "
                                f"({int((~done).sum())} nodes left)")
         zv = np.where(at_kink, z_kink, zv)
+        d1z, d2z = self._d12(yv, zv)
         with np.errstate(all="ignore"):
-            slope = np.where(at_kink, 0.0, 1.0 / (1.0 + vv * self.d2(yv, zv)))
-        f = np.where(at_kink, (zv - wv) / vv, -self.d1(yv, zv))
+            slope = np.where(at_kink, 0.0, 1.0 / (1.0 + vv * d2z))
+        f = np.where(at_kink, (zv - wv) / vv, -d1z)
         return Prox(z=zv, f=f, dfdw=(slope - 1.0) / vv, at_kink=at_kink)
 
 

@@ -61,10 +61,18 @@ def stable(expr: sp.Expr) -> sp.Expr:
     return expr.replace(1 / (1 + sp.exp(a)), Sigmoid(-a))
 
 
-def lambdify(args, expr):
-    """Lambdify for numpy with the stable custom functions; DiracDelta (kinks) is dropped."""
-    expr = sp.sympify(expr).replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
-    return sp.lambdify(args, expr, modules=[NUMERIC, "numpy"])
+def lambdify(args, expr, *, cse: bool = False):
+    """Lambdify for numpy with the stable custom functions; DiracDelta (kinks) is dropped.
+
+    ``expr`` is one expression or a list of them (the function then returns a list, one entry per
+    expression). ``cse=True`` evaluates common subexpressions once (sympy's common-subexpression
+    elimination), e.g. ``Sigmoid(nu y)`` shared by ``P_out`` and its derivative.
+    """
+    def drop(e):
+        return sp.sympify(e).replace(lambda t: isinstance(t, sp.DiracDelta), lambda t: sp.S.Zero)
+
+    expr = [drop(e) for e in expr] if isinstance(expr, list | tuple) else drop(expr)
+    return sp.lambdify(args, expr, modules=[NUMERIC, "numpy"], cse=cse)
 
 
 def kink_arguments(expr: sp.Expr) -> set:

@@ -205,15 +205,30 @@ def _compute(s: dict, rng: int, workers: int = 1, out: Path | None = None) -> tu
 
 
 def _peak(task, alpha_c: float, lam: float) -> float:
-    """alpha of the largest theory test loss near alpha_c (bounded Brent in log alpha)."""
+    """alpha of the largest theory test loss near alpha_c (bounded Brent in log alpha).
+
+    Each evaluation starts the engine from the previous one's saddle point (a cold start only if
+    that fails); the residual of every point is checked as for any other.
+    """
     from scipy.optimize import minimize_scalar
 
     import replica_mlm as rm
 
-    res = minimize_scalar(
-        lambda la: -rm.solve(task, alpha=float(np.exp(la)), lam=lam, loss="logistic").test_loss,
-        bounds=(np.log(0.5 * alpha_c), np.log(1.5 * alpha_c)), method="bounded",
-        options=dict(xatol=1e-3))
+    prev = []
+
+    def minus_test_loss(la: float) -> float:
+        alpha = float(np.exp(la))
+        try:
+            point = rm.solve(task, alpha=alpha, lam=lam, loss="logistic", init=prev[-1] if prev else None)
+        except rm.ConvergenceError:
+            if not prev:
+                raise
+            point = rm.solve(task, alpha=alpha, lam=lam, loss="logistic")
+        prev.append(point)
+        return -point.test_loss
+
+    res = minimize_scalar(minus_test_loss, bounds=(np.log(0.5 * alpha_c), np.log(1.5 * alpha_c)),
+                          method="bounded", options=dict(xatol=1e-3))
     return float(np.exp(res.x))
 
 
