@@ -242,8 +242,14 @@ class Loss:
         return _full(self._fns[2](yv, zv), yv, zv)
 
     def _d12(self, yv, zv) -> tuple[np.ndarray, np.ndarray]:
-        """``(d1, d2)`` elementwise in one call (common subexpressions evaluated once)."""
-        d1, d2 = self._fns[5](yv, zv)
+        """``(d1, d2)`` elementwise in one call (common subexpressions evaluated once).
+
+        Under ``errstate(all="ignore")``, as ``d2`` was evaluated alone before: ``prox`` guards
+        every use (a non-finite Newton step falls back to bisection; non-finite hats are an error
+        in the engine), so an overflow here is not silent.
+        """
+        with np.errstate(all="ignore"):
+            d1, d2 = self._fns[5](yv, zv)
         return _full(d1, yv, zv), _full(d2, yv, zv)
 
     def kink_points(self, yv) -> list[np.ndarray]:
