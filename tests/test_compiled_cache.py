@@ -182,3 +182,23 @@ def test_warm_cache_first_solve_needs_no_sympy():
              "losses.resolve('hinge').kinks; print('sympy' in sys.modules)")
     assert run(named) == ["True", "root", "root", "False", "huber(delta=2)", "square", "absolute",
                           "huber(delta=1)", "logistic", "hinge", "gaussian", "sign", "logit", "True"]
+
+
+def test_expansions_are_cached_beside_the_equations():
+    """The asymptotic series (theory/limits.py, ~10 CPU-s of sympy) are stored as srepr strings in
+    their own file, keyed also by the source of limits.py; what the file holds sympifies to the
+    expansions in use (whose leading terms tests/test_asymptotics.py checks against closed forms)."""
+    import sympy as sp
+
+    import replica_mlm as rm
+
+    ex = rm.expansions()
+    path = compiled_cache.cache_file("expansions")
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    assert stored["fingerprint"] == compiled_cache.fingerprint("expansions")
+    assert stored["fingerprint"]["source"] != compiled_cache.fingerprint("numpy")["source"]
+    assert list(ex) == ["small_alpha", "large_alpha", "peak"] and set(stored["entries"]) == set(ex)
+    for name, e in ex.items():
+        d = stored["entries"][name]
+        assert sp.sympify(d["series"]) == e.series and sp.sympify(d["variable"]) == e.variable
+        assert tuple(sp.sympify(c) for c in d["coefficients"]) == e.coefficients

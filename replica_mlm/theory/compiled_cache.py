@@ -2,7 +2,8 @@
 
 Deriving and lambdifying the saddle-point equations costs seconds of sympy in every new process;
 compiling the generated Python source costs milliseconds. The source is therefore stored in one
-JSON file per backend in the user's cache directory:
+JSON file per backend (and the asymptotic series of :func:`.limits.expansions`, as ``srepr``
+strings, in a file of their own) in the user's cache directory:
 
 * ``$REPLICA_MLM_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/replica_mlm`` or
   ``~/.cache/replica_mlm`` (Linux and other POSIX), ``~/Library/Caches/replica_mlm`` (macOS),
@@ -40,6 +41,9 @@ from replica_mlm import io
 ENV = "REPLICA_MLM_CACHE_DIR"
 #: the modules whose source determines the generated code
 DERIVATION = ("potentials.py", "compiled.py", "compiled_cache.py")
+#: cache files other than the compiled backends, and the further sources their contents depend on
+#: (the asymptotic series of :func:`replica_mlm.theory.limits.expansions`, stored as ``srepr``)
+EXTRA_SOURCES = {"expansions": ("limits.py",)}
 #: name of the function in every generated source
 FUNCTION = "_lambdifygenerated"
 
@@ -61,13 +65,14 @@ def cache_dir() -> Path:
 
 
 @cache
-def fingerprint() -> dict:
-    """What the generated code depends on: versions and the hash of the derivation's source."""
+def fingerprint(backend: str = "numpy") -> dict:
+    """What ``backend``'s cache file depends on: versions and the hash of the derivation's source
+    (:data:`DERIVATION`, plus :data:`EXTRA_SOURCES` of that file)."""
     from replica_mlm import __version__
 
     here = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in DERIVATION:
+    for name in DERIVATION + EXTRA_SOURCES.get(backend, ()):
         digest.update((here / name).read_bytes())
     return {"replica_mlm": __version__, "sympy": metadata.version("sympy"),
             "numpy": np.__version__, "mpmath": mpmath.__version__,
@@ -77,17 +82,17 @@ def fingerprint() -> dict:
 
 def cache_file(backend: str) -> Path:
     """The cache file of ``backend`` for the current :func:`fingerprint`."""
-    digest = io.fingerprint_digest(fingerprint())[:16]
+    digest = io.fingerprint_digest(fingerprint(backend))[:16]
     return cache_dir() / f"compiled-{backend}-{digest}.json"
 
 
-def _read(path: Path) -> dict | None:
+def _read(path: Path, backend: str) -> dict | None:
     """The entries of a cache file, or None if it is missing, unreadable or not ours."""
     try:
         data = io.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if (not isinstance(data, dict) or data.get("fingerprint") != fingerprint()
+    if (not isinstance(data, dict) or data.get("fingerprint") != fingerprint(backend)
             or not isinstance(data.get("entries"), dict)):
         return None
     return data["entries"]
@@ -95,18 +100,23 @@ def _read(path: Path) -> dict | None:
 
 def _write(backend: str, entries: dict) -> None:
     try:
-        io.write_json(cache_file(backend), {"fingerprint": fingerprint(), "entries": entries}, indent=1,
-                      sort_keys=True)
+        io.write_json(cache_file(backend), {"fingerprint": fingerprint(backend), "entries": entries},
+                      indent=1, sort_keys=True)
     except OSError:
         pass  # a read-only or missing home: the equations stay in memory, derived as before
 
 
-def fetch(backend: str, derive: Callable[[], dict]) -> dict:
-    """The entries of ``backend``'s cache file; if it is unusable, ``derive()`` them and write it."""
+def fetch(backend: str, derive: Callable[[], dict], *,
+          complete: Callable[[dict], bool] | None = None) -> dict:
+    """The entries of ``backend``'s cache file; if it is unusable, ``derive()`` them and write it.
+
+    ``complete(entries)`` says whether a file read from disk holds everything (default: the
+    compiled equations' entries).
+    """
     path = str(cache_file(backend))
     if path not in _memory:
-        entries = _read(Path(path))
-        if entries is None or not _complete(entries):
+        entries = _read(Path(path), backend)
+        if entries is None or not (complete or _complete)(entries):
             entries = derive()
             _write(backend, entries)
         _memory[path] = entries
@@ -125,7 +135,7 @@ def store(backend: str, new: dict) -> None:
     path = cache_file(backend)
     entries = _memory.setdefault(str(path), {})
     entries.update(new)
-    on_disk = _read(path) or {}
+    on_disk = _read(path, backend) or {}
     _write(backend, {**on_disk, **entries})
 
 

@@ -107,7 +107,31 @@ class Expansion:
 
 @cache
 def expansions() -> dict[str, Expansion]:
-    """The three expansions of the module docstring, derived once (sympy)."""
+    """The three expansions of the module docstring, derived once (sympy).
+
+    The derivation (about 10 CPU seconds of sympy) is stored on disk beside the compiled equations
+    (:mod:`.compiled_cache`, file ``compiled-expansions-*.json``, keyed by the source of this module
+    and of the potentials) as ``sympy.srepr`` strings, which ``sympify`` turns back into the same
+    expressions; a new process reads them instead of deriving them again.
+    """
+    from replica_mlm.theory import compiled_cache
+
+    entries = compiled_cache.fetch("expansions", lambda: {
+        name: {"variable": sp.srepr(e.variable), "series": sp.srepr(e.series),
+               "coefficients": [sp.srepr(c) for c in e.coefficients]}
+        for name, e in derive_expansions().items()}, complete=lambda d: set(d) == set(_EXPANSIONS))
+    return {name: Expansion(name, sp.sympify(entries[name]["variable"]),
+                            sp.sympify(entries[name]["series"]),
+                            tuple(sp.sympify(c) for c in entries[name]["coefficients"]))
+            for name in _EXPANSIONS}
+
+
+#: the names of the expansions
+_EXPANSIONS = ("small_alpha", "large_alpha", "peak")
+
+
+def derive_expansions() -> dict[str, Expansion]:
+    """The three expansions derived by sympy (what :func:`expansions` caches)."""
     red = P.reduce()
     eg_expr = red.values["eg"]
     alpha, lam = P.alpha, P.lam
