@@ -88,12 +88,9 @@ def save(fig, path: str | os.PathLike, *, formats: Sequence[str] = FORMATS, **sa
     font_log.setLevel(logging.ERROR)
     try:
         with plt.rc_context({k: v for k, v in STYLE.items() if k.startswith(("savefig.", "pdf."))}):
-            box = _tight_box(fig, savefig_kwargs) if len(formats) > 1 else None
             for ext in formats:
                 out = stem.parent / (stem.name + ext)
                 kwargs = dict(savefig_kwargs)
-                if box is not None:
-                    kwargs["bbox_inches"] = box
                 if ext == ".pdf":
                     kwargs.setdefault("metadata", {"CreationDate": None})
                 fig.savefig(out, **kwargs)
@@ -101,33 +98,6 @@ def save(fig, path: str | os.PathLike, *, formats: Sequence[str] = FORMATS, **sa
     finally:
         font_log.setLevel(level)
     return written
-
-
-def _tight_box(fig, savefig_kwargs: dict):
-    """The tight bounding box that ``savefig`` would find for the first format, found once.
-
-    With ``bbox_inches="tight"`` matplotlib lays a figure out and measures it (a draw without
-    rendering, then every artist's extent) before each file it writes; measured on the package's
-    figures that is about a third of the time of writing a PNG and a PDF. The box is found here
-    the same way, once, at the PNG's dpi, and both files are written with it (the PDF's own box
-    would differ by the hinting of the raster font metrics, far inside the margin). None when
-    the caller asked for another box or the figure has a layout engine (it needs its own pass).
-    """
-    if (savefig_kwargs.get("bbox_inches", mpl.rcParams["savefig.bbox"]) != "tight"
-            or fig.get_layout_engine() is not None):
-        return None
-    dpi = savefig_kwargs.get("dpi", mpl.rcParams["savefig.dpi"])
-    pad = savefig_kwargs.get("pad_inches", mpl.rcParams["savefig.pad_inches"])
-    if dpi == "figure" or pad == "layout":
-        return None
-    old = fig.dpi
-    fig.dpi = dpi
-    try:
-        fig.draw_without_rendering()
-        box = fig.get_tightbbox(bbox_extra_artists=savefig_kwargs.get("bbox_extra_artists"))
-    finally:
-        fig.dpi = old
-    return box.padded(pad)
 
 
 def _finish(fig, ax, *, title: str | None, path, legend: dict | None = None):
