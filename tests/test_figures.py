@@ -218,6 +218,31 @@ def test_save_accepts_path_with_suffix_and_writes_png_and_pdf(tmp_path):
     assert all(p.stat().st_size > 0 for p in written)
 
 
+def test_save_measures_the_figure_once_and_keeps_every_margin(tmp_path):
+    """plotting.save lays the figure out once for both files (plotting._tight_boxes): the PNG is
+    byte for byte what matplotlib's own ``bbox_inches="tight"`` writes; the PDF's page is at least
+    matplotlib's own tight PDF page in both directions (its text metrics are wider than Agg's, so
+    it gets twice the margin) and at most two margins larger."""
+    import re
+
+    fig = _learning_figure()
+    png, pdf = plotting.save(fig, tmp_path / "once")
+    rc = {k: v for k, v in plotting.STYLE.items() if k.startswith(("savefig.", "pdf."))}
+    with plt.rc_context(rc):
+        fig.savefig(tmp_path / "own.png")
+        fig.savefig(tmp_path / "own.pdf", metadata={"CreationDate": None})
+    plt.close(fig)
+    assert png.read_bytes() == (tmp_path / "own.png").read_bytes()
+
+    def page(path):
+        box = re.search(rb"/MediaBox \[ ([\d. ]+) \]", path.read_bytes()).group(1)
+        return np.array([float(x) for x in box.split()])[2:]
+
+    ours, own = page(pdf), page(tmp_path / "own.pdf")
+    margin = 72 * plotting.STYLE["savefig.pad_inches"]
+    assert np.all(ours >= own) and np.all(ours <= own + 2 * margin), (ours, own)
+
+
 def test_beats_no_learning_against_closed_form():
     """beats_no_learning returns the first grid alpha after the peak with eg < C_ii; for lam = 0 the
     closed form eg = NOISE + NOISE / (alpha - 1) crosses C_ii = RHO + NOISE at 1 + NOISE / RHO."""
