@@ -54,8 +54,9 @@ def validate(quick, sections, seed, workers, threads, scheduler, resume, progres
     except ValueError as exc:  # e.g. a malformed --scheduler address
         raise click.UsageError(str(exc)) from None
     failed = [c["name"] for c in report["checks"] if not c["passed"]]
-    click.echo(f"{'PASSED' if report['passed'] else 'FAILED'}: {len(report['checks']) - len(failed)} of "
-               f"{len(report['checks'])} checks; report in {out / 'report.md'} and {out / 'report.json'}")
+    n = len(report["checks"])
+    click.echo(f"{'PASSED' if report['passed'] else 'FAILED'}: {n - len(failed)} of {n} checks pass; "
+               f"report in {out / 'report.md'} and {out / 'report.json'}")
     if failed:
         click.echo("failed: " + ", ".join(failed), err=True)
         raise SystemExit(1)
