@@ -160,22 +160,22 @@ def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None
     step; otherwise the last point (None for the first). Only ``V, q, m`` of the result are
     meaningful: it is used as ``init`` and nowhere else.
     """
+    from replica_mlm.theory import engine
+
     if len(points) < 2:
         return points[-1] if points else None
     p0, p1 = points[-2], points[-1]
     step = p1.alpha - p0.alpha
     t = (alpha - p1.alpha) / step if step != 0 else 0.0
-    if not 0.0 < t <= 2.0 or not all(np.isfinite([p.V * p.q * p.m for p in (p0, p1)])):
+    if not 0.0 < t <= 2.0 or not all(np.isfinite(p.V * p.q * p.m) and p.V > 0 and p.q > 0
+                                     for p in (p0, p1)):
         return p1
 
-    def pack(p):
-        c = np.clip(p.m / np.sqrt(p.q * p.rho), -0.999, 0.999) if p.rho > 0 else 0.0
-        return np.array([np.log(p.V), np.log(p.q), np.arctanh(c)])
+    def pack(p):  # the overlap ratio kept off +-1, where a straight line would overshoot
+        return engine.pack(p.V, p.q, p.m, p.rho, edge=0.999)
 
-    x = pack(p1) + t * (pack(p1) - pack(p0))
-    q = float(np.exp(x[1]))
-    m = float(np.sqrt(q * p1.rho) * np.tanh(x[2])) if p1.rho > 0 else 0.0
-    return replace(p1, alpha=alpha, V=float(np.exp(x[0])), q=q, m=m)
+    V, q, m = engine.unpack(pack(p1) + t * (pack(p1) - pack(p0)), p1.rho)
+    return replace(p1, alpha=alpha, V=V, q=q, m=m)
 
 
 def _learning_curve(task, *, alpha, lam, method, loss, channel, **options) -> LearningCurve:

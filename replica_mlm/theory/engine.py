@@ -48,6 +48,22 @@ XTOL_FINE = 1e-15
 MEMO = 8
 
 
+def pack(V: float, q: float, m: float, rho: float, *, edge: float = EDGE) -> np.ndarray:
+    """The engine's unknowns ``(log V, log q, artanh(m / sqrt(q rho)))`` (the last one only with a
+    signal, ``rho > 0``), the overlap ratio clipped to ``[-edge, edge]``."""
+    x = [math.log(V), math.log(q)]
+    if rho > 0:
+        x.append(math.atanh(float(np.clip(m / math.sqrt(q * rho), -edge, edge))))
+    return np.array(x)
+
+
+def unpack(x, rho: float) -> tuple[float, float, float]:
+    """``(V, q, m)`` from the unknowns of :func:`pack`."""
+    V, q = math.exp(x[0]), math.exp(x[1])
+    m = math.sqrt(q * rho) * math.tanh(x[2]) if rho > 0 else 0.0
+    return V, q, m
+
+
 class EngineFailure(RuntimeError):
     """The fixed point was not reached (turned into ConvergenceError by :func:`.saddle.solve`)."""
 
@@ -74,15 +90,10 @@ class Problem:
 
     # --- parametrisation ------------------------------------------------------------------
     def pack(self, V: float, q: float, m: float) -> np.ndarray:
-        x = [math.log(V), math.log(q)]
-        if self.signal:
-            x.append(math.atanh(float(np.clip(m / math.sqrt(q * self.rho), -EDGE, EDGE))))
-        return np.array(x)
+        return pack(V, q, m, self.rho)
 
     def unpack(self, x) -> tuple[float, float, float]:
-        V, q = math.exp(x[0]), math.exp(x[1])
-        m = math.sqrt(q * self.rho) * math.tanh(x[2]) if self.signal else 0.0
-        return V, q, m
+        return unpack(x, self.rho)
 
     # --- the two sides --------------------------------------------------------------------
     def hats(self, V: float, q: float, m: float) -> dict[str, float]:
@@ -175,8 +186,8 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
                 if res <= tol:
                     return _finish(problem, point, res)
                 x = best[1]
-            # not there: a few damped iterations move away from where hybr stalled
-            x = best[1]
+            # not there (x is the best point so far): a few damped iterations move away from
+            # where hybr stalled
             for _ in range(4 * (attempt + 1)):
                 x = 0.5 * x + 0.5 * problem.image(x)
     except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, RuntimeError) as exc:
