@@ -441,14 +441,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
                             if f["objective"] - best["objective"] > 1e-9 * abs(best["objective"]))
                   or "none") + ")"))
     # data, not a check: the excess a well-specified model is expected to have at this M
-    ex = finite_sample_excess(FactoredAttention(attention=best["attention"], value=best["value"]),
-                              train, lam=st.lam)
+    fitted = FactoredAttention(attention=best["attention"], value=best["value"])
+    ex = finite_sample_excess(fitted, train, lam=st.lam)
     ex.pop("per_sequence_gradients")
     # the same trace with H and G from the test sequences (at the fit, G on the training set is
     # biased low by the fit itself): a second estimate of the expectation at M training sequences
-    trace_test = finite_sample_excess(FactoredAttention(attention=best["attention"],
-                                                       value=best["value"]), test,
-                                      lam=st.lam)["trace"]
+    trace_test = finite_sample_excess(fitted, test, lam=st.lam)["trace"]
     d["finite_M_excess"] = dict(
         ex, trace_test_set=trace_test, expected_excess_test_set=trace_test / (2 * st.M),
         measured_excess=c["difference"], measured_excess_se=c["se"],
