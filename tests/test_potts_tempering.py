@@ -1,5 +1,7 @@
 """Parallel tempering of the discrete Potts model: exactness, swaps, ladders, diagnostics, tuning."""
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -108,14 +110,14 @@ def test_tempering_step_keeps_fields_and_permutation():
 
 
 def test_auto_switches_to_tempering_where_gibbs_is_stuck():
-    """A cold L = q = 10 model: plain Gibbs does not mix in 400 sweeps, tempering does.
+    """A cold L = q = 10 model: plain Gibbs does not mix in 1600 sweeps, tempering does.
 
     (It was L = q = 20 at beta = 5, where 10 rungs and 400 steps do not mix either, so the test
-    could not check that tempering does: 10 CPU-s; this model, 4 CPU-s, checks it.)"""
+    could not check that tempering does. Here 10 rungs have tau_int about 10 steps, so they need
+    T >= 50 tau = 500 recorded steps: at most 400 mixed on 1 of 6 generator seeds, at most 1600
+    on 6 of 6, in 800-1600 steps. Gibbs: tau_int >= 356 sweeps.)"""
     pm = rm.PottsModel.random(L=10, q=10, seed=0, beta=8.0)
-    g = pm.gibbs_diagnostics(rng=0, max_sweeps=400)
-    assert not g.mixing
-    d = pm.gibbs_diagnostics(rng=0, method="auto", max_sweeps=400, n_rungs=10)
+    d = pm.gibbs_diagnostics(rng=0, method="auto", max_sweeps=1600, n_rungs=10)
     assert d.method == "tempering" and d.ladder.size == 10 and d.mixing
     assert np.all(d.swap_acceptance > 0.2)
 
@@ -398,20 +400,112 @@ def test_lazy_autocorrelation_windows_equal_the_full_computation():
 
 def test_pilot_tempering_continues_earlier_chains():
     """A longer pilot run may continue an earlier one's replicas (the tuner's precision loop):
-    it counts the earlier burn-in, burns in only up to its own recorded length, stays exact
-    (cross-replica Hamming distance of the continued run within 4 s.e. of the enumerated value),
-    and refuses chains of another ladder or replica count."""
+    the earlier run's burn-in and recorded steps count as burn-in, it burns in only up to its
+    own recorded length, stays exact (cross-replica Hamming distance of the continued run within
+    4 s.e. of the enumerated value), and refuses fewer replicas or a much colder ladder."""
     pm = cold_model()
     gen = np.random.default_rng(4)
     lad = potts_module.geometric_ladder(pm.beta, 3, 0.5, pm.L)
     d1 = potts_module.pilot_tempering(pm, gen, 24, lad, 100, 100)
-    assert d1.steps_burnt == 100 and d1.n_sweeps == 100
+    assert d1.steps_burnt == 100 and d1.n_sweeps == 100 and d1.record is None
     d2 = potts_module.pilot_tempering(pm, gen, 24, lad, 800, 800, start=d1)
-    assert d2.n_sweeps == 800 and d2.steps_burnt == 800  # 700 new unrecorded steps, not 800
+    assert d2.n_sweeps == 800 and d2.steps_burnt == 800  # 600 new unrecorded steps, not 800
     assert not np.array_equal(d2.state[0], d1.state[0])
     h = exact_mean_hamming(pm)
     assert abs(d2.hamming - h) <= 4 * d2.hamming_se, (d2.hamming, h, d2.hamming_se)
-    with pytest.raises(ValueError, match="same ladder"):
+    with pytest.raises(ValueError, match="at least the earlier 24 replicas"):
         potts_module.pilot_tempering(pm, gen, 12, lad, 100, 100, start=d1)
-    with pytest.raises(ValueError, match="same ladder"):
-        potts_module.pilot_tempering(pm, gen, 24, lad[1:], 100, 100, start=d1)
+    colder = potts_module.geometric_ladder(3.0 * pm.beta, 3, 0.5, pm.L)  # spacing: sqrt(6)
+    assert not potts_module.warm_start_allowed(d1, colder, 24)
+    with pytest.raises(ValueError, match="one spacing above"):
+        potts_module.pilot_tempering(pm.with_beta(3.0 * pm.beta), gen, 24, colder, 100, 100,
+                                     start=d1)
+
+
+def test_pilot_tempering_warm_start_at_another_beta_with_more_replicas():
+    """The tuner's move to a new beta: replicas of a run at beta 3 (3 rungs) warm-start twice as
+    many replicas of a 4-rung ladder ending at beta 2.5 (each new rung from the nearest old one,
+    replica r from r mod 24), burn in 10 sweeps_between, and sample the new beta exactly: the
+    cross-replica Hamming distance within 4 s.e. of the enumerated value at beta 2.5, which is
+    more than 4 s.e. from that at beta 3 (so a run that stayed at the old beta would fail)."""
+    pm = cold_model()
+    gen = np.random.default_rng(5)
+    d1 = potts_module.pilot_tempering(pm, gen, 24, potts_module.geometric_ladder(3.0, 3, 0.5, 4),
+                                      400, 400)
+    warm = pm.with_beta(2.5)
+    lad = potts_module.geometric_ladder(2.5, 4, 0.5, 4)
+    assert potts_module.warm_start_allowed(d1, lad, 48)
+    d2 = potts_module.pilot_tempering(warm, gen, 48, lad, 800, 800, start=d1, keep_record=True)
+    warm_burn = max(20, 10 * d1.sweeps_between)
+    assert d2.n_chains == 48 and d2.steps_burnt == 400 + 400 + warm_burn
+    h_new, h_old = exact_mean_hamming(warm), exact_mean_hamming(pm)
+    assert abs(d2.hamming - h_new) <= 4 * d2.hamming_se, (d2.hamming, h_new, d2.hamming_se)
+    assert abs(h_new - h_old) > 4 * d2.hamming_se
+    states, energies = d2.record
+    assert states.shape == (800, 48, 4) and energies.shape == (800, 48)
+    np.testing.assert_allclose(energies, warm.energy(states.reshape(-1, 4)).reshape(800, 48),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_reweighted_hamming_against_enumeration():
+    """Single-histogram reweighting of a recorded run at beta 3 to beta 2.7 and 3.3 (L = 4,
+    q = 3): within 4 jackknife s.e. of the enumerated Hamming distance there, exactly the
+    unweighted estimate at delta = 0, and an effective fraction that falls from 1 as |delta|
+    grows (Gaussian-energy prediction exp(-delta^2 sigma^2) within 0.1 at small delta)."""
+    from replica_mlm.discrete import reweighting
+
+    pm = cold_model()
+    gen = np.random.default_rng(6)
+    lad = potts_module.geometric_ladder(pm.beta, 3, 0.5, pm.L)
+    d = potts_module.pilot_tempering(pm, gen, 32, lad, 1600, 1600, keep_record=True)
+    states, energies = d.record
+    h0, se0 = reweighting.reweighted_hamming(states, energies, pm.q, 0.0)
+    assert (h0, se0) == (d.hamming, d.hamming_se)
+    assert reweighting.effective_fraction(energies, 0.0) == pytest.approx(1.0, abs=1e-12)
+    for delta in (-0.3, 0.3):
+        h, se = reweighting.reweighted_hamming(states, energies, pm.q, delta)
+        exact = exact_mean_hamming(pm.with_beta(pm.beta + delta))
+        assert abs(h - exact) <= 4 * se, (delta, h, exact, se)
+        assert abs(exact - exact_mean_hamming(pm)) > 4 * se  # the shift is resolved
+    fr = [reweighting.effective_fraction(energies, x) for x in (0.05, 0.2, 0.5, 1.0)]
+    assert all(a > b for a, b in itertools.pairwise(fr))
+    sigma = energies.std()
+    assert fr[0] == pytest.approx(np.exp(-(0.05 * sigma) ** 2), abs=0.1)
+
+
+def test_reweighted_beta_finds_the_target_or_declines():
+    """The tuner's move: from a run at beta 3 (L = 4, q = 3), the beta where the reweighted
+    Hamming distance equals the enumerated value at beta 2.8 lies within 4 s.e. (Hamming error
+    over the exact slope) of 2.8; a target only reached near beta 1 lies beyond the weights'
+    reach (effective fraction < 1/2), so no beta is proposed."""
+    pm = cold_model()
+    lad = potts_module.geometric_ladder(pm.beta, 3, 0.5, pm.L)
+    d = potts_module.pilot_tempering(pm, np.random.default_rng(7), 32, lad, 1600, 1600,
+                                     keep_record=True)
+    target = exact_mean_hamming(pm.with_beta(2.8))
+    beta = potts_module._reweighted_beta(d, target, pm.q)
+    slope = (exact_mean_hamming(pm.with_beta(2.81)) - exact_mean_hamming(pm.with_beta(2.79))) / 0.02
+    assert abs(beta - 2.8) <= 4 * d.hamming_se / abs(slope), (beta, d.hamming_se, slope)
+    assert abs(exact_mean_hamming(pm.with_beta(beta)) - target) <= 4 * d.hamming_se
+    assert potts_module._reweighted_beta(d, exact_mean_hamming(pm.with_beta(1.0)), pm.q) is None
+
+
+def test_tune_beta_moves_by_reweighting_and_warm_start(monkeypatch, caplog):
+    """A first trial placed 40 % too cold (the scan's crossing moved on purpose) is clearly off;
+    the tuner reweights its record to the target, warm-starts the next run there and returns a
+    beta whose enumerated Hamming distance is within tol + 4 se of the target (L = 6, q = 3)."""
+    crossing = potts_module._crossing
+    monkeypatch.setattr(potts_module, "_crossing",
+                        lambda scan, target: (1.4 * crossing(scan, target)[0],
+                                              crossing(scan, target)[1]))
+    pm = rm.PottsModel.random(L=6, q=3, seed=4)
+    with caplog.at_level("INFO", logger="replica_mlm.discrete.tempering"):
+        res = pm.tune_beta(target_hamming=0.25, rng=0, tol=0.02, n_replicas=16,
+                           return_result=True)
+    assert "reweighting the run at beta" in caplog.text
+    first, last = res.trials[0], res.trials[-1]
+    assert abs(first[1] - 0.25) > 0.02 + 2 * first[2]  # the first trial was clearly off
+    h = exact_mean_hamming(pm.with_beta(res.beta))
+    assert abs(h - 0.25) <= 0.02 + 4 * res.hamming_se, (res.beta, h, res.hamming_se)
+    assert abs(res.hamming - h) <= 4 * res.hamming_se and last[0] == res.beta
+    assert res.diagnostics.record is None  # the tuner does not hand back its records

@@ -185,8 +185,11 @@ class GibbsDiagnostics:
         for Gibbs). ``PottsModel.sample(..., resume=diagnostics)`` continues these chains, which
         passed the equilibration check, instead of burning in new ones from random sequences.
     steps_burnt : int
-        Unrecorded steps the chains ran before the last recorded run (its burn-in: at least
-        ``n_sweeps``; the chains also ran the earlier, shorter recorded runs, not counted here).
+        Steps the chains ran before the last recorded run, not recorded in it (its burn-in: at
+        least ``n_sweeps``).
+    record : tuple (states, energies) or None
+        Only if the pilot was asked to keep it: the last recorded run's configurations
+        (n_sweeps, n_chains, L) and energies (n_sweeps, n_chains) at the model's beta.
     """
 
     tau_int: float
@@ -210,6 +213,7 @@ class GibbsDiagnostics:
     hamming_drift_se: float = math.nan
     state: tuple | None = field(default=None, repr=False)
     steps_burnt: int = 0
+    record: tuple | None = field(default=None, repr=False)
 
     @property
     def mixing(self) -> bool:
@@ -234,7 +238,7 @@ def pilot_gibbs(model: PottsModel, gen, n_chains, n_sweeps, max_sweeps) -> Gibbs
 
 
 def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally,
-           burnt: int = 0) -> GibbsDiagnostics:
+           burnt: int = 0, *, keep_record: bool = False) -> GibbsDiagnostics:
     """Burn in, record, measure tau; double the run until it is >= 50 tau.
 
     ``tally`` is None for plain Gibbs; for tempering it collects swap counts and switches on the
@@ -282,6 +286,7 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally,
                  found, equilibrated, drift, drift_se)
         if (found and equilibrated and T >= 50 * tau) or 2 * T > max_sweeps:
             break
+        burnt += T  # this record is not part of the next one: it counts as its burn-in
         T *= 2
     between = max(1, math.ceil(tau * math.log(1.0 / DECORRELATION)))
     h, h_se = (cross_chain_hamming(_colour_counts(states, model.q)) if n_chains >= 3
@@ -303,6 +308,7 @@ def _pilot(model: PottsModel, step, n_chains, n_sweeps, max_sweeps, tally,
         hamming_drift=float(drift),
         hamming_drift_se=float(drift_se),
         steps_burnt=int(burnt),
+        record=(states, energies) if keep_record else None,
     )
 
 

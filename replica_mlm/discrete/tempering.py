@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.special import erfcinv
 
 from replica_mlm import _checks
+from replica_mlm.discrete.reweighting import effective_fraction, reweighted_hamming
 from replica_mlm.discrete.sampling import (
     METHODS,
     TEMPERING_MAX_RUNGS,
@@ -52,6 +54,7 @@ __all__ = [
     "tempering_scan",
     "tempering_step",
     "thermodynamic_length",
+    "warm_start_allowed",
 ]
 
 
@@ -203,24 +206,70 @@ def equal_acceptance_ladder(
     return out
 
 
+def warm_start_allowed(start: GibbsDiagnostics, ladder: np.ndarray, R: int) -> bool:
+    """Whether ``pilot_tempering(start=start)`` may warm-start ``R`` replicas of ``ladder``.
+
+    Needs a tempering pilot that kept its chains, at least as many replicas, and a new top rung
+    at most one of the earlier ladder's top spacings (in ``log beta``) above its coldest rung.
+    """
+    if start is None or start.method != "tempering" or start.state is None or R < start.n_chains:
+        return False
+    old = np.log(start.ladder)
+    top = old[-1] + (old[-1] - old[-2] if old.size > 1 else 0.0)
+    return bool(math.log(ladder[-1]) <= top + 1e-12)
+
+
 def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
-                    swap_rounds: int = 1, *, start: GibbsDiagnostics | None = None
-                    ) -> GibbsDiagnostics:
+                    swap_rounds: int = 1, *, start: GibbsDiagnostics | None = None,
+                    keep_record: bool = False) -> GibbsDiagnostics:
     """Pilot run of ``R`` replicas of ``ladder`` (see ``PottsModel.gibbs_diagnostics``).
 
-    ``start``: an earlier pilot run of the same model, ladder and number of replicas whose chains
-    this run continues, counting that run's burn-in (``steps_burnt``) as done, exactly as if the
-    earlier run had gone on doubling its own recorded length (same burn-in rule and checks).
+    ``start``: an earlier tempering pilot of the same model whose chains this run continues.
+
+    * Same ladder and number of replicas: the chains go on exactly, and the earlier run's
+      unrecorded and recorded steps (``steps_burnt + n_sweeps``) count as this run's burn-in, as
+      if the earlier run had gone on doubling its own recorded length (same burn-in rule: every
+      recorded run of ``T`` steps follows at least ``T`` steps not recorded in it).
+    * Another ladder (a new target beta) or more replicas (a *warm start*): each new rung starts
+      from the earlier chain at the nearest rung in ``log beta``, replica ``r`` from earlier
+      replica ``r mod R_earlier``; the chains then run ``10 sweeps_between`` steps (at least 20)
+      of the earlier run on the new ladder before recording, and the steps they ran before count
+      as burn-in. The two halves checks of the recorded run (energy and Hamming distance) judge
+      whether that was enough. Allowed only while the new top rung lies at most one of the
+      earlier ladder's top spacings above its coldest rung (else: ValueError).
+
+    ``keep_record``: keep the coldest rung's recorded configurations and energies of the final
+    run in ``record`` (the tuner reweights them; see :mod:`replica_mlm.discrete.reweighting`).
     """
     K = ladder.size
     burnt = 0
+    warm_burn = 0
     if start is not None:
-        if (start.state is None or start.state[1] is None or start.n_chains != R
-                or start.ladder.shape != ladder.shape or not np.array_equal(start.ladder, ladder)):
-            raise ValueError("pilot_tempering(start=...) needs a tempering pilot of the same "
-                             f"ladder and {R} replicas")
-        s, who = start.state[0].copy(), start.state[1].copy()
-        burnt = start.steps_burnt
+        if (start.state is None or start.state[1] is None or start.method != "tempering"
+                or start.state[0].shape[1] != model.L):
+            raise ValueError("pilot_tempering(start=...) needs a tempering pilot of this model "
+                             "that kept its chains")
+        s_old, who_old = start.state
+        same = (start.n_chains == R and start.ladder.shape == ladder.shape
+                and np.array_equal(start.ladder, ladder))
+        if same:
+            s, who = s_old.copy(), who_old.copy()
+        else:
+            old = np.log(start.ladder)
+            if not warm_start_allowed(start, ladder, R):
+                raise ValueError(
+                    f"pilot_tempering(start=...): a warm start needs at least the earlier "
+                    f"{start.n_chains} replicas and a top rung at most one spacing above the "
+                    f"earlier beta = {start.ladder[-1]:.6g}, got {R} replicas and "
+                    f"beta = {ladder[-1]:.6g}")
+            nearest = np.abs(np.log(ladder)[:, None] - old[None, :]).argmin(axis=1)
+            K_old = start.ladder.size
+            chains = ((np.arange(R) % start.n_chains)[:, None] * K_old
+                      + who_old[np.arange(R) % start.n_chains][:, nearest])
+            s = s_old[chains.ravel()].copy()
+            who = np.tile(np.arange(K), (R, 1))
+            warm_burn = max(20, 10 * start.sweeps_between)
+        burnt = start.steps_burnt + start.n_sweeps + warm_burn
     else:
         s = gen.integers(0, model.q, size=(R * K, model.L))
         who = np.tile(np.arange(K), (R, 1))
@@ -232,8 +281,10 @@ def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
         cold = base + who[:, -1]
         return s[cold], E[cold]
 
+    for t in range(warm_burn):
+        step(t, None)
     tally = np.zeros((2, K - 1))
-    d = _pilot(model, step, R, n_sweeps, max_sweeps, tally, burnt)
+    d = _pilot(model, step, R, n_sweeps, max_sweeps, tally, burnt, keep_record=keep_record)
     d.method = "tempering"
     d.ladder = ladder.copy()
     d.swap_acceptance = tally[0] / np.maximum(tally[1], 1)
@@ -418,11 +469,16 @@ def tune_with_tempering(
     3. Verification: a pilot run at ``beta`` (tempering down from ``b_lo`` with an
        equal-acceptance ladder, or plain Gibbs if ``beta <= b_lo``) must mix; its cross-replica
        Hamming distance must lie within ``tol`` of the target with a standard error below
-       ``tol / 3``. If it is more than ``tol + 2 se`` away, a Newton step in ``log beta`` (the
-       scan's slope, then the secant) gives the next beta; if undecided, the run is repeated at
-       the same beta with more recorded steps (up to ``max_sweeps``; the longer run continues
-       the previous run's chains and counts its burn-in), then more replicas (up to
-       ``4 n_replicas``); ValueError if that is still not precise enough.
+       ``tol / 3``. If undecided, the run is repeated at the same beta with more recorded steps
+       (up to ``max_sweeps``; the longer run continues the previous run's chains), then more
+       replicas (up to ``4 n_replicas``; warm-started from copies of the previous chains);
+       ValueError if that is still not precise enough.
+    4. Move: if the run is more than ``tol + 2 se`` away, its record is reweighted to the beta
+       where it predicts the target (:func:`_reweighted_beta`); if that lies beyond the
+       weights' reach, a Newton step in ``log beta`` (the scan's slope, then the secant). The
+       next run warm-starts from the previous chains (:func:`pilot_tempering`).
+
+    See docs/potts.md, "Tuning the temperature".
     """
     t0 = time.perf_counter()
     b_lo = min(beta_hot, model.beta)
@@ -455,7 +511,7 @@ def tune_with_tempering(
     R = n_replicas
     T = min(200, max_sweeps)
     trials: list[tuple[float, float, float, int]] = []
-    cont = None  # the previous pilot, when the next run at the same beta continues its chains
+    prev = None  # the previous tempering pilot: the next run continues or warm-starts its chains
     for _ in range(max_iter):
         m = model.with_beta(beta)
         if beta <= b_lo:
@@ -463,8 +519,12 @@ def tune_with_tempering(
         else:
             lad = equal_acceptance_ladder(ref.ladder, ref.swap_acceptance, beta_lo=b_lo,
                                           beta_hi=beta, target=acceptance)
-            d = pilot_tempering(m, gen, R, lad, T, max_sweeps, swap_rounds, start=cont)
-        cont = None
+            start = prev if prev is not None and warm_start_allowed(prev, lad, R) else None
+            d = pilot_tempering(m, gen, R, lad, T, max_sweeps, swap_rounds, start=start,
+                                keep_record=True)
+        if prev is not None:
+            prev.record = None
+        prev = d if d.method == "tempering" else None
         trials.append((beta, d.hamming, d.hamming_se, R))
         log.info("trial: beta %.4f, %d replicas x %d rungs, T = %d: Hamming %.4f +- %.4f, "
                  "tau %.1f, mixing %s (window %s, halves %s), acceptance %.2f..%.2f", beta, R,
@@ -481,6 +541,7 @@ def tune_with_tempering(
                 f"found: {d.window_found}, halves agree: {d.equilibrated})")
         off, se = abs(d.hamming - target), d.hamming_se
         if off <= tol and se <= tol / 3.0:
+            d.record = None
             return TuneResult(beta=float(beta), hamming=d.hamming, hamming_se=se,
                               target=target, tol=tol, diagnostics=d, trials=trials, scans=scans,
                               seconds=time.perf_counter() - t0)
@@ -489,12 +550,12 @@ def tune_with_tempering(
             # more replicas. At equal cost R T both lower the error, but only a longer run gives
             # the window estimators more lags: on PottsModel.random(L=20, q=20, seed=8) Geyer's
             # window closed at T = 3200 with 32 and 64 replicas and not by T = 6400 with 128
-            # (the lower the noise, the later a slow positive tail reads as finished)
+            # (the lower the noise, the later a slow positive tail reads as finished). Either way
+            # the next run continues this one's chains (more replicas: copies of them, burnt in
+            # apart on the same ladder)
             factor = min(4, math.ceil((3.0 * se / tol) ** 2))
             if T < max_sweeps:
                 T = min(max_sweeps, T * factor)
-                # same beta, ladder and replicas: continue the chains, their burn-in is done
-                cont = d if d.method == "tempering" else None
             elif R * factor <= 4 * n_replicas:
                 R *= factor
             else:
@@ -502,6 +563,11 @@ def tune_with_tempering(
                     f"cannot tune beta to target_hamming={target}: at beta={beta:.4g} the "
                     f"Hamming distance {d.hamming:.4f} +- {se:.4f} ({R} replicas, {T} steps) "
                     f"is not precise enough for tol={tol} (standard error <= tol / 3)")
+            continue
+        moved = _reweighted_beta(d, target, model.q) if d.record is not None else None
+        if moved is not None:
+            log.info("reweighting the run at beta %.4f puts the target at beta %.4f", beta, moved)
+            beta = moved
             continue
         distinct = [tr for tr in trials if abs(tr[0] - beta) > 1e-12 * beta]
         if distinct:  # secant with the previous trial at another beta, if it is sensible
@@ -513,3 +579,40 @@ def tune_with_tempering(
     raise ValueError(f"cannot tune beta to target_hamming={target} within tol={tol} in "
                      f"{max_iter} verification runs; trials (beta, hamming, se, replicas): "
                      f"{[(round(a, 4), round(b, 4), round(c, 4), r) for a, b, c, r in trials]}")
+
+
+#: smallest effective fraction of a run reweighted to another beta that the tuner trusts
+REWEIGHT_MIN_FRACTION = 0.5
+
+
+def _reweighted_beta(d: GibbsDiagnostics, target: float, q: int) -> float | None:
+    """Beta where the run ``d`` (at ``beta``, kept record) predicts ``target`` by reweighting.
+
+    Searches ``beta + delta`` on the side of ``beta`` that moves the Hamming distance towards
+    ``target``, out to where the weights' effective fraction
+    (:func:`~replica_mlm.discrete.reweighting.effective_fraction`) falls to
+    ``REWEIGHT_MIN_FRACTION``; returns the root of the reweighted Hamming distance minus
+    ``target`` there (Brent), or None if the reweighted distance does not reach the target
+    within that range.
+    """
+    states, energies = d.record
+    beta = float(d.ladder[-1])
+    sign = 1.0 if d.hamming > target else -1.0  # too far apart: colder
+    sigma = float(energies.std())
+    if not sigma > 0:
+        return None
+
+    def fraction_gap(x: float) -> float:
+        return effective_fraction(energies, sign * x) - REWEIGHT_MIN_FRACTION
+
+    x_edge = 0.5 * beta  # never more than halve or 1.5x beta in one move
+    if fraction_gap(x_edge) < 0:
+        x_edge = brentq(fraction_gap, 0.0, x_edge, xtol=1e-9 * beta)
+
+    def gap(x: float) -> float:
+        return reweighted_hamming(states, energies, q, sign * x)[0] - target
+
+    g0 = d.hamming - target
+    if g0 * gap(x_edge) > 0:
+        return None
+    return beta + sign * brentq(gap, 0.0, x_edge, xtol=1e-6 * beta)
