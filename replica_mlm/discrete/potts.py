@@ -530,7 +530,7 @@ class PottsModel:
         max_iter: int = 30,
         method: str = "auto",
         n_replicas: int = 32,
-        max_sweeps: int = 12800,
+        max_sweeps: int = 51200,
         swap_rounds: int = TEMPERING_SWAP_ROUNDS,
         beta_hot: float = TEMPERING_BETA_HOT,
         return_result: bool = False,
@@ -540,23 +540,24 @@ class PottsModel:
         The mean Hamming distance between independent samples falls from ``1 - 1/q``-ish at beta = 0
         towards 0 as beta grows.
 
-        ``method="auto"`` or ``"tempering"`` (scan, then verify;
-        ``tempering.tune_with_tempering``): parallel-tempering scans over ladders from
-        ``min(beta_hot, beta)`` upwards, widened by factors of 2 until the mean Hamming distance at
-        the rungs (cross-replica pairs, with jackknife errors) crosses the target, give a first
-        beta by interpolation in ``log beta``; every rung's Hamming distance comes from one run,
-        so there is no noisy bisection. At that beta a pilot run (``n_replicas`` replicas of a
-        ladder with equal predicted swap acceptance, or plain Gibbs chains if beta <=
-        ``beta_hot``) must pass the mixing check (:meth:`gibbs_diagnostics`, at most
-        ``max_sweeps`` recorded steps; 12800 by default, since on ``PottsModel.random(L=20, q=20)``
-        the slow mode at the target, hops between a few far-apart groups of sequences that the
-        ladder carries through its hot rungs, decays over 100-200 steps and Geyer's window closes
-        after 3200-6400 steps at 32-64 replicas, later with more, see benchmarks/README.md) and measure the
-        Hamming distance with a standard error
-        below ``tol / 3`` (where undecided: longer runs continuing the same chains, up to
-        ``max_sweeps``, then more replicas, up to 4x); if it is
-        more than ``tol + 2 se`` from the target a Newton step in ``log beta`` follows (at most
-        ``max_iter`` runs).
+        ``method="auto"`` or ``"tempering"`` (scan, verify, move;
+        ``tempering.tune_with_tempering``; docs/potts.md, "Tuning the temperature"):
+        parallel-tempering scans over ladders from ``min(beta_hot, beta)`` upwards, widened by
+        factors of 2 until the mean Hamming distance at the rungs (cross-replica pairs, with
+        jackknife errors) crosses the target, give a first beta by interpolation in
+        ``log beta``. At that beta a pilot run (``n_replicas`` replicas of a ladder with equal
+        predicted swap acceptance, or plain Gibbs chains if beta <= ``beta_hot``) must pass the
+        mixing check (:meth:`gibbs_diagnostics`, at most ``max_sweeps`` recorded steps) and
+        measure the Hamming distance with a standard error below ``tol / 3``. Where undecided,
+        longer runs continue the same chains, up to ``max_sweeps``, then more replicas (copies
+        of the chains, burnt in apart), up to 4x. If it is more than ``tol + 2 se`` from the
+        target, the recorded run is reweighted to the beta where it predicts the target (while
+        the weights' effective fraction stays above 1/2; else a Newton step in ``log beta``),
+        and the next run continues the chains there (at most ``max_iter`` runs).
+        ``max_sweeps`` is 51200 by default: on ``PottsModel.random(L=20, q=20)`` the slow mode
+        at Hamming 0.3 (hops between a few far-apart groups of sequences, carried through the
+        ladder's hot rungs) gives tau = 20-60 steps, and se <= tol / 3 then takes runs of this
+        length (benchmarks/README.md).
         ``n_samples`` is not used by this method; ``tol`` defaults to 0.01.
 
         ``method="gibbs"``: bisection on ``log beta`` (after bracketing upwards from the model's
