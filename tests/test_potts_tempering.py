@@ -446,17 +446,24 @@ def test_pilot_tempering_warm_start_at_another_beta_with_more_replicas():
                                rtol=1e-12, atol=1e-12)
 
 
-def test_reweighted_hamming_against_enumeration():
+@pytest.fixture(scope="module")
+def recorded_cold_run():
+    """32 replicas of a 3-rung ladder on ``cold_model`` (beta 3), 1600 recorded steps, kept."""
+    pm = cold_model()
+    lad = potts_module.geometric_ladder(pm.beta, 3, 0.5, pm.L)
+    d = potts_module.pilot_tempering(pm, np.random.default_rng(6), 32, lad, 1600, 1600,
+                                     keep_record=True)
+    return pm, d
+
+
+def test_reweighted_hamming_against_enumeration(recorded_cold_run):
     """Single-histogram reweighting of a recorded run at beta 3 to beta 2.7 and 3.3 (L = 4,
     q = 3): within 4 jackknife s.e. of the enumerated Hamming distance there, exactly the
     unweighted estimate at delta = 0, and an effective fraction that falls from 1 as |delta|
     grows (Gaussian-energy prediction exp(-delta^2 sigma^2) within 0.1 at small delta)."""
     from replica_mlm.discrete import reweighting
 
-    pm = cold_model()
-    gen = np.random.default_rng(6)
-    lad = potts_module.geometric_ladder(pm.beta, 3, 0.5, pm.L)
-    d = potts_module.pilot_tempering(pm, gen, 32, lad, 1600, 1600, keep_record=True)
+    pm, d = recorded_cold_run
     states, energies = d.record
     h0, se0 = reweighting.reweighted_hamming(states, energies, pm.q, 0.0)
     assert (h0, se0) == (d.hamming, d.hamming_se)
@@ -472,15 +479,12 @@ def test_reweighted_hamming_against_enumeration():
     assert fr[0] == pytest.approx(np.exp(-(0.05 * sigma) ** 2), abs=0.1)
 
 
-def test_reweighted_beta_finds_the_target_or_declines():
+def test_reweighted_beta_finds_the_target_or_declines(recorded_cold_run):
     """The tuner's move: from a run at beta 3 (L = 4, q = 3), the beta where the reweighted
     Hamming distance equals the enumerated value at beta 2.8 lies within 4 s.e. (Hamming error
     over the exact slope) of 2.8; a target only reached near beta 1 lies beyond the weights'
     reach (effective fraction < 1/2), so no beta is proposed."""
-    pm = cold_model()
-    lad = potts_module.geometric_ladder(pm.beta, 3, 0.5, pm.L)
-    d = potts_module.pilot_tempering(pm, np.random.default_rng(7), 32, lad, 1600, 1600,
-                                     keep_record=True)
+    pm, d = recorded_cold_run
     target = exact_mean_hamming(pm.with_beta(2.8))
     beta = potts_module._reweighted_beta(d, target, pm.q)
     slope = (exact_mean_hamming(pm.with_beta(2.81)) - exact_mean_hamming(pm.with_beta(2.79))) / 0.02
