@@ -54,7 +54,8 @@ def test_fits_do_not_depend_on_workers():
 def test_fits_converged_check_fails_on_an_unconverged_fit():
     pm, train, test = _small_data()
     kw = dict(seqs=train[:200], q=4, lam=1e-3, variant="linear", monitor=False, test=test,
-              W_true=pm.coupling_tensor(), gtol=1e-7, newton_iter=0, plm_max_iter=10, seed=1)
+              W_true=pm.coupling_tensor(), gtol=1e-7, newton_iter=0, plm_max_iter=10,
+              plm_ftol=section.PottsSettings.plm_ftol, seed=1)
     stopped = dict(section._fit_task(max_iter=2, **kw), task=["fa", "0", "0"])
     done = dict(section._fit_task(max_iter=500, **dict(kw, newton_iter=50)), task=["fa", "0", "1"])
     se = 0.05

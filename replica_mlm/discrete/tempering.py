@@ -598,9 +598,6 @@ def _reweighted_beta(d: GibbsDiagnostics, target: float, q: int) -> float | None
     states, energies = d.record
     beta = float(d.ladder[-1])
     sign = 1.0 if d.hamming > target else -1.0  # too far apart: colder
-    sigma = float(energies.std())
-    if not sigma > 0:
-        return None
 
     def fraction_gap(x: float) -> float:
         return effective_fraction(energies, sign * x) - REWEIGHT_MIN_FRACTION

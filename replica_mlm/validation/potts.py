@@ -516,7 +516,7 @@ def _fit_tasks(st: PottsSettings, train, test, W_true, *, gtol: float, rng: int)
 
 def _fit_task(*, seqs, q: int, lam: float, variant: str, monitor: bool, test, W_true,
               gtol: float, max_iter: int, newton_iter: int, plm_max_iter: int,
-              seed: int, plm_ftol: float = 1e-12) -> dict:
+              plm_ftol: float, seed: int) -> dict:
     """One fit (factored linear or softmax, or the full-block pseudo-likelihood): its test loss,
     reconstruction errors, stationarity ``|grad F| max(|x|, 1)`` and cost."""
     c0 = time.process_time()
