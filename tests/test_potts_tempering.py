@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 import replica_mlm as rm
-from replica_mlm.discrete import autocorrelation
+from replica_mlm.discrete import autocorrelation, reweighting
 from replica_mlm.discrete import sampling as sampling_module
 from replica_mlm.discrete import tempering as potts_module
 
@@ -461,7 +461,6 @@ def test_reweighted_hamming_against_enumeration(recorded_cold_run):
     q = 3): within 4 jackknife s.e. of the enumerated Hamming distance there, exactly the
     unweighted estimate at delta = 0, and an effective fraction that falls from 1 as |delta|
     grows (Gaussian-energy prediction exp(-delta^2 sigma^2) within 0.1 at small delta)."""
-    from replica_mlm.discrete import reweighting
 
     pm, d = recorded_cold_run
     states, energies = d.record
@@ -486,11 +485,11 @@ def test_reweighted_beta_finds_the_target_or_declines(recorded_cold_run):
     reach (effective fraction < 1/2), so no beta is proposed."""
     pm, d = recorded_cold_run
     target = exact_mean_hamming(pm.with_beta(2.8))
-    beta = potts_module._reweighted_beta(d, target, pm.q)
+    beta = reweighting.reweighted_beta(d, target, pm.q)
     slope = (exact_mean_hamming(pm.with_beta(2.81)) - exact_mean_hamming(pm.with_beta(2.79))) / 0.02
     assert abs(beta - 2.8) <= 4 * d.hamming_se / abs(slope), (beta, d.hamming_se, slope)
     assert abs(exact_mean_hamming(pm.with_beta(beta)) - target) <= 4 * d.hamming_se
-    assert potts_module._reweighted_beta(d, exact_mean_hamming(pm.with_beta(1.0)), pm.q) is None
+    assert reweighting.reweighted_beta(d, exact_mean_hamming(pm.with_beta(1.0)), pm.q) is None
 
 
 def test_tune_beta_moves_by_reweighting_and_warm_start(monkeypatch, caplog):

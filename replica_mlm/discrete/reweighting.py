@@ -10,10 +10,11 @@ extrapolating a slope. See docs/potts.md, "Tuning the temperature".
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import brentq
 
-from replica_mlm.discrete.sampling import cross_chain_hamming
+from replica_mlm.discrete.sampling import GibbsDiagnostics, cross_chain_hamming
 
-__all__ = ["effective_fraction", "reweighted_hamming"]
+__all__ = ["REWEIGHT_MIN_FRACTION", "effective_fraction", "reweighted_beta", "reweighted_hamming"]
 
 
 def _log_weights(energies: np.ndarray, delta: float) -> np.ndarray:
@@ -71,3 +72,37 @@ def reweighted_hamming(states: np.ndarray, energies: np.ndarray, q: int,
 
 #: recorded steps per chunk of the weighted colour counts
 _CHUNK = 1024
+
+
+#: smallest effective fraction of a run reweighted to another beta that the tuner trusts
+REWEIGHT_MIN_FRACTION = 0.5
+
+
+def reweighted_beta(d: GibbsDiagnostics, target: float, q: int) -> float | None:
+    """Beta where the run ``d`` (at ``beta``, kept record) predicts ``target`` by reweighting.
+
+    Searches ``beta + delta`` on the side of ``beta`` that moves the Hamming distance towards
+    ``target``, out to where the weights' effective fraction
+    (:func:`effective_fraction`) falls to
+    ``REWEIGHT_MIN_FRACTION``; returns the root of the reweighted Hamming distance minus
+    ``target`` there (Brent), or None if the reweighted distance does not reach the target
+    within that range.
+    """
+    states, energies = d.record
+    beta = float(d.ladder[-1])
+    sign = 1.0 if d.hamming > target else -1.0  # too far apart: colder
+
+    def fraction_gap(x: float) -> float:
+        return effective_fraction(energies, sign * x) - REWEIGHT_MIN_FRACTION
+
+    x_edge = 0.5 * beta  # never more than halve or 1.5x beta in one move
+    if fraction_gap(x_edge) < 0:
+        x_edge = brentq(fraction_gap, 0.0, x_edge, xtol=1e-9 * beta)
+
+    def gap(x: float) -> float:
+        return reweighted_hamming(states, energies, q, sign * x)[0] - target
+
+    g0 = d.hamming - target
+    if g0 * gap(x_edge) > 0:
+        return None
+    return beta + sign * brentq(gap, 0.0, x_edge, xtol=1e-6 * beta)

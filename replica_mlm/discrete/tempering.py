@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import erfcinv
 
 from replica_mlm import _checks
-from replica_mlm.discrete.reweighting import effective_fraction, reweighted_hamming
+from replica_mlm.discrete.reweighting import reweighted_beta
 from replica_mlm.discrete.sampling import (
     METHODS,
     TEMPERING_MAX_RUNGS,
@@ -474,7 +473,8 @@ def tune_with_tempering(
        replicas (up to ``4 n_replicas``; warm-started from copies of the previous chains);
        ValueError if that is still not precise enough.
     4. Move: if the run is more than ``tol + 2 se`` away, its record is reweighted to the beta
-       where it predicts the target (:func:`_reweighted_beta`); if that lies beyond the
+       where it predicts the target
+       (:func:`~replica_mlm.discrete.reweighting.reweighted_beta`); if that lies beyond the
        weights' reach, a Newton step in ``log beta`` (the scan's slope, then the secant). The
        next run warm-starts from the previous chains (:func:`pilot_tempering`).
 
@@ -564,7 +564,7 @@ def tune_with_tempering(
                     f"Hamming distance {d.hamming:.4f} +- {se:.4f} ({R} replicas, {T} steps) "
                     f"is not precise enough for tol={tol} (standard error <= tol / 3)")
             continue
-        moved = _reweighted_beta(d, target, model.q) if d.record is not None else None
+        moved = reweighted_beta(d, target, model.q) if d.record is not None else None
         if moved is not None:
             log.info("reweighting the run at beta %.4f puts the target at beta %.4f", beta, moved)
             beta = moved
@@ -579,37 +579,3 @@ def tune_with_tempering(
     raise ValueError(f"cannot tune beta to target_hamming={target} within tol={tol} in "
                      f"{max_iter} verification runs; trials (beta, hamming, se, replicas): "
                      f"{[(round(a, 4), round(b, 4), round(c, 4), r) for a, b, c, r in trials]}")
-
-
-#: smallest effective fraction of a run reweighted to another beta that the tuner trusts
-REWEIGHT_MIN_FRACTION = 0.5
-
-
-def _reweighted_beta(d: GibbsDiagnostics, target: float, q: int) -> float | None:
-    """Beta where the run ``d`` (at ``beta``, kept record) predicts ``target`` by reweighting.
-
-    Searches ``beta + delta`` on the side of ``beta`` that moves the Hamming distance towards
-    ``target``, out to where the weights' effective fraction
-    (:func:`~replica_mlm.discrete.reweighting.effective_fraction`) falls to
-    ``REWEIGHT_MIN_FRACTION``; returns the root of the reweighted Hamming distance minus
-    ``target`` there (Brent), or None if the reweighted distance does not reach the target
-    within that range.
-    """
-    states, energies = d.record
-    beta = float(d.ladder[-1])
-    sign = 1.0 if d.hamming > target else -1.0  # too far apart: colder
-
-    def fraction_gap(x: float) -> float:
-        return effective_fraction(energies, sign * x) - REWEIGHT_MIN_FRACTION
-
-    x_edge = 0.5 * beta  # never more than halve or 1.5x beta in one move
-    if fraction_gap(x_edge) < 0:
-        x_edge = brentq(fraction_gap, 0.0, x_edge, xtol=1e-9 * beta)
-
-    def gap(x: float) -> float:
-        return reweighted_hamming(states, energies, q, sign * x)[0] - target
-
-    g0 = d.hamming - target
-    if g0 * gap(x_edge) > 0:
-        return None
-    return beta + sign * brentq(gap, 0.0, x_edge, xtol=1e-6 * beta)
