@@ -17,10 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: claims of the papers that the quick suite measures and does NOT reproduce (the section's module
 #: docstring and docs/figures.md give the numbers): for masked digits the attractor's best state is
 #: no closer to a stored image than its input, and no better than shrinking the input toward the
-#: mean image. If one of them starts to pass, this set (and the docs) must change.
-#: checks measured and not reproduced (each fails, with its numbers in the report): two attractor
-#: claims, and the convergence of factored attention's L-BFGS fits at the quick figure-2 size (two of
-#: four seeds stop at 500 iterations with |grad| |x| ~ 0.06 nats, against 1 % of the standard error)
+#: mean image. They are the package's known deviations (each fails, with its numbers in the report,
+#: and the run passes); if one of them starts to pass, the run fails and this set (and the docs)
+#: must change.
 NOT_REPRODUCED = {"attractor.digits.beyond_shrinkage.masked.test", "attractor.digits.recall.masked.test"}
 
 
@@ -172,13 +171,19 @@ def test_quick_suite_a_passes_and_report_is_complete(quick_a):
 
 
 @pytest.mark.xdist_group("suite_b")
-def test_quick_suite_b_passes_but_for_the_claims_not_reproduced(quick_b):
+def test_quick_suite_b_passes_with_the_claims_not_reproduced_as_known_deviations(quick_b):
     out, res, report = quick_b
     failed = {c["name"] for c in report["checks"] if not c["passed"]}
     assert failed == NOT_REPRODUCED, res.output
-    assert res.exit_code == 1 and report["passed"] is False  # a failed check fails the run
+    assert {c["name"] for c in report["checks"] if c["status"] == "known deviation"} == NOT_REPRODUCED
+    # the known deviations fail as documented, every other check passes: the run passes
+    assert res.exit_code == 0 and report["passed"] is True, res.output
+    n = len(report["checks"]) - 2
+    assert report["summary"].startswith(f"{n} passed, 2 known deviations (not reproduced: ")
+    assert f"PASSED: {report['summary']}" in res.output
     _check_report(out, report)
-    assert "Overall: FAILED" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    assert "Overall: PASSED" in md and "no (known deviation)" in md and "Known deviations" in md
     skipped = set(report["skipped_sections"])
     assert skipped == {n for n in GROUPS["b"] if n not in suite.available_sections()}
     _check_potts_section(out, report)
@@ -253,6 +258,43 @@ def test_failed_check_gives_exit_1(tmp_path, monkeypatch):
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["passed"] is False and report["checks"][0]["name"] == "broken.claim"
     assert "FAILED" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.parametrize("outcomes, exit_code, status", [
+    ((False, True), 0, ["known deviation", "passed"]),     # the deviation fails as documented
+    ((True, True), 1, ["unexpectedly passed", "passed"]),  # strict: a deviation that passes fails the run
+    ((False, False), 1, ["known deviation", "failed"]),    # any other failure fails the run
+])
+def test_known_deviations_are_strict(tmp_path, monkeypatch, outcomes, exit_code, status):
+    import types
+
+    from replica_mlm.validation import known_deviations
+    from replica_mlm.validation.report import Check, Section
+
+    monkeypatch.setitem(known_deviations.KNOWN_DEVIATIONS, "demo.claim", "measured: 1 is not < 0")
+
+    def section(out, *, quick, rng):
+        return Section(name="demo", checks=[Check("demo.claim", outcomes[0], 1.0, "< 0", "a claim"),
+                                            Check("demo.other", outcomes[1], 1.0, "> 0", "another")])
+
+    module = types.ModuleType("replica_mlm_test_demo_section")
+    module.run = section
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(suite.SECTIONS, "mlm", module.__name__)
+    monkeypatch.setattr(suite, "available_sections", lambda: list(suite.SECTIONS))
+    res = CliRunner().invoke(main, ["validate", "--section", "mlm", "--out", str(tmp_path)])
+    assert res.exit_code == exit_code, res.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [c["status"] for c in report["checks"]] == status and report["passed"] is (exit_code == 0)
+    assert report["checks"][0]["known_deviation"] == "measured: 1 is not < 0"
+    if status[0] == "known deviation":
+        assert "known deviation (not reproduced: demo.claim)" in report["summary"]
+        assert "[known deviation] demo.claim" in res.output
+    else:
+        assert "1 known deviation unexpectedly passed (demo.claim)" in report["summary"]
+        assert "[UNEXPECTED PASS] demo.claim" in res.output
+    if status[1] == "failed":
+        assert "1 failed (demo.other)" in report["summary"]
 
 
 def test_unknown_section_and_bad_options(tmp_path):

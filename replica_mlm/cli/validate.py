@@ -33,7 +33,9 @@ def validate(quick, sections, seed, workers, threads, scheduler, resume, progres
     network), potts (the discrete Potts model and factored attention) and figure2 (fig. 2 of Rende
     et al.: vanilla transformers against factored attention; needs the [transformer] extra) when
     installed. Every check
-    is a claim with a number and a threshold; the exit status is 1 if any check fails.
+    is a claim with a number and a threshold; the exit status is 1 if any check fails, except the
+    known deviations: claims of the papers measured and not reproduced, listed in the report with
+    their numbers, which fail the run only if they unexpectedly pass.
     """
     from replica_mlm._threads import blas_threads
     from replica_mlm.sweep import ResumeRefused
@@ -53,10 +55,7 @@ def validate(quick, sections, seed, workers, threads, scheduler, resume, progres
         raise  # one line, exit status 2: replica_mlm.cli's error handler
     except ValueError as exc:  # e.g. a malformed --scheduler address
         raise click.UsageError(str(exc)) from None
-    failed = [c["name"] for c in report["checks"] if not c["passed"]]
-    n = len(report["checks"])
-    click.echo(f"{'PASSED' if report['passed'] else 'FAILED'}: {n - len(failed)} of {n} checks pass; "
+    click.echo(f"{'PASSED' if report['passed'] else 'FAILED'}: {report['summary']}; "
                f"report in {out / 'report.md'} and {out / 'report.json'}")
-    if failed:
-        click.echo("failed: " + ", ".join(failed), err=True)
+    if not report["passed"]:
         raise SystemExit(1)

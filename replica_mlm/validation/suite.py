@@ -141,7 +141,7 @@ def run_suite(
             used = "" if cpu[name] is None else f", CPU {cpu[name]:.1f} s"
             echo(f"[{'ok' if section.passed else 'FAIL'}] {name} ({timing[name]:.1f} s{used})")
             for c in section.checks:
-                echo(f"    [{'ok' if c.passed else 'FAIL'}] {c.name}: {c.detail}")
+                echo(f"    [{c.label}] {c.name}: {c.detail}")
     from replica_mlm import __version__
 
     return write_report(
