@@ -476,13 +476,16 @@ def test_two_processes_creating_the_key_at_once_use_the_same_one(tmp_path, monke
     "{src_head}(alpha, noise=__import__('os').environ.setdefault('PLANTED', '1')):\n    return alpha\n",
     "{src_head}(alpha) -> __import__('os').environ.setdefault('PLANTED', '1'):\n    return alpha\n",
     "{src}{src_head}(alpha):\n    return alpha.__class__\n",
-    "import os\n{src}"])
+    "import os\n{src}",
+    "{src_head}(alpha):\n    return alpha.__class__\n",
+    "{src_head}(alpha):\n    return eval(\"__import__('os').environ.setdefault('PLANTED', '1')\")\n",
+    "{src_head}(alpha):\n    return builtins.exec(\"__import__('os').environ['PLANTED'] = '1'\")\n"])
 def test_load_compiles_nothing_but_a_plain_definition(monkeypatch, planted):
     monkeypatch.delenv("PLANTED", raising=False)
     src = "def _lambdifygenerated(alpha, noise):\n    x0 = alpha + noise\n    return x0*noise\n"
     assert compiled_cache.load(src, "numpy")(1.0, 2.0) == 6.0
     with pytest.raises(ValueError, match="cached source"):
-        compiled_cache.load(planted.format(src=src, src_head="def _lambdifygenerated"), "numpy")
+        compiled_cache.load(planted.format(src=src, src_head="def _lambdifygenerated"), "numpy")(1.0)
     assert "PLANTED" not in os.environ
 
 

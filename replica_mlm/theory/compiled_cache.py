@@ -38,8 +38,9 @@ What the cache trusts, and how it is protected
       checksum: whoever edits a file could recompute a checksum (the file name's hash is public
       too), but not the MAC without the key;
     * as a second line, :func:`load` compiles only a single plain ``def`` (no decorator, default,
-      annotation or statement besides it, nothing named with a leading underscore), and
-      :func:`sympify_srepr` only calls of a few sympy constructors on numbers and symbol names.
+      annotation or statement besides it; no name but its arguments, its temporaries and the
+      backend's functions, no ``_``-attribute), and :func:`sympify_srepr` only calls of a few
+      sympy constructors on numbers and symbol names.
 
     Why sign code rather than store data only: the cached functions are Python source from
     ``sympy.lambdify`` (arithmetic, ``cse`` temporaries, backend functions); a data-only cache
@@ -271,33 +272,38 @@ def load(source: str, backend: str) -> Callable:
         If it does not parse.
     """
     local: dict = {}
-    code = compile(_function_tree(source), f"<replica_mlm compiled {backend}>", "exec", dont_inherit=True)
+    code = compile(_function_tree(source, backend), f"<replica_mlm compiled {backend}>", "exec",
+                   dont_inherit=True)
     exec(code, namespace(backend), local)
     return local[FUNCTION]
 
 
-def _function_tree(source: str) -> ast.Module:
+def _function_tree(source: str, backend: str) -> ast.Module:
     """``source`` parsed, if running it does nothing but define the function :data:`FUNCTION`.
 
     lambdify writes one ``def`` whose body assigns temporaries and returns; nothing in it runs at
     definition time unless it has decorators, defaults or annotations, so those are refused, and so
-    are any other statement and any name or attribute with a leading underscore.
+    are any other statement, any attribute with a leading underscore, and any name that is not an
+    argument, a temporary or a function of the backend (:func:`namespace`, without ``builtins``:
+    no ``eval``, ``open``, ``__import__``, ...).
     """
     tree = ast.parse(source)
     fn = tree.body[0] if len(tree.body) == 1 else None
     if not isinstance(fn, ast.FunctionDef) or fn.name != FUNCTION:
         raise ValueError(f"cached source is not a single definition of {FUNCTION}")
     a = fn.args
+    args = [arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if arg is not None]
     if (fn.decorator_list or fn.returns or a.defaults or a.kw_defaults or getattr(fn, "type_params", None)
-            or any(arg.annotation for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
-                   if arg is not None)):
+            or any(arg.annotation for arg in args)):
         raise ValueError("cached source has a decorator, default or annotation, which would run")
     if not all(isinstance(stmt, ast.Assign | ast.Return) for stmt in fn.body):
         raise ValueError("cached source has statements other than assignments and a return")
+    known = ({arg.arg for arg in args} | (namespace(backend).keys() - {"builtins"})
+             | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)})
     for node in ast.walk(fn):
-        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
-        if isinstance(name, str) and name.startswith("_"):
-            raise ValueError(f"cached source uses the name {name!r}")
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")) or (
+                isinstance(node, ast.Name) and (node.id not in known or node.id.startswith("_"))):
+            raise ValueError(f"cached source uses {ast.unparse(node)!r}, which lambdify does not write")
     return tree
 
 
