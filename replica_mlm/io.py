@@ -7,7 +7,10 @@ Atomic writes
     :func:`atomic_write_text` writes a temporary file in the target's folder and renames it over the
     target, so a reader (or a run killed half-way) never sees a half-written file. The temporary file
     is created with mode ``0o666`` and the process umask applied by the kernel, exactly like
-    ``open(path, "w")``: CSV and JSON get the same permissions as the PNG and PDF figures.
+    ``open(path, "w")``: CSV and JSON get the same permissions as the PNG and PDF figures. Private
+    files (the equation cache and its key) pass ``mode=0o600``; ``exclusive=True`` publishes the
+    file only if ``path`` does not exist yet (a hard link instead of the rename), so of two
+    processes creating it at once one wins and the other gets :class:`FileExistsError`.
 
 JSON convention (one for every file the package writes)
     :func:`write_json` writes a file atomically with :func:`dumps`, which turns numpy scalars
@@ -72,14 +75,15 @@ __all__ = [
 LOCK_NAME = ".replica-mlm.lock"
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, with the permissions the umask gives new files.
+def atomic_write_text(path: str | os.PathLike, text: str, *, mode: int = 0o666,
+                      exclusive: bool = False) -> None:
+    """Write ``text`` to ``path`` atomically, with the permissions ``mode`` and the umask give it.
 
     The text goes to a temporary file ``.<name>.<random>.tmp`` in the same folder, which is then
     renamed over ``path`` (``os.replace``): readers see the old file or the new one, never a part.
-    The temporary file is opened with mode ``0o666`` so the kernel applies the process umask, as
-    for any ``open(path, "w")`` (``tempfile.mkstemp`` would leave it ``0o600``). Missing parent
-    folders are created.
+    The temporary file is opened with ``mode`` (``0o666`` by default) and the kernel applies the
+    process umask, as for any ``open(path, "w")`` (``tempfile.mkstemp`` would leave it ``0o600``).
+    Missing parent folders are created.
 
     Parameters
     ----------
@@ -87,20 +91,33 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         The file to write.
     text : str
         Its content (written as UTF-8).
+    mode : int, optional
+        Permission bits the file is created with (the umask applies): ``0o666`` by default, ``0o600``
+        for a file only its owner may read.
+    exclusive : bool, optional
+        If True, ``path`` is created only if it does not exist (``os.link`` of the complete
+        temporary file, which fails if ``path`` exists): an existing file is left as it is and
+        :class:`FileExistsError` raised.
 
     Raises
     ------
     OSError
         If the folder cannot be created or written; no temporary file is left behind.
+    FileExistsError
+        With ``exclusive=True``, if ``path`` exists.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        os.replace(tmp, path)
+        if exclusive:
+            os.link(tmp, path)
+            tmp.unlink()
+        else:
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -145,8 +162,9 @@ def loads(text: str) -> Any:
 
 
 def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = None,
-               sort_keys: bool = False) -> None:
-    """Write ``obj`` to ``path`` as JSON (:func:`dumps`, then a newline), atomically.
+               sort_keys: bool = False, mode: int = 0o666) -> None:
+    """Write ``obj`` to ``path`` as JSON (:func:`dumps`, then a newline), atomically
+    (:func:`atomic_write_text`, whose ``mode`` it passes on).
 
     Raises
     ------
@@ -155,7 +173,7 @@ def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = None,
     OSError
         If the file cannot be written (nothing is left behind).
     """
-    atomic_write_text(path, dumps(obj, indent=indent, sort_keys=sort_keys) + "\n")
+    atomic_write_text(path, dumps(obj, indent=indent, sort_keys=sort_keys) + "\n", mode=mode)
 
 
 def _cell(value: Any, column: str) -> str:

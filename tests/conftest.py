@@ -1,23 +1,39 @@
 import os
+import shutil
+import tempfile
 
 # The tests run many small dense problems: one BLAS thread each is fastest and keeps the suite's
 # run time steady on a shared machine (threads oversubscribe when other jobs run).
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-# the compiled sympy equations are cached on disk (theory/compiled_cache.py): the tests use a cache
-# folder of their own in the temporary directory, shared by the workers and by later runs
-_user = os.getuid() if hasattr(os, "getuid") else 0
-os.environ.setdefault("REPLICA_MLM_CACHE_DIR", os.path.join(
-    __import__("tempfile").gettempdir(), f"replica_mlm-test-cache-{_user}"))
-
 import pytest  # noqa: E402
 
 import replica_mlm as rm  # noqa: E402
 
+CACHE_ENV = "REPLICA_MLM_CACHE_DIR"
+_made_cache: list[str] = []
+
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+
+
+def pytest_configure(config):
+    """The compiled sympy equations are cached on disk (theory/compiled_cache.py): the session uses
+    a new private folder (``tempfile.mkdtemp``: mode 0700, an unpredictable name), made here by the
+    controller only; the pytest-xdist workers start later and inherit its environment, so they
+    share the folder. It is removed at the end. A folder set by the caller is used as it is."""
+    if hasattr(config, "workerinput") or os.environ.get(CACHE_ENV):
+        return
+    os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="replica_mlm-test-cache-")
+    _made_cache.append(os.environ[CACHE_ENV])
+
+
+def pytest_unconfigure(config):
+    while _made_cache:
+        shutil.rmtree(_made_cache.pop(), ignore_errors=True)
+        os.environ.pop(CACHE_ENV, None)
 
 
 @pytest.hookimpl(trylast=True)  # after -k / -m deselection: the order below needs the final list

@@ -185,9 +185,10 @@ def _sums_source(names: tuple[str, ...], backend: str) -> str:
                                           backend, cse=True, rename=py_name)
 
 
-def _sources(backend: str) -> dict:
-    """The sources of :func:`derive_sources`, from the disk cache (derived and stored if absent)."""
-    return compiled_cache.fetch(backend, lambda: derive_sources(backend))
+def _from_sources(backend: str, convert: Callable[[dict], object]):
+    """``convert`` of the sources of :func:`derive_sources`, from the disk cache (derived and stored
+    if absent, or if ``convert`` fails on what the cache holds)."""
+    return compiled_cache.fetch(backend, lambda: derive_sources(backend), convert=convert)
 
 
 @cache
@@ -195,14 +196,14 @@ def compiled(backend: str = "numpy") -> Compiled:
     """The compiled equations for ``backend`` (``"numpy"`` or ``"mpmath"``); cached in memory and
     on disk."""
     _check_backend(backend)
-    equations = _sources(backend)["equations"]
 
     def load(value):
         if isinstance(value, dict):
             return {k: compiled_cache.load(v, backend) for k, v in value.items()}
         return compiled_cache.load(value, backend)
 
-    return Compiled(**{field: load(value) for field, value in equations.items()})
+    return _from_sources(backend, lambda sources: Compiled(
+        **{field: load(value) for field, value in sources["equations"].items()}))
 
 
 @cache
@@ -220,11 +221,12 @@ def compiled_sums(names: tuple[str, ...], backend: str = "numpy") -> Callable:
     _check_backend(backend)
     names = tuple(names)
     key = _sums_key(names)
-    source = _sources(backend).get(key)
-    if source is None:
+    fn = _from_sources(backend, lambda sources: compiled_cache.load(sources[key], backend)
+                       if key in sources else None)
+    if fn is None:
         source = _sums_source(names, backend)
         compiled_cache.store(backend, {key: source})
-    fn = compiled_cache.load(source, backend)
+        fn = compiled_cache.load(source, backend)
     ratios = _ratios_numpy if backend == "numpy" else _ratios_scalar
 
     def summands(omega, b, c, kappa):
@@ -260,7 +262,8 @@ def compiled_estimation(backend: str = "numpy") -> tuple[Callable, Callable]:
     sums, so it is exact for every kappa in [0, inf] (kappa = inf: ``|w*|^2``).
     """
     _check_backend(backend)
-    general, reduced = (compiled_cache.load(s, backend) for s in _sources(backend)["estimation"])
+    general, reduced = _from_sources(backend, lambda sources: tuple(
+        compiled_cache.load(s, backend) for s in sources["estimation"]))
     ratios = _ratios_numpy if backend == "numpy" else _ratios_scalar
 
     def summand(omega, b, c, kappa, eg, alpha):

@@ -112,18 +112,21 @@ def expansions() -> dict[str, Expansion]:
     The derivation (about 10 CPU seconds of sympy) is stored on disk beside the compiled equations
     (:mod:`.compiled_cache`, file ``compiled-expansions-*.json``, keyed by the source of this module
     and of the potentials) as ``sympy.srepr`` strings, which ``sympify`` turns back into the same
-    expressions; a new process reads them instead of deriving them again.
+    expressions; a new process reads them instead of deriving them again. An entry is used only if
+    its MAC verifies and it holds nothing but sympy constructors on numbers (see
+    :mod:`.compiled_cache`); otherwise it is derived again.
     """
     from replica_mlm.theory import compiled_cache
 
-    entries = compiled_cache.fetch("expansions", lambda: {
+    read = compiled_cache.sympify_srepr
+    return compiled_cache.fetch("expansions", lambda: {
         name: {"variable": sp.srepr(e.variable), "series": sp.srepr(e.series),
                "coefficients": [sp.srepr(c) for c in e.coefficients]}
-        for name, e in derive_expansions().items()}, complete=lambda d: set(d) == set(_EXPANSIONS))
-    return {name: Expansion(name, sp.sympify(entries[name]["variable"]),
-                            sp.sympify(entries[name]["series"]),
-                            tuple(sp.sympify(c) for c in entries[name]["coefficients"]))
-            for name in _EXPANSIONS}
+        for name, e in derive_expansions().items()}, complete=lambda d: set(d) == set(_EXPANSIONS),
+        convert=lambda entries: {name: Expansion(name, read(entries[name]["variable"]),
+                                                 read(entries[name]["series"]),
+                                                 tuple(read(c) for c in entries[name]["coefficients"]))
+                                 for name in _EXPANSIONS})
 
 
 #: the names of the expansions
