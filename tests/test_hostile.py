@@ -737,3 +737,25 @@ def test_one_rule_for_loss_channel_pairs_in_solve_curve_and_cli(tmp_path):
     assert rm.solve(LIMIT, alpha=1.5, lam=0.1, loss=mine, channel="sign").converged
     with pytest.raises(ValueError, match="lam must be > 0 for the general engine"):
         rm.learning_curve(LIMIT, alpha=[0.5, 1.5], lam=0.0, loss="absolute")
+
+
+def test_simulate_checks_n_test_for_every_task():
+    """n_test was ignored (never checked) for a MaskedSite, whose test quantities are exact."""
+    for bad, error in ((100, ValueError), (0, ValueError), ("x", TypeError), (2.5, TypeError)):
+        with pytest.raises(error, match="n_test"):
+            rm.simulate(SITE, alpha=2.0, lam=0.1, seeds=2, n_test=bad)
+    ising = rm.PottsModel.random_ising(L=4, beta=0.5, rng=0)
+    with pytest.raises(ValueError, match=r"n_test=1000000000000000.*memory"):
+        rm.simulate(ising, site=1, alpha=2.0, lam=0.1, seeds=2, loss="logistic", n_test=10**15)
+
+
+def test_masked_site_checks_rng_and_samples_also_when_it_enumerates():
+    """At L <= 16 (Ising) or q**L <= 2**22 (Potts) the covariance is exact and rng/samples were
+    never looked at."""
+    for model in (rm.PottsModel.random_ising(L=4, beta=0.5, rng=0), rm.PottsModel.random(L=3, q=3, seed=0)):
+        for kw, error in ((dict(rng="abc"), TypeError), (dict(rng=-1), ValueError),
+                          (dict(rng=1.5), TypeError), (dict(samples=0), ValueError),
+                          (dict(samples=2.5), TypeError), (dict(samples="x"), TypeError)):
+            name = next(iter(kw))
+            with pytest.raises(error, match=name):
+                model.masked_site(1, **kw)
