@@ -5,7 +5,8 @@ message that names the argument, says what was wrong and what is allowed:
 
 * :class:`TypeError` for the wrong kind of object: complex numbers (their imaginary part would be
   dropped), strings and bytes (even numeric ones), booleans and boolean arrays, object arrays,
-  None where a number is needed, floats where an integer is needed;
+  numpy masked arrays (their mask would be ignored), None where a number is needed, floats where
+  an integer is needed;
 * :class:`ValueError` for a wrong value of the right kind: NaN, infinities, out-of-range numbers,
   wrong shapes, empty arrays, and sizes that the machine cannot hold (:func:`allocation`) or
   could not compute in any reasonable time (:func:`work`, :func:`precision_digits`).
@@ -60,9 +61,17 @@ def _wrong_dtype(kind: str) -> str | None:
     }.get(kind)
 
 
+def _refuse_masked(value, name: str) -> None:
+    """TypeError for a numpy masked array: converting it would silently use the masked entries."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a numpy masked array: masked arrays are not supported; pass data with "
+                        "the masked entries removed or filled (e.g. numpy.ma.compressed or .filled)")
+
+
 def _check_leaves(value, name: str, depth: int = 0) -> None:
-    """TypeError if a nested list/tuple holds a bool, string, complex number or None."""
+    """TypeError if a nested list/tuple holds a bool, string, complex number, None or masked array."""
     for item in value:
+        _refuse_masked(item, name)
         if isinstance(item, list | tuple):
             if depth < 32:
                 _check_leaves(item, name, depth + 1)
@@ -74,9 +83,10 @@ def _check_leaves(value, name: str, depth: int = 0) -> None:
 def real_array(value, name: str) -> np.ndarray:
     """``value`` as a numpy array of real numbers (integer or float dtype), without converting.
 
-    TypeError for strings, booleans, complex numbers, None and objects (also inside lists);
-    ValueError for ragged nested lists.
+    TypeError for strings, booleans, complex numbers, None, objects and masked arrays (also
+    inside lists); ValueError for ragged nested lists.
     """
+    _refuse_masked(value, name)
     if isinstance(value, str | bytes) or value is None:
         raise TypeError(f"{name} must be an array of real numbers, got {_show(value)}")
     if isinstance(value, list | tuple):
@@ -147,6 +157,7 @@ def site_index(i, L: int) -> int:
 
 def as_scalar(value, name: str) -> float:
     """A finite real scalar (int, float, numpy real scalar or 0-d real array), or an error."""
+    _refuse_masked(value, name)
     if isinstance(value, np.ndarray):
         if value.ndim != 0:
             raise ValueError(f"{name} must be a scalar, got an array of shape {value.shape}")

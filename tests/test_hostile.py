@@ -759,3 +759,26 @@ def test_masked_site_checks_rng_and_samples_also_when_it_enumerates():
             name = next(iter(kw))
             with pytest.raises(error, match=name):
                 model.masked_site(1, **kw)
+
+
+def test_masked_arrays_are_refused_where_arrays_enter():
+    """A fully masked array was used as if it were not masked (its hidden entries as data)."""
+    def masked(a):
+        return np.ma.masked_array(np.asarray(a), mask=np.ones(np.shape(a), dtype=bool))
+
+    cases = {
+        "covariance": lambda: rm.MaskedSite(covariance=masked(COV), teacher=TEACHER, noise=0.3),
+        "teacher": lambda: rm.MaskedSite(covariance=COV, teacher=masked(TEACHER), noise=0.3),
+        "noise": lambda: rm.MaskedSite(covariance=COV, teacher=TEACHER, noise=np.ma.masked),
+        "omega": lambda: rm.Spectrum(omega=masked([0.5, 2.0]), bulk=[0.25, 0.75], teacher=[0.1, 0.3],
+                                     noise=0.2),
+        "couplings": lambda: rm.GaussianPotts(couplings=masked(SYM), shift=3.0),
+        "alpha": lambda: rm.solve(SITE, alpha=masked(0.7), lam=0.1),
+        "lam": lambda: rm.learning_curve(SITE, alpha=[0.5, 1.5], lam=[masked(0.1), 0.2]),
+        "weights": lambda: SITE.generalisation_error(masked(TEACHER)),
+        "seqs": lambda: PM.energy(masked(SEQS)),
+    }
+    for name, call in cases.items():
+        with pytest.raises(TypeError, match=f"{name} is a numpy masked array: masked arrays are not "
+                                            "supported; pass data with the masked entries removed or filled"):
+            call()
