@@ -28,6 +28,12 @@ RngLike = int | np.random.Generator | None
 #: like digits^1.6 for the thermodynamic limit (measured on the 2-core development machine:
 #: 0.4 s at 100 digits, 1.0 s at 200, 3.0 s at 400, so about 15 s at 1000); beyond this, refused.
 MAX_DIGITS = 1000
+#: largest magnitude accepted for the entries of a matrix (covariances, couplings) and for the
+#: eigenvalues and teacher weights of a spectrum: products of two such numbers (1e300) and their
+#: sums over a row or a spectrum stay finite in float64 (largest 1.8e308), so eigen-decompositions,
+#: symmetrisation and quadratic forms do not overflow to inf; e.g. a covariance with entries 1e308
+#: became inf when symmetrised, and its eigenvalues NaN.
+MAX_MAGNITUDE = 1e150
 #: most elementary operations (sweeps x sites x colours, ...) a single call may be asked to do:
 #: 1e15, about 12 days at 1e9 operations per second; larger requests are refused up front.
 WORK_LIMIT = 10**15
@@ -260,9 +266,20 @@ def finite_array(value, name: str, *, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
+def bounded_array(value, name: str, *, ndim: int | None = None) -> np.ndarray:
+    """:func:`finite_array` with every entry at most :data:`MAX_MAGNITUDE` in magnitude."""
+    arr = finite_array(value, name, ndim=ndim)
+    big = float(np.max(np.abs(arr)))
+    if big > MAX_MAGNITUDE:
+        raise ValueError(f"{name} has an entry of magnitude {big:.3g}; at most {MAX_MAGNITUDE:.0e} is "
+                         "accepted (larger numbers overflow to inf in products, sums and eigenvalues): "
+                         "rescale the data")
+    return arr
+
+
 def square_matrix(value, name: str) -> np.ndarray:
-    """A finite square 2-d float array."""
-    arr = finite_array(value, name, ndim=2)
+    """A finite square 2-d float array, entries at most :data:`MAX_MAGNITUDE` in magnitude."""
+    arr = bounded_array(value, name, ndim=2)
     if arr.shape[0] != arr.shape[1]:
         raise ValueError(f"{name} must be square, got shape {arr.shape}")
     return arr
@@ -282,8 +299,14 @@ def symmetric_matrix(value, name: str, *, rtol: float = 1e-10) -> np.ndarray:
 
 
 def positive_definite(value, name: str) -> np.ndarray:
-    """A symmetric positive-definite matrix, checked by a Cholesky factorisation."""
+    """A symmetric positive-definite matrix, checked by a Cholesky factorisation, whose trace (the
+    sum of its eigenvalues, so at least the largest) is at most :data:`MAX_MAGNITUDE`."""
     arr = symmetric_matrix(value, name)
+    trace = float(np.trace(arr))
+    if trace > MAX_MAGNITUDE:
+        raise ValueError(f"{name} has trace {trace:.3g} (the sum of its eigenvalues); at most "
+                         f"{MAX_MAGNITUDE:.0e} is accepted (larger eigenvalues overflow to inf in "
+                         "products and sums): rescale the data")
     try:
         np.linalg.cholesky(arr)
     except np.linalg.LinAlgError:

@@ -782,3 +782,24 @@ def test_masked_arrays_are_refused_where_arrays_enter():
         with pytest.raises(TypeError, match=f"{name} is a numpy masked array: masked arrays are not "
                                             "supported; pass data with the masked entries removed or filled"):
             call()
+
+
+def test_huge_finite_covariances_are_refused_before_they_overflow():
+    """A covariance with entries 1e308 became inf when symmetrised (and its eigenvalues NaN, the
+    error then naming "omega"); couplings 1e308 gave "shift must exceed ... nan"."""
+    huge = COV / np.abs(COV).max() * 1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way to the refusal
+        with pytest.raises(ValueError, match=r"covariance has an entry of magnitude 1e\+308; at most"):
+            rm.MaskedSite(covariance=huge, teacher=TEACHER, noise=0.3)
+        with pytest.raises(ValueError, match=r"covariance has trace .* at most 1e\+150"):
+            rm.MaskedSite(covariance=COV / np.trace(COV) * 2e150, teacher=TEACHER, noise=0.3)
+        with pytest.raises(ValueError, match=r"teacher has norm .* at most 1e\+150"):
+            rm.MaskedSite(covariance=COV, teacher=TEACHER / np.abs(TEACHER).max() * 1e100, noise=0.3)
+        with pytest.raises(ValueError, match=r"couplings has an entry of magnitude 1e\+308"):
+            rm.GaussianPotts(couplings=SYM / np.abs(SYM).max() * 1e308, shift=3.0)
+        with pytest.raises(ValueError, match=r"omega has an entry of magnitude 1e\+308"):
+            rm.Spectrum(omega=[1e308, 2.0], bulk=[0.25, 0.75], teacher=[0.1, 0.3], noise=0.2)
+    # the bound leaves large but safe scales alone, with the numbers of the rescaled task
+    big = rm.MaskedSite(covariance=COV * 1e100, teacher=TEACHER, noise=0.3)
+    assert np.allclose(big.spectrum.omega, SITE.spectrum.omega * 1e100, rtol=1e-12)
