@@ -120,6 +120,8 @@ def prove(expr) -> bool:
         return False
     if not isinstance(folded, sp.Piecewise):
         return True
+    if folded.args[-1].cond != sp.true:
+        return False  # undefined where no condition holds
     kinks = _switch_points(folded)
     return kinks is not None and all(_convex_kink(folded, k) for k in kinks)
 
@@ -147,8 +149,9 @@ def _nonnegative(expr) -> bool:
 
 
 def _switch_points(folded) -> list | None:
-    """The roots in ``z`` of the pieces' conditions (None if a condition is not a polynomial of
-    degree <= 2 in z, whose roots sympy finds all)."""
+    """The roots in ``z`` of the pieces' conditions (None if a condition is not a polynomial in z
+    of degree 1, or of degree 2 with a leading coefficient that never vanishes: then sympy's
+    roots are all the roots, for every y)."""
     import sympy as sp
 
     from replica_mlm.theory.symbolic import z
@@ -162,10 +165,10 @@ def _switch_points(folded) -> list | None:
             if not gap.has(z):
                 continue
             try:
-                degree = sp.Poly(gap, z).degree()
+                poly = sp.Poly(gap, z)
             except sp.PolynomialError:
                 return None
-            if degree > 2:
+            if poly.degree() > 2 or (poly.degree() == 2 and not poly.LC().is_nonzero):
                 return None
             points += [r for r in sp.solve(gap, z) if r not in points]
     return points

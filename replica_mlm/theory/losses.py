@@ -107,9 +107,9 @@ class Loss:
         convexity.check_expression(expr)
         extra = expr.free_symbols - {y, z}
         if extra:
-            raise ValueError(f"the loss may depend on y and z only; it also has {sorted(map(str, extra))}")
+            raise ValueError(f"expr may depend on y and z only; it also has {sorted(map(str, extra))}")
         if not expr.has(z):
-            raise ValueError("the loss must depend on z (the student's field)")
+            raise ValueError(f"expr must depend on z (the student's field), got {expr}")
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         if labels not in (None, "binary", "real"):
