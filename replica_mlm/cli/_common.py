@@ -220,7 +220,7 @@ def erm_options(f):
                           "it) or logit (P(y|nu) = 1/(1+exp(-y nu))).")(f)
     f = click.option("--loss", type=click.Choice(LOSS_NAMES), default="square", show_default=True,
                      help="Training loss (default instance of each; huber has delta = 1). Logistic and "
-                          "hinge need --channel sign or logit; losses other than square need lam > 0.")(f)
+                          "hinge need --channel sign or logit; pairs but square/gaussian need lam > 0.")(f)
     return f
 
 
