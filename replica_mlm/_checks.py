@@ -5,7 +5,8 @@ message that names the argument, says what was wrong and what is allowed:
 
 * :class:`TypeError` for the wrong kind of object: complex numbers (their imaginary part would be
   dropped), strings and bytes (even numeric ones), booleans and boolean arrays, object arrays,
-  None where a number is needed, floats where an integer is needed;
+  numpy masked arrays (their mask would be ignored), None where a number is needed, floats where
+  an integer is needed;
 * :class:`ValueError` for a wrong value of the right kind: NaN, infinities, out-of-range numbers,
   wrong shapes, empty arrays, and sizes that the machine cannot hold (:func:`allocation`) or
   could not compute in any reasonable time (:func:`work`, :func:`precision_digits`).
@@ -27,6 +28,12 @@ RngLike = int | np.random.Generator | None
 #: like digits^1.6 for the thermodynamic limit (measured on the 2-core development machine:
 #: 0.4 s at 100 digits, 1.0 s at 200, 3.0 s at 400, so about 15 s at 1000); beyond this, refused.
 MAX_DIGITS = 1000
+#: largest magnitude accepted for the entries of a matrix (covariances, couplings) and for the
+#: eigenvalues and teacher weights of a spectrum: products of two such numbers (1e300) and their
+#: sums over a row or a spectrum stay finite in float64 (largest 1.8e308), so eigen-decompositions,
+#: symmetrisation and quadratic forms do not overflow to inf; e.g. a covariance with entries 1e308
+#: became inf when symmetrised, and its eigenvalues NaN.
+MAX_MAGNITUDE = 1e150
 #: most elementary operations (sweeps x sites x colours, ...) a single call may be asked to do:
 #: 1e15, about 12 days at 1e9 operations per second; larger requests are refused up front.
 WORK_LIMIT = 10**15
@@ -60,9 +67,17 @@ def _wrong_dtype(kind: str) -> str | None:
     }.get(kind)
 
 
+def _refuse_masked(value, name: str) -> None:
+    """TypeError for a numpy masked array: converting it would silently use the masked entries."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a numpy masked array: masked arrays are not supported; pass data with "
+                        "the masked entries removed or filled (e.g. numpy.ma.compressed or .filled)")
+
+
 def _check_leaves(value, name: str, depth: int = 0) -> None:
-    """TypeError if a nested list/tuple holds a bool, string, complex number or None."""
+    """TypeError if a nested list/tuple holds a bool, string, complex number, None or masked array."""
     for item in value:
+        _refuse_masked(item, name)
         if isinstance(item, list | tuple):
             if depth < 32:
                 _check_leaves(item, name, depth + 1)
@@ -74,9 +89,10 @@ def _check_leaves(value, name: str, depth: int = 0) -> None:
 def real_array(value, name: str) -> np.ndarray:
     """``value`` as a numpy array of real numbers (integer or float dtype), without converting.
 
-    TypeError for strings, booleans, complex numbers, None and objects (also inside lists);
-    ValueError for ragged nested lists.
+    TypeError for strings, booleans, complex numbers, None, objects and masked arrays (also
+    inside lists); ValueError for ragged nested lists.
     """
+    _refuse_masked(value, name)
     if isinstance(value, str | bytes) or value is None:
         raise TypeError(f"{name} must be an array of real numbers, got {_show(value)}")
     if isinstance(value, list | tuple):
@@ -147,6 +163,7 @@ def site_index(i, L: int) -> int:
 
 def as_scalar(value, name: str) -> float:
     """A finite real scalar (int, float, numpy real scalar or 0-d real array), or an error."""
+    _refuse_masked(value, name)
     if isinstance(value, np.ndarray):
         if value.ndim != 0:
             raise ValueError(f"{name} must be a scalar, got an array of shape {value.shape}")
@@ -249,9 +266,20 @@ def finite_array(value, name: str, *, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
+def bounded_array(value, name: str, *, ndim: int | None = None) -> np.ndarray:
+    """:func:`finite_array` with every entry at most :data:`MAX_MAGNITUDE` in magnitude."""
+    arr = finite_array(value, name, ndim=ndim)
+    big = float(np.max(np.abs(arr)))
+    if big > MAX_MAGNITUDE:
+        raise ValueError(f"{name} has an entry of magnitude {big:.3g}; at most {MAX_MAGNITUDE:.0e} is "
+                         "accepted (larger numbers overflow to inf in products, sums and eigenvalues): "
+                         "rescale the data")
+    return arr
+
+
 def square_matrix(value, name: str) -> np.ndarray:
-    """A finite square 2-d float array."""
-    arr = finite_array(value, name, ndim=2)
+    """A finite square 2-d float array, entries at most :data:`MAX_MAGNITUDE` in magnitude."""
+    arr = bounded_array(value, name, ndim=2)
     if arr.shape[0] != arr.shape[1]:
         raise ValueError(f"{name} must be square, got shape {arr.shape}")
     return arr
@@ -271,8 +299,14 @@ def symmetric_matrix(value, name: str, *, rtol: float = 1e-10) -> np.ndarray:
 
 
 def positive_definite(value, name: str) -> np.ndarray:
-    """A symmetric positive-definite matrix, checked by a Cholesky factorisation."""
+    """A symmetric positive-definite matrix, checked by a Cholesky factorisation, whose trace (the
+    sum of its eigenvalues, so at least the largest) is at most :data:`MAX_MAGNITUDE`."""
     arr = symmetric_matrix(value, name)
+    trace = float(np.trace(arr))
+    if trace > MAX_MAGNITUDE:
+        raise ValueError(f"{name} has trace {trace:.3g} (the sum of its eigenvalues); at most "
+                         f"{MAX_MAGNITUDE:.0e} is accepted (larger eigenvalues overflow to inf in "
+                         "products and sums): rescale the data")
     try:
         np.linalg.cholesky(arr)
     except np.linalg.LinAlgError:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import mpmath
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -634,3 +635,171 @@ def test_every_public_name_is_driven():
     missing = set(rm.__all__) - skipped - driven
     assert not missing, missing
 
+
+
+# ---------------------------------------------------------------- issue 22: wrong answers that look right
+def _ab():
+    import sympy as sp
+
+    return sp, *sp.symbols("a b", real=True)
+
+
+def test_from_sympy_refuses_text_and_non_expressions():
+    """A string is refused (never evaluated by sympify), as are None and plain numbers."""
+    _, a, b = _ab()
+    with pytest.raises(TypeError, match=r"expr must be a sympy expression.*string"):
+        rm.losses.Loss.from_sympy("(y-z)**2", a, b)
+    for bad in (None, 3, 2.5, np.float64(1.0)):
+        with pytest.raises(TypeError, match="expr must be a sympy expression"):
+            rm.losses.Loss.from_sympy(bad, a, b)
+    with pytest.raises(ValueError, match="two different symbols"):
+        rm.losses.Loss.from_sympy((a - b) ** 2, a, a)
+
+
+def test_from_sympy_refuses_complex_infinite_and_discontinuous_losses():
+    sp, a, b = _ab()
+    cases = {sp.I * b: "imaginary unit", sp.zoo * b: "finite", b**2 + sp.nan * a: "finite",
+             sp.floor(b): "floor", sp.ceiling(b) + b**2: "ceiling", sp.Heaviside(b): "Heaviside",
+             b**2 + sp.sign(b): "sign", sp.Function("f")(b): "known functions"}
+    for expr, what in cases.items():
+        with pytest.raises(ValueError, match=f"expr must .*{what}"):
+            rm.losses.Loss.from_sympy(expr, a, b)
+
+
+def test_non_convex_losses_are_refused_naming_a_point():
+    """-|y - z| and min(z^2, 1) were accepted and "solved" with converged=True."""
+    sp, a, b = _ab()
+    for expr in (-sp.Abs(a - b), sp.Min(b**2, 1), sp.Piecewise((b**2, b < 0), (b**2 + 1, True))):
+        with pytest.raises(ValueError, match=r"not convex in z: .* at \(y, z\) = \("):
+            rm.losses.Loss.from_sympy(expr, a, b)
+    # built directly (no check at construction): refused at the first node the solver evaluates
+    from replica_mlm.theory.symbolic import y, z
+
+    direct = rm.losses.Loss(-sp.Abs(y - z), name="direct")
+    with pytest.raises(ValueError, match=r"'direct' .* not convex in z: .*concave kink.* \(y, z\) = \("):
+        rm.solve(LIMIT, alpha=0.5, lam=1e-3, loss=direct)
+
+
+def test_a_loss_convex_only_near_zero_is_refused_where_the_solver_leaves_that_range():
+    """(y - z)^2/2 - z^4/10^4 is convex for |z| < 40.8 only (the grid check at construction
+    covers |z| <= 5): the nodes of this point reach z = 29 and beyond, where loss'' < 0."""
+    _, a, b = _ab()
+    bad = rm.losses.Loss.from_sympy((a - b) ** 2 / 2 - b**4 / 10000, a, b, name="quartic-bad")
+    with pytest.raises(ValueError, match=r"'quartic-bad' .* not convex in z: loss'' = -[\d.e-]+ < 0 at "
+                                         r"\(y, z\) = \("):
+        rm.solve(LIMIT, alpha=0.5, lam=1e-3, loss=bad)
+    assert not bad.convex_proven
+
+
+def test_convex_losses_are_proven_and_solve_with_the_same_numbers():
+    """The built-in losses and a pseudo-Huber loss are proven convex by sympy (no check per
+    call); the per-call check, when it runs, does not change a number."""
+    from replica_mlm.theory import convexity
+
+    sp, a, b = _ab()
+    for loss in (rm.losses.Square(), rm.losses.Absolute(), rm.losses.Huber(delta=0.8),
+                 rm.losses.Logistic(), rm.losses.Hinge()):
+        assert loss.convex_proven and convexity.prove(loss.expr), loss.name
+    ph = rm.losses.Loss.from_sympy(sp.sqrt(1 + (a - b) ** 2) - 1, a, b, name="pseudo-huber")
+    assert ph.convex_proven
+    checked = rm.losses.Loss.from_sympy(sp.sqrt(1 + (a - b) ** 2) - 1, a, b, name="pseudo-huber")
+    checked.convex_proven = False  # force the check at every node
+    s1 = rm.solve(LIMIT, alpha=1.5, lam=0.1, loss=ph)
+    s2 = rm.solve(LIMIT, alpha=1.5, lam=0.1, loss=checked)
+    assert s1.converged and s1.residual <= 1e-10
+    for k in ("eg", "m", "q", "V", "m_hat", "q_hat", "V_hat", "train_loss", "test_loss"):
+        assert getattr(s1, k) == getattr(s2, k), k
+    for expr in (-sp.Abs(a - b), (a - b) ** 2 / 2 - b**4 / 10000, sp.Min(b**2, 1)):
+        from replica_mlm.theory.symbolic import y, z
+
+        assert not convexity.prove(expr.subs({a: y, b: z}))
+
+
+def test_one_rule_for_loss_channel_pairs_in_solve_curve_and_cli(tmp_path):
+    """hinge + gaussian: rm.solve returned converged=True while the CLI refused the pair."""
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    with pytest.raises(ValueError, match="binary labels") as exc:
+        rm.solve(LIMIT, alpha=1.5, lam=0.1, loss="hinge", channel="gaussian")
+    with pytest.raises(ValueError) as exc_curve:
+        rm.learning_curve(SITE, alpha=[0.5, 1.5], lam=0.1, loss="logistic", channel="gaussian")
+    assert "binary labels" in str(exc_curve.value)
+    res = CliRunner().invoke(main, ["curve", "--loss", "hinge", "--channel", "gaussian",
+                                    "--out", str(tmp_path / "c")])
+    assert res.exit_code == 2 and str(exc.value) in " ".join(res.output.split())
+    # a custom loss declares its labels; undeclared ones go with any channel
+    sp, a, b = _ab()
+    mine = rm.losses.Loss.from_sympy(sp.log(1 + sp.exp(-a * b)), a, b, labels="binary")
+    with pytest.raises(ValueError, match="needs binary labels"):
+        rm.solve(LIMIT, alpha=1.5, lam=0.1, loss=mine)
+    assert rm.solve(LIMIT, alpha=1.5, lam=0.1, loss=mine, channel="sign").converged
+    with pytest.raises(ValueError, match="lam must be > 0 for the general engine"):
+        rm.learning_curve(LIMIT, alpha=[0.5, 1.5], lam=0.0, loss="absolute")
+
+
+def test_simulate_checks_n_test_for_every_task():
+    """n_test was ignored (never checked) for a MaskedSite, whose test quantities are exact."""
+    for bad, error in ((100, ValueError), (0, ValueError), ("x", TypeError), (2.5, TypeError)):
+        with pytest.raises(error, match="n_test"):
+            rm.simulate(SITE, alpha=2.0, lam=0.1, seeds=2, n_test=bad)
+    ising = rm.PottsModel.random_ising(L=4, beta=0.5, rng=0)
+    with pytest.raises(ValueError, match=r"n_test=1000000000000000.*memory"):
+        rm.simulate(ising, site=1, alpha=2.0, lam=0.1, seeds=2, loss="logistic", n_test=10**15)
+
+
+def test_masked_site_checks_rng_and_samples_also_when_it_enumerates():
+    """At L <= 16 (Ising) or q**L <= 2**22 (Potts) the covariance is exact and rng/samples were
+    never looked at."""
+    for model in (rm.PottsModel.random_ising(L=4, beta=0.5, rng=0), rm.PottsModel.random(L=3, q=3, seed=0)):
+        for kw, error in ((dict(rng="abc"), TypeError), (dict(rng=-1), ValueError),
+                          (dict(rng=1.5), TypeError), (dict(samples=0), ValueError),
+                          (dict(samples=2.5), TypeError), (dict(samples="x"), TypeError)):
+            name = next(iter(kw))
+            with pytest.raises(error, match=name):
+                model.masked_site(1, **kw)
+
+
+def test_masked_arrays_are_refused_where_arrays_enter():
+    """A fully masked array was used as if it were not masked (its hidden entries as data)."""
+    def masked(a):
+        return np.ma.masked_array(np.asarray(a), mask=np.ones(np.shape(a), dtype=bool))
+
+    cases = {
+        "covariance": lambda: rm.MaskedSite(covariance=masked(COV), teacher=TEACHER, noise=0.3),
+        "teacher": lambda: rm.MaskedSite(covariance=COV, teacher=masked(TEACHER), noise=0.3),
+        "noise": lambda: rm.MaskedSite(covariance=COV, teacher=TEACHER, noise=np.ma.masked),
+        "omega": lambda: rm.Spectrum(omega=masked([0.5, 2.0]), bulk=[0.25, 0.75], teacher=[0.1, 0.3],
+                                     noise=0.2),
+        "couplings": lambda: rm.GaussianPotts(couplings=masked(SYM), shift=3.0),
+        "alpha": lambda: rm.solve(SITE, alpha=masked(0.7), lam=0.1),
+        "lam": lambda: rm.learning_curve(SITE, alpha=[0.5, 1.5], lam=[masked(0.1), 0.2]),
+        "weights": lambda: SITE.generalisation_error(masked(TEACHER)),
+        "seqs": lambda: PM.energy(masked(SEQS)),
+    }
+    for name, call in cases.items():
+        with pytest.raises(TypeError, match=f"{name} is a numpy masked array: masked arrays are not "
+                                            "supported; pass data with the masked entries removed or filled"):
+            call()
+
+
+def test_huge_finite_covariances_are_refused_before_they_overflow():
+    """A covariance with entries 1e308 became inf when symmetrised (and its eigenvalues NaN, the
+    error then naming "omega"); couplings 1e308 gave "shift must exceed ... nan"."""
+    huge = COV / np.abs(COV).max() * 1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way to the refusal
+        with pytest.raises(ValueError, match=r"covariance has an entry of magnitude 1e\+308; at most"):
+            rm.MaskedSite(covariance=huge, teacher=TEACHER, noise=0.3)
+        with pytest.raises(ValueError, match=r"covariance has trace .* at most 1e\+150"):
+            rm.MaskedSite(covariance=COV / np.trace(COV) * 2e150, teacher=TEACHER, noise=0.3)
+        with pytest.raises(ValueError, match=r"teacher has norm .* at most 1e\+150"):
+            rm.MaskedSite(covariance=COV, teacher=TEACHER / np.abs(TEACHER).max() * 1e100, noise=0.3)
+        with pytest.raises(ValueError, match=r"couplings has an entry of magnitude 1e\+308"):
+            rm.GaussianPotts(couplings=SYM / np.abs(SYM).max() * 1e308, shift=3.0)
+        with pytest.raises(ValueError, match=r"omega has an entry of magnitude 1e\+308"):
+            rm.Spectrum(omega=[1e308, 2.0], bulk=[0.25, 0.75], teacher=[0.1, 0.3], noise=0.2)
+    # the bound leaves large but safe scales alone, with the numbers of the rescaled task
+    big = rm.MaskedSite(covariance=COV * 1e100, teacher=TEACHER, noise=0.3)
+    assert np.allclose(big.spectrum.omega, SITE.spectrum.omega * 1e100, rtol=1e-12)

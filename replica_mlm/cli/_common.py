@@ -224,14 +224,19 @@ def erm_options(f):
                           "it) or logit (P(y|nu) = 1/(1+exp(-y nu))).")(f)
     f = click.option("--loss", type=click.Choice(LOSS_NAMES), default="square", show_default=True,
                      help="Training loss (default instance of each; huber has delta = 1). Logistic and "
-                          "hinge need --channel sign or logit; losses other than square need lam > 0.")(f)
+                          "hinge need --channel sign or logit; pairs but square/gaussian need lam > 0.")(f)
     return f
 
 
 def check_erm(loss: str, channel: str, lams=()) -> None:
-    """Usage errors for loss/channel combinations the general engine refuses."""
-    if loss in ("logistic", "hinge") and channel == "gaussian":
-        raise click.UsageError(f"--loss {loss} needs binary labels: use --channel sign or logit")
-    if (loss, channel) != ("square", "gaussian") and any(lam == 0 for lam in lams):
-        raise click.UsageError(f"lam = 0 is available for --loss square --channel gaussian only; "
-                               f"use --lam > 0 with --loss {loss} --channel {channel}")
+    """Usage errors for loss/channel pairs (and lam) the theory refuses: the message of the theory
+    layer's one rule, :func:`replica_mlm.theory.channels.check_pair`."""
+    from replica_mlm.theory import channels, losses
+
+    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel)
+    try:
+        channels.check_pair(loss_obj, channel_obj)
+        for lam in lams:
+            channels.check_pair(loss_obj, channel_obj, lam=lam)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None

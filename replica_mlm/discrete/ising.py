@@ -92,7 +92,7 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
     model : PottsModel
         An Ising model (:func:`is_ising`).
     samples : int
-        Sequences drawn when not exact; thinning from the sampler's measured autocorrelation
+        Sequences drawn when not exact (checked always); thinning from the sampler's measured autocorrelation
         (``PottsModel.sample(method="auto")``: Gibbs, or parallel tempering where Gibbs does not
         mix). The sampler's warning that it did not decorrelate is turned into a ValueError.
     batches : int
@@ -104,6 +104,10 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
     """
     require_ising(model, "spin_covariance")
     L = model.L
+    # checked whether or not the sampler runs: a bad value is an error also where L <= 16
+    samples = _checks.positive_int(samples, "samples")
+    batches = _checks.positive_int(batches, "batches")
+    _checks.as_generator(rng)
     if exact is None:
         exact = L <= EXACT_MAX_L
     exact = _checks.flag(exact, "exact")
@@ -116,8 +120,6 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
         np.fill_diagonal(cov, 1.0)
         return SpinCovariance(covariance=cov, stderr=np.zeros_like(cov), method="exact",
                               n_samples=0, batches=None)
-    samples = _checks.positive_int(samples, "samples")
-    batches = _checks.positive_int(batches, "batches")
     if batches < 2 or samples < 2 * batches:
         raise ValueError(f"need batches >= 2 and samples >= 2 * batches, got samples={samples}, "
                          f"batches={batches}")

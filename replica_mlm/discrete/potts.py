@@ -193,7 +193,8 @@ class PottsModel:
 
         The covariance ``Cov(s_-i)`` is exact (enumeration) for ``L <= 16`` and otherwise measured
         from ``samples`` sequences of the sampler (thinning from its measured autocorrelation;
-        parallel tempering where Gibbs does not mix); the teacher is ``2 beta J_{i,-i}``. For the
+        parallel tempering where Gibbs does not mix); the teacher is ``2 beta J_{i,-i}``. ``rng``
+        and ``samples`` are checked also where the enumeration leaves them unused. For the
         covariance with its standard error and batch estimates, use
         :func:`replica_mlm.discrete.ising.spin_covariance`.
         """

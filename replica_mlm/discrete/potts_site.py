@@ -218,6 +218,9 @@ def colour_covariance(model, *, samples: int = 20000, rng: _checks.RngLike = 0,
     q, L = model.q, model.L
     P = simplex_basis(q)
     K = q - 1
+    # checked whether or not the sampler runs: a bad value is an error also for exact enumeration
+    samples = _checks.positive_int(samples, "samples")
+    _checks.as_generator(rng)
     if exact is None:
         exact = q**L <= EXACT_MAX_STATES
     exact = _checks.flag(exact, "exact")
@@ -228,7 +231,6 @@ def colour_covariance(model, *, samples: int = 20000, rng: _checks.RngLike = 0,
         prob = model.boltzmann_probabilities()
         method, n = "exact", 0
     else:
-        samples = _checks.positive_int(samples, "samples")
         from replica_mlm.discrete.ising import equilibrium_sample
 
         seqs, diag = equilibrium_sample(model, samples, rng, what="colour covariance")

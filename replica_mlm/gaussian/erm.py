@@ -43,8 +43,6 @@ from scipy import integrate, optimize, special
 CHANNELS = ("gaussian", "sign", "logit")
 #: losses with a default instance known by name
 LOSSES = ("square", "absolute", "huber", "logistic", "hinge")
-#: losses that need labels in {-1, +1}
-BINARY_LOSSES = ("logistic", "hinge")
 
 _QUAD = {"epsabs": 1e-13, "epsrel": 1e-12, "limit": 400}
 _GH_NODES = 80
@@ -72,12 +70,14 @@ def loss_spec(loss) -> tuple[str, float]:
 
 
 def check_channel(channel, loss_name: str) -> str:
-    """A known channel compatible with the loss, or ValueError."""
+    """A known channel compatible with the loss (:func:`replica_mlm.theory.channels.check_pair`),
+    or ValueError."""
     if not isinstance(channel, str) or channel not in CHANNELS:
         raise ValueError(f"channel must be one of {CHANNELS}, got {channel!r}")
-    if loss_name in BINARY_LOSSES and channel == "gaussian":
-        raise ValueError(f"the {loss_name} loss needs labels in {{-1, +1}}: use channel='sign' or "
-                         f"'logit', not 'gaussian'")
+    from replica_mlm.theory import channels, losses
+
+    # the theory layer's one rule on loss/channel pairs (the named losses: no sympy)
+    channels.check_pair(losses.resolve(loss_name), channels.resolve(channel))
     return channel
 
 

@@ -27,7 +27,7 @@ class GaussianPotts:
     Parameters
     ----------
     couplings : array, shape (L, L)
-        Symmetric coupling matrix J.
+        Symmetric coupling matrix J, entries at most 1e150 in magnitude (``_checks.MAX_MAGNITUDE``).
     shift : float
         The diagonal shift s; ``s I - J`` must be positive definite (s > largest eigenvalue
         of J; for a GOE J that tends to 2 as L grows).

@@ -21,9 +21,10 @@ class MaskedSite:
     Parameters
     ----------
     covariance : array, shape (p, p)
-        Symmetric positive-definite covariance Sigma of the inputs.
+        Symmetric positive-definite covariance Sigma of the inputs, with trace (the sum of its
+        eigenvalues) at most 1e150 (``_checks.MAX_MAGNITUDE``: beyond, products overflow).
     teacher : array, shape (p,)
-        Teacher weights w*.
+        Teacher weights w*, with ``|w*|^2`` at most 1e150.
     noise : float
         Label noise variance sigma^2 >= 0.
     channel : {"gaussian", "sign", "logit"}
@@ -37,12 +38,17 @@ class MaskedSite:
 
     def __init__(self, *, covariance, teacher, noise: float, channel: str = "gaussian") -> None:
         self.covariance = _checks.positive_definite(covariance, "covariance")
-        self.teacher = _checks.finite_array(teacher, "teacher", ndim=1)
+        self.teacher = _checks.bounded_array(teacher, "teacher", ndim=1)
         if self.teacher.shape[0] != self.covariance.shape[0]:
             raise ValueError(
                 f"teacher has length {self.teacher.shape[0]} but covariance is "
                 f"{self.covariance.shape}: they must match"
             )
+        norm2 = float(np.dot(self.teacher / _checks.MAX_MAGNITUDE, self.teacher))
+        if norm2 > 1.0:  # then rho = w*^T Sigma w* <= |w*|^2 tr Sigma <= 1e300 stays finite
+            raise ValueError(f"teacher has norm |w*| = {np.sqrt(norm2) * 1e75:.3g}; |w*|^2 must be at most "
+                             f"{_checks.MAX_MAGNITUDE:.0e} (it is the sum of the spectrum's teacher weights, "
+                             "and w*^T Sigma w* would overflow): rescale the data")
         self.noise = _checks.nonnegative(noise, "noise")
         if not isinstance(channel, str) or channel not in self.CHANNELS:
             raise ValueError(f"channel must be one of {self.CHANNELS}, got {channel!r}")

@@ -117,6 +117,8 @@ GRAM_RCOND_MIN = 1e-12
 GRAM_REFINE = 2
 #: above this many lam values one SVD is cheaper than a Cholesky factorisation per lam
 GRAM_MAX_LAMS = 16
+#: fresh test sequences per seed of a PottsModel simulation unless ``n_test`` is given
+N_TEST = 4000
 
 
 def ridge_path(x: np.ndarray, y: np.ndarray, lam: np.ndarray, *, method: str = "auto") -> np.ndarray:
@@ -209,7 +211,7 @@ def _ridge_gram(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray | N
 
 def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
              loss="square", channel: str | None = None, site: int | None = None,
-             n_test: int = 4000, threads=INHERIT) -> Simulation | list[Simulation]:
+             n_test: int | None = None, threads=INHERIT) -> Simulation | list[Simulation]:
     """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
 
     Parameters
@@ -244,8 +246,11 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see :mod:`replica_mlm.gaussian.erm`).
     site : int
         The masked site (Ising models only).
-    n_test : int
-        Fresh test sequences per seed (Ising models only).
+    n_test : int, optional
+        Fresh test sequences per seed, an int >= 1 within the memory available; PottsModel tasks
+        only (default :data:`N_TEST`), whose test measures are averages over a test sample. A
+        MaskedSite has exact test quantities (eg and test_loss from the overlaps, no test
+        sample): passing n_test with it is a ValueError.
     channel : {"gaussian", "sign", "logit"}, optional
         Default: the task's own channel (``"gaussian"`` for a Gaussian Potts site).
         Labels: ``y = w* . x + sigma eps`` (sigma^2 = ``site.noise``), its sign, or +1 with
@@ -261,6 +266,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     Simulation or list of Simulation
         One Simulation for a scalar ``alpha``; ``[sim(alpha_0), sim(alpha_1), ...]`` for a sequence.
     """
+    n_test = _checks.optional(_checks.positive_int, n_test, "n_test")
     if _checks.is_sequence(alpha):
         alphas = grid(alpha, "alpha")
         gens = _checks.as_generator(rng).spawn(alphas.size)
@@ -278,6 +284,9 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
                         f"{type(task).__name__}")
     if site is not None:
         raise ValueError("site= selects the masked site of a PottsModel; a MaskedSite is one site already")
+    if n_test is not None:
+        raise ValueError(f"n_test is for PottsModel tasks only, got n_test={n_test}: a MaskedSite's eg and "
+                         "test_loss are exact (from the overlaps, no test sample); leave n_test out")
     site = task
     if channel is None:
         channel = site.channel
@@ -400,12 +409,15 @@ def _sequence_counts(model: PottsModel, alpha, lam, seeds, n_test):
     alpha = _checks.positive(alpha, "alpha")
     lam = grid(lam, "lam")
     seeds = _seed_count(seeds)
-    n_test = _checks.positive_int(n_test, "n_test")
+    n_test = N_TEST if n_test is None else _checks.positive_int(n_test, "n_test")
     p = model.L - 1
     n = round(alpha * p)
     if n < 1:
         raise ValueError(f"alpha * p = {alpha * p:.3g} rounds to no training sequence: alpha must be "
                          f">= {0.5 / p:.3g} for L = {model.L}")
+    # per seed: n + n_test sequences, their spins or reduced one-hot colours and the test measures
+    _checks.allocation(3 * 8 * (n + n_test) * model.L * max(model.q - 1, 1),
+                       f"simulate(n_test={n_test}) on L = {model.L} sites")
     return lam, seeds, n_test, p, n
 
 

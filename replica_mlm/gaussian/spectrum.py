@@ -21,11 +21,11 @@ class Spectrum:
     Parameters
     ----------
     omega : array, shape (K,)
-        Mode eigenvalues, > 0.
+        Mode eigenvalues, > 0 and at most 1e150 (``_checks.MAX_MAGNITUDE``, as for covariances).
     bulk : array, shape (K,)
         Weights of the bulk measure, >= 0, summing to one: (1/p) tr f(Sigma) = sum bulk f(omega).
     teacher : array, shape (K,)
-        Teacher weights, >= 0: w*^T f(Sigma) w* = sum teacher f(omega).
+        Teacher weights, >= 0 and at most 1e150: w*^T f(Sigma) w* = sum teacher f(omega).
     noise : float
         Intrinsic label noise variance sigma^2 >= 0.
     """
@@ -36,9 +36,9 @@ class Spectrum:
     noise: float
 
     def __post_init__(self) -> None:
-        omega = _checks.finite_array(self.omega, "omega", ndim=1)
+        omega = _checks.bounded_array(self.omega, "omega", ndim=1)
         bulk = _checks.finite_array(self.bulk, "bulk", ndim=1)
-        teacher = _checks.finite_array(self.teacher, "teacher", ndim=1)
+        teacher = _checks.bounded_array(self.teacher, "teacher", ndim=1)
         if not (omega.shape == bulk.shape == teacher.shape):
             raise ValueError(
                 f"omega, bulk and teacher must have one shape, got {omega.shape}, {bulk.shape}, "

@@ -269,3 +269,44 @@ def resolve(channel, task=None) -> Channel:
             return _default(key)
         raise ValueError(f"unknown channel {channel!r}; known: {sorted(NAMED)}")
     raise TypeError(f"channel must be one of {sorted(NAMED)}, got {type(channel).__name__}")
+
+
+def check_pair(loss, channel: Channel, *, lam: float | None = None, general: bool | None = None) -> None:
+    """The one rule on which loss/channel pairs (and lam) the replica theory solves.
+
+    * A loss that needs its own kind of labels (``loss.labels``: ``"binary"``, y = -1 or +1, for
+      the logistic and hinge losses; None, any labels, for the others and by default for a
+      custom loss) needs a channel with those labels (``"sign"`` or ``"logit"`` for binary ones).
+    * lam = 0 (the Moore-Penrose limit) is solved by the reduced solver only, i.e. for the square
+      loss with the gaussian channel: the general engine needs lam > 0. ``general`` says whether
+      the general engine solves the point (default: unless the pair is square/gaussian).
+
+    :func:`replica_mlm.solve`, :func:`replica_mlm.learning_curve`, the general engine, the
+    simulations (the labels) and the command line (as a usage error) all call this.
+
+    Parameters
+    ----------
+    loss : replica_mlm.losses.Loss
+    channel : Channel
+    lam : float, optional
+        Checked only if given.
+    general : bool, optional
+
+    Raises
+    ------
+    ValueError
+        Naming the loss, the channel and what is allowed.
+    """
+    need = getattr(loss, "labels", None)
+    if need is not None and need != channel.labels:
+        fits = " or ".join(repr(n) for n in NAMED if _default(n).labels == need)
+        what = "binary labels in {-1, +1}" if need == "binary" else f"{need} labels"
+        raise ValueError(f"the {loss.name} loss needs {what}: use channel {fits}, not {channel.name!r}")
+    if lam is None:
+        return
+    if general is None:
+        general = not (loss.is_square and channel.name == "gaussian")
+    if general and not lam > 0:
+        raise ValueError(f"lam must be > 0 for the general engine (loss {loss.name!r}, channel "
+                         f"{channel.name!r}), got {lam}; lam = 0 is available for the square loss "
+                         "with the gaussian channel only")

@@ -139,6 +139,8 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
         Passed to :func:`solve`. With the general engine each point is warm-started from the
         solution at the previous alpha of the grid (so a grid in increasing order follows the
         curve continuously); a point that fails from the warm start is retried from a cold start.
+        The loss and channel are checked once, before any point is solved, by
+        :func:`replica_mlm.theory.channels.check_pair` (ValueError, as in :func:`solve`).
 
     Returns
     -------
@@ -189,6 +191,7 @@ def _learning_curve(task, *, alpha, lam, method, loss, channel, **options) -> Le
     fast = loss_obj.is_square and channel_obj.name == "gaussian"
     if method is None:
         method = "root" if fast else "general"
+    channels.check_pair(loss_obj, channel_obj, lam=lam, general=method == "general")
     if method == "root" and fast and not options:  # vectorised over alpha
         out = solve_reduced(spec, alphas, lam)
         return LearningCurve(alpha=alphas, **{c: out[c] for c in COLUMNS if c != "alpha"}, lam=lam,

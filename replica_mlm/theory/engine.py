@@ -28,8 +28,9 @@ import numpy as np
 
 from replica_mlm.gaussian.spectrum import Spectrum
 from replica_mlm.theory import energetic
-from replica_mlm.theory.channels import Channel
+from replica_mlm.theory.channels import Channel, check_pair
 from replica_mlm.theory.compiled import compiled
+from replica_mlm.theory.convexity import NonConvexLoss
 from replica_mlm.theory.losses import Loss
 from replica_mlm.theory.root import estimation_error_of_hats
 
@@ -77,10 +78,7 @@ class Problem:
 
     def __init__(self, spec: Spectrum, alpha: float, lam: float, loss: Loss, channel: Channel, *,
                  order: int = energetic.ORDER) -> None:
-        if lam <= 0:
-            raise ValueError(f"lam must be > 0 for the general engine (loss {loss.name!r}, channel "
-                             f"{channel.name!r}), got {lam}; lam = 0 is available for square loss "
-                             "with the gaussian channel only")
+        check_pair(loss, channel, lam=lam, general=True)
         self.spec, self.alpha, self.lam = spec, float(alpha), float(lam)
         self.loss, self.channel, self.order = loss, channel, int(order)
         self.rho, self.noise = spec.rho, spec.noise
@@ -171,6 +169,8 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
             # trust region then shrinks back towards admissible points
             try:
                 return problem.image(u) - u
+            except NonConvexLoss:
+                raise
             except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError):
                 return np.full(u.shape, 1e3)
 
@@ -190,6 +190,8 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
             # where hybr stalled
             for _ in range(4 * (attempt + 1)):
                 x = 0.5 * x + 0.5 * problem.image(x)
+    except NonConvexLoss:
+        raise  # a wrong loss, not a failed step: the caller's ValueError
     except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, RuntimeError) as exc:
         V, q, m = problem.unpack(last)
         raise EngineFailure(f"the general engine failed: {exc}", last={"V": V, "q": q, "m": m},

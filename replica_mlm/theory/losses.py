@@ -28,6 +28,7 @@ without sympy.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING
@@ -84,32 +85,37 @@ class Loss:
     Parameters
     ----------
     expr : sympy.Expr
-        The loss in the module's symbols ``y`` and ``z``.
+        The loss in the module's symbols ``y`` and ``z`` (real, finite, continuous; a loss not
+        :attr:`convex_proven` is checked at every node the proximal operator evaluates).
     name : str
         Short name (shown in results).
+    labels : {None, "binary", "real"}
+        The labels the loss needs (None: any); see :func:`.channels.check_pair`.
 
     Notes
     -----
-    The built-in losses build their expression (and import sympy) only when it is first needed:
-    naming the square loss, e.g. ``rm.solve(..., loss="square")``, needs no sympy.
+    The built-in losses build their expression (and import sympy) only when first needed (the
+    square loss, e.g. ``rm.solve(..., loss="square")``, needs no sympy); they are convex by construction.
     """
 
-    def __init__(self, expr: sp.Expr, *, name: str = "custom") -> None:
-        import sympy as sp
+    labels: str | None = None
 
+    def __init__(self, expr: sp.Expr, *, name: str = "custom", labels: str | None = None) -> None:
+        from replica_mlm.theory import convexity
         from replica_mlm.theory.symbolic import stable, y, z
 
-        if not isinstance(expr, sp.Expr):
-            raise TypeError(f"expr must be a sympy expression, got {type(expr).__name__}")
+        convexity.check_expression(expr)
         extra = expr.free_symbols - {y, z}
         if extra:
-            raise ValueError(f"the loss may depend on y and z only; it also has {sorted(map(str, extra))}")
+            raise ValueError(f"expr may depend on y and z only; it also has {sorted(map(str, extra))}")
         if not expr.has(z):
-            raise ValueError("the loss must depend on z (the student's field)")
+            raise ValueError(f"expr must depend on z (the student's field), got {expr}")
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
+        if labels not in (None, "binary", "real"):
+            raise ValueError(f"labels must be None (any), 'binary' or 'real', got {labels!r}")
         self.expr = stable(expr)
-        self.name = name
+        self.name, self.labels = name, labels
 
     @cached_property
     def expr(self) -> sp.Expr:
@@ -124,17 +130,32 @@ class Loss:
                                   "or define _expression()")
 
     @classmethod
-    def from_sympy(cls, expr, y_symbol: sp.Symbol, z_symbol: sp.Symbol, *, name: str = "custom") -> Loss:
+    def from_sympy(cls, expr, y_symbol: sp.Symbol, z_symbol: sp.Symbol, *, name: str = "custom",
+                   labels: str | None = None) -> Loss:
         """A loss from any sympy expression in a label symbol and a field symbol.
 
         Parameters
         ----------
         expr : sympy.Expr
-            ``loss(y, z)``, convex in ``z`` (checked numerically on a grid).
+            ``loss(y, z)``: real, finite, continuous (no ``I``, ``oo``, ``zoo``, ``nan``, ``floor``,
+            ``sign``, ``Heaviside``, ...; a string is refused, never evaluated), convex in ``z``
+            for every ``y``: proven by sympy where it can, else checked on a grid now and at every
+            node the solver evaluates (:mod:`replica_mlm.theory.convexity`).
         y_symbol, z_symbol : sympy.Symbol
-            The symbols of the label and of the field used in ``expr``.
+            The symbols of the label and of the field used in ``expr`` (its only free symbols).
         name : str
             Shown in results.
+        labels : {None, "binary", "real"}
+            The labels the loss needs (None: any); e.g. ``"binary"`` (y = -1 or +1) pairs it
+            with the ``"sign"`` and ``"logit"`` channels only.
+
+        Raises
+        ------
+        TypeError
+            If ``expr`` is no sympy expression (a string, None, a number) or a symbol no Symbol.
+        ValueError
+            If ``expr`` is complex, infinite, discontinuous, has other free symbols, or is not
+            convex in z (:class:`~.convexity.NonConvexLoss`, naming a point (y, z)).
 
         Examples
         --------
@@ -142,17 +163,10 @@ class Loss:
         >>> a, b = sp.symbols("a b", real=True)
         >>> pseudo_huber = Loss.from_sympy(sp.sqrt(1 + (a - b) ** 2) - 1, a, b)
         """
-        import sympy as sp
+        from replica_mlm.theory import convexity
 
-        from replica_mlm.theory.symbolic import y, z
-
-        for s, what in ((y_symbol, "y_symbol"), (z_symbol, "z_symbol")):
-            if not isinstance(s, sp.Symbol):
-                raise TypeError(f"{what} must be a sympy Symbol, got {type(s).__name__}")
-        expr = sp.sympify(expr)
-        dummy_y, dummy_z = sp.Dummy("y"), sp.Dummy("z")
-        expr = expr.subs({y_symbol: dummy_y, z_symbol: dummy_z}).subs({dummy_y: y, dummy_z: z})
-        loss = cls(expr, name=name)
+        expr = convexity.user_expression(expr, y_symbol, z_symbol)
+        loss = cls(expr, name=name, labels=labels)
         loss.check_convex()
         return loss
 
@@ -279,17 +293,23 @@ class Loss:
                     np.where(np.isnan(k), np.nan, k + vv * right)]
         return out
 
+    @cached_property
+    def convex_proven(self) -> bool:
+        """Whether convexity in z is proven: by construction for the built-in losses, else by
+        sympy (:func:`.convexity.prove`). A loss not proven convex is checked at every node the
+        proximal operator evaluates."""
+        from replica_mlm.theory import convexity
+
+        return convexity.prove(self.expr)
+
     def check_convex(self, *, grid: int = 41) -> None:
-        """Raise ValueError if ``loss''`` is negative somewhere on a grid of (y, z) in [-5, 5]^2."""
-        yy, zz = np.meshgrid(np.linspace(-5, 5, grid), np.linspace(-5, 5, grid))
-        with np.errstate(all="ignore"):
-            d2 = self.d2(yy, zz)
-            val = self.value(yy, zz)
-        if not np.all(np.isfinite(val)) or not np.all(np.isfinite(d2)):
-            raise ValueError(f"the loss {self.expr} is not finite on the grid (y, z) in [-5, 5]^2")
-        if d2.min() < -1e-9 * max(1.0, float(np.abs(d2).max())):
-            raise ValueError(f"the loss {self.expr} is not convex in z: loss'' = {d2.min():.3g} < 0 "
-                             "somewhere on (y, z) in [-5, 5]^2")
+        """Nothing if :attr:`convex_proven`; else ValueError if the loss is not finite, or
+        :class:`.convexity.NonConvexLoss` if ``loss''`` is negative or a kink is concave or
+        discontinuous, somewhere on a grid of (y, z) in [-5, 5]^2."""
+        from replica_mlm.theory import convexity
+
+        if not self.convex_proven:
+            convexity.check_grid(self, grid=grid)
 
     # --- the proximal operator -----------------------------------------------------------
 
@@ -297,11 +317,17 @@ class Loss:
         """Proximal point of the loss at labels ``y`` and fields ``w`` (broadcast), ``V > 0``.
 
         Safeguarded Newton on ``g(z) = (z - w)/V + loss'(y, z)`` (increasing in z), exact on
-        kinks (see the module docstring). Converges to a few ulps of ``z*``.
+        kinks (see the module docstring). Converges to a few ulps of ``z*``. A loss not
+        :attr:`convex_proven` is checked at every node evaluated (``loss''`` at each Newton
+        point, the one-sided derivatives and values at each kink):
+        :class:`.convexity.NonConvexLoss` where it is not convex.
         """
         yv, wv = np.broadcast_arrays(np.asarray(yv, dtype=float), np.asarray(wv, dtype=float))
         vv = float(vv)
+        check = None if self.convex_proven else importlib.import_module("replica_mlm.theory.convexity")
         d, d2w = self._d12(yv, wv)
+        if check:
+            check.refuse_curvature(self, yv, wv, d, d2w)
         lo = np.where(d > 0, wv - vv * d, wv)
         hi = np.where(d > 0, wv, wv - vv * d)
         at_kink = np.zeros(yv.shape, dtype=bool)
@@ -315,6 +341,8 @@ class Loss:
             # (a candidate where loss' is continuous, e.g. Huber's, only bounds the bracket)
             h = 1e-9 * np.maximum(1.0, np.abs(kk))
             curv = np.abs(self.d2(yv, kk - h)) + np.abs(self.d2(yv, kk + h))
+            if check:
+                check.refuse_kinks(self, yv, kk, ok, left, right, h)
             genuine = (right - left) > 100 * h * curv
             hit = ok & genuine & (g_left <= 0) & (g_right >= 0) & (g_right > g_left)
             at_kink |= hit
@@ -331,6 +359,8 @@ class Loss:
             if done.all():
                 break
             d1z, d2z = self._d12(yv, zv)
+            if check:
+                check.refuse_curvature(self, yv, zv, d1z, d2z)
             g = (zv - wv) / vv + d1z
             lo = np.where(g < 0, zv, lo)
             hi = np.where(g > 0, zv, hi)
@@ -350,6 +380,8 @@ class Loss:
                                f"({int((~done).sum())} nodes left)")
         zv = np.where(at_kink, z_kink, zv)
         d1z, d2z = self._d12(yv, zv)
+        if check:
+            check.refuse_curvature(self, yv, zv, d1z, d2z)
         with np.errstate(all="ignore"):
             slope = np.where(at_kink, 0.0, 1.0 / (1.0 + vv * d2z))
         f = np.where(at_kink, (zv - wv) / vv, -d1z)
@@ -363,6 +395,8 @@ def _full(value, yv, zv) -> np.ndarray:
 
 class Square(Loss):
     """``(y - z)^2 / 2``: ridge regression (the fast path with the gaussian channel)."""
+
+    convex_proven = True  # by construction: a quadratic in z
 
     def __init__(self) -> None:
         self.name = "square"
@@ -381,6 +415,8 @@ class Square(Loss):
 class Absolute(Loss):
     """``|y - z|``: least absolute deviations."""
 
+    convex_proven = True  # by construction: the absolute value of an affine function of z
+
     def __init__(self) -> None:
         self.name = "absolute"
 
@@ -394,6 +430,8 @@ class Absolute(Loss):
 
 class Huber(Loss):
     """Huber loss: ``(y - z)^2 / 2`` for ``|y - z| <= delta``, ``delta |y - z| - delta^2/2`` beyond."""
+
+    convex_proven = True  # by construction: convex pieces, continuous derivative at |y - z| = delta
 
     def __init__(self, delta: float = 1.0) -> None:
         self.delta = _checks.positive(delta, "delta")
@@ -411,6 +449,8 @@ class Huber(Loss):
 class Logistic(Loss):
     """``log(1 + exp(-y z))``: logistic regression (cross-entropy), labels y = +-1."""
 
+    convex_proven, labels = True, "binary"  # by construction: softplus (convex, increasing) of affine
+
     def __init__(self) -> None:
         self.name = "logistic"
 
@@ -422,6 +462,8 @@ class Logistic(Loss):
 
 class Hinge(Loss):
     """``max(0, 1 - y z)``: the support vector machine, labels y = +-1."""
+
+    convex_proven, labels = True, "binary"  # by construction: the maximum of two affine functions
 
     def __init__(self) -> None:
         self.name = "hinge"

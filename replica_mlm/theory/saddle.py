@@ -203,7 +203,10 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     Raises
     ------
     ValueError
-        For alpha <= 0, lam < 0, non-finite input, an unknown method, loss or channel.
+        For alpha <= 0, lam < 0, non-finite input, an unknown method, loss or channel, a loss and
+        channel that :func:`~replica_mlm.theory.channels.check_pair` refuses (e.g. hinge with the
+        gaussian channel; lam = 0 outside the reduced solver), or a loss found not convex in z at
+        a node the solver evaluates (:mod:`replica_mlm.theory.convexity`).
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
@@ -230,6 +233,7 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         raise ValueError(f"method {method!r} solves the square loss with the gaussian channel only; "
                          f"use method='general' (or None) for loss {loss_obj.name!r}, channel "
                          f"{channel_obj.name!r}")
+    channels.check_pair(loss_obj, channel_obj, lam=lam, general=method == "general")
     if precision is not None:
         if not fast:
             raise ValueError("precision= is available for the square loss with the gaussian channel "
