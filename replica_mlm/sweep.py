@@ -28,7 +28,8 @@ per-point function ``func(point, rng) -> dict``. Three properties make sweeps sa
 * **One BLAS thread per worker by default** (``threads=``, scoped with threadpoolctl inside each
   worker; see :mod:`replica_mlm._threads` for why).
 
-``workers=N`` uses a :class:`concurrent.futures.ProcessPoolExecutor`; ``scheduler=ADDRESS`` (or
+``workers=N`` uses a :class:`concurrent.futures.ProcessPoolExecutor` whose workers exit when the
+run's process dies, even by ``SIGKILL`` (:func:`replica_mlm._pool.process_pool`); ``scheduler=ADDRESS`` (or
 a ``dask.distributed.Client``) sends the points to a Dask distributed cluster, which needs the
 optional extra ``pip install "replica-mlm[dask]"``. ``func`` must be picklable (a module-level
 function) for either.
@@ -44,7 +45,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._pool import process_pool
 from replica_mlm._threads import INHERIT, blas_threads, resolve_threads
 from replica_mlm.io import (
     dumps,
@@ -357,7 +359,7 @@ def _run_processes(func, points, todo, seed, threads, workers, finish, bar) -> N
     # On a failure no new point starts, but the points already running finish and are written;
     # then the first error is raised.
     error = None
-    with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+    with process_pool(min(workers, len(todo))) as pool:
         pending = {pool.submit(_call, func, points[k], seed, k, threads): k for k in todo}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)  # write each point as it ends

@@ -634,3 +634,69 @@ def test_every_public_name_is_driven():
     missing = set(rm.__all__) - skipped - driven
     assert not missing, missing
 
+
+
+# ---------------------------------------------------------------- issue 22: processes and files
+import os  # noqa: E402
+import select  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ORPHAN_SCRIPT = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+from replica_mlm.sweep import run_sweep
+from replica_mlm.validation.parallel import Task, run_tasks
+
+def nap(point, rng=None):
+    os.write(1, b"%d\\n" % os.getpid())  # the worker's pid, for the test (one write)
+    time.sleep(60)
+    return {{}}
+
+if {pool!r} == "sweep":
+    run_sweep(nap, [{{"k": 0}}, {{"k": 1}}], workers=2)
+else:
+    run_tasks([Task(nap, ({{}},)), Task(nap, ({{}},))], workers=2)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("pool", ["sweep", "tasks"])
+def test_pool_workers_die_with_a_killed_parent(pool):
+    """SIGKILL of the process that runs a pool (run_sweep, run_tasks) ends its workers within 5 s."""
+    proc = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT.format(root=str(ROOT), pool=pool)],
+                            stdout=subprocess.PIPE)
+    pids: list[int] = []
+    try:
+        out, deadline = b"", time.monotonic() + 60
+        while out.count(b"\n") < 2 and time.monotonic() < deadline:
+            if select.select([proc.stdout], [], [], 1.0)[0]:
+                chunk = os.read(proc.stdout.fileno(), 1024)
+                assert chunk, f"the parent ended before its workers started: {proc.wait()}"
+                out += chunk
+        pids = [int(p) for p in out.split()]
+        assert len(pids) == 2 and proc.pid not in pids
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids), f"workers {pids} outlived their killed parent"
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        for pid in pids:  # the orphans of a failed run
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
