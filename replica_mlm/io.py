@@ -3,11 +3,13 @@
 A leaf module: it imports nothing from the package (only numpy and the standard library; the folder
 lock imports ``filelock`` when it is used), so every layer may use it.
 
-Atomic writes
-    :func:`atomic_write_text` writes a temporary file in the target's folder and renames it over the
-    target, so a reader (or a run killed half-way) never sees a half-written file. The temporary file
-    is created with mode ``0o666`` and the process umask applied by the kernel, exactly like
-    ``open(path, "w")``: CSV and JSON get the same permissions as the PNG and PDF figures.
+Atomic writes (every file the package writes)
+    :func:`atomic_open` (bytes or text; :func:`atomic_write_text` is built on it) writes a temporary
+    file in the target's folder and renames it over the target, so a reader (or a run killed at any
+    moment) never sees a half-written file. The temporary file is created with mode ``0o666`` and
+    the process umask applied by the kernel, exactly like ``open(path, "w")``. A failed write
+    (a full disk) raises an OSError naming the file. :func:`output_set` commits several files
+    together, a manifest last.
 
 JSON convention (one for every file the package writes)
     :func:`write_json` writes a file atomically with :func:`dumps`, which turns numpy scalars
@@ -40,6 +42,7 @@ Folder locks
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import csv
 import hashlib
 import io
@@ -49,12 +52,13 @@ import os
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 __all__ = [
     "FolderBusy",
+    "atomic_open",
     "atomic_write_text",
     "csv_text",
     "dumps",
@@ -63,6 +67,7 @@ __all__ = [
     "fingerprint_digest",
     "folder_lock",
     "loads",
+    "output_set",
     "to_plain",
     "write_csv",
     "write_json",
@@ -72,38 +77,153 @@ __all__ = [
 LOCK_NAME = ".replica-mlm.lock"
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, with the permissions the umask gives new files.
+class _FdWriter(io.RawIOBase):
+    # every byte through os.write (no fileno(), so no library writes to the descriptor itself)
+    def __init__(self, fd: int):
+        self._fd = fd
 
-    The text goes to a temporary file ``.<name>.<random>.tmp`` in the same folder, which is then
-    renamed over ``path`` (``os.replace``): readers see the old file or the new one, never a part.
-    The temporary file is opened with mode ``0o666`` so the kernel applies the process umask, as
-    for any ``open(path, "w")`` (``tempfile.mkstemp`` would leave it ``0o600``). Missing parent
-    folders are created.
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        return os.write(self._fd, data)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                os.close(self._fd)
+            finally:
+                super().close()
+
+
+def _named(exc: OSError, path: Path, tmp: Path | None = None) -> OSError:
+    """``exc`` naming ``path`` if it names no file (or only the temporary one); same class, errno."""
+    if exc.errno is None or exc.filename not in (None, None if tmp is None else os.fspath(tmp)):
+        return exc
+    try:
+        named = type(exc)(exc.errno, exc.strerror, os.fspath(path))
+    except Exception:  # a subclass with another constructor
+        named = OSError(exc.errno, exc.strerror, os.fspath(path))
+    named.__cause__, named.__suppress_context__ = exc, True
+    return named.with_traceback(exc.__traceback__)
+
+
+#: the output_set in force: (pid, resolved folder, {target: temporary} in writing order)
+_staging: contextvars.ContextVar[tuple[int, Path, dict] | None] = contextvars.ContextVar("rm_staging",
+                                                                                        default=None)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "wb", *, encoding: str = "utf-8") -> Iterator[IO]:
+    """Open a temporary file beside ``path``; on success it is renamed over ``path``, on failure removed.
+
+    The package's one writer. The temporary file is ``.<name>.<12 hex digits>.tmp`` in the
+    target's folder (mode ``0o666`` less the umask); missing parent folders are created. Readers,
+    and a run killed at any moment (``SIGKILL`` included), see the old file or the new one, never a
+    part (a killed run may leave its temporary file behind). Inside :func:`output_set` the rename
+    of a file of that set's folder waits for the end of the set.
 
     Parameters
     ----------
     path : path
         The file to write.
-    text : str
-        Its content (written as UTF-8).
+    mode : {"wb", "w"}
+        Binary, or text in ``encoding`` (newlines as for ``open``).
+
+    Yields
+    ------
+    file object
 
     Raises
     ------
     OSError
-        If the folder cannot be created or written; no temporary file is left behind.
+        If the folder cannot be created or the file written (``ENOSPC`` on a full disk, ...): the
+        same class and ``errno``, with ``filename`` set to ``path`` where the system named no file;
+        no temporary file is left behind.
+    ValueError
+        For another ``mode``.
     """
+    if mode not in ("wb", "w"):
+        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise _named(exc, path, tmp)  # noqa: B904 (the cause is set)
+    try:
+        fh = io.BufferedWriter(_FdWriter(fd), buffer_size=1 << 18)
+        if mode == "w":
+            fh = io.TextIOWrapper(fh, encoding=encoding)
+        with fh:
+            yield fh
+        pid, folder, staged = _staging.get() or (None, None, {})
+        if pid == os.getpid() and path.parent.resolve() == folder:
+            if folder / path.name in staged:  # written twice: the last one counts
+                staged.pop(folder / path.name).unlink(missing_ok=True)
+            staged[folder / path.name] = tmp
+        else:
+            os.replace(tmp, path)
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _named(exc, path, tmp)  # noqa: B904 (the cause is set)
         raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically as UTF-8 (:func:`atomic_open` in text mode).
+
+    Raises
+    ------
+    OSError
+        If the folder cannot be created or written, naming ``path``; no temporary file is left
+        behind.
+    """
+    with atomic_open(path, "w") as fh:
+        fh.write(text)
+
+
+@contextlib.contextmanager
+def output_set(folder: str | os.PathLike, *, manifest: str) -> Iterator[Path]:
+    """Write a set of files into ``folder`` all together, its ``manifest`` file last.
+
+    The files :func:`atomic_open` writes into ``folder`` in the block (this process and thread) stay
+    temporary; at its end the old manifest is removed, the files renamed in the order written, the
+    manifest last. A failure in the block (a full disk) removes them all: the folder keeps its
+    previous complete set, or none. A kill during the renames (milliseconds, no writing) leaves no
+    manifest: a folder without its manifest is incomplete; run the command again.
+
+    Raises
+    ------
+    ValueError
+        If the block did not write ``manifest`` (the set is not committed).
+    OSError
+        As :func:`atomic_open`.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    staged: dict[Path, Path] = {}
+    token = _staging.set((os.getpid(), folder.resolve(), staged))
+    try:
+        yield folder
+        target = folder.resolve() / manifest
+        if target not in staged:
+            raise ValueError(f"output_set: {target} was not written; the files of {folder} are discarded")
+        target.unlink(missing_ok=True)
+        staged[target] = staged.pop(target)  # last
+        while staged:
+            path = next(iter(staged))
+            try:
+                os.replace(staged[path], path)
+            except OSError as exc:
+                raise _named(exc, path, staged[path])  # noqa: B904
+            del staged[path]
+    finally:
+        _staging.reset(token)
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
 
 
 def to_plain(obj: Any) -> Any:

@@ -637,6 +637,7 @@ def test_every_public_name_is_driven():
 
 
 # ---------------------------------------------------------------- issue 22: processes and files
+import json  # noqa: E402
 import os  # noqa: E402
 import select  # noqa: E402
 import subprocess  # noqa: E402
@@ -700,3 +701,62 @@ def test_pool_workers_die_with_a_killed_parent(pool):
         for pid in pids:  # the orphans of a failed run
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+KILLED_SAVE_SCRIPT = """
+import json, os, random, signal, sys, time
+sys.path.insert(0, {root!r})
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+from replica_mlm.plotting import save, style
+
+with style():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    x = np.linspace(0, 10, 200)
+    for k in range(3):
+        ax.plot(x, np.sin(x + k) * np.exp(-x / (k + 1)), label=f"curve {{k}}")
+    ax.legend()
+save(fig, os.path.join({folder!r}, "probe"))  # the first save loads fonts
+t0 = time.perf_counter()
+save(fig, os.path.join({folder!r}, "probe"))
+one = time.perf_counter() - t0  # the time of one save (PNG and PDF)
+
+def valid(path):
+    if not os.path.exists(path):
+        return "absent"
+    data = open(path, "rb").read()
+    if path.endswith(".png"):
+        ok = data.startswith(b"\\x89PNG\\r\\n\\x1a\\n") and data.endswith(b"IEND\\xaeB`\\x82")
+    else:
+        ok = data.startswith(b"%PDF") and data.rstrip().endswith(b"%%EOF")
+    return "complete" if ok else f"partial ({{len(data)}} bytes)"
+
+rng = random.Random(2022)
+results = []
+for trial in range({trials}):
+    stem = os.path.join({folder!r}, f"fig{{trial}}")
+    pid = os.fork()
+    if pid == 0:  # the child saves the figure again and again until it is killed
+        while True:
+            save(fig, stem)
+    time.sleep(rng.uniform(0.0, 2.0 * one))
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    results.append([valid(stem + ".png"), valid(stem + ".pdf")])
+print(json.dumps({{"one_save_seconds": one, "results": results}}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks the saving process")
+def test_a_figure_killed_while_saved_is_never_partial(tmp_path):
+    """SIGKILL at random moments of plotting.save leaves each of the PNG and the PDF complete or
+    absent under its name, never partial (0 bytes, or cut before the PNG's IEND / the PDF's %%EOF)."""
+    code = KILLED_SAVE_SCRIPT.format(root=str(ROOT), folder=str(tmp_path), trials=6)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    partial = [r for r in report["results"] if any(v.startswith("partial") for v in r)]
+    assert not partial, f"partial figures after a kill: {report}"
+    assert any("complete" in r for r in report["results"])  # some kill came after a finished save
