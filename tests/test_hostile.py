@@ -637,8 +637,10 @@ def test_every_public_name_is_driven():
 
 
 # ---------------------------------------------------------------- issue 22: processes and files
+import errno  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import select  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -760,3 +762,52 @@ def test_a_figure_killed_while_saved_is_never_partial(tmp_path):
     partial = [r for r in report["results"] if any(v.startswith("partial") for v in r)]
     assert not partial, f"partial figures after a kill: {report}"
     assert any("complete" in r for r in report["results"])  # some kill came after a finished save
+
+
+CURVE_ARGS = ["curve", "--L", "20", "--points", "4", "--alpha-max", "3", "--lam", "0.1", "--lam", "1"]
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name != ".replica-mlm.lock"}
+
+
+def test_a_full_disk_names_the_file_and_leaves_the_previous_set(tmp_path, monkeypatch):
+    """ENOSPC at the first, a middle or the last write of ``replica-mlm curve`` (csv, png, pdf, json):
+    exit status 2 with one line naming the file, and the folder keeps its previous complete set byte
+    for byte (no temporary file); into a fresh folder, nothing is left, curve.json least of all."""
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    out = tmp_path / "c"
+    assert CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(out)]).exit_code == 0
+    before = _files(out)
+    assert sorted(before) == ["curve.csv", "curve.json", "curve.pdf", "curve.png"]
+    real_write, calls = os.write, []
+
+    def counting(fd, data):
+        calls.append(len(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", counting)
+    assert CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(tmp_path / "count")]).exit_code == 0
+    n_writes = len(calls)
+    assert n_writes >= 4
+
+    def full_at(n):
+        def write(fd, data):
+            calls.append(len(data))
+            if len(calls) == n:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real_write(fd, data)
+        return write
+
+    for folder, n in [(out, 1), (out, n_writes // 2), (out, n_writes), (tmp_path / "fresh", n_writes)]:
+        calls.clear()
+        monkeypatch.setattr(os, "write", full_at(n))
+        res = CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(folder)])
+        assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1, (n, res.output)
+        named = re.fullmatch(rf"Error: {re.escape(str(folder))}/curve\.(csv|png|pdf|json): "
+                             rf"{os.strerror(errno.ENOSPC)}", res.stderr.strip())
+        assert named, (n, res.stderr)
+        assert _files(folder) == (before if folder == out else {}), n

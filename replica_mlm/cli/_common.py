@@ -13,7 +13,7 @@ from typing import Any
 import click
 import numpy as np
 
-from replica_mlm import __version__
+from replica_mlm import __version__, io
 from replica_mlm.io import folder_lock, write_json
 
 #: key of ``click.Context.meta`` mapping sweep fingerprint fields to the options that set them
@@ -84,8 +84,15 @@ def alpha_grid(alpha_min: float, alpha_max: float, points: int) -> np.ndarray:
 
 
 def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started: float,
-                   files: list[str | Path], extra: dict[str, Any] | None = None) -> Path:
-    """Write ``<name>.json``: parameters, version, seeds, timing and the files written."""
+                   files: list[str | Path], rows: dict[str, int] | None = None,
+                   extra: dict[str, Any] | None = None) -> Path:
+    """Write ``<name>.json``: parameters, version, seeds, timing, the files written and the data
+    rows of each CSV table among them (``rows``: file name -> rows below the header), by which
+    :func:`replica_mlm.load` tells a complete table from a truncated one.
+
+    The commands write their files inside :func:`output_set` with this file as the manifest: it
+    is written last, and a folder without it holds no complete set.
+    """
     meta = {
         "command": " ".join(["replica-mlm", *sys.argv[1:]]),
         "version": __version__,
@@ -94,11 +101,18 @@ def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started:
         "parameters": parameters,
         "elapsed_seconds": time.time() - started,
         "files": [str(Path(f).name) for f in files],
+        "rows": dict(rows or {}),
         **(extra or {}),
     }
     path = out / f"{name}.json"
     write_json(path, meta, indent=2)
     return path
+
+
+def output_set(out: Path, name: str):
+    """The files of command ``name`` in ``out`` as one set, ``<name>.json`` (the metadata) last:
+    :func:`replica_mlm.io.output_set`. A failure (a full disk) leaves the folder's previous set."""
+    return io.output_set(out, manifest=f"{name}.json")
 
 
 # --- options shared by the sweep subcommands (simulate, validate, ...) ---------------------
