@@ -9,7 +9,7 @@ Atomic writes (every file the package writes)
     moment) never sees a half-written file. The temporary file is created with mode ``0o666`` and
     the process umask applied by the kernel, exactly like ``open(path, "w")``. A failed write
     (a full disk) raises an OSError naming the file. :func:`output_set` commits several files
-    together, a manifest last.
+    together, a manifest last. :func:`read_text_file` is the reading side: regular files only.
 
 JSON convention (one for every file the package writes)
     :func:`write_json` writes a file atomically with :func:`dumps`, which turns numpy scalars
@@ -47,9 +47,11 @@ import csv
 import hashlib
 import io
 import json
+import math
 import numbers
 import os
 import secrets
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -68,6 +70,7 @@ __all__ = [
     "folder_lock",
     "loads",
     "output_set",
+    "read_text_file",
     "to_plain",
     "write_csv",
     "write_json",
@@ -259,9 +262,66 @@ def dumps(obj: Any, *, indent: int | None = None, sort_keys: bool = False) -> st
     return json.dumps(to_plain(obj), allow_nan=True, indent=indent, sort_keys=sort_keys)
 
 
+def _json_float(token: str) -> float:
+    value = float(token)
+    if math.isinf(value):  # dumps writes Infinity; 1e999 is no number the package wrote
+        raise ValueError(f"the number {token} overflows to {value} (the package writes Infinity)")
+    return value
+
+
 def loads(text: str) -> Any:
-    """Read JSON written by :func:`dumps` (floats, ``inf`` and ``nan`` exactly as written)."""
-    return json.loads(text)
+    """Read JSON written by :func:`dumps` (floats, ``inf`` and ``nan`` exactly as written).
+
+    Raises
+    ------
+    ValueError
+        For text that is not JSON, or a number that overflows a float (``1e999``: :func:`dumps`
+        writes ``Infinity``).
+    """
+    return json.loads(text, parse_float=_json_float)
+
+
+_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
+def read_text_file(path: str | os.PathLike, *, max_bytes: int) -> str:
+    """The UTF-8 text of the regular file ``path``, at most ``max_bytes`` long; never blocks.
+
+    Opened with ``O_NONBLOCK`` and checked with ``fstat`` before a byte is read: a FIFO, a device
+    (a link to ``/dev/zero``) or a folder is refused at once instead of hanging or filling the
+    memory. A leading UTF-8 byte order mark (spreadsheets write one; the package never does) is
+    dropped, so a file reads the same with or without it.
+
+    Raises
+    ------
+    ValueError
+        Naming the file: not a regular file, longer than ``max_bytes``, or not UTF-8.
+    OSError
+        If it cannot be opened or read (``FileNotFoundError``, ...), naming it.
+    """
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "a special file")
+            raise ValueError(f"{path} is {kind}, not a regular file")
+        chunks, size = [], 0
+        while size <= max_bytes and (chunk := os.read(fd, max_bytes + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise _named(exc, path)  # noqa: B904
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise ValueError(f"{path} is longer than {max_bytes} bytes (no file the package writes)")
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = None,

@@ -62,6 +62,7 @@ from replica_mlm.io import (
     fingerprint_digest,
     folder_lock,
     loads,
+    read_text_file,
     to_plain,
     write_json,
 )
@@ -72,6 +73,8 @@ PointFunction = Callable[[dict, np.random.Generator], dict]
 
 #: name of the fingerprint file in a sweep folder
 FINGERPRINT = "fingerprint.json"
+#: the largest point or fingerprint file a resume reads (bytes)
+MAX_POINT_BYTES = 2**28
 #: seconds to wait for a Dask scheduler given by address before giving up
 SCHEDULER_TIMEOUT = 10.0
 _POINT_FILE = re.compile(r"point-(\d{5,})\.json")
@@ -192,18 +195,28 @@ def _remove_temporaries(out: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def _read_json(path: Path, why: str) -> Any:
+    # never blocks (a FIFO or a link to /dev/zero is refused at once): the run holds the folder lock
+    try:
+        text = read_text_file(path, max_bytes=MAX_POINT_BYTES)
+    except ValueError as exc:  # "<path> is a FIFO (named pipe), not a regular file", ...
+        rest = str(exc).removeprefix(f"{path} is ")
+        raise BadPointFile(path, why if rest.startswith("not UTF-8") else rest) from None
+    try:
+        return loads(text)
+    except ValueError:
+        raise BadPointFile(path, why) from None
+
+
 def _load_finished(out: Path, points: list[dict], fp: dict, digest: str) -> dict[int, dict]:
     """Check the folder's fingerprint and point files against this sweep; return finished points."""
     files = _point_files(out)
     fp_path = out / FINGERPRINT
-    if fp_path.exists():
-        try:
-            stored_fp = loads(fp_path.read_text())
-            if not isinstance(stored_fp, dict):
-                raise ValueError("not a JSON object")
-            stored_fp.pop("sha256", None)  # a copy of the digest, for readers of the folder
-        except (ValueError, UnicodeDecodeError):
-            raise BadPointFile(fp_path, "not a fingerprint") from None
+    if os.path.lexists(fp_path):
+        stored_fp = _read_json(fp_path, "not a fingerprint")
+        if not isinstance(stored_fp, dict):
+            raise BadPointFile(fp_path, "not a fingerprint")
+        stored_fp.pop("sha256", None)  # a copy of the digest, for readers of the folder
         diff = fingerprint_difference(stored_fp, fp)
         if diff is not None:
             raise ResumeMismatch(out, *diff)
@@ -214,10 +227,7 @@ def _load_finished(out: Path, points: list[dict], fp: dict, digest: str) -> dict
     for k, path in sorted(files.items()):
         if k >= len(points):
             continue  # a longer earlier sweep with the same fingerprint: not needed now
-        try:
-            stored = loads(path.read_text())
-        except (ValueError, UnicodeDecodeError):
-            raise BadPointFile(path, "not valid JSON") from None
+        stored = _read_json(path, "not valid JSON")
         if not isinstance(stored, dict) or not {"index", "point", "result", "fingerprint"} <= stored.keys():
             raise BadPointFile(path, "keys index, point, result, fingerprint missing")
         if stored["index"] != k or stored["fingerprint"] != digest:

@@ -811,3 +811,96 @@ def test_a_full_disk_names_the_file_and_leaves_the_previous_set(tmp_path, monkey
                              rf"{os.strerror(errno.ENOSPC)}", res.stderr.strip())
         assert named, (n, res.stderr)
         assert _files(folder) == (before if folder == out else {}), n
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """SIGALRM after ``seconds``: a call that would block for ever raises _Hang instead."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _draw(point, rng):
+    """A sweep point without a solver."""
+    return {"x": float(rng.standard_normal())}
+
+
+def test_load_refuses_a_truncated_curve_table(tmp_path):
+    """A curve.csv cut at the boundary between its two curves no longer reads as one curve; cut
+    inside a row, it is refused too; both errors name the file."""
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    out = tmp_path / "c"
+    assert CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(out)]).exit_code == 0
+    path = out / "curve.csv"
+    text = path.read_text()
+    assert len(rm.load(path)) == 2
+    lines = text.splitlines(keepends=True)
+    per_curve = (len(lines) - 1) // 2
+    path.write_text("".join(lines[:1 + per_curve]))  # the first curve only, every row intact
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))} has {per_curve} rows, but curve.json"):
+        rm.load(path)
+    path.write_text(text[:-5])  # cut inside the last row
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))} is cut inside its last row"):
+        rm.load(path)
+
+
+def test_load_refuses_numbers_the_writer_never_writes(tmp_path):
+    """1e999 (read as inf by float) in a curve table, in any other table and in JSON is refused,
+    naming the file; the writer writes inf / Infinity."""
+    curves = rm.learning_curve(rm.GaussianPotts.limit(shift=3.0), alpha=[0.5, 2.0], lam=0.1)
+    curves.to_csv(tmp_path / "c.csv")
+    text = (tmp_path / "c.csv").read_text()
+    eg = repr(float(curves.eg[0]))
+    assert text.count(f",{eg},") == 1
+    (tmp_path / "c.csv").write_text(text.replace(f",{eg},", ",1e999,"))
+    (tmp_path / "t.csv").write_text("alpha,eg\n0.5,1e999\n")
+    (tmp_path / "x.json").write_text('{"eg": 1e999}\n')
+    for name in ("c.csv", "t.csv", "x.json"):
+        with pytest.raises(ValueError, match=re.escape(str(tmp_path / name))):
+            rm.load(tmp_path / name)
+
+
+def test_load_reads_a_file_with_a_byte_order_mark_as_without(tmp_path):
+    curves = rm.learning_curve(rm.GaussianPotts.limit(shift=3.0), alpha=[0.5, 2.0], lam=[0.1, 1.0])
+    from replica_mlm.theory.curve import curves_to_csv
+
+    text = curves_to_csv(curves)
+    (tmp_path / "c.csv").write_text("\ufeff" + text, encoding="utf-8")
+    back = rm.load(tmp_path / "c.csv")
+    assert isinstance(back, list) and len(back) == 2
+    assert all(np.array_equal(a.eg, b.eg) and a.lam == b.lam for a, b in zip(back, curves, strict=True))
+    (tmp_path / "x.json").write_text("\ufeff" + rm.io.dumps({"eg": [0.5, np.inf]}), encoding="utf-8")
+    assert rm.load(tmp_path / "x.json") == {"eg": [0.5, np.inf]}
+
+
+def test_load_and_resume_refuse_fifos_and_devices_at_once(tmp_path, monkeypatch):
+    """A FIFO or a link to /dev/zero under a file's name is refused at once (ValueError naming it),
+    by rm.load and by a sweep's resume (which reads under the folder lock); so is an oversized file."""
+    from replica_mlm import results
+    from replica_mlm.sweep import BadPointFile, run_sweep
+
+    os.mkfifo(tmp_path / "fifo.csv")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    sweep = tmp_path / "sweep"
+    run_sweep(_draw, [{"k": 0}, {"k": 1}], out=sweep)
+    (sweep / "point-00001.json").unlink()
+    os.mkfifo(sweep / "point-00001.json")
+    with _deadline(5.0):
+        with pytest.raises(ValueError, match=rf"{re.escape(str(tmp_path / 'fifo.csv'))} is a FIFO"):
+            rm.load(tmp_path / "fifo.csv")
+        with pytest.raises(BadPointFile, match=r"point-00001.json in .* \(a FIFO \(named pipe\), not a"):
+            run_sweep(_draw, [{"k": 0}, {"k": 1}], out=sweep, resume=True)
+        with pytest.raises(ValueError, match=rf"{re.escape(str(tmp_path / 'zero.json'))} is a character"):
+            rm.load(tmp_path / "zero.json")
+    (tmp_path / "big.json").write_text('{"x": 1}\n')
+    monkeypatch.setattr(results, "MAX_BYTES", 4)
+    with pytest.raises(ValueError, match=r"big.json is longer than 4 bytes"):
+        rm.load(tmp_path / "big.json")
