@@ -473,12 +473,18 @@ def folder_lock(folder: str | os.PathLike) -> Iterator[Path]:
     FolderBusy
         If another run is writing into ``folder``.
     OSError
-        If the folder cannot be created.
+        If the folder cannot be created, or no file can be created in it (``/proc/self``, a
+        read-only folder: "not a writable folder", naming it).
     """
     from filelock import FileLock, Timeout
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    try:  # the real reason a lock cannot be taken (filelock would report any failure as "busy")
+        os.close(os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666))
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"not a writable folder (cannot create {LOCK_NAME} in it: "
+                                   f"{exc.strerror})", os.fspath(folder)) from None
     lock = FileLock(folder / LOCK_NAME, timeout=0, is_singleton=False, thread_local=False)
     try:
         lock.acquire()

@@ -904,3 +904,29 @@ def test_load_and_resume_refuse_fifos_and_devices_at_once(tmp_path, monkeypatch)
     monkeypatch.setattr(results, "MAX_BYTES", 4)
     with pytest.raises(ValueError, match=r"big.json is longer than 4 bytes"):
         rm.load(tmp_path / "big.json")
+
+
+def test_an_empty_out_is_a_usage_error_and_writes_nothing(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for command in (CURVE_ARGS, ["paper-fig2"]):
+        res = CliRunner().invoke(main, [*command, "--out", ""])
+        assert res.exit_code == 2, res.output
+        assert "Invalid value for '--out': must name a folder" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_an_unwritable_out_says_so_not_another_run():
+    """--out /proc/self (no file can be created there) is not "another run is writing"."""
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    res = CliRunner().invoke(main, [*CURVE_ARGS, "--out", "/proc/self"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.startswith("Error: /proc/self: not a writable folder")
+    assert "another run" not in res.stderr and len(res.stderr.splitlines()) == 1

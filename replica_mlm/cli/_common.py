@@ -37,6 +37,19 @@ class FiniteFloat(click.FloatRange):
 FINITE = FiniteFloat()
 
 
+class OutFolder(click.Path):
+    """``--out``: a folder path (a file there is an error), never empty (``Path("")`` is the current
+    folder: an empty value, e.g. an unset shell variable, would write there without being asked)."""
+
+    def __init__(self):
+        super().__init__(file_okay=False, path_type=Path)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value == "":
+            self.fail("must name a folder, got an empty string (use '.' for the current folder)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def task_options(f):
     """Options that pick the learning task: a finite Gaussian Potts instance and a masked site."""
     f = click.option("--site", "site", type=click.IntRange(min=0), default=0, show_default=True,
@@ -155,7 +168,7 @@ def out_option(default: str, help: str = "Output folder (created if missing)."):
                 return f(*args, **kwargs)
 
         return click.option(
-            "--out", type=click.Path(file_okay=False, path_type=Path), default=Path(default),
+            "--out", type=OutFolder(), default=Path(default),
             show_default=True, help=f"{help} Locked while the command runs: one run per folder at a time.",
         )(locked)
 
