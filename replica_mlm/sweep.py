@@ -10,7 +10,9 @@ per-point function ``func(point, rng) -> dict``. Three properties make sweeps sa
 * **Atomic, resumable output.** With ``out=DIR`` each finished point is written to
   ``DIR/point-00000.json`` (temporary file and rename, never half-written) as soon as it is
   done; a run that fails or is killed half-way leaves the finished points intact, and
-  ``resume=True`` loads them instead of recomputing them.
+  ``resume=True`` loads them instead of recomputing them. The temporary files a killed run
+  leaves (``.point-00003.json.<12 hex digits>.tmp``) are removed by the next run into the
+  folder; no other file of the folder is touched (a user's ``.notes.tmp`` stays).
 * **Resume only what was asked.** ``DIR/fingerprint.json`` records what determines every point
   besides the point itself: the function's qualified name, the root seed and the package
   version; each point file carries the point, its index and the fingerprint's SHA-256. A resume
@@ -78,6 +80,8 @@ MAX_POINT_BYTES = 2**28
 #: seconds to wait for a Dask scheduler given by address before giving up
 SCHEDULER_TIMEOUT = 10.0
 _POINT_FILE = re.compile(r"point-(\d{5,})\.json")
+#: a temporary file of io.atomic_open for a point or fingerprint file
+_TEMPORARY = re.compile(r"\.(?:point-\d{5,}\.json|fingerprint\.json)\.[0-9a-f]{12}\.tmp")
 
 
 class ResumeRefused(ValueError):
@@ -190,9 +194,13 @@ def _point_files(out: Path) -> dict[int, Path]:
 
 
 def _remove_temporaries(out: Path) -> None:
-    # left by a run killed while writing; safe to remove under the folder lock
-    for path in out.glob(".*.tmp"):
-        path.unlink(missing_ok=True)
+    """Remove what a sweep killed while writing left: temporary files of its own point and
+    fingerprint files, named exactly as :func:`replica_mlm.io.atomic_open` names them
+    (``.point-00001.json.<12 hex digits>.tmp``). Any other file stays, a user's ``.notes.tmp``
+    too. Safe under the folder lock: no other run writes there."""
+    for path in out.iterdir():
+        if _TEMPORARY.fullmatch(path.name):
+            path.unlink(missing_ok=True)
 
 
 def _read_json(path: Path, why: str) -> Any:

@@ -930,3 +930,27 @@ def test_an_unwritable_out_says_so_not_another_run():
     assert res.exit_code == 2, res.output
     assert res.stderr.startswith("Error: /proc/self: not a writable folder")
     assert "another run" not in res.stderr and len(res.stderr.splitlines()) == 1
+
+
+def test_a_sweep_removes_only_its_own_leftover_temporaries(tmp_path, monkeypatch):
+    """The next run into a sweep folder removes the temporaries a killed run left (named as
+    the writer names them) and nothing else: a user's own .*.tmp files stay."""
+    from replica_mlm.sweep import run_sweep
+
+    real_replace, renamed = os.replace, []
+
+    def replace(src, dst):  # learn the writer's name for a temporary point file
+        renamed.append(Path(src).name)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    rm.io.write_json(tmp_path / "point-00001.json", {})
+    monkeypatch.undo()
+    (tmp_path / "point-00001.json").unlink()
+    ours = [renamed[0], ".fingerprint.json.0123456789ab.tmp"]
+    users = [".notes.tmp", ".point-00001.json.tmp", ".data.0123456789ab.tmp",
+             ".point-7.json.0123456789ab.tmp"]
+    for name in ours + users:
+        (tmp_path / name).write_text("x")
+    run_sweep(_draw, [{"k": 0}, {"k": 1}], out=tmp_path)
+    assert sorted(p.name for p in tmp_path.glob(".*.tmp")) == sorted(users)
