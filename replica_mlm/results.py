@@ -94,7 +94,10 @@ def load(path: str | os.PathLike):
 
     # pandas < 3 parses floats exactly only when asked; pandas 3 does by default (and deprecates asking)
     exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
-    return pd.read_csv(stdio.StringIO(text), **exact)
+    try:
+        return pd.read_csv(stdio.StringIO(text), **exact)
+    except ValueError as exc:  # e.g. no columns at all
+        raise ValueError(f"{path} is not a CSV table written by replica-mlm: {exc}") from None
 
 
 def _table(text: str, path: Path) -> list[list[str]]:
