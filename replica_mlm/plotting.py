@@ -17,6 +17,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from replica_mlm.io import atomic_open
+
 #: line styles that stay distinct in greyscale
 LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 1)))
 MARKERS = ("o", "s", "^", "D", "v", "x")
@@ -64,7 +66,9 @@ def save(fig, path: str | os.PathLike, *, formats: Sequence[str] = FORMATS, **sa
     ``out/curve.pdf`` all write ``out/curve.png`` and ``out/curve.pdf``). The output settings of
     :data:`STYLE` apply wherever ``save`` is called (inside a style context or not): 300 dpi, a
     tight bounding box with a margin (so no label is cut off), white background, TrueType fonts in
-    the PDF, no creation date in the PDF (identical input, identical file). ``savefig_kwargs`` go
+    the PDF, no creation date in the PDF (identical input, identical file). Each file is written
+    atomically (:func:`replica_mlm.io.atomic_open`): a run killed while saving leaves the previous
+    file or none, never a partial one; a full disk raises an OSError naming the file. ``savefig_kwargs`` go
     to :meth:`matplotlib.figure.Figure.savefig` and override those settings; ``formats`` picks a
     subset of ``(".png", ".pdf")``.
 
@@ -96,7 +100,9 @@ def save(fig, path: str | os.PathLike, *, formats: Sequence[str] = FORMATS, **sa
                     kwargs["bbox_inches"] = boxes[ext]
                 if ext == ".pdf":
                     kwargs.setdefault("metadata", {"CreationDate": None})
-                fig.savefig(out, **kwargs)
+                kwargs["format"] = ext[1:]  # the temporary file's name has another suffix
+                with atomic_open(out, "wb") as fh:  # never a partial figure under its name
+                    fig.savefig(fh, **kwargs)
                 written.append(out)
     finally:
         font_log.setLevel(level)

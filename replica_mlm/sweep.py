@@ -10,7 +10,9 @@ per-point function ``func(point, rng) -> dict``. Three properties make sweeps sa
 * **Atomic, resumable output.** With ``out=DIR`` each finished point is written to
   ``DIR/point-00000.json`` (temporary file and rename, never half-written) as soon as it is
   done; a run that fails or is killed half-way leaves the finished points intact, and
-  ``resume=True`` loads them instead of recomputing them.
+  ``resume=True`` loads them instead of recomputing them. The temporary files a killed run
+  leaves (``.point-00003.json.<12 hex digits>.tmp``) are removed by the next run into the
+  folder; no other file of the folder is touched (a user's ``.notes.tmp`` stays).
 * **Resume only what was asked.** ``DIR/fingerprint.json`` records what determines every point
   besides the point itself: the function's qualified name, the root seed and the package
   version; each point file carries the point, its index and the fingerprint's SHA-256. A resume
@@ -19,16 +21,17 @@ per-point function ``func(point, rng) -> dict``. Three properties make sweeps sa
   or does not belong to the sweep is refused with a :class:`BadPointFile` naming it. Appending
   points to a sweep and resuming keeps the finished ones (a point depends only on the
   fingerprint, itself and its index).
-* **One run per folder.** The run holds a lock on ``DIR`` (:func:`replica_mlm.io.folder_lock`);
+* **One run per folder.** The run holds a lock on ``DIR`` (:func:`replica_mlm.run_folder.folder_lock`);
   a second run into the same folder at the same time fails at once with
-  :class:`replica_mlm.io.FolderBusy`.
+  :class:`replica_mlm.run_folder.FolderBusy`.
 * **Same results from fresh and resumed runs.** Results pass through JSON (floats round-trip
   exactly, ``inf`` and ``nan`` included: the convention of :mod:`replica_mlm.io`), so a value
   computed now and a value read from disk are identical.
 * **One BLAS thread per worker by default** (``threads=``, scoped with threadpoolctl inside each
   worker; see :mod:`replica_mlm._threads` for why).
 
-``workers=N`` uses a :class:`concurrent.futures.ProcessPoolExecutor`; ``scheduler=ADDRESS`` (or
+``workers=N`` uses a :class:`concurrent.futures.ProcessPoolExecutor` whose workers exit when the
+run's process dies, even by ``SIGKILL`` (:func:`replica_mlm._pool.process_pool`); ``scheduler=ADDRESS`` (or
 a ``dask.distributed.Client``) sends the points to a Dask distributed cluster, which needs the
 optional extra ``pip install "replica-mlm[dask]"``. ``func`` must be picklable (a module-level
 function) for either.
@@ -44,7 +47,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,17 +55,10 @@ from typing import Any
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._pool import process_pool
 from replica_mlm._threads import INHERIT, blas_threads, resolve_threads
-from replica_mlm.io import (
-    dumps,
-    fingerprint,
-    fingerprint_difference,
-    fingerprint_digest,
-    folder_lock,
-    loads,
-    to_plain,
-    write_json,
-)
+from replica_mlm.io import dumps, loads, read_text_file, to_plain, write_json
+from replica_mlm.run_folder import fingerprint, fingerprint_difference, fingerprint_digest, folder_lock
 
 __all__ = ["BadPointFile", "ResumeMismatch", "ResumeRefused", "SweepResult", "point_rng", "run_sweep"]
 
@@ -70,9 +66,13 @@ PointFunction = Callable[[dict, np.random.Generator], dict]
 
 #: name of the fingerprint file in a sweep folder
 FINGERPRINT = "fingerprint.json"
+#: the largest point or fingerprint file a resume reads (bytes)
+MAX_POINT_BYTES = 2**28
 #: seconds to wait for a Dask scheduler given by address before giving up
 SCHEDULER_TIMEOUT = 10.0
 _POINT_FILE = re.compile(r"point-(\d{5,})\.json")
+#: a temporary file of io.atomic_open for a point or fingerprint file
+_TEMPORARY = re.compile(r"\.(?:point-\d{5,}\.json|fingerprint\.json)\.[0-9a-f]{12}\.tmp")
 
 
 class ResumeRefused(ValueError):
@@ -185,23 +185,37 @@ def _point_files(out: Path) -> dict[int, Path]:
 
 
 def _remove_temporaries(out: Path) -> None:
-    # left by a run killed while writing; safe to remove under the folder lock
-    for path in out.glob(".*.tmp"):
-        path.unlink(missing_ok=True)
+    """Remove what a sweep killed while writing left: temporary files of its own point and
+    fingerprint files, named exactly as :func:`replica_mlm.io.atomic_open` names them
+    (``.point-00001.json.<12 hex digits>.tmp``). Any other file stays, a user's ``.notes.tmp``
+    too. Safe under the folder lock: no other run writes there."""
+    for path in out.iterdir():
+        if _TEMPORARY.fullmatch(path.name):
+            path.unlink(missing_ok=True)
+
+
+def _read_json(path: Path, why: str) -> Any:
+    # never blocks (a FIFO or a link to /dev/zero is refused at once): the run holds the folder lock
+    try:
+        text = read_text_file(path, max_bytes=MAX_POINT_BYTES)
+    except ValueError as exc:  # "<path> is a FIFO (named pipe), not a regular file", ...
+        rest = str(exc).removeprefix(f"{path} is ")
+        raise BadPointFile(path, why if rest.startswith("not UTF-8") else rest) from None
+    try:
+        return loads(text)
+    except ValueError:
+        raise BadPointFile(path, why) from None
 
 
 def _load_finished(out: Path, points: list[dict], fp: dict, digest: str) -> dict[int, dict]:
     """Check the folder's fingerprint and point files against this sweep; return finished points."""
     files = _point_files(out)
     fp_path = out / FINGERPRINT
-    if fp_path.exists():
-        try:
-            stored_fp = loads(fp_path.read_text())
-            if not isinstance(stored_fp, dict):
-                raise ValueError("not a JSON object")
-            stored_fp.pop("sha256", None)  # a copy of the digest, for readers of the folder
-        except (ValueError, UnicodeDecodeError):
-            raise BadPointFile(fp_path, "not a fingerprint") from None
+    if os.path.lexists(fp_path):
+        stored_fp = _read_json(fp_path, "not a fingerprint")
+        if not isinstance(stored_fp, dict):
+            raise BadPointFile(fp_path, "not a fingerprint")
+        stored_fp.pop("sha256", None)  # a copy of the digest, for readers of the folder
         diff = fingerprint_difference(stored_fp, fp)
         if diff is not None:
             raise ResumeMismatch(out, *diff)
@@ -212,10 +226,7 @@ def _load_finished(out: Path, points: list[dict], fp: dict, digest: str) -> dict
     for k, path in sorted(files.items()):
         if k >= len(points):
             continue  # a longer earlier sweep with the same fingerprint: not needed now
-        try:
-            stored = loads(path.read_text())
-        except (ValueError, UnicodeDecodeError):
-            raise BadPointFile(path, "not valid JSON") from None
+        stored = _read_json(path, "not valid JSON")
         if not isinstance(stored, dict) or not {"index", "point", "result", "fingerprint"} <= stored.keys():
             raise BadPointFile(path, "keys index, point, result, fingerprint missing")
         if stored["index"] != k or stored["fingerprint"] != digest:
@@ -295,7 +306,7 @@ def run_sweep(
     ValueError
         For bad arguments, or a resume folder holding a different sweep (:class:`ResumeMismatch`,
         :class:`BadPointFile`).
-    replica_mlm.io.FolderBusy
+    replica_mlm.run_folder.FolderBusy
         If another run holds the lock of ``out``.
     ConnectionError
         If the scheduler given by address cannot be reached within ``SCHEDULER_TIMEOUT`` seconds.
@@ -357,7 +368,7 @@ def _run_processes(func, points, todo, seed, threads, workers, finish, bar) -> N
     # On a failure no new point starts, but the points already running finish and are written;
     # then the first error is raised.
     error = None
-    with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+    with process_pool(min(workers, len(todo))) as pool:
         pending = {pool.submit(_call, func, points[k], seed, k, threads): k for k in todo}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)  # write each point as it ends

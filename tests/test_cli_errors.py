@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from replica_mlm.cli import main
-from replica_mlm.io import folder_lock
+from replica_mlm.run_folder import folder_lock
 
 SMALL_SIM = ["simulate", "--L", "20", "--alpha", "2", "--lam", "0.1", "--seeds", "2", "--no-progress"]
 SMALL_CURVE = ["curve", "--L", "20", "--points", "3", "--lam", "0.1"]

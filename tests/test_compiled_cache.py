@@ -461,7 +461,7 @@ def test_two_processes_creating_the_key_at_once_use_the_same_one(tmp_path, monke
     def read_then_lose_the_race(path, **kw):
         data = read(path, **kw)
         if data is None and path.name == KEY:
-            io.atomic_write_text(path, winner.hex(), mode=0o600, exclusive=True)
+            io.atomic_write_text(path, winner.hex(), permissions=0o600, exclusive=True)
         return data
 
     monkeypatch.setattr(cache_guard, "read_private", read_then_lose_the_race)

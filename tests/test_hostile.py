@@ -803,3 +803,321 @@ def test_huge_finite_covariances_are_refused_before_they_overflow():
     # the bound leaves large but safe scales alone, with the numbers of the rescaled task
     big = rm.MaskedSite(covariance=COV * 1e100, teacher=TEACHER, noise=0.3)
     assert np.allclose(big.spectrum.omega, SITE.spectrum.omega * 1e100, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- issue 22: processes and files
+import errno  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import select  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ORPHAN_SCRIPT = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+from replica_mlm.sweep import run_sweep
+from replica_mlm.validation.parallel import Task, run_tasks
+
+def nap(point, rng=None):
+    os.write(1, b"%d\\n" % os.getpid())  # the worker's pid, for the test (one write)
+    time.sleep(60)
+    return {{}}
+
+if {pool!r} == "sweep":
+    run_sweep(nap, [{{"k": 0}}, {{"k": 1}}], workers=2)
+else:
+    run_tasks([Task(nap, ({{}},)), Task(nap, ({{}},))], workers=2)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("pool", ["sweep", "tasks"])
+def test_pool_workers_die_with_a_killed_parent(pool):
+    """SIGKILL of the process that runs a pool (run_sweep, run_tasks) ends its workers within 5 s."""
+    proc = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT.format(root=str(ROOT), pool=pool)],
+                            stdout=subprocess.PIPE)
+    pids: list[int] = []
+    try:
+        out, deadline = b"", time.monotonic() + 60
+        while out.count(b"\n") < 2 and time.monotonic() < deadline:
+            if select.select([proc.stdout], [], [], 1.0)[0]:
+                chunk = os.read(proc.stdout.fileno(), 1024)
+                assert chunk, f"the parent ended before its workers started: {proc.wait()}"
+                out += chunk
+        pids = [int(p) for p in out.split()]
+        assert len(pids) == 2 and proc.pid not in pids
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids), f"workers {pids} outlived their killed parent"
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        for pid in pids:  # the orphans of a failed run
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+KILLED_SAVE_SCRIPT = """
+import json, os, random, signal, sys, time
+sys.path.insert(0, {root!r})
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+from replica_mlm.plotting import save, style
+
+with style():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    x = np.linspace(0, 10, 200)
+    for k in range(3):
+        ax.plot(x, np.sin(x + k) * np.exp(-x / (k + 1)), label=f"curve {{k}}")
+    ax.legend()
+save(fig, os.path.join({folder!r}, "probe"))  # the first save loads fonts
+t0 = time.perf_counter()
+save(fig, os.path.join({folder!r}, "probe"))
+one = time.perf_counter() - t0  # the time of one save (PNG and PDF)
+
+def valid(path):
+    if not os.path.exists(path):
+        return "absent"
+    data = open(path, "rb").read()
+    if path.endswith(".png"):
+        ok = data.startswith(b"\\x89PNG\\r\\n\\x1a\\n") and data.endswith(b"IEND\\xaeB`\\x82")
+    else:
+        ok = data.startswith(b"%PDF") and data.rstrip().endswith(b"%%EOF")
+    return "complete" if ok else f"partial ({{len(data)}} bytes)"
+
+rng = random.Random(2022)
+results = []
+for trial in range({trials}):
+    stem = os.path.join({folder!r}, f"fig{{trial}}")
+    pid = os.fork()
+    if pid == 0:  # the child saves the figure again and again until it is killed
+        while True:
+            save(fig, stem)
+    time.sleep(rng.uniform(0.0, 2.0 * one))
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    results.append([valid(stem + ".png"), valid(stem + ".pdf")])
+print(json.dumps({{"one_save_seconds": one, "results": results}}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks the saving process")
+def test_a_figure_killed_while_saved_is_never_partial(tmp_path):
+    """SIGKILL at random moments of plotting.save leaves each of the PNG and the PDF complete or
+    absent under its name, never partial (0 bytes, or cut before the PNG's IEND / the PDF's %%EOF)."""
+    code = KILLED_SAVE_SCRIPT.format(root=str(ROOT), folder=str(tmp_path), trials=6)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    partial = [r for r in report["results"] if any(v.startswith("partial") for v in r)]
+    assert not partial, f"partial figures after a kill: {report}"
+    assert any("complete" in r for r in report["results"])  # some kill came after a finished save
+
+
+CURVE_ARGS = ["curve", "--L", "20", "--points", "4", "--alpha-max", "3", "--lam", "0.1", "--lam", "1"]
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name != ".replica-mlm.lock"}
+
+
+def test_a_full_disk_names_the_file_and_leaves_the_previous_set(tmp_path, monkeypatch):
+    """ENOSPC at the first, a middle or the last write of ``replica-mlm curve`` (csv, png, pdf, json):
+    exit status 2 with one line naming the file, and the folder keeps its previous complete set byte
+    for byte (no temporary file); into a fresh folder, nothing is left, curve.json least of all."""
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    out = tmp_path / "c"
+    assert CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(out)]).exit_code == 0
+    before = _files(out)
+    assert sorted(before) == ["curve.csv", "curve.json", "curve.pdf", "curve.png"]
+    real_write, calls = os.write, []
+
+    def counting(fd, data):
+        calls.append(len(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", counting)
+    assert CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(tmp_path / "count")]).exit_code == 0
+    n_writes = len(calls)
+    assert n_writes >= 4
+
+    def full_at(n):
+        def write(fd, data):
+            calls.append(len(data))
+            if len(calls) == n:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real_write(fd, data)
+        return write
+
+    for folder, n in [(out, 1), (out, n_writes // 2), (out, n_writes), (tmp_path / "fresh", n_writes)]:
+        calls.clear()
+        monkeypatch.setattr(os, "write", full_at(n))
+        res = CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(folder)])
+        assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1, (n, res.output)
+        named = re.fullmatch(rf"Error: {re.escape(str(folder))}/curve\.(csv|png|pdf|json): "
+                             rf"{os.strerror(errno.ENOSPC)}", res.stderr.strip())
+        assert named, (n, res.stderr)
+        assert _files(folder) == (before if folder == out else {}), n
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """SIGALRM after ``seconds``: a call that would block for ever raises _Hang instead."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _draw(point, rng):
+    """A sweep point without a solver."""
+    return {"x": float(rng.standard_normal())}
+
+
+def test_load_refuses_a_truncated_curve_table(tmp_path):
+    """A curve.csv cut at the boundary between its two curves no longer reads as one curve; cut
+    inside a row, it is refused too; both errors name the file."""
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    out = tmp_path / "c"
+    assert CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(out)]).exit_code == 0
+    path = out / "curve.csv"
+    text = path.read_text()
+    assert len(rm.load(path)) == 2
+    lines = text.splitlines(keepends=True)
+    per_curve = (len(lines) - 1) // 2
+    path.write_text("".join(lines[:1 + per_curve]))  # the first curve only, every row intact
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))} has {per_curve} rows, but curve.json"):
+        rm.load(path)
+    path.write_text(text[:-5])  # cut inside the last row
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))} is cut inside its last row"):
+        rm.load(path)
+
+
+def test_load_refuses_numbers_the_writer_never_writes(tmp_path):
+    """1e999 (read as inf by float) in a curve table, in any other table and in JSON is refused,
+    naming the file; the writer writes inf / Infinity."""
+    curves = rm.learning_curve(rm.GaussianPotts.limit(shift=3.0), alpha=[0.5, 2.0], lam=0.1)
+    curves.to_csv(tmp_path / "c.csv")
+    text = (tmp_path / "c.csv").read_text()
+    eg = repr(float(curves.eg[0]))
+    assert text.count(f",{eg},") == 1
+    (tmp_path / "c.csv").write_text(text.replace(f",{eg},", ",1e999,"))
+    (tmp_path / "t.csv").write_text("alpha,eg\n0.5,1e999\n")
+    (tmp_path / "x.json").write_text('{"eg": 1e999}\n')
+    for name in ("c.csv", "t.csv", "x.json"):
+        with pytest.raises(ValueError, match=re.escape(str(tmp_path / name))):
+            rm.load(tmp_path / name)
+
+
+def test_load_reads_a_file_with_a_byte_order_mark_as_without(tmp_path):
+    curves = rm.learning_curve(rm.GaussianPotts.limit(shift=3.0), alpha=[0.5, 2.0], lam=[0.1, 1.0])
+    from replica_mlm.theory.curve import curves_to_csv
+
+    text = curves_to_csv(curves)
+    (tmp_path / "c.csv").write_text("\ufeff" + text, encoding="utf-8")
+    back = rm.load(tmp_path / "c.csv")
+    assert isinstance(back, list) and len(back) == 2
+    assert all(np.array_equal(a.eg, b.eg) and a.lam == b.lam for a, b in zip(back, curves, strict=True))
+    (tmp_path / "x.json").write_text("\ufeff" + rm.io.dumps({"eg": [0.5, np.inf]}), encoding="utf-8")
+    assert rm.load(tmp_path / "x.json") == {"eg": [0.5, np.inf]}
+
+
+def test_load_and_resume_refuse_fifos_and_devices_at_once(tmp_path, monkeypatch):
+    """A FIFO or a link to /dev/zero under a file's name is refused at once (ValueError naming it),
+    by rm.load and by a sweep's resume (which reads under the folder lock); so is an oversized file."""
+    from replica_mlm import results
+    from replica_mlm.sweep import BadPointFile, run_sweep
+
+    os.mkfifo(tmp_path / "fifo.csv")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    sweep = tmp_path / "sweep"
+    run_sweep(_draw, [{"k": 0}, {"k": 1}], out=sweep)
+    (sweep / "point-00001.json").unlink()
+    os.mkfifo(sweep / "point-00001.json")
+    with _deadline(5.0):
+        with pytest.raises(ValueError, match=rf"{re.escape(str(tmp_path / 'fifo.csv'))} is a FIFO"):
+            rm.load(tmp_path / "fifo.csv")
+        with pytest.raises(BadPointFile, match=r"point-00001.json in .* \(a FIFO \(named pipe\), not a"):
+            run_sweep(_draw, [{"k": 0}, {"k": 1}], out=sweep, resume=True)
+        with pytest.raises(ValueError, match=rf"{re.escape(str(tmp_path / 'zero.json'))} is a character"):
+            rm.load(tmp_path / "zero.json")
+    (tmp_path / "big.json").write_text('{"x": 1}\n')
+    monkeypatch.setattr(results, "MAX_BYTES", 4)
+    with pytest.raises(ValueError, match=r"big.json is longer than 4 bytes"):
+        rm.load(tmp_path / "big.json")
+
+
+def test_an_empty_out_is_a_usage_error_and_writes_nothing(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for command in (CURVE_ARGS, ["paper-fig2"]):
+        res = CliRunner().invoke(main, [*command, "--out", ""])
+        assert res.exit_code == 2, res.output
+        assert "Invalid value for '--out': must name a folder" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_an_unwritable_out_says_so_not_another_run():
+    """--out /proc/self (no file can be created there) is not "another run is writing"."""
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    res = CliRunner().invoke(main, [*CURVE_ARGS, "--out", "/proc/self"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.startswith("Error: /proc/self: not a writable folder")
+    assert "another run" not in res.stderr and len(res.stderr.splitlines()) == 1
+
+
+def test_a_sweep_removes_only_its_own_leftover_temporaries(tmp_path, monkeypatch):
+    """The next run into a sweep folder removes the temporaries a killed run left (named as
+    the writer names them) and nothing else: a user's own .*.tmp files stay."""
+    from replica_mlm.sweep import run_sweep
+
+    real_replace, renamed = os.replace, []
+
+    def replace(src, dst):  # learn the writer's name for a temporary point file
+        renamed.append(Path(src).name)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    rm.io.write_json(tmp_path / "point-00001.json", {})
+    monkeypatch.undo()
+    (tmp_path / "point-00001.json").unlink()
+    ours = [renamed[0], ".fingerprint.json.0123456789ab.tmp"]
+    users = [".notes.tmp", ".point-00001.json.tmp", ".data.0123456789ab.tmp",
+             ".point-7.json.0123456789ab.tmp"]
+    for name in ours + users:
+        (tmp_path / name).write_text("x")
+    run_sweep(_draw, [{"k": 0}, {"k": 1}], out=tmp_path)
+    assert sorted(p.name for p in tmp_path.glob(".*.tmp")) == sorted(users)

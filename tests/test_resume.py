@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from replica_mlm.cli import main
-from replica_mlm.io import folder_lock
+from replica_mlm.run_folder import folder_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHAS = [round(0.3 + 0.2 * k, 1) for k in range(16)]  # 16 points, ~0.07 s of CPU each

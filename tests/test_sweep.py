@@ -10,6 +10,7 @@ import pytest
 
 import replica_mlm
 from replica_mlm import io as rio
+from replica_mlm import run_folder
 from replica_mlm.sweep import BadPointFile, ResumeMismatch, ResumeRefused, point_rng, run_sweep
 from replica_mlm.validation.mlm import simulate_point
 
@@ -173,8 +174,8 @@ def test_a_fresh_run_replaces_the_point_files_of_an_earlier_one(tmp_path):
 
 
 def test_a_second_run_into_a_locked_folder_is_refused(tmp_path):
-    with rio.folder_lock(tmp_path):
-        with pytest.raises(rio.FolderBusy, match=f"another run is writing into {tmp_path}"):
+    with run_folder.folder_lock(tmp_path):
+        with pytest.raises(run_folder.FolderBusy, match=f"another run is writing into {tmp_path}"):
             run_sweep(_draw, [{"k": 0}], seed=0, out=tmp_path)
         assert not list(tmp_path.glob("point-*"))
     assert run_sweep(_draw, [{"k": 0}], seed=0, out=tmp_path).computed == 1  # released

@@ -13,8 +13,9 @@ from typing import Any
 import click
 import numpy as np
 
-from replica_mlm import __version__
-from replica_mlm.io import folder_lock, write_json
+from replica_mlm import __version__, io
+from replica_mlm.io import write_json
+from replica_mlm.run_folder import folder_lock
 
 #: key of ``click.Context.meta`` mapping sweep fingerprint fields to the options that set them
 RESUME_LABELS = "replica_mlm.resume_labels"
@@ -35,6 +36,19 @@ class FiniteFloat(click.FloatRange):
 
 #: any finite float
 FINITE = FiniteFloat()
+
+
+class OutFolder(click.Path):
+    """``--out``: a folder path (a file there is an error), never empty (``Path("")`` is the current
+    folder: an empty value, e.g. an unset shell variable, would write there without being asked)."""
+
+    def __init__(self):
+        super().__init__(file_okay=False, path_type=Path)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value == "":
+            self.fail("must name a folder, got an empty string (use '.' for the current folder)", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def task_options(f):
@@ -84,8 +98,15 @@ def alpha_grid(alpha_min: float, alpha_max: float, points: int) -> np.ndarray:
 
 
 def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started: float,
-                   files: list[str | Path], extra: dict[str, Any] | None = None) -> Path:
-    """Write ``<name>.json``: parameters, version, seeds, timing and the files written."""
+                   files: list[str | Path], rows: dict[str, int] | None = None,
+                   extra: dict[str, Any] | None = None) -> Path:
+    """Write ``<name>.json``: parameters, version, seeds, timing, the files written and the data
+    rows of each CSV table among them (``rows``: file name -> rows below the header), by which
+    :func:`replica_mlm.load` tells a complete table from a truncated one.
+
+    The commands write their files inside :func:`output_set` with this file as the manifest: it
+    is written last, and a folder without it holds no complete set.
+    """
     meta = {
         "command": " ".join(["replica-mlm", *sys.argv[1:]]),
         "version": __version__,
@@ -94,11 +115,18 @@ def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started:
         "parameters": parameters,
         "elapsed_seconds": time.time() - started,
         "files": [str(Path(f).name) for f in files],
+        "rows": dict(rows or {}),
         **(extra or {}),
     }
     path = out / f"{name}.json"
     write_json(path, meta, indent=2)
     return path
+
+
+def output_set(out: Path, name: str):
+    """The files of command ``name`` in ``out`` as one set, ``<name>.json`` (the metadata) last:
+    :func:`replica_mlm.io.output_set`. A failure (a full disk) leaves the folder's previous set."""
+    return io.output_set(out, manifest=f"{name}.json")
 
 
 # --- options shared by the sweep subcommands (simulate, validate, ...) ---------------------
@@ -131,7 +159,7 @@ def alpha_range_options(f, *, alpha_min: float = 0.05, alpha_max: float = 4.0, p
 def out_option(default: str, help: str = "Output folder (created if missing)."):
     """``--out DIR``: the output folder, created and locked while the command runs.
 
-    The command body runs inside :func:`replica_mlm.io.folder_lock`: a second run into the same
+    The command body runs inside :func:`replica_mlm.run_folder.folder_lock`: a second run into the same
     folder at the same time stops at once with a one-line error (exit status 2).
     """
     def decorate(f):
@@ -141,7 +169,7 @@ def out_option(default: str, help: str = "Output folder (created if missing)."):
                 return f(*args, **kwargs)
 
         return click.option(
-            "--out", type=click.Path(file_okay=False, path_type=Path), default=Path(default),
+            "--out", type=OutFolder(), default=Path(default),
             show_default=True, help=f"{help} Locked while the command runs: one run per folder at a time.",
         )(locked)
 

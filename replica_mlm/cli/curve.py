@@ -17,6 +17,7 @@ from replica_mlm.cli._common import (
     limit_option,
     make_task,
     out_option,
+    output_set,
     task_options,
     task_title,
     write_metadata,
@@ -39,7 +40,8 @@ def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss,
     eg is the mean squared error on a fresh sample (no factor 1/2), alpha = n/p, p = L - 1.
     With --loss/--channel the general engine solves any convex loss and label channel; eg is
     then the channel's natural error (classification error for sign and logit).
-    Writes curve.csv, curve.json (metadata), curve.png and curve.pdf into --out.
+    Writes curve.csv, curve.json (metadata), curve.png and curve.pdf into --out, all or none (a
+    failure, e.g. a full disk, leaves the folder's previous files; curve.json is written last).
     """
     from replica_mlm.plotting import plot_learning_curves
     from replica_mlm.theory.curve import curves_to_csv, learning_curve
@@ -50,21 +52,21 @@ def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss,
     alphas = alpha_grid(alpha_min, alpha_max, points)
     curves = [learning_curve(task, alpha=alphas, lam=lam, loss=loss, channel=channel)
               for lam in sorted(set(lams))]
-    out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "curve.csv"
-    curves_to_csv(curves, csv_path)
-    fig = plot_learning_curves(curves, path=out / "curve", title=_title(task, curves, L=L, shift=shift,
-                                                                     site=site, limit=limit))
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
     files = [csv_path, out / "curve.png", out / "curve.pdf"]
-    write_metadata(out, "curve", dict(L=None if limit else L, limit=limit, shift=shift, seed=seed,
-                                      site=site, alpha_min=alpha_min,
-                                      alpha_max=alpha_max, points=points, lam=sorted(set(lams)),
-                                      loss=loss, channel=channel),
-                   started=started, files=files,
-                   extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii})
+    with output_set(out, "curve"):  # all four files or none; curve.json last
+        curves_to_csv(curves, csv_path)
+        fig = plot_learning_curves(curves, path=out / "curve", title=_title(task, curves, L=L, shift=shift,
+                                                                         site=site, limit=limit))
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        write_metadata(out, "curve", dict(L=None if limit else L, limit=limit, shift=shift, seed=seed,
+                                          site=site, alpha_min=alpha_min,
+                                          alpha_max=alpha_max, points=points, lam=sorted(set(lams)),
+                                          loss=loss, channel=channel),
+                       started=started, files=files, rows={csv_path.name: sum(len(c) for c in curves)},
+                       extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii})
     click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'curve.json'}")
 
 

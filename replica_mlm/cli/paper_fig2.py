@@ -6,13 +6,15 @@ from pathlib import Path
 
 import click
 
+from replica_mlm.cli._common import OutFolder
+
 
 @click.command("paper-fig2",
                short_help="Fig. 2 of Rende et al.: transformers vs factored attention vs the optimum.")
 @click.option("--quick/--full", default=True, show_default=True,
               help="Small model for CI (L = 6, q = 4, about a minute on one core) or the paper's "
                    "setting (L = q = 20, mean Hamming distance 0.3, M = 3000; about 35 CPU minutes).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("fig2_out"),
+@click.option("--out", type=OutFolder(), default=Path("fig2_out"),
               show_default=True, help="Folder for fig2a-d (PNG, PDF) and fig2.json.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Root seed of the model, the samples and the training seeds.")

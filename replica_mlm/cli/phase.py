@@ -18,6 +18,7 @@ from replica_mlm.cli._common import (
     limit_option,
     make_task,
     out_option,
+    output_set,
     task_options,
     task_title,
     write_metadata,
@@ -57,7 +58,7 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
     threshold alpha = 1.
 
     Writes phase.csv (one row per grid point), phase_lines.csv (optimal lam and peak lines),
-    phase.json (metadata) and phase.png / phase.pdf into --out.
+    phase.json (metadata, written last) and phase.png / phase.pdf into --out, all or none.
     """
     import sys
 
@@ -87,16 +88,11 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
         pd = phase_diagram(task, alpha=alphas, lam=np.geomspace(lam_min, lam_max, lam_points),
                            optimal=optimal, progress=show, loss=loss, channel=channel)
 
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "phase.csv", ([y, a, pd.eg[i, j], pd.train_loss[i, j], pd.deg_dalpha[i, j]]
-                                  for i, y in enumerate(pd.y) for j, a in enumerate(pd.alpha)),
-              columns=[pd.axis, "alpha", "eg", "train_loss", "deg_dalpha"])
+    grid_rows = [[y, a, pd.eg[i, j], pd.train_loss[i, j], pd.deg_dalpha[i, j]]
+                 for i, y in enumerate(pd.y) for j, a in enumerate(pd.alpha)]
     lines = [] if pd.optimal_lam is None else [["optimal_lam", a, lm] for a, lm in
                                                zip(pd.alpha, pd.optimal_lam, strict=True)]
     lines += [["peak_alpha", a, y] for y, a in zip(pd.y, pd.peak_alpha, strict=True) if np.isfinite(a)]
-    write_csv(out / "phase_lines.csv", lines, columns=["line", "alpha", pd.axis])
-    fig = plot_phase_diagram(pd, path=out / "phase", title=title)
-    plt.close(fig)
     files = [out / n for n in ("phase.csv", "phase_lines.csv", "phase.png", "phase.pdf")]
     params = dict(axis=axis, limit=limit or axis == "shift", L=None if limit else L, shift=shift, seed=seed,
                   site=site, alpha_min=alpha_min, alpha_max=alpha_max, points=points, loss=loss,
@@ -105,5 +101,11 @@ def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_m
         params.update(lam_min=lam_min, lam_max=lam_max, lam_points=lam_points, optimal=optimal)
     else:
         params.update(lam=lam, shift_min=shift_min, shift_max=shift_max, shift_points=shift_points)
-    write_metadata(out, "phase", params, started=started, files=files)
+    with output_set(out, "phase"):  # all five files or none; phase.json last
+        write_csv(out / "phase.csv", grid_rows, columns=[pd.axis, "alpha", "eg", "train_loss", "deg_dalpha"])
+        write_csv(out / "phase_lines.csv", lines, columns=["line", "alpha", pd.axis])
+        fig = plot_phase_diagram(pd, path=out / "phase", title=title)
+        plt.close(fig)
+        write_metadata(out, "phase", params, started=started, files=files,
+                       rows={"phase.csv": len(grid_rows), "phase_lines.csv": len(lines)})
     click.echo(f"wrote {', '.join(str(Path(f)) for f in files)} and {out / 'phase.json'}")

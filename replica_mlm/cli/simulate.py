@@ -16,6 +16,7 @@ from replica_mlm.cli._common import (
     lam_option,
     make_task,
     out_option,
+    output_set,
     resume_labels,
     scale_options,
     task_options,
@@ -51,9 +52,9 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, chann
     replica value is the p -> infinity limit, so expect an O(1/p) bias, larger near alpha = 1 at
     small lam. --loss/--channel train any convex loss on labels from any channel (exact convex
     solvers, see replica_mlm.gaussian.erm) against the general engine; eg is then the channel's natural
-    error. Writes simulate.csv, simulate.json (metadata), simulate.png and simulate.pdf, and one
-    file per finished alpha in OUT/simulate_points/ (used by --resume, with fingerprint.json: a
-    resume with other options or seeds is refused).
+    error. Writes simulate.csv, simulate.json (metadata, written last), simulate.png and simulate.pdf
+    (all four or none), and one file per finished alpha in OUT/simulate_points/ (used by --resume,
+    with fingerprint.json: a resume with other options or seeds is refused).
     """
     import matplotlib.pyplot as plt
 
@@ -103,25 +104,26 @@ def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, chann
                          "train_loss_stderr": res["train_loss_stderr"][j],
                          "train_loss_theory": res["train_loss_theory"][j]})
     csv_path = out / "simulate.csv"
-    write_csv(csv_path, rows, columns=COLUMNS)
-
-    fig = plot_learning_curves(
-        curves, path=out / "simulate",
-        simulations=[(r["alpha"], r["lam"], r["eg_mean"], r["eg_stderr"]) for r in rows],
-        title=rf"$L = {L}$, $s = {shift:g}$, site {site}: replica (lines), {seeds} training sets (markers)")
-    plt.close(fig)
     files = [csv_path, out / "simulate.png", out / "simulate.pdf"]
     zs = np.array([r["z"] for r in rows])
-    write_metadata(out, "simulate",
-                   dict(L=L, shift=shift, seed=seed, site=site, alpha=alpha_list, lam=lam_list, seeds=seeds,
-                        sample_seed=sample_seed, loss=loss, channel=channel, workers=workers,
-                        threads=threads, scheduler=scheduler, resume=resume),
-                   started=started, files=files,
-                   extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii,
-                          "seeds_rule": "alpha number k: SeedSequence(sample_seed, spawn_key=(k,)); training "
-                                        "set j: its j-th spawned child",
-                          "sweep": {"backend": sweep.backend, "computed": sweep.computed,
-                                    "resumed": sweep.resumed, "seconds": sweep.elapsed},
-                          "max_abs_z": float(np.max(np.abs(zs)))})
+    with output_set(out, "simulate"):  # all four files or none; simulate.json last
+        write_csv(csv_path, rows, columns=COLUMNS)
+        fig = plot_learning_curves(
+            curves, path=out / "simulate",
+            simulations=[(r["alpha"], r["lam"], r["eg_mean"], r["eg_stderr"]) for r in rows],
+            title=rf"$L = {L}$, $s = {shift:g}$, site {site}: replica (lines), {seeds} training sets "
+                  r"(markers)")
+        plt.close(fig)
+        write_metadata(out, "simulate",
+                       dict(L=L, shift=shift, seed=seed, site=site, alpha=alpha_list, lam=lam_list,
+                            seeds=seeds, sample_seed=sample_seed, loss=loss, channel=channel, workers=workers,
+                            threads=threads, scheduler=scheduler, resume=resume),
+                       started=started, files=files, rows={csv_path.name: len(rows)},
+                       extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii,
+                              "seeds_rule": "alpha number k: SeedSequence(sample_seed, spawn_key=(k,)); "
+                                            "training set j: its j-th spawned child",
+                              "sweep": {"backend": sweep.backend, "computed": sweep.computed,
+                                        "resumed": sweep.resumed, "seconds": sweep.elapsed},
+                              "max_abs_z": float(np.max(np.abs(zs)))})
     click.echo(f"{len(rows)} (alpha, lam) points, max |z| = {np.max(np.abs(zs)):.2f}; wrote "
                f"{', '.join(str(f) for f in files)} and {out / 'simulate.json'}")

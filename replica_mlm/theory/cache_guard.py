@@ -166,7 +166,7 @@ def secret_key(folder: Path, *, create: bool) -> bytes | None:
             return key
         new = secrets.token_bytes(KEY_BYTES)
         try:  # a missing key is created only if no other process has created one meanwhile
-            io.atomic_write_text(path, new.hex(), mode=0o600, exclusive=data is None)
+            io.atomic_write_text(path, new.hex(), permissions=0o600, exclusive=data is None)
         except FileExistsError:
             continue  # another process created it first: read and use its key
         return new

@@ -66,7 +66,7 @@ from typing import Any
 import mpmath
 import numpy as np
 
-from replica_mlm import io
+from replica_mlm import io, run_folder
 from replica_mlm.theory import cache_guard
 from replica_mlm.theory.cache_guard import CacheWarning
 
@@ -123,7 +123,7 @@ def fingerprint(backend: str = "numpy") -> dict:
 
 def cache_file(backend: str) -> Path:
     """The cache file of ``backend`` for the current :func:`fingerprint`."""
-    digest = io.fingerprint_digest(fingerprint(backend))[:16]
+    digest = run_folder.fingerprint_digest(fingerprint(backend))[:16]
     return cache_dir() / f"compiled-{backend}-{digest}.json"
 
 
@@ -141,7 +141,7 @@ def _refuse(error: cache_guard.UnsafeCache) -> None:
 def _sign(key: bytes, backend: str, name: str, value) -> str:
     """The MAC of entry ``name`` holding ``value`` (its sources, in canonical JSON)."""
     content = io.dumps(value, sort_keys=True)
-    return cache_guard.mac(key, backend, io.fingerprint_digest(fingerprint(backend)), name, content)
+    return cache_guard.mac(key, backend, run_folder.fingerprint_digest(fingerprint(backend)), name, content)
 
 
 def _read(path: Path, backend: str) -> dict | None:
@@ -196,7 +196,7 @@ def _write(backend: str, entries: dict) -> None:
             return
         macs = {name: _sign(key, backend, name, value) for name, value in entries.items()}
         io.write_json(cache_file(backend), {"fingerprint": fingerprint(backend), "entries": entries,
-                                            "macs": macs}, indent=1, sort_keys=True, mode=0o600)
+                                            "macs": macs}, indent=1, sort_keys=True, permissions=0o600)
     except cache_guard.UnsafeCache as error:
         _refuse(error)
     except OSError:

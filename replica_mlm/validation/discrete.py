@@ -193,9 +193,9 @@ def _compute(s: dict, rng: int, workers: int = 1, out: Path | None = None) -> tu
         done = {k: _agreement_block(*blocks[k], s, rng, out) for k in held + hot}
         fig = _fig3_right(s, rng)
     else:
-        from concurrent.futures import ProcessPoolExecutor
+        from replica_mlm._pool import process_pool
 
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with process_pool(workers) as pool:
             futures = {k: pool.submit(_agreement_block, *blocks[k], s, rng, out) for k in held}
             fig_future = pool.submit(_fig3_right, s, rng)
             futures.update({k: pool.submit(_agreement_block, *blocks[k], s, rng, out) for k in hot})

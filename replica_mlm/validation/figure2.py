@@ -273,9 +273,9 @@ def _run_tasks(tasks: dict, workers: int) -> dict:
     """``{key: fn(*args)}`` for ``tasks = {key: (fn, args)}``, in ``workers`` processes."""
     if workers <= 1:
         return {k: fn(*args) for k, (fn, args) in tasks.items()}
-    from concurrent.futures import ProcessPoolExecutor
+    from replica_mlm._pool import process_pool
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with process_pool(workers) as pool:
         futures = {k: pool.submit(fn, *args) for k, (fn, args) in tasks.items()}
         return {k: f.result() for k, f in futures.items()}
 

@@ -65,9 +65,9 @@ def run_tasks(tasks: Sequence[Task], *, workers: int = 1) -> list[Any]:
     threads = resolve_threads(INHERIT)
     if workers == 1 or len(tasks) <= 1:
         return [_run(task, threads) for task in tasks]
-    from concurrent.futures import ProcessPoolExecutor
+    from replica_mlm._pool import process_pool
 
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+    with process_pool(min(workers, len(tasks))) as pool:
         futures = [pool.submit(_run, task, threads) for task in tasks]
         try:
             return [f.result() for f in futures]
