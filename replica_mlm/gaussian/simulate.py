@@ -254,7 +254,8 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         BLAS threads during the call (scoped with threadpoolctl, restored afterwards). Default:
         the enclosing setting (e.g. a sweep's ``threads=``), else 1 -- many small SVDs run far
         faster on one thread than with threads fighting over a busy machine. ``None`` leaves
-        the BLAS libraries' own setting. The numbers do not depend on it beyond rounding.
+        the BLAS libraries' own setting. The numbers do not depend on it beyond rounding. At most
+        ``MAX_THREADS`` (1024).
 
     Returns
     -------
