@@ -288,6 +288,28 @@ def positive_definite(value, name: str) -> np.ndarray:
     return arr
 
 
+#: smallest largest-magnitude entry of a covariance (eigenvalue of a spectrum) the theory computes
+#: with: fields scale like omega, their variances like omega^2 and the spectral moments like
+#: omega^k (|k| <= 3), which leave float64 below it. Measured on a GaussianPotts site scaled by c:
+#: every solver path exact down to c = 1e-100; from 1e-120 the general engine, from 1e-160 the
+#: lam = 0 and asymptotic paths fail
+MIN_SCALE = 1e-100
+
+
+def not_vanishing(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` unchanged if its largest entry in magnitude is at least :data:`MIN_SCALE`, else a
+    ValueError naming ``name`` with the remedy: the learning problem is invariant under
+    ``Sigma -> c Sigma``, ``w* -> w* / sqrt(c)``, ``lam -> c lam`` (same fields, same errors)."""
+    big = float(np.max(np.abs(arr)))
+    if big < MIN_SCALE:
+        raise ValueError(
+            f"{name} is too small to compute with: its largest entry is {big:.3g}, the theory needs at "
+            f"least {MIN_SCALE:g} (field variances ~ {name}^2 underflow float64). The problem is "
+            f"invariant under {name} -> c {name}, teacher -> teacher / sqrt(c), lam -> c lam: "
+            f"rescale by c ~ 1 / {big:.3g} (estimation_error then scales by 1 / c)")
+    return arr
+
+
 # ---------------------------------------------------------------------- sizes, work and digits
 def _bytes(n: int) -> str:
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
