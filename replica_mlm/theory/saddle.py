@@ -33,6 +33,8 @@ from replica_mlm.theory import channels, losses, precise, root
 from replica_mlm.theory.compiled import compiled
 
 METHODS = ("root", "iterate", "general")
+#: cold start (V, q, m) of method="iterate" (init=None)
+ITERATE_INIT = (1000.0, 1e-3, 1e-3)
 
 
 class ConvergenceError(RuntimeError):
@@ -192,7 +194,7 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         ``P(y | nu) = 1 / (1 + exp(-y nu))``. ``sigma^2`` is the task's noise.
     **options
         For ``"iterate"``: ``damping`` (0.5), ``tol`` (1e-12), ``max_iter`` (100000) and
-        ``init`` ((V, q, m) = (1000, 1e-3, 1e-3)). For ``"general"``: ``init`` (a SaddlePoint
+        ``init`` ((V, q, m); None or omitted: (1000, 1e-3, 1e-3)). For ``"general"``: ``init`` (a SaddlePoint
         to warm-start from) and ``order`` (Gauss-Legendre nodes per quadrature panel, 16).
         ``"root"`` takes none.
 
@@ -359,16 +361,18 @@ def _solve_iterate(
     damping: float = 0.5,
     tol: float = 1e-12,
     max_iter: int = 100_000,
-    init: tuple[float, float, float] = (1000.0, 1e-3, 1e-3),
+    init: tuple[float, float, float] | None = None,
 ) -> SaddlePoint:
     damping = _checks.nonnegative(damping, "damping")
     if damping >= 1:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
     tol = _checks.positive(tol, "tol")
     max_iter = _checks.positive_int(max_iter, "max_iter")
-    if len(init) != 3:
-        raise ValueError(f"init must be (V, q, m), got {init!r}")
-    x = {name: _checks.as_scalar(v, f"init {name}") for name, v in zip("Vqm", init, strict=True)}
+    start = _checks.finite_array(ITERATE_INIT if init is None else init, "init")  # None: the default
+    if start.shape != (3,):
+        raise ValueError(f"init must be (V, q, m): three finite numbers (or None for {ITERATE_INIT}), "
+                         f"got shape {start.shape}")
+    x = dict(zip("Vqm", map(float, start), strict=True))
     fns = compiled()
     delta, it = math.inf, 0
     try:
