@@ -254,6 +254,14 @@ def finite_array(value, name: str, *, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
+def finite_vector(value, name: str) -> np.ndarray:
+    """A new 1-d float array of finite entries, possibly empty (e.g. z-scores to plot)."""
+    arr = real_array(value, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array, got shape {arr.shape}")
+    return finite_array(arr, name) if arr.size else np.zeros(0)
+
+
 def square_matrix(value, name: str) -> np.ndarray:
     """A finite square 2-d float array."""
     arr = finite_array(value, name, ndim=2)
