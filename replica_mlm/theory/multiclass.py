@@ -324,7 +324,9 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
         raise TypeError(f"task must be a PottsSite, got {type(task).__name__}")
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.positive(lam, "lam")
-    default = "cross_entropy" if task.channel == "softmax" else "square"
+    from replica_mlm.theory.saddle import default_loss
+
+    default = default_loss(task)
     loss = default if loss is None else _checks.choice(loss, LOSSES, "loss")
     if loss != default:
         raise ValueError(f"loss {loss!r} is not implemented with the {task.channel} channel; use {default!r}")

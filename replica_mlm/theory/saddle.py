@@ -151,6 +151,26 @@ def spectrum_of(task) -> Spectrum:
     return spec
 
 
+def default_loss(task) -> str:
+    """The loss ``task`` is learnt with when none is named: the one source of the defaults of
+    :func:`solve` and :func:`replica_mlm.simulate`.
+
+    A :class:`~replica_mlm.discrete.potts_site.PottsSite`: ``"cross_entropy"`` with its softmax
+    channel, ``"square"`` with the gaussian one (the pairs its multi-class theory solves). A
+    :class:`~replica_mlm.PottsModel` (what ``simulate`` learns a site of): ``"cross_entropy"`` for
+    q > 2 colours (the task of its ``masked_site``), ``"logistic"`` for an Ising model (its
+    pseudo-likelihood, the only loss simulated there). Anything else: ``"square"``.
+    """
+    from replica_mlm.discrete.potts import PottsModel
+    from replica_mlm.discrete.potts_site import PottsSite
+
+    if isinstance(task, PottsSite):
+        return "cross_entropy" if task.channel == "softmax" else "square"
+    if isinstance(task, PottsModel):
+        return "cross_entropy" if task.q > 2 else "logistic"
+    return "square"
+
+
 def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,
           loss=None, channel=None, **options) -> SaddlePoint:
     """Solve the replica saddle point at sample ratio ``alpha`` and ridge ``lam``.
@@ -186,8 +206,8 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         ``method="root"``, i.e. for the square loss with the gaussian channel: other losses and
         channels raise ValueError.
     loss : str or rm.losses.Loss, optional
-        ``"square"`` (default), ``"absolute"``, ``"huber"``, ``"logistic"``, ``"hinge"`` (the
-        default instance of each) or any :class:`rm.losses.Loss`.
+        ``"square"`` (default, :func:`default_loss`), ``"absolute"``, ``"huber"``, ``"logistic"``,
+        ``"hinge"`` (the default instance of each) or any :class:`rm.losses.Loss`.
     channel : {"gaussian", "sign", "logit"}, optional
         How labels are drawn from the teacher's field ``nu = w* . x``: ``"gaussian"`` (default)
         ``y = nu + sigma eps``; ``"sign"`` ``y = sign(nu + sigma eps)``; ``"logit"``
@@ -222,7 +242,8 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
     # the named losses and channels import sympy only when derived: the square/gaussian path needs none
-    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel, task)
+    loss_obj = losses.resolve(default_loss(task) if loss is None else loss)
+    channel_obj = channels.resolve(channel, task)
     fast = loss_obj.is_square and channel_obj.name == "gaussian"
     if method is None:
         method = "root" if fast else "general"
