@@ -346,12 +346,12 @@ def gibbs_sweep(model: PottsModel, s: np.ndarray, Nq: np.ndarray, gen: np.random
             s[chg, i] = newc
 
 
-def check_pilot_size(model: PottsModel, n_chains, n_sweeps, max_sweeps, n_rungs) -> None:
+def check_pilot_size(model: PottsModel, n_chains, n_sweeps, max_sweeps, n_rungs, what=None) -> None:
     """Refuse a pilot run whose recorded states or sweeps the machine cannot afford."""
     C = 64 if n_chains is None else n_chains
     K = TEMPERING_MAX_RUNGS if n_rungs is None else n_rungs
     T = max(n_sweeps, max_sweeps)  # the recorded run doubles from n_sweeps up to max_sweeps
-    what = f"gibbs_diagnostics(n_chains={n_chains}, n_sweeps={n_sweeps}, max_sweeps={max_sweeps})"
+    what = what or f"gibbs_diagnostics(n_chains={n_chains}, n_sweeps={n_sweeps}, max_sweeps={max_sweeps})"
     # recorded spins (int16) and energies, a boolean copy per lag; the chains' states and fields
     _checks.allocation(T * C * (4 * model.L + 8) + 8 * C * K * model.L * (model.q + 2), what)
     _checks.work(4 * T * C * model.L * model.q, what, steps=4 * T * model.L)  # sweeps: loops over L sites
