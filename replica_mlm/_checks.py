@@ -37,6 +37,11 @@ MAX_MAGNITUDE = 1e150
 #: most elementary operations (sweeps x sites x colours, ...) a single call may be asked to do:
 #: 1e15, about 12 days at 1e9 operations per second; larger requests are refused up front.
 WORK_LIMIT = 10**15
+#: elementary operations one interpreted step costs at the least, whatever its array sizes: a
+#: Python loop iteration that calls numpy or torch spends about 10 us in the interpreter and the
+#: calls' overheads (measured on the 2-core development machine: 16 us per site of a Gibbs sweep
+#: of one chain, L = 3, q = 2), i.e. 1e4 operations at 1e9 per second (see :func:`work`)
+STEP_OPERATIONS = 10**4
 
 
 def _show(value) -> str:
@@ -277,6 +282,14 @@ def bounded_array(value, name: str, *, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
+def finite_vector(value, name: str) -> np.ndarray:
+    """A new 1-d float array of finite entries, possibly empty (e.g. z-scores to plot)."""
+    arr = real_array(value, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array, got shape {arr.shape}")
+    return finite_array(arr, name) if arr.size else np.zeros(0)
+
+
 def square_matrix(value, name: str) -> np.ndarray:
     """A finite square 2-d float array, entries at most :data:`MAX_MAGNITUDE` in magnitude."""
     arr = bounded_array(value, name, ndim=2)
@@ -314,6 +327,28 @@ def positive_definite(value, name: str) -> np.ndarray:
         raise ValueError(
             f"{name} must be positive definite; its smallest eigenvalue is {lo:.6g}"
         ) from None
+    return arr
+
+
+#: smallest largest-magnitude entry of a covariance (eigenvalue of a spectrum) the theory computes
+#: with: fields scale like omega, their variances like omega^2 and the spectral moments like
+#: omega^k (|k| <= 3), which leave float64 below it. Measured on a GaussianPotts site scaled by c:
+#: every solver path exact down to c = 1e-100; from 1e-120 the general engine, from 1e-160 the
+#: lam = 0 and asymptotic paths fail
+MIN_SCALE = 1e-100
+
+
+def not_vanishing(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` unchanged if its largest entry in magnitude is at least :data:`MIN_SCALE`, else a
+    ValueError naming ``name`` with the remedy: the learning problem is invariant under
+    ``Sigma -> c Sigma``, ``w* -> w* / sqrt(c)``, ``lam -> c lam`` (same fields, same errors)."""
+    big = float(np.max(np.abs(arr)))
+    if big < MIN_SCALE:
+        raise ValueError(
+            f"{name} is too small to compute with: its largest entry is {big:.3g}, the theory needs at "
+            f"least {MIN_SCALE:g} (field variances ~ {name}^2 underflow float64). The problem is "
+            f"invariant under {name} -> c {name}, teacher -> teacher / sqrt(c), lam -> c lam: "
+            f"rescale by c ~ 1 / {big:.3g} (estimation_error then scales by 1 / c)")
     return arr
 
 
@@ -366,12 +401,40 @@ def allocation(nbytes: int, what: str) -> None:
                          f"{_bytes(avail)} available: ask for less")
 
 
-def work(operations: int, what: str) -> None:
-    """ValueError if a request needs more than :data:`WORK_LIMIT` elementary operations."""
-    if int(operations) > WORK_LIMIT:
-        raise ValueError(f"{what} needs about {float(operations):.3g} elementary operations, more "
-                         f"than the limit of {float(WORK_LIMIT):.0e} (about 12 days at 1e9 per "
-                         "second): ask for less")
+def count(n: int) -> str:
+    """A possibly huge count for messages: ``123``, ``1.23e+15``, ``~1e+400`` (no float overflow)."""
+    n = int(n)
+    if abs(n) < 10**6:
+        return str(n)
+    if abs(n) < 10**300:
+        return f"{float(n):.3g}"
+    return f"~1e+{len(str(abs(n))) - 1}"
+
+
+def work(operations: int, what: str, *, steps: int = 0) -> None:
+    """ValueError if a request needs more than :data:`WORK_LIMIT` elementary operations.
+
+    ``steps`` counts the interpreted steps of the request (iterations of a Python loop that calls
+    numpy or torch: Gibbs updates of one site, SGD steps, ...), each at least
+    :data:`STEP_OPERATIONS` whatever its arrays' size: a loop over tiny arrays is bounded by its
+    number of iterations, not by its arithmetic. Compute both with Python ints (no overflow); call
+    this before any work starts, with ``what`` naming the arguments that set the size.
+    """
+    operations, steps = int(operations), int(steps)
+    total = operations + STEP_OPERATIONS * steps
+    if total > WORK_LIMIT:
+        detail = f"; {count(steps)} interpreted steps of >= {STEP_OPERATIONS:.0e} each" if steps else ""
+        raise ValueError(f"{what} needs about {count(total)} elementary operations, more than the "
+                         f"limit of {float(WORK_LIMIT):.0e} (about 12 days at 1e9 per second{detail}): "
+                         "ask for less")
+
+
+def at_most(value, maximum, name: str, why: str) -> None:
+    """ValueError unless ``value <= maximum``: the message names ``name``, the bound and ``why``
+    (a value the code cannot compute with, e.g. more Gauss-Legendre nodes than float64 resolves)."""
+    if value > maximum:
+        shown = f"{value:.6g}" if isinstance(value, float) else count(value)
+        raise ValueError(f"{name} must be <= {maximum:g} ({why}), got {shown}")
 
 
 def precision_digits(value, name: str = "precision", *, minimum: int = 16,

@@ -20,10 +20,16 @@ import contextvars
 import numbers
 from collections.abc import Iterator
 
-__all__ = ["DEFAULT_THREADS", "INHERIT", "blas_threads", "resolve_threads"]
+from replica_mlm import _checks
+
+__all__ = ["DEFAULT_THREADS", "INHERIT", "MAX_THREADS", "blas_threads", "resolve_threads", "thread_count"]
 
 #: BLAS threads when no one says otherwise (see the module docstring for why it is 1)
 DEFAULT_THREADS = 1
+#: most threads a call may ask for: BLAS, OpenMP and torch take a C int, and threads beyond the
+#: machine's cores only oversubscribe it (1024 is more cores than any machine this runs on)
+MAX_THREADS = 1024
+_WHY = f"the allowed range is 1 to {MAX_THREADS}: more threads than cores only oversubscribe the machine"
 
 
 class _Inherit:
@@ -50,7 +56,7 @@ def resolve_threads(threads, name: str = "threads") -> int | None:
     Raises
     ------
     TypeError, ValueError
-        If ``threads`` is not INHERIT, None or an int >= 1.
+        If ``threads`` is not INHERIT, None or an int in ``[1, MAX_THREADS]``.
     """
     if threads is INHERIT:
         current = _scope.get()
@@ -61,7 +67,15 @@ def resolve_threads(threads, name: str = "threads") -> int | None:
         raise TypeError(f"{name} must be an int >= 1 or None (the BLAS default), got {threads!r}")
     if threads < 1:
         raise ValueError(f"{name} must be an int >= 1 or None (the BLAS default), got {threads!r}")
+    _checks.at_most(threads, MAX_THREADS, name, _WHY)
     return int(threads)
+
+
+def thread_count(threads, name: str = "threads") -> int:
+    """A thread count: an int in ``[1, MAX_THREADS]`` (TypeError for anything but an int)."""
+    n = _checks.positive_int(threads, name)
+    _checks.at_most(n, MAX_THREADS, name, _WHY)
+    return n
 
 
 @contextlib.contextmanager

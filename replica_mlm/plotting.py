@@ -161,8 +161,9 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
         Where to save (PNG and PDF).
     simulations : sequence of Simulation or of (alpha, lam, mean, stderr) tuples, optional
         Points with error bars, matched to curves by lam. A :class:`~replica_mlm.Simulation`
-        (e.g. from ``rm.simulate(site, alpha=[...], lam=[...])``) gives one point per lam: its
-        realised alpha, ``eg_mean`` and ``eg_stderr``.
+        (e.g. from ``rm.simulate(site, alpha=[...], lam=[...])``; one alone is taken as a list of
+        one) gives one point per lam: its realised alpha, ``eg_mean`` and ``eg_stderr``. A tuple
+        is 4 finite real numbers (TypeError for other shapes, e.g. a nested list).
     title : str, optional
     logy : bool
         Logarithmic eg axis (the interpolation peak spans decades at small lam).
@@ -334,16 +335,29 @@ def log_ticks(axis) -> None:
 
 
 def _simulation_points(simulations: Sequence) -> list[tuple]:
-    """(alpha, lam, mean, stderr) per point: Simulation objects expanded over their lam axis."""
+    """(alpha, lam, mean, stderr) per point: Simulation objects expanded over their lam axis.
+
+    TypeError naming ``simulations`` for anything but a sequence of Simulations and of flat
+    (alpha, lam, mean, stderr) tuples of real numbers; ValueError for non-finite numbers.
+    """
+    from replica_mlm import _checks
     from replica_mlm.gaussian.simulate import Simulation
 
+    shapes = "a sequence of Simulation objects or of (alpha, lam, mean, stderr) tuples of 4 real numbers"
+    if isinstance(simulations, Simulation):
+        simulations = [simulations]
+    if isinstance(simulations, str | bytes) or not isinstance(simulations, Sequence | np.ndarray):
+        raise TypeError(f"simulations must be {shapes}, got {type(simulations).__name__}")
     points = []
-    for sim in simulations:
+    for k, sim in enumerate(simulations):
         if isinstance(sim, Simulation):
             points += [(sim.alpha, float(lam), m, e)
                        for lam, m, e in zip(sim.lam, sim.eg_mean, sim.eg_stderr, strict=True)]
-        else:
-            points.append(tuple(sim))
+            continue
+        row = _checks.real_array(sim, f"simulations[{k}]")  # TypeError for strings, None, complex
+        if row.shape != (4,):
+            raise TypeError(f"simulations must be {shapes}; simulations[{k}] has shape {row.shape}")
+        points.append(tuple(map(float, _checks.finite_array(row, f"simulations[{k}]"))))
     return points
 
 
@@ -366,10 +380,11 @@ def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
     Parameters
     ----------
     z : array_like
-        z-scores that enter the statistical checks.
+        z-scores that enter the statistical checks: 1-d, finite real numbers (ValueError for NaN
+        or inf, TypeError for complex numbers).
     excluded : array_like, optional
         z-scores shown for information only (e.g. points with a known finite-size bias), drawn as
-        an outline on the same bins.
+        an outline on the same bins; the same rules as ``z``.
     path : path, optional
         Where to save (PNG and PDF).
     title : str, optional
@@ -380,10 +395,10 @@ def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
     -------
     matplotlib.figure.Figure
     """
-    z = np.asarray(z, dtype=float)
-    excl = np.asarray(excluded if excluded is not None else [], dtype=float)
+    from replica_mlm._checks import finite_vector
+
+    z, excl = finite_vector(z, "z"), finite_vector([] if excluded is None else excluded, "excluded")
     finite = np.concatenate([z, excl])
-    finite = finite[np.isfinite(finite)]
     top = max(4.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 4.0
     edges = np.linspace(-top, top, bins + 1)
     with plt.rc_context(STYLE):

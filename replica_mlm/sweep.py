@@ -295,7 +295,7 @@ def run_sweep(
         BLAS threads in each worker while it runs a point (threadpoolctl, scoped to the point).
         Default: the enclosing :func:`replica_mlm._threads.blas_threads` setting, else 1 (many
         small LAPACK calls: threads only fight, worst with several workers on few cores).
-        ``None`` leaves the BLAS libraries' own setting.
+        ``None`` leaves the BLAS libraries' own setting. At most ``MAX_THREADS`` (1024).
 
     Returns
     -------

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import resource
 import signal
 import tempfile
@@ -809,7 +810,6 @@ def test_huge_finite_covariances_are_refused_before_they_overflow():
 import errno  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
 import select  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -1121,3 +1121,213 @@ def test_a_sweep_removes_only_its_own_leftover_temporaries(tmp_path, monkeypatch
         (tmp_path / name).write_text("x")
     run_sweep(_draw, [{"k": 0}, {"k": 1}], out=tmp_path)
     assert sorted(p.name for p in tmp_path.glob(".*.tmp")) == sorted(users)
+
+
+# ---------------------------------------------------------------- issue 22: hangs and raw exceptions
+#: seconds one call of this section may take: every refusal below is immediate, and the old code
+#: hung, so a hang fails the test quickly (SIGALRM, as in the table) instead of hanging the suite
+QUICK = 3.0
+P3 = rm.PottsModel.random(L=4, q=3, seed=0, beta=0.5)  # q = 3 colours: the multi-class theory
+
+
+@contextlib.contextmanager
+def _within(seconds: float = QUICK):
+    """The table's guard (SIGALRM, bounded address space) around one block: a hang raises _Hang."""
+    with _guarded():
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _transformer_fit(epochs):
+    from replica_mlm.discrete.transformer import TransformerMLM
+
+    return TransformerMLM(L=3, q=2, layers=1, d_model=4, heads=1, rng=0).fit(SEQS, epochs=epochs)
+
+
+@pytest.mark.parametrize("call,names", [
+    (lambda: _transformer_fit(10**100), "epochs"),
+    (lambda: _transformer_fit(10**12), "epochs"),
+    (lambda: PM.sample(10, burn_in=10**12, sweeps_between=1), "burn_in"),
+    (lambda: PM.sample(10, burn_in=10**12, sweeps_between=1, method="tempering", n_rungs=3), "burn_in"),
+    (lambda: PM.run_chains(SEQS[:4], n_sweeps=10**12), "n_sweeps"),
+    (lambda: rm.solve(P3.masked_site(0), alpha=2.0, lam=0.1, integration="sobol", randomisations=10**6),
+     "randomisations"),
+], ids=["fit-epochs-1e100", "fit-epochs-1e12", "sample-burn_in", "sample-tempering-burn_in",
+        "run_chains-n_sweeps", "sobol-randomisations"])
+def test_iteration_counts_beyond_the_work_limit_are_refused_up_front(call, names):
+    """Loops over tiny arrays are bounded by their steps (each >= 10 us), before any work."""
+    from replica_mlm import _checks
+
+    with _within(), pytest.raises(ValueError) as info:
+        call()
+    msg = str(info.value)
+    assert names in msg and f"{float(_checks.WORK_LIMIT):.0e}" in msg, msg
+
+
+def test_tune_beta_runs_beyond_the_machine_are_refused_up_front():
+    # n_replicas = 1e12 was a MemoryError after the scans; the largest verification run (4 n_replicas
+    # replicas, max_sweeps steps) is now checked by the pilot's size check first
+    with _within(), pytest.raises(ValueError, match=r"tune_beta\(n_replicas=1000000000000, .* of memory"):
+        PM.tune_beta(0.3, method="tempering", n_replicas=10**12)
+
+
+@pytest.mark.parametrize("loss,alpha", [("logistic", 1e300), ("hinge", 1e16)])
+def test_general_engine_refuses_alpha_beyond_its_range(loss, alpha):
+    # 1e300: OverflowError in the cold start; hinge at 1e16: a spurious fixed point with V_hat = 0
+    with _within(), pytest.raises(ValueError) as info:
+        rm.solve(SITE, alpha=alpha, lam=0.1, loss=loss, channel="sign")
+    from replica_mlm.theory import engine
+
+    assert f"alpha must be <= {engine.ALPHA_MAX:g}" in str(info.value)
+
+
+def test_general_engine_tends_to_the_population_minimiser_at_large_alpha():
+    """Up to ALPHA_MAX the engine converges (it raised ConvergenceError from 1e8): eg tends to that
+    of w ~ w*, arccos(sqrt(rho / (rho + sigma^2))) / pi, with a correction c / alpha of one c."""
+    spec = SITE.spectrum
+    limit = math.acos(math.sqrt(spec.rho / (spec.rho + spec.noise))) / math.pi
+    alphas = np.array([1e8, 1e10, 1e12])
+    with _within(3 * QUICK):
+        eg = np.array([rm.solve(SITE, alpha=a, lam=0.1, loss="logistic", channel="sign").eg for a in alphas])
+    scaled = alphas * (eg / limit - 1)
+    assert np.all(scaled > 0) and np.allclose(scaled, scaled[0], rtol=1e-3), scaled
+
+
+def _mp_separability(s, channel: str) -> float:
+    """alpha_c at label slope s by 17-digit mpmath quadrature of the original integral in v, with
+    breakpoints at +-10/s and +-60/s where the label noise sits (the logit tail is exponential)."""
+    mpmath.mp.dps = 17
+    if channel == "sign":
+        def prob(v):
+            return mpmath.ncdf(s * v)
+    else:
+        def prob(v):
+            return 1 / (1 + mpmath.exp(-s * v))
+
+    def g(a):
+        return (1 + a * a) * mpmath.ncdf(-a) - a * mpmath.npdf(a)
+
+    def gp(a):
+        return -2 * (mpmath.npdf(a) - a * mpmath.ncdf(-a))
+
+    pts = [-mpmath.inf, -60 / s, -10 / s, 0, 10 / s, 60 / s, mpmath.inf]
+    t = mpmath.findroot(lambda t: mpmath.quad(lambda v: mpmath.npdf(v) * prob(v) * gp(t * v) * v, pts), s)
+    return float(1 / (2 * mpmath.quad(lambda v: mpmath.npdf(v) * prob(v) * g(t * v), pts)))
+
+
+@pytest.mark.parametrize("task,channel", [
+    (rm.Spectrum(omega=[1.0], bulk=[1.0], teacher=[1.0], noise=1e-10), "sign"),  # s = 1e5
+    (rm.Spectrum(omega=[1.0], bulk=[1.0], teacher=[1e12], noise=0.0), "logit"),  # rho = 1e12: s = 1e6
+], ids=["sign-noise-1e-10", "logit-rho-1e12"])
+def test_separability_of_nearly_noiseless_labels_is_exact(task, channel):
+    # was ZeroDivisionError (quad missed the noise at |v| ~ 1/s and the objective came out 0)
+    spec = task
+    s = math.sqrt(spec.rho / spec.noise) if channel == "sign" else math.sqrt(spec.rho)
+    with _within():
+        got = rm.separability_threshold(task, channel=channel)
+    assert got == pytest.approx(_mp_separability(mpmath.mpf(s), channel), rel=1e-14)
+
+
+def test_separability_beyond_the_float_range_is_a_named_error():
+    task = rm.Spectrum(omega=[1.0], bulk=[1.0], teacher=[1e308], noise=5e-324)
+    with _within(), pytest.raises(ValueError, match="rho = 1e\\+308 and noise"):
+        rm.separability_threshold(task, channel="sign")
+
+
+@pytest.mark.parametrize("make,name", [
+    (lambda: rm.MaskedSite(covariance=COV * 1e-300, teacher=TEACHER, noise=0.3), "covariance"),
+    (lambda: rm.PottsSite(covariance=COV * 1e-300, teacher=TEACHER[:, None], p=2, noise=0.3,
+                          channel="gaussian"), "covariance"),
+    (lambda: rm.Spectrum(omega=[5e-301, 2e-300], bulk=[0.5, 0.5], teacher=[0.1, 0.3], noise=0.2), "omega"),
+], ids=["MaskedSite", "PottsSite", "Spectrum"])
+def test_covariance_of_vanishing_scale_is_refused_at_construction(make, name):
+    # was accepted, then 'math domain error' (general engine), ConvergenceError (lam = 0) or
+    # overflow warnings (asymptotics) depending on the path
+    with _within(), pytest.raises(ValueError) as info:
+        make()
+    from replica_mlm import _checks
+
+    assert re.match(f"{name} is too small .* {_checks.MIN_SCALE:g}", str(info.value)), info.value
+
+
+def test_general_engine_with_a_field_below_float64_names_lam():
+    # lam = 1e300: q ~ (omega / lam)^2 underflows; was 'math domain error' from math.log(0)
+    with _within(), pytest.raises(ValueError, match="lam = 1e\\+300 is too large"):
+        rm.solve(SITE, alpha=2.0, lam=1e300, loss="logistic", channel="sign")
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: rm.solve(SITE, alpha=2.0, lam=0.1, loss="logistic", channel="sign", order=2**64),
+     "order must be <= 1024"),
+    (lambda: rm.solve(P3.masked_site(0), alpha=2.0, lam=0.1, order=2**64), "order = 18446744073709551616"),
+    (lambda: rm.solve(P3.masked_site(0), alpha=2.0, lam=0.1, order=90), "order = 90: the error check"),
+], ids=["general-engine", "multiclass-hermite", "multiclass-finer-rule"])
+def test_order_beyond_its_range_is_a_named_error(call, match):
+    # was ConvergenceError (general engine) or, for the error check's finer rule, a message without
+    # 'order' after the first (minutes long) solve
+    with _within(), pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: rm.simulate(SITE, alpha=2.0, lam=0.1, seeds=2, rng=0, threads=2**64),
+    lambda: rm.TransformerMLM(L=3, q=2, layers=1, d_model=4, heads=1, threads=2**64),
+], ids=["simulate", "TransformerMLM"])
+def test_threads_beyond_the_allowed_range_is_a_named_error(call):
+    # was ctypes.ArgumentError (threadpoolctl) or an unnamed overflow from torch.set_num_threads
+    with _within(), pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value).startswith("threads must be <= "), info.value
+    from replica_mlm._threads import MAX_THREADS
+
+    assert f"<= {MAX_THREADS} (the allowed range is 1 to {MAX_THREADS}" in str(info.value)
+
+
+def test_iterate_with_init_none_takes_the_default_start():
+    with _within():
+        default = rm.solve(SITE, alpha=2.0, lam=0.1, method="iterate")
+        none = rm.solve(SITE, alpha=2.0, lam=0.1, method="iterate", init=None)
+    assert none == default
+    with _within(), pytest.raises(ValueError, match="init must be \\(V, q, m\\)"):
+        rm.solve(SITE, alpha=2.0, lam=0.1, method="iterate", init=5.0)
+
+
+@pytest.mark.parametrize("sims", [[[[1.0, 0.1, 0.2, 0.01]]], [[(1.0, 0.1, 0.2, 0.01)]], [(1.0, 0.1)]],
+                         ids=["nested-lists", "nested-tuples", "two-numbers"])
+def test_plot_learning_curves_refuses_other_simulation_shapes(sims):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    curve = rm.learning_curve(SITE, alpha=[0.5, 1.5], lam=0.1)
+    with _within(), pytest.raises(TypeError, match=r"simulations must be .*\(alpha, lam, mean, stderr\)"):
+        rm.plotting.plot_learning_curves([curve], simulations=sims)
+
+
+@pytest.mark.parametrize("z,error", [([0.1, math.nan], ValueError), ([0.1, math.inf], ValueError),
+                                     ([0.1, 1j], TypeError), (np.array([0.5, 1 + 1j]), TypeError)],
+                         ids=["nan", "inf", "complex", "complex-array"])
+def test_plot_z_histogram_refuses_non_finite_and_complex_z(z, error):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    with _within(), pytest.raises(error, match=r"^z "):
+        rm.plotting.plot_z_histogram(z)
+
+
+ISING = rm.PottsModel.random_ising(L=4, beta=0.5, rng=0)
+
+
+@pytest.mark.parametrize("model,loss", [(P3, "cross_entropy"), (ISING, "logistic")], ids=["q3", "ising"])
+def test_simulate_on_a_potts_model_takes_the_default_loss_of_its_task(model, loss):
+    with _within():
+        default = rm.simulate(model, site=0, alpha=2.0, lam=0.1, seeds=2, rng=0)
+        named = rm.simulate(model, site=0, alpha=2.0, lam=0.1, seeds=2, rng=0, loss=loss)
+    from replica_mlm.theory.saddle import default_loss
+
+    assert default.loss == loss == default_loss(model)
+    assert np.array_equal(default.eg, named.eg) and np.array_equal(default.test_loss, named.test_loss)
+    if model.q > 2:  # the same source as solve on the model's site
+        assert default_loss(model.masked_site(0)) == loss

@@ -332,8 +332,8 @@ class PottsModel:
         n_sweeps = _checks.nonnegative_int(n_sweeps, "n_sweeps")
         record_every = _checks.nonnegative_int(record_every, "record_every")
         gen = as_generator(rng)
-        C = s.shape[0]
-        _checks.work(n_sweeps * C * self.L * self.q, f"run_chains(n_sweeps={n_sweeps}) of {C} chains")
+        C, L = s.shape
+        _checks.work(n_sweeps * C * self.L * self.q, f"run_chains(n_sweeps={n_sweeps})", steps=n_sweeps * L)
         records = n_sweeps // record_every if record_every else 0
         _checks.allocation(2 * 8 * records * C * self.L,
                            f"run_chains(n_sweeps={n_sweeps}, record_every={record_every}) recording "

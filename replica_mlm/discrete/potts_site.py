@@ -85,6 +85,7 @@ class PottsSite:
     def __init__(self, *, covariance, teacher, p: int, bias=None, noise: float = 0.0,
                  channel: str = "softmax", symmetric: bool = False) -> None:
         self.covariance = _checks.positive_definite(covariance, "covariance")
+        _checks.not_vanishing(self.covariance, "covariance")
         self.teacher = _checks.finite_array(teacher, "teacher", ndim=2)
         d, K = self.teacher.shape
         if d != self.covariance.shape[0]:

@@ -346,15 +346,15 @@ def gibbs_sweep(model: PottsModel, s: np.ndarray, Nq: np.ndarray, gen: np.random
             s[chg, i] = newc
 
 
-def check_pilot_size(model: PottsModel, n_chains, n_sweeps, max_sweeps, n_rungs) -> None:
+def check_pilot_size(model: PottsModel, n_chains, n_sweeps, max_sweeps, n_rungs, what=None) -> None:
     """Refuse a pilot run whose recorded states or sweeps the machine cannot afford."""
     C = 64 if n_chains is None else n_chains
     K = TEMPERING_MAX_RUNGS if n_rungs is None else n_rungs
     T = max(n_sweeps, max_sweeps)  # the recorded run doubles from n_sweeps up to max_sweeps
-    what = f"gibbs_diagnostics(n_chains={n_chains}, n_sweeps={n_sweeps}, max_sweeps={max_sweeps})"
+    what = what or f"gibbs_diagnostics(n_chains={n_chains}, n_sweeps={n_sweeps}, max_sweeps={max_sweeps})"
     # recorded spins (int16) and energies, a boolean copy per lag; the chains' states and fields
     _checks.allocation(T * C * (4 * model.L + 8) + 8 * C * K * model.L * (model.q + 2), what)
-    _checks.work(4 * T * C * model.L * model.q, what)
+    _checks.work(4 * T * C * model.L * model.q, what, steps=4 * T * model.L)  # sweeps: loops over L sites
 
 
 # ---------------------------------------------------------------------- sampling
@@ -405,7 +405,7 @@ def draw(model: PottsModel, n, rng, *, n_chains, sweeps_between, burn_in, return
     # the saved configurations (intp) and their copy; the chains' states and colour fields
     _checks.allocation(2 * 8 * (n + C) * L + 8 * C * K * L * (q + 2), f"{what} of L = {L} sites")
     sweeps = (burn_in or 0) + (sweeps_between or 1) * (-(-n // C))
-    _checks.work(sweeps * C * K * L * q, what)
+    _checks.work(sweeps * C * K * L * q, what, steps=sweeps * L)  # a sweep: a loop over the L sites
     diag = None
     if sweeps_between is None or burn_in is None:
         diag = model.gibbs_diagnostics(rng=gen, method=method, n_rungs=n_rungs,
@@ -487,9 +487,9 @@ def _draw_resumed(model: PottsModel, n, rng, d, *, n_chains, sweeps_between, bur
     return_diagnostics = _checks.flag(return_diagnostics, "return_diagnostics")
     K, L = d.ladder.size, model.L
     per_chain = -(-n // C)
-    what = f"sample(n={n}, resume=<{d.method} pilot of {C} chains>)"
+    what, sweeps = f"sample(n={n}, resume=<{d.method} pilot of {C} chains>)", burn + between * per_chain
     _checks.allocation(2 * 8 * (n + C) * L + 8 * C * K * L * (model.q + 2), what)
-    _checks.work((burn + between * per_chain) * C * K * L * model.q, what)
+    _checks.work(sweeps * C * K * L * model.q, what, steps=sweeps * L)
     Nq = model._init_fields(s)
     ladder, rounds = d.ladder.copy(), d.swap_rounds
     base = np.arange(C) * K

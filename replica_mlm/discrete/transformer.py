@@ -60,11 +60,14 @@ from replica_mlm._checks import (
     RngLike,
     allocation,
     as_generator,
+    count,
     nonnegative,
     positive,
     positive_int,
     site_index,
+    work,
 )
+from replica_mlm._threads import thread_count
 from replica_mlm.discrete.potts import check_sequences
 
 INSTALL_HINT = (
@@ -239,7 +242,7 @@ class TransformerMLM:
     dtype : {"float32", "float64"}
         Floating-point type of the parameters (float64 for gradient checks).
     threads : int
-        ``torch.set_num_threads`` during every computation (restored afterwards).
+        ``torch.set_num_threads`` during every computation (restored afterwards); 1 to 1024.
 
     See the module docstring for the architecture, the loss convention and the attention-map
     convention.
@@ -263,7 +266,7 @@ class TransformerMLM:
         if dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
         self.dtype = getattr(torch, dtype)
-        self.threads = positive_int(threads, "threads")
+        self.threads = thread_count(threads)
         # embedding, positional encoding (L x d), and per layer attention (4 d^2) and MLP (2 d d_ff)
         weights = (self.q + 1) * self.d_model + self.L * self.d_model + self.q * self.d_model
         weights += self.layers * (4 * self.d_model**2 + 2 * self.d_model * self.d_ff)
@@ -413,6 +416,12 @@ class TransformerMLM:
         -------
         TrainingHistory
             Also stored as ``self.history``.
+
+        Raises
+        ------
+        ValueError
+            Before any step if ``epochs * ceil(M / batch_size)`` SGD steps (about 2 ms each) and
+            the evaluations exceed the package's work limit (``_checks.work``: 1e15 operations).
         """
         s = self._check(train_seqs, "train_seqs")
         te = None if test is None else self._check(test, "test")
@@ -430,6 +439,13 @@ class TransformerMLM:
         M = s.shape[0]
         per_epoch = math.ceil(M / batch_size)
         T = epochs * per_epoch
+        # about 6 flops per weight and token (forward and backward; evaluation: forward only) and,
+        # per SGD step, some 100 (layers + 1) torch calls (measured 1.8 ms a step at layers = 1)
+        tokens = T * min(batch_size, M) * self.L * (self.L if masking == "all" else 1)
+        if te is not None:
+            tokens += (epochs // eval_every + 1) * te.shape[0] * self.L * self.L
+        work(6 * self.n_parameters * tokens, f"TransformerMLM.fit(epochs={count(epochs)}, batch_size="
+             f"{batch_size}): epochs * batches = {count(T)} SGD steps", steps=T * 100 * (self.layers + 1))
         opt = torch.optim.SGD(self.net.parameters(), lr=lr, momentum=momentum)
         hist_test, test_epochs, hist_train, hist_lr = [], [], [], []
         t0 = time.perf_counter()

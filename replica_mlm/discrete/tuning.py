@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.discrete.sampling import METHODS, TEMPERING_TARGET_ACCEPTANCE
+from replica_mlm.discrete.sampling import METHODS, TEMPERING_TARGET_ACCEPTANCE, check_pilot_size
 from replica_mlm.discrete.tempering import TuneResult, tune_with_tempering
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,12 +72,15 @@ def tune(model: PottsModel, target_hamming, rng, *, n_samples, tol, max_iter, me
     tol = _checks.positive((0.005 if method == "gibbs" else 0.01) if tol is None else tol, "tol")
     max_iter = _checks.positive_int(max_iter, "max_iter")
     if method != "gibbs":
+        n_replicas = max(3, _checks.positive_int(n_replicas, "n_replicas"))
+        max_sweeps = _checks.positive_int(max_sweeps, "max_sweeps")
+        # the largest verification run: up to 4 n_replicas replicas, max_sweeps recorded steps
+        check_pilot_size(model, 4 * n_replicas, max_sweeps, max_sweeps, None,
+                         f"tune_beta(n_replicas={n_replicas}, max_sweeps={max_sweeps})")
         res = tune_with_tempering(
             model, target, _checks.as_generator(rng), tol=tol,
-            beta_hot=_checks.positive(beta_hot, "beta_hot"),
-            n_replicas=max(3, _checks.positive_int(n_replicas, "n_replicas")),
-            max_sweeps=_checks.positive_int(max_sweeps, "max_sweeps"),
-            acceptance=TEMPERING_TARGET_ACCEPTANCE,
+            beta_hot=_checks.positive(beta_hot, "beta_hot"), n_replicas=n_replicas,
+            max_sweeps=max_sweeps, acceptance=TEMPERING_TARGET_ACCEPTANCE,
             swap_rounds=_checks.positive_int(swap_rounds, "swap_rounds"), max_iter=max_iter)
         return res if return_result else res.beta
     if return_result:

@@ -38,6 +38,7 @@ class MaskedSite:
 
     def __init__(self, *, covariance, teacher, noise: float, channel: str = "gaussian") -> None:
         self.covariance = _checks.positive_definite(covariance, "covariance")
+        _checks.not_vanishing(self.covariance, "covariance")
         self.teacher = _checks.bounded_array(teacher, "teacher", ndim=1)
         if self.teacher.shape[0] != self.covariance.shape[0]:
             raise ValueError(

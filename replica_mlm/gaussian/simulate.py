@@ -210,7 +210,7 @@ def _ridge_gram(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray | N
 
 
 def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
-             loss="square", channel: str | None = None, site: int | None = None,
+             loss=None, channel: str | None = None, site: int | None = None,
              n_test: int | None = None, threads=INHERIT) -> Simulation | list[Simulation]:
     """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
 
@@ -240,10 +240,13 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     rng : int or numpy.random.Generator
         Seed; sample ``k`` uses the ``k``-th child of ``SeedSequence``-spawned generators, so
         results do not depend on how samples are split across workers.
-    loss : str or loss object
-        ``"square"`` (default; closed form), ``"absolute"``, ``"huber"`` (delta = 1, or a
-        ``Huber(delta)`` object), ``"logistic"`` or ``"hinge"``; the estimator minimises
+    loss : str or loss object, optional
+        ``"square"`` (closed form), ``"absolute"``, ``"huber"`` (delta = 1, or a ``Huber(delta)``
+        object), ``"logistic"`` or ``"hinge"``; the estimator minimises
         ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see :mod:`replica_mlm.gaussian.erm`).
+        Default: the task's own, from the same place as :func:`replica_mlm.solve`'s
+        (:func:`replica_mlm.theory.saddle.default_loss`): ``"square"`` for a MaskedSite,
+        ``"logistic"`` for an Ising model, ``"cross_entropy"`` for a Potts model with q > 2.
     site : int
         The masked site (Ising models only).
     n_test : int, optional
@@ -259,7 +262,8 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         BLAS threads during the call (scoped with threadpoolctl, restored afterwards). Default:
         the enclosing setting (e.g. a sweep's ``threads=``), else 1 -- many small SVDs run far
         faster on one thread than with threads fighting over a busy machine. ``None`` leaves
-        the BLAS libraries' own setting. The numbers do not depend on it beyond rounding.
+        the BLAS libraries' own setting. The numbers do not depend on it beyond rounding. At most
+        ``MAX_THREADS`` (1024).
 
     Returns
     -------
@@ -273,6 +277,10 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
                          site=site, n_test=n_test, threads=threads)
                 for a, g in zip(alphas, gens, strict=True)]
+    if loss is None:
+        from replica_mlm.theory.saddle import default_loss
+
+        loss = default_loss(task)
     if isinstance(task, PottsModel) and task.q > 2:
         return _simulate_potts(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
                                channel=channel, n_test=n_test, threads=threads)

@@ -46,6 +46,7 @@ class Spectrum:
             )
         if np.any(omega <= 0):
             raise ValueError(f"omega must be > 0 (Sigma positive definite), min is {omega.min():.3g}")
+        _checks.not_vanishing(omega, "omega")
         if np.any(bulk < 0) or np.any(teacher < 0):
             raise ValueError("bulk and teacher weights must be >= 0")
         total = float(np.sum(bulk))

@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from replica_mlm import _checks
 from replica_mlm.gaussian.spectrum import Spectrum
 from replica_mlm.theory import energetic
 from replica_mlm.theory.channels import Channel, check_pair
@@ -36,6 +37,8 @@ from replica_mlm.theory.root import estimation_error_of_hats
 
 #: residual (largest relative violation of the raw equations) required for converged=True
 TOL = 1e-10
+#: smallest normal float64: V and q below it cannot be solved for (see :meth:`Problem.start`)
+TINY = float(np.finfo(float).tiny)
 #: damped iterations before the root solver, from a cold start
 WARMUP = 8
 #: clip of m / sqrt(q rho) inside (-1, 1)
@@ -47,6 +50,16 @@ XTOL = 1e-12
 XTOL_FINE = 1e-15
 #: channel-side evaluations remembered per point (hybr and the residual evaluate some twice)
 MEMO = 8
+#: largest alpha = n/p accepted. As alpha -> inf the estimator tends to the population risk
+#: minimiser with corrections O(1/alpha), below 1e-12 here; beyond, V ~ 1/alpha shrinks the kink
+#: intervals of hinge or absolute losses below what the quadrature resolves (measured on a
+#: GaussianPotts site, lam = 0.1: a spurious fixed point with V_hat = 0 from alpha = 1e16 for
+#: hinge/sign, 1e18 for absolute/gaussian) and from ~1e150 the hats' squares overflow
+ALPHA_MAX = 1e12
+#: most Gauss-Legendre nodes per panel: every panel holds an analytic function, so the default 16
+#: already gives eg to ~1e-16 (16, 64, 256 and 1024 agree on logistic/sign); leggauss needs
+#: order^2 memory and order^3 time
+ORDER_MAX = 1024
 
 
 def pack(V: float, q: float, m: float, rho: float, *, edge: float = EDGE) -> np.ndarray:
@@ -54,14 +67,14 @@ def pack(V: float, q: float, m: float, rho: float, *, edge: float = EDGE) -> np.
     signal, ``rho > 0``), the overlap ratio clipped to ``[-edge, edge]``."""
     x = [math.log(V), math.log(q)]
     if rho > 0:
-        x.append(math.atanh(float(np.clip(m / math.sqrt(q * rho), -edge, edge))))
+        x.append(math.atanh(float(np.clip(m / math.sqrt(q) / math.sqrt(rho), -edge, edge))))
     return np.array(x)
 
 
 def unpack(x, rho: float) -> tuple[float, float, float]:
     """``(V, q, m)`` from the unknowns of :func:`pack`."""
     V, q = math.exp(x[0]), math.exp(x[1])
-    m = math.sqrt(q * rho) * math.tanh(x[2]) if rho > 0 else 0.0
+    m = math.sqrt(q) * math.sqrt(rho) * math.tanh(x[2]) if rho > 0 else 0.0  # q rho may underflow
     return V, q, m
 
 
@@ -79,8 +92,14 @@ class Problem:
     def __init__(self, spec: Spectrum, alpha: float, lam: float, loss: Loss, channel: Channel, *,
                  order: int = energetic.ORDER) -> None:
         check_pair(loss, channel, lam=lam, general=True)
+        _checks.at_most(alpha, ALPHA_MAX, "alpha", f"the general engine takes 0 < alpha <= {ALPHA_MAX:g}; "
+                        "the solution tends to its alpha -> infinity limit (the population risk "
+                        "minimiser) with corrections O(1/alpha), below 1e-12 there")
+        order = _checks.positive_int(order, "order")
+        _checks.at_most(order, ORDER_MAX, "order", f"Gauss-Legendre nodes per panel, 1 to {ORDER_MAX}; "
+                        f"the default {energetic.ORDER} already integrates to ~1e-16")
         self.spec, self.alpha, self.lam = spec, float(alpha), float(lam)
-        self.loss, self.channel, self.order = loss, channel, int(order)
+        self.loss, self.channel, self.order = loss, channel, order
         self.rho, self.noise = spec.rho, spec.noise
         self.signal = self.rho > 0
         self.evaluations = 0
@@ -133,9 +152,26 @@ class Problem:
         return self.pack(*self.prior(h["V_hat"], h["q_hat"], h["m_hat"]))
 
     def start(self) -> np.ndarray:
-        """A cold start: the prior side at hats of the size square loss would give."""
+        """A cold start: the prior side at hats of the size square loss would give.
+
+        ValueError if its V or q is not a normal float: the field of the estimator,
+        ``q ~ (omega / lam)^2``, then lies below float64 (a covariance of tiny scale for its lam,
+        or a huge lam) and the engine, which solves for ``log V`` and ``log q``, cannot represent it.
+        """
         a = self.alpha
-        return self.pack(*self.prior(a / 2, a * (self.rho + self.noise + 1) / 4, a / 2))
+        with np.errstate(over="ignore", under="ignore"):  # out of range: refused just below
+            V, q, m = self.prior(a / 2, a * (self.rho + self.noise + 1) / 4, a / 2)
+        if not (V >= TINY and q >= TINY):
+            omega = float(np.max(self.spec.omega))
+            raise ValueError(
+                f"the estimator's order parameters underflow float64 (V = {V:.3g}, q = {q:.3g} at the "
+                f"cold start; the general engine needs both >= {TINY:.3g}): lam = {self.lam:g} is too "
+                f"large for a covariance whose largest eigenvalue is {omega:.3g}. The field variance "
+                "q ~ (omega / lam)^2 depends on their ratio only (the problem is invariant under "
+                "covariance -> c covariance, lam -> c lam, teacher -> teacher / sqrt(c)): lam / omega "
+                "must stay below about 1e150; the square loss with the gaussian channel solves this "
+                "limit exactly")
+        return self.pack(V, q, m)
 
     def residual(self, x) -> tuple[float, dict]:
         """Largest relative violation of the six raw equations at ``x``, and the point."""

@@ -383,9 +383,10 @@ class Loss:
         if check:
             check.refuse_curvature(self, yv, zv, d1z, d2z)
         with np.errstate(all="ignore"):
-            slope = np.where(at_kink, 0.0, 1.0 / (1.0 + vv * d2z))
+            # d_w f = (dz*/dw - 1)/V = -loss''/(1 + V loss''): no cancellation at small V
+            dfdw = np.where(at_kink, -1.0 / vv, -d2z / (1.0 + vv * d2z))
         f = np.where(at_kink, (zv - wv) / vv, -d1z)
-        return Prox(z=zv, f=f, dfdw=(slope - 1.0) / vv, at_kink=at_kink)
+        return Prox(z=zv, f=f, dfdw=dfdw, at_kink=at_kink)
 
 
 def _full(value, yv, zv) -> np.ndarray:

@@ -45,6 +45,11 @@ HERMITE_ORDER = {1: 64, 2: 20}
 SOBOL_M = 14
 #: independent scramblings of a Sobol' rule by default
 RANDOMISATIONS = 4
+#: the cost of a solve, for the work check: at least this many channel-side evaluations (measured
+#: 24 from a cold start, 12 to 20 warm), each about NODE_OPERATIONS K^2 per node of the rule
+#: (measured 0.3 s per evaluation of 2^14 Sobol' nodes at K = 2 on the development machine)
+SOLVE_EVALUATIONS = 12
+NODE_OPERATIONS = 4000
 #: the error rate: Sobol' rules of 2^EG_M points, EG_SCRAMBLINGS scramblings (seeds 1000, ...)
 EG_M = 15
 EG_SCRAMBLINGS = 4
@@ -319,7 +324,9 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
         raise TypeError(f"task must be a PottsSite, got {type(task).__name__}")
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.positive(lam, "lam")
-    default = "cross_entropy" if task.channel == "softmax" else "square"
+    from replica_mlm.theory.saddle import default_loss
+
+    default = default_loss(task)
     loss = default if loss is None else _checks.choice(loss, LOSSES, "loss")
     if loss != default:
         raise ValueError(f"loss {loss!r} is not implemented with the {task.channel} channel; use {default!r}")
@@ -339,6 +346,19 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
                          "is their spread)")
     if init is not None and not isinstance(init, MulticlassSaddlePoint):
         raise TypeError(f"init must be a MulticlassSaddlePoint, got {type(init).__name__}")
+    if loss != "square":  # every rule checked and the whole cost bounded before the first solve
+        nodes = mc.rule_size(K, integration, order)
+        if integration == "hermite":  # the error check solves again with 1.5 order nodes
+            finer = math.ceil(1.5 * order)
+            if finer ** (2 * K) > mc.HERMITE_NODES:
+                raise ValueError(f"order = {order}: the error check's Gauss-Hermite rule of ceil(1.5 "
+                                 f"order) = {finer} nodes per dimension has {finer}^{2 * K} nodes (limit "
+                                 "2^26): lower order or use integration='sobol'")
+            nodes += mc.rule_size(K, integration, finer)
+        solves = randomisations if integration == "sobol" else 1
+        _checks.work(solves * SOLVE_EVALUATIONS * nodes * NODE_OPERATIONS * K**2,
+                     f"solve(integration={integration!r}, order={order}, randomisations="
+                     f"{_checks.count(randomisations)}) at K = {K}", steps=solves * SOLVE_EVALUATIONS)
 
     def one(rule, start):
         problem = Problem(task, alpha, lam, loss, rule)

@@ -281,17 +281,30 @@ def square_gaussian_hats(*, alpha: float, Q, M, rho, V, noise: float) -> dict:
             "train_loss": float(np.trace(G @ E @ G)) / 2}
 
 
+#: most nodes ``order^(2K)`` of a tensor Gauss-Hermite rule (outer times inner dimensions)
+HERMITE_NODES = 1 << 26
+
+
+def rule_size(K: int, integration: str, order: int) -> int:
+    """Nodes of the rule :func:`rule_for` would build (outer times inner), or ValueError naming
+    ``order`` if it is too large: ``order^(2K) > 2^26`` (Gauss-Hermite) or ``order > 24`` (Sobol')."""
+    if integration == "hermite":
+        if order ** (2 * K) > HERMITE_NODES:
+            raise ValueError(f"order = {order} Gauss-Hermite nodes per dimension make a tensor rule of "
+                             f"order^{2 * K} nodes in 2K = {2 * K} dimensions (limit 2^26): lower order "
+                             "or use integration='sobol'")
+        return order**K * (order // 2 + 2) ** K
+    if order > 24:
+        raise ValueError(f"sobol rules take order = m <= 24 (2^m points), got {order}")
+    return 2**order
+
+
 def rule_for(K: int, integration: str, *, order: int, seed: int) -> Rule:
     """The rule named by ``integration`` (``"hermite"`` with ``order`` nodes per dimension,
     ``"sobol"`` with ``2^order`` points and ``seed``)."""
+    rule_size(K, integration, order)
     if integration == "hermite":
-        if order ** (2 * K) > 1 << 26:
-            raise ValueError(f"a tensor Gauss-Hermite rule with {order} nodes in 2K = {2 * K} "
-                             f"dimensions has {order}^{2 * K} nodes (limit 2^26): use "
-                             "integration='sobol'")
         return hermite_rule(K, order)
-    if order > 24:
-        raise ValueError(f"sobol rules take order = m <= 24 (2^m points), got {order}")
     return sobol_rule(K, order, seed)
 
 

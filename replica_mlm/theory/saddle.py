@@ -33,6 +33,8 @@ from replica_mlm.theory import channels, losses, precise, root
 from replica_mlm.theory.compiled import compiled
 
 METHODS = ("root", "iterate", "general")
+#: cold start (V, q, m) of method="iterate" (init=None)
+ITERATE_INIT = (1000.0, 1e-3, 1e-3)
 
 
 class ConvergenceError(RuntimeError):
@@ -149,6 +151,26 @@ def spectrum_of(task) -> Spectrum:
     return spec
 
 
+def default_loss(task) -> str:
+    """The loss ``task`` is learnt with when none is named: the one source of the defaults of
+    :func:`solve` and :func:`replica_mlm.simulate`.
+
+    A :class:`~replica_mlm.discrete.potts_site.PottsSite`: ``"cross_entropy"`` with its softmax
+    channel, ``"square"`` with the gaussian one (the pairs its multi-class theory solves). A
+    :class:`~replica_mlm.PottsModel` (what ``simulate`` learns a site of): ``"cross_entropy"`` for
+    q > 2 colours (the task of its ``masked_site``), ``"logistic"`` for an Ising model (its
+    pseudo-likelihood, the only loss simulated there). Anything else: ``"square"``.
+    """
+    from replica_mlm.discrete.potts import PottsModel
+    from replica_mlm.discrete.potts_site import PottsSite
+
+    if isinstance(task, PottsSite):
+        return "cross_entropy" if task.channel == "softmax" else "square"
+    if isinstance(task, PottsModel):
+        return "cross_entropy" if task.q > 2 else "logistic"
+    return "square"
+
+
 def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,
           loss=None, channel=None, **options) -> SaddlePoint:
     """Solve the replica saddle point at sample ratio ``alpha`` and ridge ``lam``.
@@ -184,15 +206,15 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         ``method="root"``, i.e. for the square loss with the gaussian channel: other losses and
         channels raise ValueError.
     loss : str or rm.losses.Loss, optional
-        ``"square"`` (default), ``"absolute"``, ``"huber"``, ``"logistic"``, ``"hinge"`` (the
-        default instance of each) or any :class:`rm.losses.Loss`.
+        ``"square"`` (default, :func:`default_loss`), ``"absolute"``, ``"huber"``, ``"logistic"``,
+        ``"hinge"`` (the default instance of each) or any :class:`rm.losses.Loss`.
     channel : {"gaussian", "sign", "logit"}, optional
         How labels are drawn from the teacher's field ``nu = w* . x``: ``"gaussian"`` (default)
         ``y = nu + sigma eps``; ``"sign"`` ``y = sign(nu + sigma eps)``; ``"logit"``
         ``P(y | nu) = 1 / (1 + exp(-y nu))``. ``sigma^2`` is the task's noise.
     **options
         For ``"iterate"``: ``damping`` (0.5), ``tol`` (1e-12), ``max_iter`` (100000) and
-        ``init`` ((V, q, m) = (1000, 1e-3, 1e-3)). For ``"general"``: ``init`` (a SaddlePoint
+        ``init`` ((V, q, m); None or omitted: (1000, 1e-3, 1e-3)). For ``"general"``: ``init`` (a SaddlePoint
         to warm-start from) and ``order`` (Gauss-Legendre nodes per quadrature panel, 16).
         ``"root"`` takes none.
 
@@ -223,7 +245,8 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
     # the named losses and channels import sympy only when derived: the square/gaussian path needs none
-    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel, task)
+    loss_obj = losses.resolve(default_loss(task) if loss is None else loss)
+    channel_obj = channels.resolve(channel, task)
     fast = loss_obj.is_square and channel_obj.name == "gaussian"
     if method is None:
         method = "root" if fast else "general"
@@ -363,16 +386,18 @@ def _solve_iterate(
     damping: float = 0.5,
     tol: float = 1e-12,
     max_iter: int = 100_000,
-    init: tuple[float, float, float] = (1000.0, 1e-3, 1e-3),
+    init: tuple[float, float, float] | None = None,
 ) -> SaddlePoint:
     damping = _checks.nonnegative(damping, "damping")
     if damping >= 1:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
     tol = _checks.positive(tol, "tol")
     max_iter = _checks.positive_int(max_iter, "max_iter")
-    if len(init) != 3:
-        raise ValueError(f"init must be (V, q, m), got {init!r}")
-    x = {name: _checks.as_scalar(v, f"init {name}") for name, v in zip("Vqm", init, strict=True)}
+    start = _checks.finite_array(ITERATE_INIT if init is None else init, "init")  # None: the default
+    if start.shape != (3,):
+        raise ValueError(f"init must be (V, q, m): three finite numbers (or None for {ITERATE_INIT}), "
+                         f"got shape {start.shape}")
+    x = dict(zip("Vqm", map(float, start), strict=True))
     fns = compiled()
     delta, it = math.inf, 0
     try:

@@ -21,6 +21,17 @@ a smooth one-dimensional integral done by adaptive quadrature split at v = 0 (ab
 ~1e-14). The function of t is convex (a mean of convex functions of t), so its minimiser is the
 root of its derivative, ``2 int phi(v) P(+1 | v) g'(t v) v dv`` with ``g'(a) = -2 (phi(a) - a Phi(-a))``,
 found by Brent's method on a bracket [0, t_hi] to ~1e-14.
+
+Nearly noiseless labels. Both channels are ``P(+1 | sqrt(rho) v) = F(s v)`` with a slope
+``s = sqrt(rho / sigma^2)`` (sign, ``F = Phi``) or ``sqrt(rho)`` (logit, ``F`` the logistic
+function): the label noise sits at ``|v| ~ 1/s``, which adaptive quadrature on the scale of
+``phi(v)`` misses for large s (the objective came out 0 from s ~ 1e4). Above
+:data:`SCALED_ABOVE` the integrals are taken in ``w = s v`` with ``t = tau s``, exactly:
+
+    E[(Z - t Y V)_+^2] = (2 / s) int phi(w / s) F(w) g(tau w) dw,
+
+so ``alpha_c = s / (2 min_tau int phi(w / s) F(w) g(tau w) dw)`` grows linearly in s (the two
+forms agree to 1e-16 for s <= 1000; alpha_c / s -> 1.8138 for sign, 0.98496 for logit).
 """
 
 from __future__ import annotations
@@ -37,6 +48,8 @@ CHANNELS = ("sign", "logit")
 
 _QUAD = {"epsabs": 1e-15, "epsrel": 1e-13, "limit": 400}
 _SQRT2PI = math.sqrt(2.0 * math.pi)
+#: slope s of P(+1 | sqrt(rho) v) = F(s v) above which the integrals are taken in w = s v
+SCALED_ABOVE = 100.0
 
 
 def _phi(a):
@@ -147,6 +160,9 @@ def threshold(rho: float, noise: float, channel: str = "sign") -> float:
         return math.inf
     if rho == 0.0:
         return 2.0  # the objective is g(t V) averaged, minimal at t = 0 where it equals 1/2
+    slope_s = math.sqrt(rho) / math.sqrt(noise) if channel == "sign" else math.sqrt(rho)
+    if slope_s > SCALED_ABOVE:
+        return _threshold_scaled(slope_s, channel, rho, noise)
     slope = lambda t: objective_slope(t, channel, rho, noise)  # noqa: E731
     # the slope at t = 0 is -4 phi(0) E[v P(+1|v)] < 0 and the objective is convex: bracket the root
     lo, hi = 0.0, 1.0
@@ -157,3 +173,38 @@ def threshold(rho: float, noise: float, channel: str = "sign") -> float:
                              f"noise={noise}): the labels are numerically noiseless")
     t_star = optimize.brentq(slope, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=200)
     return 1.0 / objective(t_star, channel, rho, noise)
+
+
+def _threshold_scaled(s: float, channel: str, rho: float, noise: float) -> float:
+    """alpha_c for a label slope ``s > SCALED_ABOVE``, with the integrals in ``w = s v`` (see the
+    module docstring); ValueError if alpha_c exceeds the float range."""
+    cdf = special.ndtr if channel == "sign" else special.expit
+
+    def integral(fn) -> float:
+        return sum(integrate.quad(lambda w: float(fn(w)) * float(_phi(w / s)), lo, hi, **_QUAD)[0]
+                   for lo, hi in ((-math.inf, 0.0), (0.0, math.inf)))
+
+    def slope(tau: float) -> float:
+        return integral(lambda w: cdf(w) * g_prime(tau * w) * w)
+
+    # the minimiser tau* is of order one (0.6 to 1.3 for both channels): bracket it from tau = 1,
+    # never at tau = 0, where the slope is of order -s^2 and would need the whole of phi(w / s)
+    lo, hi = 0.5, 1.0
+    while slope(hi) < 0.0:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e8:
+            raise ValueError(f"no minimiser of the separability objective below tau = 1e8 (rho={rho}, "
+                             f"noise={noise})")
+    while slope(lo) > 0.0:
+        lo, hi = 0.5 * lo, lo
+        if lo < 1e-8:
+            raise ValueError(f"no minimiser of the separability objective above tau = 1e-8 (rho={rho}, "
+                             f"noise={noise})")
+    tau = optimize.brentq(slope, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=200)
+    alpha_c = s / (2.0 * integral(lambda w: cdf(w) * g(tau * w)))
+    if not math.isfinite(alpha_c):
+        exponent = 0.5 * (math.log10(rho) - math.log10(noise))
+        raise ValueError(f"alpha_c ~ 1.8 sqrt(rho / noise) ~ 1e{exponent:.0f} exceeds the float range: "
+                         f"rho = {rho:g} and noise = {noise:g} make the labels noiseless to float64 "
+                         "(noise = 0 gives alpha_c = inf, separable at every alpha)")
+    return alpha_c
