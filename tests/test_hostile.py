@@ -1231,10 +1231,18 @@ def test_separability_of_nearly_noiseless_labels_is_exact(task, channel):
     assert got == pytest.approx(_mp_separability(mpmath.mpf(s), channel), rel=1e-14)
 
 
-def test_separability_beyond_the_float_range_is_a_named_error():
-    task = rm.Spectrum(omega=[1.0], bulk=[1.0], teacher=[1e308], noise=5e-324)
-    with _within(), pytest.raises(ValueError, match="rho = 1e\\+308 and noise"):
+@pytest.mark.parametrize("noise", [1e-320, 5e-324])
+def test_separability_beyond_the_float_range_is_a_named_error(noise):
+    # the largest accepted spectrum and teacher (1e150 each: rho = 1e300) with subnormal noise:
+    # alpha_c ~ 1.8 sqrt(rho / noise) is beyond float64, and so is the label slope itself
+    task = rm.Spectrum(omega=[1e150], bulk=[1.0], teacher=[1e150], noise=noise)
+    with _within(), pytest.raises(ValueError, match="rho = 1e\\+300 and noise"):
         rm.separability_threshold(task, channel="sign")
+    # within the range the scaling holds: alpha_c / sqrt(rho / noise) is the same at 1e-200 and 1e-300
+    ratios = [rm.separability_threshold(rm.Spectrum(omega=[1.0], bulk=[1.0], teacher=[t], noise=n),
+                                        channel="sign") / (math.sqrt(t) / math.sqrt(n))
+              for t, n in ((1.0, 1e-200), (1e150, 1e-300))]
+    assert ratios[0] == pytest.approx(ratios[1], rel=1e-10)
 
 
 @pytest.mark.parametrize("make,name", [

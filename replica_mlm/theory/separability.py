@@ -161,6 +161,8 @@ def threshold(rho: float, noise: float, channel: str = "sign") -> float:
     if rho == 0.0:
         return 2.0  # the objective is g(t V) averaged, minimal at t = 0 where it equals 1/2
     slope_s = math.sqrt(rho) / math.sqrt(noise) if channel == "sign" else math.sqrt(rho)
+    if not math.isfinite(slope_s):
+        raise _beyond_float_range(rho, noise)
     if slope_s > SCALED_ABOVE:
         return _threshold_scaled(slope_s, channel, rho, noise)
     slope = lambda t: objective_slope(t, channel, rho, noise)  # noqa: E731
@@ -203,8 +205,12 @@ def _threshold_scaled(s: float, channel: str, rho: float, noise: float) -> float
     tau = optimize.brentq(slope, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=200)
     alpha_c = s / (2.0 * integral(lambda w: cdf(w) * g(tau * w)))
     if not math.isfinite(alpha_c):
-        exponent = 0.5 * (math.log10(rho) - math.log10(noise))
-        raise ValueError(f"alpha_c ~ 1.8 sqrt(rho / noise) ~ 1e{exponent:.0f} exceeds the float range: "
-                         f"rho = {rho:g} and noise = {noise:g} make the labels noiseless to float64 "
-                         "(noise = 0 gives alpha_c = inf, separable at every alpha)")
+        raise _beyond_float_range(rho, noise)
     return alpha_c
+
+
+def _beyond_float_range(rho: float, noise: float) -> ValueError:
+    exponent = 0.5 * (math.log10(rho) - math.log10(noise))
+    return ValueError(f"alpha_c ~ 1.8 sqrt(rho / noise) ~ 1e{exponent:.0f} exceeds the float range: "
+                      f"rho = {rho:g} and noise = {noise:g} make the labels noiseless to float64 "
+                      "(noise = 0 gives alpha_c = inf, separable at every alpha)")
