@@ -1,6 +1,6 @@
 """Lifetime of the attractor network's transients on a gamma x weight-decay grid (digits).
 
-The lifetime scan of the validation's full mode (``replica_mlm.validation.attractor``) changes one
+The lifetime scan of the validation's full mode (``replica_mlm.validation.attractor_section``) changes one
 factor at a time around its default and finds that only the speed of the dynamics matters: the
 self-weight gamma and the size of the couplings (set by the weight decay). This script crosses the
 two to test that reading: if the transient is only slowed down, the lifetime grows with the step of
@@ -16,7 +16,7 @@ import sys
 import time
 
 from replica_mlm.io import atomic_write_text
-from replica_mlm.validation.attractor import _table, lifetime_scan
+from replica_mlm.validation.attractor_section import _table, lifetime_scan
 
 
 def main(argv: list[str]) -> None:

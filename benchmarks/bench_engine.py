@@ -6,7 +6,7 @@ A fixed workload in one process:
   beta=0.4, seed=1)``, the exact spin covariance, the 8 ``ising_site``s and the section's alpha grid
   at ``lam = 1e-3``, logistic loss (logit channel), one warm-started learning curve per site;
 * ``cold``: ``rm.solve`` from a cold start at 8 alphas of site 0 (logistic, logit);
-* ``peak``: the section's Brent search for site 0's test-loss peak (``validation.discrete._peak``)
+* ``peak``: the section's Brent search for site 0's test-loss peak (``validation.discrete_section._peak``)
   at ``lam = 1e-2, 1e-3, 1e-4, 1e-5``;
 * ``erm``: an erm-like curve, hinge loss with the sign channel on the masked site of
   ``GaussianPotts.random(L=201, shift=3, seed=0)``, 20 alphas in [0.2, 4.5] at ``lam = 1e-3``.
@@ -30,8 +30,10 @@ import time
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.theory import channels, curve, energetic, engine, losses
-from replica_mlm.validation import discrete
+from replica_mlm.theory.sides import channels, energetic, losses
+from replica_mlm.theory.solvers import engine
+from replica_mlm.theory.studies import curve
+from replica_mlm.validation import discrete_section as discrete
 
 LAM = 1e-3
 PEAK_LAMS = (1e-2, 1e-3, 1e-4, 1e-5)
@@ -60,8 +62,8 @@ class Counter:
 
 def _old_partition(self, yv, muv, vv, s2):
     """``Channel.partition`` before: Z and dZ (or P and dP) lambdified and evaluated one by one."""
-    from replica_mlm.theory import potentials as P
-    from replica_mlm.theory.symbolic import lambdify, mu, nu, v, y
+    from replica_mlm.theory.symbolic import potentials as P
+    from replica_mlm.theory.symbolic.expressions import lambdify, mu, nu, v, y
 
     fns = _OLD_FNS.get(self.name)
     if fns is None:
@@ -104,7 +106,7 @@ def _old_start(points, alpha):
 
 
 def _old_peak(task, alpha_c, lam):
-    """``validation.discrete._peak`` before: every Brent evaluation from a cold start."""
+    """``validation.discrete_section._peak`` before: every Brent evaluation from a cold start."""
     from scipy.optimize import minimize_scalar
 
     res = minimize_scalar(
@@ -131,14 +133,14 @@ def old_engine():
 
 
 def fig3_sites():
-    from replica_mlm.discrete.ising import ising_site, spin_covariance
+    from replica_mlm.tasks.ising_site import ising_site, spin_covariance
 
     model = rm.PottsModel.random_ising(L=8, beta=0.4, seed=1)
     cov = spin_covariance(model)  # exact at L = 8
     p = model.L - 1
     sites = [ising_site(model, i, cov) for i in range(model.L)]
     alpha_c = [rm.separability_threshold(t) for t in sites]
-    # the quick discrete section's grid (validation/discrete.py::_fig3_right, fig_extra = 12)
+    # the quick discrete section's grid (validation/discrete_section.py::_fig3_right, fig_extra = 12)
     ms = np.unique(np.round(np.geomspace(0.5, 6.0, 8) * p).astype(int))
     near = np.linspace(0.85 * min(alpha_c), 1.15 * max(alpha_c), 6)
     grid = np.unique(np.concatenate([ms / p, np.geomspace(ms[0] / p, ms[-1] / p, 12), near]))

@@ -1,6 +1,6 @@
 """Logistic learning curve (sign channel): the general engine vs the method of public replica codes.
 
-The baseline (:mod:`replica_mlm.theory.reference`) iterates the same saddle-point equations with
+The baseline (:mod:`replica_mlm.theory.solvers.reference`) iterates the same saddle-point equations with
 damping 0.5, adaptive ``scipy.integrate.quad`` for each channel integral and
 ``scipy.optimize.minimize_scalar`` for each proximal point, warm-started along the curve, until the
 relative change of (V, q, m) is below 1e-8 (its quadrature tolerance is 1e-10); the engine stops at
@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.theory import reference
+from replica_mlm.theory.solvers import reference
 
 
 def main() -> None:

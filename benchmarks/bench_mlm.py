@@ -32,8 +32,8 @@ import time
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.gaussian.simulate import ridge_path
-from replica_mlm.validation import mlm
+from replica_mlm.learners.simulate import ridge_path
+from replica_mlm.validation import mlm_section as mlm
 
 
 def old_route(site, n, lams, gen):

@@ -46,7 +46,7 @@ def chain_hamming(seqs: np.ndarray, n_chains: int, q: int) -> tuple[float, float
 
     Pairs from different chains only, jackknife error over chains (slow modes included).
     """
-    from replica_mlm.discrete.sampling import _colour_counts, cross_chain_hamming
+    from replica_mlm.potts.sampling import _colour_counts, cross_chain_hamming
 
     n = seqs.shape[0] - seqs.shape[0] % n_chains
     states = seqs[:n].reshape(n // n_chains, n_chains, seqs.shape[1])
@@ -83,7 +83,7 @@ def run_seed(seed: int, target: float, n_samples: int, cpu_cap: float = 0.0,
     """
     pm = PottsModel.random(L=20, q=20, seed=seed)
     progress = _Progress()
-    logger = logging.getLogger("replica_mlm.discrete.tempering")
+    logger = logging.getLogger("replica_mlm.potts.tempering")
     logger.setLevel(logging.INFO)
     logger.addHandler(progress)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -145,8 +145,7 @@ def survey_seed(seed: int, target: float, n_replicas: int) -> dict:
 
     No precision loop and no sampling: what the tuner's first verification run sees.
     """
-    from replica_mlm.discrete import tempering as ps
-
+    from replica_mlm.potts import tempering as ps
     pm = PottsModel.random(L=20, q=20, seed=seed)
     t0, c0 = time.perf_counter(), time.process_time()
     gen = np.random.default_rng(seed)

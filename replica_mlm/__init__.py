@@ -13,33 +13,33 @@ import importlib as _importlib
 # first ``rm.solve`` pays for them.
 _EXPORTS = {
     # --- Gaussian (mean-field) Potts model and its replica theory (core) ---
-    "GaussianPotts": "replica_mlm.gaussian.gaussian_potts",
-    "GaussianPottsLimit": "replica_mlm.gaussian.limit",
-    "MaskedSite": "replica_mlm.gaussian.masked_site",
-    "Spectrum": "replica_mlm.gaussian.spectrum",
+    "GaussianPotts": "replica_mlm.tasks.gaussian_potts",
+    "GaussianPottsLimit": "replica_mlm.tasks.gaussian_potts_limit",
+    "MaskedSite": "replica_mlm.tasks.masked_site",
+    "Spectrum": "replica_mlm.tasks.spectrum",
     "load": "replica_mlm.results",
-    "Simulation": "replica_mlm.gaussian.simulate",
-    "simulate": "replica_mlm.gaussian.simulate",
-    "LearningCurve": "replica_mlm.theory.curve",
-    "learning_curve": "replica_mlm.theory.curve",
-    "equations": "replica_mlm.theory.display",
-    "Asymptotics": "replica_mlm.theory.limits",
-    "asymptotics": "replica_mlm.theory.limits",
-    "expansions": "replica_mlm.theory.limits",
-    "OptimalLambda": "replica_mlm.theory.phase",
-    "PhaseDiagram": "replica_mlm.theory.phase",
-    "optimal_lambda": "replica_mlm.theory.phase",
-    "phase_diagram": "replica_mlm.theory.phase",
-    "shift_phase_diagram": "replica_mlm.theory.phase",
-    "ConvergenceError": "replica_mlm.theory.saddle",
-    "SaddlePoint": "replica_mlm.theory.saddle",
-    "solve": "replica_mlm.theory.saddle",
-    "separability_threshold": "replica_mlm.theory.separability",
+    "Simulation": "replica_mlm.learners.simulate",
+    "simulate": "replica_mlm.learners.simulate",
+    "LearningCurve": "replica_mlm.theory.studies.curve",
+    "learning_curve": "replica_mlm.theory.studies.curve",
+    "equations": "replica_mlm.theory.symbolic.display",
+    "Asymptotics": "replica_mlm.theory.studies.asymptotics",
+    "asymptotics": "replica_mlm.theory.studies.asymptotics",
+    "expansions": "replica_mlm.theory.studies.asymptotics",
+    "OptimalLambda": "replica_mlm.theory.studies.phase",
+    "PhaseDiagram": "replica_mlm.theory.studies.phase",
+    "optimal_lambda": "replica_mlm.theory.studies.phase",
+    "phase_diagram": "replica_mlm.theory.studies.phase",
+    "shift_phase_diagram": "replica_mlm.theory.studies.phase",
+    "ConvergenceError": "replica_mlm.theory.solve",
+    "SaddlePoint": "replica_mlm.theory.solve",
+    "solve": "replica_mlm.theory.solve",
+    "separability_threshold": "replica_mlm.theory.studies.separability",
     # --- discrete generalised Potts model and factored self-attention ---
-    "FactoredAttention": "replica_mlm.discrete.attention",
-    "PottsModel": "replica_mlm.discrete.potts",
-    "PottsSite": "replica_mlm.discrete.potts_site",
-    "MulticlassSaddlePoint": "replica_mlm.theory.multiclass",
+    "FactoredAttention": "replica_mlm.learners.attention",
+    "PottsModel": "replica_mlm.potts.model",
+    "PottsSite": "replica_mlm.tasks.potts_site",
+    "MulticlassSaddlePoint": "replica_mlm.theory.solvers.multiclass",
     # --- self-attention as an attractor network ---
     "AttractorNetwork": "replica_mlm.attractor.network",
 }
@@ -57,7 +57,7 @@ def __getattr__(name: str):
     # PyTorch (the optional extra [transformer]) only when the vanilla transformer is asked for
     if name == "TransformerMLM":
         try:
-            return _importlib.import_module("replica_mlm.discrete.transformer").TransformerMLM
+            return _importlib.import_module("replica_mlm.learners.transformer").TransformerMLM
         except ImportError as exc:
             raise ImportError(
                 f'rm.TransformerMLM needs PyTorch: pip install "replica-mlm[transformer]" ({exc})'

@@ -341,7 +341,7 @@ def _simulation_points(simulations: Sequence) -> list[tuple]:
     (alpha, lam, mean, stderr) tuples of real numbers; ValueError for non-finite numbers.
     """
     from replica_mlm import _checks
-    from replica_mlm.gaussian.simulate import Simulation
+    from replica_mlm.learners.simulate import Simulation
 
     shapes = "a sequence of Simulation objects or of (alpha, lam, mean, stderr) tuples of 4 real numbers"
     if isinstance(simulations, Simulation):

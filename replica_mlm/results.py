@@ -42,7 +42,7 @@ def load(path: str | os.PathLike):
           sections' JSON files, sweep fingerprints and points): a dict, with ``inf`` and ``nan``
           as floats (:func:`replica_mlm.io.loads`).
         * ``curve.csv`` (columns ``lam, alpha, eg, ..., rho, noise``) and anything written by
-          :meth:`LearningCurve.to_csv` / :func:`~replica_mlm.theory.curve.curves_to_csv`: a list of
+          :meth:`LearningCurve.to_csv` / :func:`~replica_mlm.theory.studies.curve.curves_to_csv`: a list of
           :class:`~replica_mlm.LearningCurve`, one per run of rows with the same lam, in file order,
           equal field by field to the curves that were written.
         * any other CSV (``simulate.csv``, ``phase.csv``, ``phase_lines.csv``): a DataFrame, one
@@ -81,7 +81,7 @@ def load(path: str | os.PathLike):
         except ValueError as exc:
             raise ValueError(f"{path} is not a JSON file written by replica-mlm: {exc}") from None
     rows = _table(text, path)
-    from replica_mlm.theory.curve import COLUMNS, TRAILER
+    from replica_mlm.theory.studies.curve import COLUMNS, TRAILER
 
     head = ["lam", *COLUMNS, *TRAILER[:2]]
     if rows[0][:len(head)] == head:
@@ -155,7 +155,7 @@ def _check_row_count(path: Path, n: int) -> None:
 
 
 def _curves(rows: list[list[str]], path: Path) -> list:
-    from replica_mlm.theory.curve import COLUMNS, LearningCurve
+    from replica_mlm.theory.studies.curve import COLUMNS, LearningCurve
 
     header = rows[0]
     blocks: list[list[dict]] = []

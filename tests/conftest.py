@@ -20,7 +20,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    """The compiled sympy equations are cached on disk (theory/compiled_cache.py): the session uses
+    """The compiled sympy equations are cached on disk (theory/symbolic/compiled_cache.py): the session uses
     a new private folder (``tempfile.mkdtemp``: mode 0700, an unpredictable name), made here by the
     controller only; the pytest-xdist workers start later and inherit its environment, so they
     share the folder. It is removed at the end. A folder set by the caller is used as it is."""

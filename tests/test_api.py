@@ -133,7 +133,7 @@ def test_load_learning_curves_round_trip_with_inf_and_nan(tmp_path):
     from dataclasses import replace
 
     curves[1] = replace(curves[1], kappa=np.array([np.nan, 1.0, -np.inf]))
-    from replica_mlm.theory.curve import curves_to_csv
+    from replica_mlm.theory.studies.curve import curves_to_csv
 
     curves_to_csv(curves, tmp_path / "c.csv")
     back = rm.load(tmp_path / "c.csv")

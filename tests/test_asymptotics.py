@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 import replica_mlm as rm
-from replica_mlm.theory import limits
+from replica_mlm.theory.studies import asymptotics as limits
 
 
 @pytest.fixture(scope="module")

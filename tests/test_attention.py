@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replica_mlm as rm
-from replica_mlm.discrete.attention import (
+from replica_mlm.learners.attention import (
     FullCouplingPotts,
     _FAProblem,
     _PLMProblem,

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.discrete.attention import FactoredAttention
-from replica_mlm.discrete.attention_fit import _FAProblem, _trust_region_step
+from replica_mlm.learners.attention import FactoredAttention
+from replica_mlm.learners.attention_fit import _FAProblem, _trust_region_step
 
 
 def _problem(M=60, L=5, q=4, lam=0.3, seed=0):
@@ -134,8 +134,7 @@ def test_mean_field_start_is_deterministic_and_rng_free(two_minima):
 
 
 def test_newton_cg_branch_for_many_parameters_reaches_the_same_minimum(two_minima, monkeypatch):
-    from replica_mlm.discrete import attention_fit
-
+    from replica_mlm.learners import attention_fit
     dense = FactoredAttention.fit(two_minima[:400], q=4, lam=1e-3, init="mean-field", max_iter=40)
     monkeypatch.setattr(attention_fit, "DENSE_NEWTON_MAX", 0)  # as if the Hessian were too large
     cg = FactoredAttention.fit(two_minima[:400], q=4, lam=1e-3, init="mean-field", max_iter=40)

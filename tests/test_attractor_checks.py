@@ -1,6 +1,6 @@
 """The attractor section's checks fail when the effect they claim is absent.
 
-Each check of ``replica_mlm.validation.attractor`` is built by :func:`digits_checks` or
+Each check of ``replica_mlm.validation.attractor_section`` is built by :func:`digits_checks` or
 :func:`potts_checks`; here the same functions are fed a network without the effect (couplings
 zero, or the trained couplings shuffled among the pairs of tokens, or the self-weight gamma = 1),
 and Gaussian Potts sequences without the model's structure (sites shuffled independently across
@@ -14,8 +14,8 @@ import pytest
 
 import replica_mlm as rm
 from replica_mlm.attractor import experiments as ex
-from replica_mlm.attractor.gaussian_potts import masked_site_comparison
-from replica_mlm.validation.attractor import digits_checks, potts_checks
+from replica_mlm.attractor.potts_sequences import masked_site_comparison
+from replica_mlm.validation.attractor_section import digits_checks, potts_checks
 
 pytest.importorskip("sklearn")
 
@@ -211,8 +211,7 @@ def test_attractor_section_gives_the_same_numbers_with_two_workers(tmp_path, mon
     # the full mode's parts (digits, Potts, lifetime scan) at toy sizes, in one process and in two
     import json
 
-    from replica_mlm.validation import attractor as section
-
+    from replica_mlm.validation import attractor_section as section
     monkeypatch.setattr(section, "DEFAULT_SETTINGS", _small_settings(epochs=5, steps=100, window=(1, 50)))
     toy = ({"n_train": 80, "n_test": 40, "n_eval": 40}, {"L": 8, "n_train": 200, "n_test": 60, "n_eval": 60})
     monkeypatch.setattr(section, "_sizes", lambda quick: toy)

@@ -1,4 +1,4 @@
-"""The reduced solver written once over two backends (theory/backend.py): the mpmath backend uses
+"""The reduced solver written once over two backends (theory/solvers/backend.py): the mpmath backend uses
 the same regimes as float64, each exact at its working precision."""
 
 import mpmath
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.theory import precise, root
-from replica_mlm.theory.backend import NUMPY, mpmath_backend
+from replica_mlm.theory.solvers import precise, root
+from replica_mlm.theory.solvers.backend import NUMPY, mpmath_backend
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The disk cache of the compiled equations (theory/compiled_cache.py) and the named arguments of
+"""The disk cache of the compiled equations (theory/symbolic/compiled_cache.py) and the named arguments of
 the compiled functions."""
 
 import json
@@ -12,10 +12,10 @@ import mpmath
 import numpy as np
 import pytest
 
-from replica_mlm.theory import compiled as C
-from replica_mlm.theory import compiled_cache
+from replica_mlm.theory.symbolic import compiled as C
+from replica_mlm.theory.symbolic import compiled_cache
 
-WRITE = ("import replica_mlm.theory.compiled as c; c.compiled('numpy'); "
+WRITE = ("import replica_mlm.theory.symbolic.compiled as c; c.compiled('numpy'); "
          "print(c.compiled_cache.cache_file('numpy'))")
 
 
@@ -77,8 +77,7 @@ def test_functions_from_the_cache_evaluate_like_lambdify(fresh_cache):
     # the cache's namespace runs the generated code as lambdify's does: same numbers, bit for bit
     import sympy as sp
 
-    from replica_mlm.theory import potentials as P
-
+    from replica_mlm.theory.symbolic import potentials as P
     red = P.reduce()
     rng = np.random.default_rng(0)
     args = {name: rng.uniform(0.1, 2.0, 7) for name in C.SUM_NAMES}
@@ -174,7 +173,7 @@ def test_warm_cache_first_solve_needs_no_sympy():
     assert run(solve) == ["True", "False"]
     # a loss other than the square one goes through the engine, which derives with sympy
     assert run(solve.replace("lam=0.1)", "lam=0.1, loss='huber', channel='gaussian')")) == ["True", "True"]
-    named = ("import sys, replica_mlm as rm; from replica_mlm.theory import channels, losses; "
+    named = ("import sys, replica_mlm as rm; from replica_mlm.theory.sides import channels, losses; "
              "task = rm.GaussianPotts.limit(shift=3.0); "
              "named = [losses.resolve(n) for n in losses.NAMED] + "
              "[channels.resolve(n) for n in channels.NAMED]; "
@@ -189,7 +188,7 @@ def test_warm_cache_first_solve_needs_no_sympy():
 
 
 def test_expansions_are_cached_beside_the_equations():
-    """The asymptotic series (theory/limits.py, ~10 CPU-s of sympy) are stored as srepr strings in
+    """The asymptotic series (theory/studies/asymptotics.py, ~10 CPU-s of sympy) are stored as srepr strings in
     their own file, keyed also by the source of limits.py; what the file holds sympifies to the
     expansions in use (whose leading terms tests/test_asymptotics.py checks against closed forms)."""
     import sympy as sp
@@ -383,8 +382,8 @@ def test_a_fifo_in_place_of_the_cache_file_does_not_block(tmp_path):
     path = folder / compiled_cache.cache_file("numpy").name
     _mkfifo_or_skip(path)
     env = {**os.environ, compiled_cache.ENV: str(folder), "PYTHONPATH": os.pathsep.join(sys.path)}
-    script = ("import warnings, replica_mlm.theory.compiled_cache as cc; "
-              "from replica_mlm.theory import compiled as C; "
+    script = ("import warnings, replica_mlm.theory.symbolic.compiled_cache as cc; "
+              "from replica_mlm.theory.symbolic import compiled as C; "
               "complete = {'equations': {}, 'estimation': [], **{C._sums_key(n): '' for n in C.SUM_SETS}}; "
               "w = warnings.catch_warnings(record=True); caught = w.__enter__(); "
               "warnings.simplefilter('always'); "
@@ -410,8 +409,7 @@ def test_a_damaged_cache_file_is_rebuilt(tmp_path, monkeypatch, fresh_state, dam
     elif damage == "deeply nested JSON":
         path.write_text("[" * 200_000 + "]" * 200_000)
     elif damage == "too large":
-        from replica_mlm.theory import cache_guard
-
+        from replica_mlm.theory.symbolic import cache_guard
         monkeypatch.setattr(cache_guard, "MAX_BYTES", len(text) - 1)
     elif damage == "edited entry":
         _edit(path, lambda entries: entries["estimation"].__setitem__(0, "b"))
@@ -453,8 +451,7 @@ def test_the_cache_folder_is_private_and_the_key_secret(tmp_path, monkeypatch, f
 def test_two_processes_creating_the_key_at_once_use_the_same_one(tmp_path, monkeypatch):
     # the other process creates the key after this one found none and before it creates its own
     from replica_mlm import io
-    from replica_mlm.theory import cache_guard
-
+    from replica_mlm.theory.symbolic import cache_guard
     winner = bytes(range(32))
     read = cache_guard.read_private
 

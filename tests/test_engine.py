@@ -9,8 +9,9 @@ import sympy as sp
 from scipy import integrate
 
 import replica_mlm as rm
-from replica_mlm.theory import channels, energetic, engine, losses
-from replica_mlm.theory.compiled import compiled, compiled_estimation
+from replica_mlm.theory.sides import channels, energetic, losses
+from replica_mlm.theory.solvers import engine
+from replica_mlm.theory.symbolic.compiled import compiled, compiled_estimation
 
 HAT_KEYS = ("m_hat", "q_hat", "V_hat")
 KEYS = ("eg", "m", "q", "V", *HAT_KEYS, "train_loss", "test_loss", "estimation_error")

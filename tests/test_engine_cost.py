@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.theory import channels, energetic, losses
-from replica_mlm.theory.symbolic import lambdify, mu, nu, v, y
+from replica_mlm.theory.sides import channels, energetic, losses
+from replica_mlm.theory.symbolic.expressions import lambdify, mu, nu, v, y
 
 
 def _separate_partition(self, yv, muv, vv, s2):
     """``Channel.partition`` as it was: Z and dZ (or P and dP) lambdified one by one."""
-    from replica_mlm.theory import potentials as P
-
+    from replica_mlm.theory.symbolic import potentials as P
     muv = np.asarray(muv, dtype=float)
     if self.z_closed is not None:
         zf, dzf = (lambdify((y, mu, v, P.noise), e) for e in (self.z_closed, self.dz_closed))
@@ -94,8 +93,7 @@ def test_hats_equal_the_previous_code_path(loss, channel, monkeypatch):
 
 
 def test_curve_start_extrapolates_in_the_engines_unknowns():
-    from replica_mlm.theory import curve
-
+    from replica_mlm.theory.studies import curve
     lim = rm.GaussianPotts.limit(shift=3.0)
     pts = [rm.solve(lim, alpha=a, lam=1e-2, loss="logistic", channel="sign") for a in (1.0, 1.2)]
     assert curve._extrapolated([], 1.4) is None and curve._extrapolated(pts[:1], 1.4) is pts[0]

@@ -4,8 +4,8 @@ import numpy as np
 import sympy as sp
 
 import replica_mlm as rm
-from replica_mlm.theory import potentials as P
-from replica_mlm.theory.compiled import compiled
+from replica_mlm.theory.symbolic import potentials as P
+from replica_mlm.theory.symbolic.compiled import compiled
 
 
 def test_hat_equations_match_theory():

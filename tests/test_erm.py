@@ -7,7 +7,7 @@ import pytest
 from scipy import special
 
 import replica_mlm as rm
-from replica_mlm.gaussian import erm
+from replica_mlm.learners import erm
 
 
 @pytest.fixture(scope="module")
@@ -235,8 +235,7 @@ def test_validation_sign_test_errors_follow_the_site_law():
     # the chunked eigenbasis draw of the erm section's check 6 against the arccos closed form and
     # against the plain MaskedSite.sample draw, both within 4 standard errors; 130 000 samples span
     # two full chunks and a partial one
-    from replica_mlm.validation import erm as section
-
+    from replica_mlm.validation import erm_section as section
     gen = np.random.default_rng(11)
     a = gen.standard_normal((20, 20))
     site = rm.MaskedSite(covariance=a @ a.T / 20 + 0.5 * np.eye(20), teacher=gen.standard_normal(20) / 3,
@@ -259,8 +258,7 @@ def test_validation_section_gives_the_same_numbers_with_two_workers(tmp_path, mo
     import json
     from dataclasses import replace
 
-    from replica_mlm.validation import erm as section
-
+    from replica_mlm.validation import erm_section as section
     toy = replace(section.settings(True), L=61, seeds=4, alphas=(0.5, 2.0), logistic_alphas=(3.5,),
                   line_points=4, test_samples=60_000, lp_instances=2, peak_lams=(1e-2,))
     monkeypatch.setattr(section, "settings", lambda quick: toy)

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 import replica_mlm as rm
 from replica_mlm.cli import main as cli_main
-from replica_mlm.theory import potentials as P
-from replica_mlm.theory import root
+from replica_mlm.theory.solvers import root
+from replica_mlm.theory.symbolic import potentials as P
 
 ALPHAS = [1e-8, 1e-4, 1 - 1e-9, 1.0, 1 + 1e-9, 1e8]
 LAMS = [0.0, 5e-324, 1e-300, 1e-200, 1e-12, 1.0, 1e12, 1e300]

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.discrete.attention import FactoredAttention, _FAProblem
-from replica_mlm.validation.figure2 import factored_gradient
+from replica_mlm.learners.attention import FactoredAttention, _FAProblem
+from replica_mlm.validation.figure2_section import factored_gradient
 
 
 def _data():
@@ -45,8 +45,7 @@ def test_fig2c_smallest_subset_fit_is_stationary_at_the_full_settings():
     """The first M = 300 subset of fig. 2c at the paper's setting (rng 0): with the former limit
     of 60 Newton iterations its fit stopped at |grad F| |x| = 0.26 nats per sequence (measured);
     the settings' limit lets it reach stationarity (about 55 s: data 20 s, fit 33 s)."""
-    from replica_mlm.validation import figure2
-
+    from replica_mlm.validation import figure2_section as figure2
     st = figure2.settings_for(False)
     pm, _, train, _, _ = figure2.make_data(st, 0)
     rec = figure2._task_reconstruction(st, train[:300], pm.coupling_tensor())
@@ -56,7 +55,7 @@ def test_fig2c_smallest_subset_fit_is_stationary_at_the_full_settings():
 
 
 def test_per_sequence_gradients_average_to_the_objectives_gradient():
-    from replica_mlm.validation.figure2 import finite_sample_excess
+    from replica_mlm.validation.figure2_section import finite_sample_excess
 
     train = _data()
     fa = FactoredAttention.fit(train, q=3, lam=1e-2, rng=0, max_iter=3, newton_iter=0)  # not stationary
@@ -77,7 +76,7 @@ def test_expected_excess_matches_the_exact_population_excess_of_replicated_fits(
     """tr(H^-1 G) / (2M) against the exact excess (enumeration of all q^L sequences) of fits on
     independent training sets drawn exactly from a small Potts model (well-specified: A = beta J,
     V = U), averaged over replicas; agreement within 3 standard errors of the replica mean."""
-    from replica_mlm.validation.figure2 import _nll_per_sequence, finite_sample_excess
+    from replica_mlm.validation.figure2_section import _nll_per_sequence, finite_sample_excess
 
     pm = rm.PottsModel.random(L=4, q=3, seed=2, beta=1.0)
     S = pm.all_sequences()

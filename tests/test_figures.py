@@ -27,7 +27,7 @@ from matplotlib.testing.compare import compare_images
 from PIL import Image
 
 from replica_mlm import plotting
-from replica_mlm.theory.phase import PhaseDiagram
+from replica_mlm.theory.studies.phase import PhaseDiagram
 
 BASELINE = Path(__file__).with_name("baseline")
 #: RMS pixel difference (0-255) accepted: anti-aliasing and font hinting of another FreeType
@@ -184,7 +184,7 @@ def _canvas_check(fig, png: Path, dpi: float) -> None:
 
 def test_learning_curve_saved_at_300_dpi_with_every_label_inside(tmp_path):
     """The mlm_fig3_left path: plot_learning_curves, then plotting.save outside any style context
-    (as replica_mlm.validation.mlm does). Before the fix it came out at 150 dpi, 720 x 510 px,
+    (as replica_mlm.validation.mlm_section does). Before the fix it came out at 150 dpi, 720 x 510 px,
     its x label cut off."""
     fig = _learning_figure()
     assert not plt.rcParams["savefig.bbox"]  # outside the style: matplotlib's defaults

@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import replica_mlm as rm
-from replica_mlm.gaussian.limit import GaussianPottsLimit
+from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
 
 #: seconds one call may take
 BUDGET = 6.0
@@ -521,7 +521,7 @@ def _report(outcomes: list) -> str:
 
 def _expansions_derived() -> bool:
     """asymptotics needs the sympy expansions, derived once per process (about 40 s)."""
-    from replica_mlm.theory.limits import expansions
+    from replica_mlm.theory.studies.asymptotics import expansions
 
     return expansions.cache_info().currsize > 0
 
@@ -674,7 +674,7 @@ def test_non_convex_losses_are_refused_naming_a_point():
         with pytest.raises(ValueError, match=r"not convex in z: .* at \(y, z\) = \("):
             rm.losses.Loss.from_sympy(expr, a, b)
     # built directly (no check at construction): refused at the first node the solver evaluates
-    from replica_mlm.theory.symbolic import y, z
+    from replica_mlm.theory.symbolic.expressions import y, z
 
     direct = rm.losses.Loss(-sp.Abs(y - z), name="direct")
     with pytest.raises(ValueError, match=r"'direct' .* not convex in z: .*concave kink.* \(y, z\) = \("):
@@ -695,8 +695,7 @@ def test_a_loss_convex_only_near_zero_is_refused_where_the_solver_leaves_that_ra
 def test_convex_losses_are_proven_and_solve_with_the_same_numbers():
     """The built-in losses and a pseudo-Huber loss are proven convex by sympy (no check per
     call); the per-call check, when it runs, does not change a number."""
-    from replica_mlm.theory import convexity
-
+    from replica_mlm.theory.sides import convexity
     sp, a, b = _ab()
     for loss in (rm.losses.Square(), rm.losses.Absolute(), rm.losses.Huber(delta=0.8),
                  rm.losses.Logistic(), rm.losses.Hinge()):
@@ -711,7 +710,7 @@ def test_convex_losses_are_proven_and_solve_with_the_same_numbers():
     for k in ("eg", "m", "q", "V", "m_hat", "q_hat", "V_hat", "train_loss", "test_loss"):
         assert getattr(s1, k) == getattr(s2, k), k
     for expr in (-sp.Abs(a - b), (a - b) ** 2 / 2 - b**4 / 10000, sp.Min(b**2, 1)):
-        from replica_mlm.theory.symbolic import y, z
+        from replica_mlm.theory.symbolic.expressions import y, z
 
         assert not convexity.prove(expr.subs({a: y, b: z}))
 
@@ -1037,7 +1036,7 @@ def test_load_refuses_numbers_the_writer_never_writes(tmp_path):
 
 def test_load_reads_a_file_with_a_byte_order_mark_as_without(tmp_path):
     curves = rm.learning_curve(rm.GaussianPotts.limit(shift=3.0), alpha=[0.5, 2.0], lam=[0.1, 1.0])
-    from replica_mlm.theory.curve import curves_to_csv
+    from replica_mlm.theory.studies.curve import curves_to_csv
 
     text = curves_to_csv(curves)
     (tmp_path / "c.csv").write_text("\ufeff" + text, encoding="utf-8")
@@ -1142,7 +1141,7 @@ def _within(seconds: float = QUICK):
 
 
 def _transformer_fit(epochs):
-    from replica_mlm.discrete.transformer import TransformerMLM
+    from replica_mlm.learners.transformer import TransformerMLM
 
     return TransformerMLM(L=3, q=2, layers=1, d_model=4, heads=1, rng=0).fit(SEQS, epochs=epochs)
 
@@ -1179,8 +1178,7 @@ def test_general_engine_refuses_alpha_beyond_its_range(loss, alpha):
     # 1e300: OverflowError in the cold start; hinge at 1e16: a spurious fixed point with V_hat = 0
     with _within(), pytest.raises(ValueError) as info:
         rm.solve(SITE, alpha=alpha, lam=0.1, loss=loss, channel="sign")
-    from replica_mlm.theory import engine
-
+    from replica_mlm.theory.solvers import engine
     assert f"alpha must be <= {engine.ALPHA_MAX:g}" in str(info.value)
 
 
@@ -1333,7 +1331,7 @@ def test_simulate_on_a_potts_model_takes_the_default_loss_of_its_task(model, los
     with _within():
         default = rm.simulate(model, site=0, alpha=2.0, lam=0.1, seeds=2, rng=0)
         named = rm.simulate(model, site=0, alpha=2.0, lam=0.1, seeds=2, rng=0, loss=loss)
-    from replica_mlm.theory.saddle import default_loss
+    from replica_mlm.theory.solve import default_loss
 
     assert default.loss == loss == default_loss(model)
     assert np.array_equal(default.eg, named.eg) and np.array_equal(default.test_loss, named.test_loss)

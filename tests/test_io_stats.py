@@ -90,7 +90,7 @@ def test_curves_csv_round_trip_with_the_interpolation_peak(tmp_path):
     task = rm.GaussianPotts.limit(shift=3.0)
     curves = rm.learning_curve(task, alpha=np.array([0.5, 1.0, 2.0]), lam=[0.0, 0.1])
     assert curves[0].eg[1] == np.inf
-    from replica_mlm.theory.curve import curves_to_csv
+    from replica_mlm.theory.studies.curve import curves_to_csv
 
     text = curves_to_csv(curves, tmp_path / "c.csv")
     assert text == (tmp_path / "c.csv").read_text() and ",inf," in text

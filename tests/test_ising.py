@@ -8,8 +8,8 @@ from scipy import stats
 from scipy.special import expit
 
 import replica_mlm as rm
-from replica_mlm.discrete.ising import SPINS, spin_covariance, spins
-from replica_mlm.discrete.pseudo_likelihood import fit_site, site_measures
+from replica_mlm.learners.pseudo_likelihood import fit_site, site_measures
+from replica_mlm.tasks.ising_site import SPINS, spin_covariance, spins
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +104,8 @@ def test_spins_of_colours():
 
 
 def test_simulate_nested_largest_n_is_simulate_sites_and_smaller_n_fit_the_first_rows(small):
-    from replica_mlm.discrete.ising import spins
-    from replica_mlm.discrete.pseudo_likelihood import fit_site, simulate_nested, simulate_sites
+    from replica_mlm.learners.pseudo_likelihood import fit_site, simulate_nested, simulate_sites
+    from replica_mlm.tasks.ising_site import spins
 
     lam = np.array([0.1, 0.01])
     nested = simulate_nested(small, site=2, ns=[5, 30], lam=lam, seeds=3, rng=7, n_test=200)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.gaussian.limit import nodes_for
+from replica_mlm.tasks.gaussian_potts_limit import nodes_for
 
 
 def _integrals(s: float, f):
@@ -108,8 +108,8 @@ def test_finite_size_gap_shrinks_like_inverse_sqrt_L():
 
 
 def test_validation_finite_size_gives_the_same_numbers_with_two_workers(monkeypatch):
-    from replica_mlm.validation import limit as section
-    from replica_mlm.validation.mlm import instance_seed
+    from replica_mlm.validation import limit_section as section
+    from replica_mlm.validation.mlm_section import instance_seed
 
     monkeypatch.setattr(section, "_finite_sizes", lambda quick: ([30, 60], [4, 3]))
     serial = section._finite_size(True, 5, workers=1)

@@ -6,7 +6,7 @@ import sympy as sp
 from scipy import optimize
 
 import replica_mlm as rm
-from replica_mlm.theory import losses as L
+from replica_mlm.theory.sides import losses as L
 
 BUILTIN = [rm.losses.Square(), rm.losses.Absolute(), rm.losses.Huber(delta=0.8),
            rm.losses.Logistic(), rm.losses.Hinge()]

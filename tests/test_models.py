@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.gaussian.gaussian_potts import goe
+from replica_mlm.tasks.gaussian_potts import goe
 
 
 def test_goe_statistics():

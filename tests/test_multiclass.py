@@ -7,10 +7,10 @@ import pytest
 from scipy.special import softmax
 
 import replica_mlm as rm
-from replica_mlm.discrete import multinomial_pl as mpl
-from replica_mlm.discrete import potts_site as ps
-from replica_mlm.theory import multiclass as mcl
-from replica_mlm.theory import multiclass_channel as mc
+from replica_mlm.learners import multinomial_pl as mpl
+from replica_mlm.tasks import potts_site as ps
+from replica_mlm.theory.sides import multiclass_channel as mc
+from replica_mlm.theory.solvers import multiclass as mcl
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def test_bad_input(potts3):
 
 
 def test_prior_reduces_to_scalar_prior_at_k1():
-    from replica_mlm.theory.compiled import compiled
+    from replica_mlm.theory.symbolic.compiled import compiled
 
     gen = np.random.default_rng(4)
     omega, theta, p, lam = gen.uniform(0.2, 2, 9), gen.standard_normal(9) / 3, 9, 0.07

@@ -7,9 +7,9 @@ import pytest
 from scipy import stats
 
 import replica_mlm as rm
-from replica_mlm.discrete import autocorrelation, reweighting
-from replica_mlm.discrete import sampling as sampling_module
-from replica_mlm.discrete import tempering as potts_module
+from replica_mlm.potts import autocorrelation, reweighting
+from replica_mlm.potts import sampling as sampling_module
+from replica_mlm.potts import tempering as potts_module
 
 
 def chi_square_pvalue(pm, seqs):
@@ -501,7 +501,7 @@ def test_tune_beta_moves_by_reweighting_and_warm_start(monkeypatch, caplog):
                         lambda scan, target: (1.4 * crossing(scan, target)[0],
                                               crossing(scan, target)[1]))
     pm = rm.PottsModel.random(L=6, q=3, seed=4)
-    with caplog.at_level("INFO", logger="replica_mlm.discrete.tempering"):
+    with caplog.at_level("INFO", logger="replica_mlm.potts.tempering"):
         res = pm.tune_beta(target_hamming=0.25, rng=0, tol=0.02, n_replicas=16,
                            return_result=True)
     assert "reweighting the run at beta" in caplog.text

@@ -21,8 +21,8 @@ import dataclasses  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from replica_mlm.discrete.potts import PottsModel  # noqa: E402
-from replica_mlm.validation import potts as section  # noqa: E402
+from replica_mlm.potts.model import PottsModel  # noqa: E402
+from replica_mlm.validation import potts_section as section  # noqa: E402
 from replica_mlm.validation.parallel import run_tasks  # noqa: E402
 
 

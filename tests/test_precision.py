@@ -51,8 +51,7 @@ def test_precision_peak_and_bad_input(site300):
 def test_precision_failure_is_a_convergence_error(monkeypatch):
     import functools
 
-    from replica_mlm.theory import precise
-
+    from replica_mlm.theory.solvers import precise
     monkeypatch.setattr(precise, "solve_precise", functools.partial(precise.solve_precise, max_iter=1))
     with pytest.raises(rm.ConvergenceError) as info:
         rm.solve(rm.GaussianPotts.limit(shift=3.0), alpha=1.0, lam=1e-8, precision=30)

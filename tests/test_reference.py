@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.theory import reference
+from replica_mlm.theory.solvers import reference
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import linprog
 
 import replica_mlm as rm
-from replica_mlm.theory import separability as sep
+from replica_mlm.theory.studies import separability as sep
 
 
 def test_g_closed_form_against_mpmath():

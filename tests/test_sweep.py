@@ -12,7 +12,7 @@ import replica_mlm
 from replica_mlm import io as rio
 from replica_mlm import run_folder
 from replica_mlm.sweep import BadPointFile, ResumeMismatch, ResumeRefused, point_rng, run_sweep
-from replica_mlm.validation.mlm import simulate_point
+from replica_mlm.validation.mlm_section import simulate_point
 
 
 def _points(alphas=(0.5, 1.5, 2.0, 0.8)):
@@ -223,8 +223,8 @@ def test_simulate_inherits_the_threads_of_its_scope(monkeypatch):
 
     from replica_mlm._threads import blas_threads
 
-    # the module replica_mlm.gaussian.simulate is imported on first use
-    sim_module = importlib.import_module("replica_mlm.gaussian.simulate")
+    # the module replica_mlm.learners.simulate is imported on first use
+    sim_module = importlib.import_module("replica_mlm.learners.simulate")
     seen = []
     real = sim_module.blas_threads
 

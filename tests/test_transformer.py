@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import replica_mlm as rm  # noqa: E402
-from replica_mlm.discrete.transformer import TransformerMLM, sinusoidal_encoding  # noqa: E402
+from replica_mlm.learners.transformer import TransformerMLM, sinusoidal_encoding  # noqa: E402
 
 L, Q = 6, 4
 
@@ -229,10 +229,9 @@ def test_fig2_runner_gives_every_model_the_same_data_and_seeds(tmp_path, monkeyp
     from click.testing import CliRunner
 
     from replica_mlm.cli import main
-    from replica_mlm.discrete import transformer
-    from replica_mlm.discrete.attention import FactoredAttention
-    from replica_mlm.validation import figure2
-
+    from replica_mlm.learners import transformer
+    from replica_mlm.learners.attention import FactoredAttention
+    from replica_mlm.validation import figure2_section as figure2
     seen = {"tf_init": [], "tf_fit": [], "fa_fit": []}
     init, fit, fa_fit = transformer.TransformerMLM.__init__, transformer.TransformerMLM.fit, \
         FactoredAttention.fit.__func__

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from replica_mlm.validation import discrete as d
+from replica_mlm.validation import discrete_section as d
 
 
 def _row(method: str, z: float, theory_se: float, *, hot: bool = False, L: int = 50,

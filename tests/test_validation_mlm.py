@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from replica_mlm.validation import mlm
+from replica_mlm.validation import mlm_section as mlm
 
 
 def test_full_seeds_fall_as_one_over_p():

@@ -11,7 +11,7 @@ error and error rate at ``alpha`` in {1.7, 1.96, 2.2} (``alpha_c`` is about 2.1-
 ``lam = 1e-3``, for two kinds of simulation on the same instance:
 
 * discrete: pseudo-likelihood fits on Boltzmann samples of the Ising model
-  (:func:`replica_mlm.discrete.pseudo_likelihood.simulate_nested`);
+  (:func:`replica_mlm.learners.pseudo_likelihood.simulate_nested`);
 * Gaussian: logistic fits on Gaussian inputs with the same covariance Sigma (the one the theory
   uses), the same teacher and the logit channel (``rm.simulate`` on the site's ``MaskedSite``).
 
@@ -45,9 +45,9 @@ PLAN = {25: (6, 40, 200), 50: (5, 30, 200), 100: (3, 20, 150), 200: (2, 12, 100)
 def instance(L: int, k: int, *, beta: float, lam: float, seeds: int, gseeds: int, n_test: int,
              cov_samples: int) -> dict:
     import replica_mlm as rm
-    from replica_mlm.discrete.ising import ising_site, spin_covariance
-    from replica_mlm.discrete.pseudo_likelihood import simulate_nested
-    from replica_mlm.validation.discrete import _jackknife, _predict
+    from replica_mlm.learners.pseudo_likelihood import simulate_nested
+    from replica_mlm.tasks.ising_site import ising_site, spin_covariance
+    from replica_mlm.validation.discrete_section import _jackknife, _predict
 
     t0 = time.process_time()
     model = rm.PottsModel.random_ising(L=L, beta=beta, seed=k)
@@ -84,7 +84,7 @@ def isotropic(out: Path, *, lam: float, rho: float = 0.55) -> dict:
     exact for p -> infinity here, so the gap is the finite-p effect alone.
     """
     import replica_mlm as rm
-    from replica_mlm.gaussian.masked_site import MaskedSite
+    from replica_mlm.tasks.masked_site import MaskedSite
 
     plan = {50: 400, 100: 300, 200: 160, 400: 60}
     res = {}

@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.discrete.ising import ising_site, spin_covariance, spins
-from replica_mlm.discrete.pseudo_likelihood import fit_site
+from replica_mlm.learners.pseudo_likelihood import fit_site
+from replica_mlm.tasks.ising_site import ising_site, spin_covariance, spins
 
 L, BETA, LAM, SEEDS, SITE = 50, 0.4, 1e-3, 6, 0
 ALPHAS = (4.0, 8.0, 16.0)

@@ -17,8 +17,8 @@ import numpy as np
 from matplotlib.ticker import NullFormatter
 
 import replica_mlm as rm
-from replica_mlm.discrete.ising import spins
-from replica_mlm.discrete.pseudo_likelihood import fit_site, site_measures
+from replica_mlm.learners.pseudo_likelihood import fit_site, site_measures
+from replica_mlm.tasks.ising_site import spins
 
 ising = rm.PottsModel.random_ising(L=16, beta=0.4, seed=1)
 site, lam = 0, 1e-3

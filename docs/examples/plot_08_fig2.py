@@ -21,7 +21,7 @@ import numpy as np
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 import replica_mlm as rm
-from replica_mlm.discrete.attention import reconstruction_error
+from replica_mlm.learners.attention import reconstruction_error
 
 have_torch = importlib.util.find_spec("torch") is not None
 

@@ -521,10 +521,9 @@ _GAUSSIAN_POTTS = ("PottsExperiment", "masked_site_comparison", "potts_experimen
 
 
 def __getattr__(name: str):
-    """The Gaussian Potts experiment lives in :mod:`replica_mlm.attractor.gaussian_potts` (which
+    """The Gaussian Potts experiment lives in :mod:`replica_mlm.attractor.potts_sequences` (which
     imports this module); its names are served from here too, on first use."""
     if name in _GAUSSIAN_POTTS:
-        from replica_mlm.attractor import gaussian_potts
-
+        from replica_mlm.attractor import potts_sequences as gaussian_potts
         return getattr(gaussian_potts, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

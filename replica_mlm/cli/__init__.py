@@ -74,14 +74,14 @@ def main() -> None:
 
 def _register() -> None:
     # one import and one add_command per subcommand module
-    from replica_mlm.cli.attractor import attractor
-    from replica_mlm.cli.curve import curve
-    from replica_mlm.cli.equations import equations
-    from replica_mlm.cli.paper_fig2 import paper_fig2
-    from replica_mlm.cli.phase import phase
-    from replica_mlm.cli.potts import potts
-    from replica_mlm.cli.simulate import simulate
-    from replica_mlm.cli.validate import validate
+    from replica_mlm.cli.attractor_command import attractor
+    from replica_mlm.cli.curve_command import curve
+    from replica_mlm.cli.equations_command import equations
+    from replica_mlm.cli.paper_fig2_command import paper_fig2
+    from replica_mlm.cli.phase_command import phase
+    from replica_mlm.cli.potts_command import potts
+    from replica_mlm.cli.simulate_command import simulate
+    from replica_mlm.cli.validate_command import validate
 
     main.add_command(curve)
     main.add_command(attractor)

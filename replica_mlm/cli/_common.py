@@ -213,7 +213,7 @@ def check_scheduler(scheduler: str | None) -> None:
 
 
 def section_command(name: str, *, doc: str, quick_help: str, seed_help: str) -> click.Command:
-    """A subcommand that runs the validation section ``replica_mlm.validation.<name>`` into --out.
+    """A subcommand that runs the validation section ``replica_mlm.validation.<name>_section`` into --out.
 
     It prints each check, writes the section's figures and ``<name>.json``, and exits with status 1
     if a check fails (a known deviation that fails as documented does not count). Its --help has
@@ -228,7 +228,8 @@ def section_command(name: str, *, doc: str, quick_help: str, seed_help: str) -> 
     def command(quick: bool, seed: int, out: Path) -> None:
         from replica_mlm.validation.report import summary
 
-        section = importlib.import_module(f"replica_mlm.validation.{name}").run(out, quick=quick, rng=seed)
+        module = importlib.import_module(f"replica_mlm.validation.{name}_section")
+        section = module.run(out, quick=quick, rng=seed)
         for c in section.checks:
             click.echo(f"[{c.label}] {c.name}: {c.detail}")
         click.echo(summary(section.checks))
@@ -258,9 +259,8 @@ def erm_options(f):
 
 def check_erm(loss: str, channel: str, lams=()) -> None:
     """Usage errors for loss/channel pairs (and lam) the theory refuses: the message of the theory
-    layer's one rule, :func:`replica_mlm.theory.channels.check_pair`."""
-    from replica_mlm.theory import channels, losses
-
+    layer's one rule, :func:`replica_mlm.theory.sides.channels.check_pair`."""
+    from replica_mlm.theory.sides import channels, losses
     loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel)
     try:
         channels.check_pair(loss_obj, channel_obj)

@@ -1,4 +1,4 @@
-"""Figures of the attractor validation section (:mod:`replica_mlm.validation.attractor`).
+"""Figures of the attractor validation section (:mod:`replica_mlm.validation.attractor_section`).
 
 Each function draws one figure in the package's style and writes it as PNG and PDF with
 :func:`replica_mlm.plotting.save`; it returns the names of the files written.

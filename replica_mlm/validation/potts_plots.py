@@ -1,4 +1,4 @@
-"""Figures of the ``potts`` validation section (:mod:`replica_mlm.validation.potts`)."""
+"""Figures of the ``potts`` validation section (:mod:`replica_mlm.validation.potts_section`)."""
 
 from __future__ import annotations
 

@@ -31,13 +31,13 @@ __all__ = ["SECTIONS", "cpu_seconds", "run_suite"]
 
 #: name -> module of the section (a module with ``run(out, *, quick, rng, ...) -> Section``)
 SECTIONS: dict[str, str] = {
-    "mlm": "replica_mlm.validation.mlm",
-    "limit": "replica_mlm.validation.limit",
-    "attractor": "replica_mlm.validation.attractor",
-    "potts": "replica_mlm.validation.potts",
-    "erm": "replica_mlm.validation.erm",
-    "discrete": "replica_mlm.validation.discrete",
-    "figure2": "replica_mlm.validation.figure2",
+    "mlm": "replica_mlm.validation.mlm_section",
+    "limit": "replica_mlm.validation.limit_section",
+    "attractor": "replica_mlm.validation.attractor_section",
+    "potts": "replica_mlm.validation.potts_section",
+    "erm": "replica_mlm.validation.erm_section",
+    "discrete": "replica_mlm.validation.discrete_section",
+    "figure2": "replica_mlm.validation.figure2_section",
 }
 
 #: sections that need an optional dependency (skipped, and listed as such, when it is missing)

@@ -1,0 +1,84 @@
+"""``replica-mlm curve``: learning curves eg(alpha) for one or several lam."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import click
+
+from replica_mlm.cli._common import (
+    CONVENTIONS,
+    alpha_grid,
+    alpha_range_options,
+    check_erm,
+    erm_options,
+    lam_option,
+    limit_option,
+    make_task,
+    out_option,
+    output_set,
+    task_options,
+    task_title,
+    write_metadata,
+)
+
+
+@click.command(epilog=CONVENTIONS)
+@task_options
+@limit_option
+@functools.partial(alpha_range_options, alpha_max=12.0, points=300)
+@lam_option((1e-4, 1e-2, 1e-1, 1.0))
+@erm_options
+@out_option("replica-mlm-out")
+def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out):
+    """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
+
+    Solves the replica-symmetric saddle point (sympy-derived, docs/theory.md, section 3) on the
+    spectrum of one masked site of a GOE instance, P = shift I - J (or, with --limit, in the
+    thermodynamic limit L -> infinity), for every alpha and lam.
+    eg is the mean squared error on a fresh sample (no factor 1/2), alpha = n/p, p = L - 1.
+    With --loss/--channel the general engine solves any convex loss and label channel; eg is
+    then the channel's natural error (classification error for sign and logit).
+    Writes curve.csv, curve.json (metadata), curve.png and curve.pdf into --out, all or none (a
+    failure, e.g. a full disk, leaves the folder's previous files; curve.json is written last).
+    """
+    from replica_mlm.plotting import plot_learning_curves
+    from replica_mlm.theory.studies.curve import curves_to_csv, learning_curve
+
+    started = time.time()
+    check_erm(loss, channel, lams)
+    task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
+    alphas = alpha_grid(alpha_min, alpha_max, points)
+    curves = [learning_curve(task, alpha=alphas, lam=lam, loss=loss, channel=channel)
+              for lam in sorted(set(lams))]
+    csv_path = out / "curve.csv"
+    files = [csv_path, out / "curve.png", out / "curve.pdf"]
+    with output_set(out, "curve"):  # all four files or none; curve.json last
+        curves_to_csv(curves, csv_path)
+        fig = plot_learning_curves(curves, path=out / "curve", title=_title(task, curves, L=L, shift=shift,
+                                                                         site=site, limit=limit))
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        write_metadata(out, "curve", dict(L=None if limit else L, limit=limit, shift=shift, seed=seed,
+                                          site=site, alpha_min=alpha_min,
+                                          alpha_max=alpha_max, points=points, lam=sorted(set(lams)),
+                                          loss=loss, channel=channel),
+                       started=started, files=files, rows={csv_path.name: sum(len(c) for c in curves)},
+                       extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii})
+    click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'curve.json'}")
+
+
+def _title(task, curves, **where) -> str:
+    """The task, and from which alpha the smallest lam beats no learning (the caption of curve.png)."""
+    from replica_mlm.plotting import _latex_number, beats_no_learning
+
+    first = min(curves, key=lambda c: c.lam)
+    beat = beats_no_learning(first)
+    lam = rf"$\lambda = {_latex_number(first.lam)}$"
+    if beat == beat:  # not nan
+        note = rf"at {lam}, $e_g < C_{{ii}}$ (no learning) only for $\alpha > {beat:.3g}$"
+    else:
+        note = rf"at {lam}, $e_g \geq C_{{ii}}$ (no learning) for every $\alpha \leq {first.alpha[-1]:g}$"
+    return f"{task_title(task, **where)}\n{note}"

@@ -1,0 +1,3 @@
+"""What learns: ERM on Gaussian covariates and its simulations, pseudo-likelihood (binary,
+multinomial, full couplings), factored attention and the vanilla transformer.
+"""

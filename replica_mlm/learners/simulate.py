@@ -1,0 +1,437 @@
+"""Closed-form ridge / Moore-Penrose simulations of the masked-site regression task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm._threads import INHERIT, blas_threads
+from replica_mlm.learners import erm
+from replica_mlm.potts.model import PottsModel
+from replica_mlm.stats import mean_stderr
+from replica_mlm.tasks.masked_site import MaskedSite
+from replica_mlm.theory.studies.curve import grid
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Ridge estimators trained on independent samples of one task.
+
+    Attributes
+    ----------
+    alpha : float
+        Realised n / p (n = round(alpha p)).
+    n, p, seeds : int
+        Samples per seed, inputs, number of independent samples.
+    lam : ndarray, shape (k,)
+        Ridge strengths (0 is the Moore-Penrose solution).
+    eg, train_loss : ndarray, shape (seeds, k)
+        Exact generalisation error and empirical training loss, per seed and lam. eg is the natural
+        error of the channel: sigma^2 + (w_hat - w*)^T Sigma (w_hat - w*) for ``"gaussian"``, the
+        classification error P(y != sign(w_hat . x)) for ``"sign"`` and ``"logit"``, computed from
+        the overlaps without a test sample. train_loss is (1/n) sum loss(y, w_hat . x), except for
+        the square loss: |y - X w_hat|^2 / n (the MSE convention).
+    test_loss : ndarray, shape (seeds, k)
+        Expected loss on a fresh sample, E loss(y, w_hat . x), exact (see :mod:`replica_mlm.learners.erm`).
+    estimation_error : ndarray, shape (seeds, k)
+        |w_hat - w*|^2 (Euclidean).
+    kkt_residual : ndarray, shape (seeds, k)
+        Certified upper bound on |w_hat - w_exact| (the optimiser's error, see
+        :mod:`replica_mlm.learners.erm`); 0 for the closed-form square-loss path.
+    loss, channel : str
+        Loss and label channel.
+    eg_mean, eg_stderr, train_loss_mean, ..., estimation_error_stderr : ndarray, shape (k,)
+        Means over seeds and their standard errors (std with ddof=1 over sqrt(seeds)).
+    """
+
+    alpha: float
+    n: int
+    p: int
+    seeds: int
+    lam: np.ndarray
+    eg: np.ndarray
+    train_loss: np.ndarray
+    test_loss: np.ndarray | None = None
+    estimation_error: np.ndarray | None = None
+    kkt_residual: np.ndarray | None = None
+    loss: str = "square"
+    channel: str = "gaussian"
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per (training set, lam): columns alpha, n, p, sample (the
+        index of the training set, 0 .. seeds - 1), lam, eg, train_loss, test_loss,
+        estimation_error, kkt_residual, loss, channel (a field that is None is left out)."""
+        import pandas as pd
+
+        k = self.lam.size
+        cols = {"alpha": self.alpha, "n": self.n, "p": self.p,
+                "sample": np.repeat(np.arange(self.seeds), k), "lam": np.tile(self.lam, self.seeds)}
+        for name in ("eg", "train_loss", "test_loss", "estimation_error", "kkt_residual"):
+            if getattr(self, name) is not None:
+                cols[name] = np.asarray(getattr(self, name)).reshape(-1)
+        cols["loss"], cols["channel"] = self.loss, self.channel
+        return pd.DataFrame(cols)
+
+    @property
+    def eg_mean(self) -> np.ndarray:
+        return self.eg.mean(axis=0)
+
+    @property
+    def eg_stderr(self) -> np.ndarray:
+        return mean_stderr(self.eg, axis=0).stderr
+
+    @property
+    def train_loss_mean(self) -> np.ndarray:
+        return self.train_loss.mean(axis=0)
+
+    @property
+    def train_loss_stderr(self) -> np.ndarray:
+        return mean_stderr(self.train_loss, axis=0).stderr
+
+    @property
+    def test_loss_mean(self) -> np.ndarray:
+        return self.test_loss.mean(axis=0)
+
+    @property
+    def test_loss_stderr(self) -> np.ndarray:
+        return mean_stderr(self.test_loss, axis=0).stderr
+
+    @property
+    def estimation_error_mean(self) -> np.ndarray:
+        return self.estimation_error.mean(axis=0)
+
+    @property
+    def estimation_error_stderr(self) -> np.ndarray:
+        return mean_stderr(self.estimation_error, axis=0).stderr
+
+
+#: ridge_path's Gram route: at lam = 0 its Cholesky factor must have a reciprocal condition number
+#: (LAPACK dpocon, 1-norm) above this, else the SVD is used; far above the scale where the
+#: Moore-Penrose cutoff of the SVD (singular values below max(n, p) eps s_max) can act, so both
+#: routes give the same pseudo-inverse wherever the Gram route is taken
+GRAM_RCOND_MIN = 1e-12
+#: iterative-refinement steps of the Gram route (corrected semi-normal equations: residuals with X
+#: itself, corrections with the Cholesky factor of the Gram matrix)
+GRAM_REFINE = 2
+#: above this many lam values one SVD is cheaper than a Cholesky factorisation per lam
+GRAM_MAX_LAMS = 16
+#: fresh test sequences per seed of a PottsModel simulation unless ``n_test`` is given
+N_TEST = 4000
+
+
+def ridge_path(x: np.ndarray, y: np.ndarray, lam: np.ndarray, *, method: str = "auto") -> np.ndarray:
+    """Ridge weights for every lam, shape (p, len(lam)): ``w(lam) = (X^T X + lam p I)^{-1} X^T y``.
+
+    At lam = 0 the Moore-Penrose solution ``X^+ y``.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, p)
+    y : ndarray, shape (n,)
+    lam : ndarray, shape (k,)
+        Ridge strengths >= 0.
+    method : {"auto", "svd", "gram"}
+        ``"svd"``: one thin SVD of X serves every lam, ``V diag(s / (s^2 + lam p)) U^T y``, and
+        lam = 0 drops singular values below ``max(n, p) eps s_max`` as numpy.linalg.pinv does.
+        ``"gram"``: the Gram matrix of the smaller side (``X^T X`` if n >= p, else ``X X^T``,
+        then ``w = X^T a``), one Cholesky factorisation per lam and :data:`GRAM_REFINE` steps of
+        iterative refinement with residuals computed from X itself (corrected semi-normal
+        equations, as accurate as the SVD when the Gram matrix is not near-singular). At
+        lam = 0 it is used only where the factor's reciprocal condition number exceeds
+        :data:`GRAM_RCOND_MIN` (X of full rank, where ``X^+ y`` is the unique least-squares
+        or minimum-norm solution); otherwise, and if a factorisation fails, the SVD route
+        gives the whole path. Cost ``max(n, p) m^2 + k m^3 / 3`` flops (m = min(n, p)) against
+        about ``4 max(n, p) m^2 + 8 m^3`` for the SVD. ``"auto"``: ``"gram"`` for at most
+        :data:`GRAM_MAX_LAMS` values of lam, else ``"svd"``.
+
+    Returns
+    -------
+    ndarray, shape (p, k)
+    """
+    method = _checks.choice(method, ("auto", "svd", "gram"), "method")
+    lam = np.asarray(lam, dtype=float)
+    if method == "gram" or (method == "auto" and lam.size <= GRAM_MAX_LAMS):
+        w = _ridge_gram(x, y, lam)
+        if w is not None:
+            return w
+    return _ridge_svd(x, y, lam)
+
+
+def _ridge_svd(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    n, p = x.shape
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    uty = u.T @ y
+    cutoff = max(n, p) * np.finfo(float).eps * (s[0] if s.size else 0.0)
+    keep = s > cutoff
+    lam_p = np.asarray(lam)[None, :] * p
+    with np.errstate(divide="ignore", invalid="ignore"):
+        filt = np.where(lam_p > 0, s[:, None] / (s[:, None] ** 2 + lam_p),
+                        np.where(keep[:, None], 1.0 / s[:, None], 0.0))
+    return vt.T @ (filt * uty[:, None])
+
+
+def _ridge_gram(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
+    """The Gram route of :func:`ridge_path`; None where it does not apply (then the SVD is used)."""
+    from scipy.linalg import cho_solve, lapack
+
+    n, p = x.shape
+    primal = n >= p  # unknowns w (p of them) or a with w = X^T a (n of them)
+    gram = x.T @ x if primal else x @ x.T  # symmetric product: BLAS syrk
+    rhs = x.T @ y if primal else y
+    m = gram.shape[0]
+    out = np.empty((p, lam.size))
+    norm1 = None
+    for j, lam_j in enumerate(lam):
+        shift = lam_j * p
+        a = gram.copy()
+        a[np.diag_indices(m)] += shift
+        c, info = lapack.dpotrf(a, lower=0, clean=1, overwrite_a=1)
+        if info != 0:
+            return None
+        if shift == 0:
+            if norm1 is None:
+                norm1 = float(np.abs(gram).sum(axis=0).max())
+            rcond, info = lapack.dpocon(c, norm1)
+            if info != 0 or not rcond > GRAM_RCOND_MIN:
+                return None
+        factor = (c, False)
+        sol = cho_solve(factor, rhs)
+        for _ in range(GRAM_REFINE):
+            # residual of the normal equations with X itself, not with the Gram matrix
+            if primal:
+                resid = x.T @ (y - x @ sol) - shift * sol
+            else:
+                resid = y - x @ (x.T @ sol) - shift * sol
+            sol = sol + cho_solve(factor, resid)
+        out[:, j] = sol if primal else x.T @ sol
+    return out
+
+
+def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
+             loss=None, channel: str | None = None, site: int | None = None,
+             n_test: int | None = None, threads=INHERIT) -> Simulation | list[Simulation]:
+    """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
+
+    Parameters
+    ----------
+    task : MaskedSite or PottsModel
+        A Gaussian-covariate task (finite covariance, teacher, noise and channel), or an Ising
+        model (:meth:`PottsModel.ising`) whose site ``site`` is learnt from Boltzmann samples by
+        its pseudo-likelihood (= factored-attention MLM at that site): ``M = round(alpha p)``
+        sequences per seed from the package's sampler, logistic loss, and the test measures of
+        :func:`replica_mlm.learners.pseudo_likelihood.site_measures` on ``n_test`` fresh sequences
+        (exact conditionals averaged analytically over the masked spin).
+    alpha : float or array_like
+        Sample ratio, at least 1 / p (one sample); the realised ratio n / p, with
+        n = round(alpha p), is reported in the result. A scalar gives one :class:`Simulation`
+        (with a lam axis); a 1-d sequence gives a list, one Simulation per alpha in the order
+        given (as :func:`replica_mlm.learning_curve` gives one curve per lam of a sequence).
+        Alpha number ``k`` then uses the ``k``-th generator spawned from ``rng``: for an int
+        ``rng`` that is ``default_rng(SeedSequence(rng, spawn_key=(k,)))``, the generator the
+        ``replica-mlm simulate`` sweep gives alpha number ``k`` with ``--sample-seed rng``.
+    lam : float or array_like
+        Ridge strength(s) >= 0; for the square loss all from one Gram matrix per sample (see ridge_path).
+        Other losses need lam > 0 (their minimiser may not exist or be unique at lam = 0: e.g.
+        the logistic loss on separable data, alpha < alpha_c, has no finite minimiser).
+    seeds : int
+        Number of independent samples, >= 2 (the standard errors need two).
+    rng : int or numpy.random.Generator
+        Seed; sample ``k`` uses the ``k``-th child of ``SeedSequence``-spawned generators, so
+        results do not depend on how samples are split across workers.
+    loss : str or loss object, optional
+        ``"square"`` (closed form), ``"absolute"``, ``"huber"`` (delta = 1, or a ``Huber(delta)``
+        object), ``"logistic"`` or ``"hinge"``; the estimator minimises
+        ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see :mod:`replica_mlm.learners.erm`).
+        Default: the task's own, from the same place as :func:`replica_mlm.solve`'s
+        (:func:`replica_mlm.theory.solve.default_loss`): ``"square"`` for a MaskedSite,
+        ``"logistic"`` for an Ising model, ``"cross_entropy"`` for a Potts model with q > 2.
+    site : int
+        The masked site (Ising models only).
+    n_test : int, optional
+        Fresh test sequences per seed, an int >= 1 within the memory available; PottsModel tasks
+        only (default :data:`N_TEST`), whose test measures are averages over a test sample. A
+        MaskedSite has exact test quantities (eg and test_loss from the overlaps, no test
+        sample): passing n_test with it is a ValueError.
+    channel : {"gaussian", "sign", "logit"}, optional
+        Default: the task's own channel (``"gaussian"`` for a Gaussian Potts site).
+        Labels: ``y = w* . x + sigma eps`` (sigma^2 = ``site.noise``), its sign, or +1 with
+        probability ``1 / (1 + exp(-w* . x))``. Logistic and hinge need a binary channel.
+    threads : int or None
+        BLAS threads during the call (scoped with threadpoolctl, restored afterwards). Default:
+        the enclosing setting (e.g. a sweep's ``threads=``), else 1 -- many small SVDs run far
+        faster on one thread than with threads fighting over a busy machine. ``None`` leaves
+        the BLAS libraries' own setting. The numbers do not depend on it beyond rounding. At most
+        ``MAX_THREADS`` (1024).
+
+    Returns
+    -------
+    Simulation or list of Simulation
+        One Simulation for a scalar ``alpha``; ``[sim(alpha_0), sim(alpha_1), ...]`` for a sequence.
+    """
+    n_test = _checks.optional(_checks.positive_int, n_test, "n_test")
+    if _checks.is_sequence(alpha):
+        alphas = grid(alpha, "alpha")
+        gens = _checks.as_generator(rng).spawn(alphas.size)
+        return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
+                         site=site, n_test=n_test, threads=threads)
+                for a, g in zip(alphas, gens, strict=True)]
+    if loss is None:
+        from replica_mlm.theory.solve import default_loss
+
+        loss = default_loss(task)
+    if isinstance(task, PottsModel) and task.q > 2:
+        return _simulate_potts(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
+                               channel=channel, n_test=n_test, threads=threads)
+    if isinstance(task, PottsModel):
+        return _simulate_ising(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
+                               channel=channel, n_test=n_test, threads=threads)
+    if not isinstance(task, MaskedSite):
+        raise TypeError("task must be a MaskedSite (a finite instance) or an Ising PottsModel, got "
+                        f"{type(task).__name__}")
+    if site is not None:
+        raise ValueError("site= selects the masked site of a PottsModel; a MaskedSite is one site already")
+    if n_test is not None:
+        raise ValueError(f"n_test is for PottsModel tasks only, got n_test={n_test}: a MaskedSite's eg and "
+                         "test_loss are exact (from the overlaps, no test sample); leave n_test out")
+    site = task
+    if channel is None:
+        channel = site.channel
+    alpha = _checks.positive(alpha, "alpha")
+    lam = grid(lam, "lam", positive=False)
+    seeds = _seed_count(seeds)
+    name, delta = erm.loss_spec(loss)
+    channel = erm.check_channel(channel, name)
+    if name != "square" and np.any(lam == 0):
+        raise ValueError(
+            f"lam must be > 0 for the {name} loss: at lam = 0 the minimiser need not exist or be unique "
+            "(e.g. logistic regression on linearly separable data, alpha < alpha_c, diverges)"
+        )
+    p = site.p
+    if alpha * p < 1:
+        raise ValueError(f"alpha = {alpha:g} gives alpha * p = {alpha * p:.3g} < 1 sample for p = {p} "
+                         f"inputs: alpha must be >= 1/p = {1 / p:.6g}")
+    n = round(alpha * p)
+    # per seed: a child generator (about 1 KiB) and two rows of results; one sample at a time,
+    # with its SVD and the ridge path
+    _checks.allocation(seeds * (1024 + 16 * lam.size) + 8 * (6 * n * p + 2 * p * p + 3 * p * lam.size),
+                       f"simulate(seeds={seeds}) at n = {n}, p = {p}")
+    _checks.work(seeds * (n * p * min(n, p) + n * p * lam.size), f"simulate(seeds={seeds})")
+    children = _checks.as_generator(rng).spawn(seeds)
+    out = {key: np.empty((seeds, lam.size)) for key in
+           ("eg", "train_loss", "test_loss", "estimation_error", "kkt_residual")}
+    rho = site.rho
+    # Every quantity is invariant under a rotation of the inputs (w . x, |w|^2 in the penalty,
+    # (w - w*)^T Sigma (w - w*)), so the samples are drawn in the eigenbasis of Sigma: the same
+    # normal draws as MaskedSite.sample, x' = z sqrt(omega) = x U, without the n p^2 rotation.
+    omega, u = site._eigh
+    root, teacher = np.sqrt(omega), u.T @ site.teacher
+    sigma = np.sqrt(site.noise)
+    with blas_threads(threads):
+        for k, gen in enumerate(children):
+            x = gen.standard_normal((n, p)) * root
+            nu = x @ teacher
+            y = erm.labels(nu, nu + sigma * gen.standard_normal(n), channel, gen)
+            if name == "square":
+                w = ridge_path(x, y, lam)
+                out["kkt_residual"][k] = 0.0
+            else:
+                w, out["kkt_residual"][k] = erm.fit(x, y, lam, name, delta)
+            z = x @ w
+            if name == "square":
+                out["train_loss"][k] = np.mean((y[:, None] - z) ** 2, axis=0)
+            else:
+                out["train_loss"][k] = np.mean(erm.pointwise(name, delta, y[:, None], z), axis=0)
+            sw = omega[:, None] * w  # Sigma w in the eigenbasis
+            ms, qs = teacher @ sw, np.einsum("ij,ij->j", w, sw)
+            for j in range(lam.size):
+                out["eg"][k, j], out["test_loss"][k, j] = erm.test_quantities(
+                    float(ms[j]), float(qs[j]), rho, site.noise, name, delta, channel)
+            d = w - teacher[:, None]
+            if channel == "gaussian":  # the exact quadratic form sigma^2 + d^T Sigma d
+                out["eg"][k] = site.noise + omega @ d**2
+            out["estimation_error"][k] = np.sum(d**2, axis=0)
+    label = f"huber(delta={delta:g})" if name == "huber" else name  # as rm.losses names it
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=label, channel=channel, **out)
+
+
+def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
+                    threads) -> Simulation:
+    """:func:`simulate` on an Ising model: pseudo-likelihood of one site from Boltzmann samples."""
+    from replica_mlm.learners.pseudo_likelihood import simulate_sites
+    from replica_mlm.tasks.ising_site import require_ising
+
+    require_ising(model, "simulate on a PottsModel")
+    site = _model_site(model, site)
+    name, _ = erm.loss_spec(loss)
+    if name != "logistic":
+        raise ValueError(f"the pseudo-likelihood of an Ising site is the logistic loss, got loss={name!r}")
+    if channel not in (None, "logit"):
+        raise ValueError(f"an Ising site's labels follow the logit channel, got channel={channel!r}")
+    lam, seeds, n_test, p, n = _sequence_counts(model, alpha, lam, seeds, n_test)
+    with blas_threads(threads):
+        out = simulate_sites(model, sites=[site], n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test)
+    kkt = out.pop("kkt")
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss="logistic", channel="logit",
+                      kkt_residual=np.full((seeds, lam.size), float(kkt)),
+                      **{k: v[:, 0, :] for k, v in out.items()})
+
+
+def _simulate_potts(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
+                    threads) -> Simulation:
+    """:func:`simulate` on a Potts model with q > 2 colours: multinomial pseudo-likelihood of one
+    site (:mod:`replica_mlm.learners.multinomial_pl`), inputs centred by the task's own mean."""
+    from replica_mlm.learners.multinomial_pl import simulate_site
+    from replica_mlm.tasks.potts_site import all_colours_alike, colour_covariance
+
+    site = _model_site(model, site)
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be 'cross_entropy' for a Potts model with q > 2, got "
+                        f"{type(loss).__name__}")
+    if loss != "cross_entropy":
+        raise ValueError(f"the pseudo-likelihood of a Potts site with q = {model.q} colours is the "
+                         f"softmax cross-entropy: loss must be 'cross_entropy', got {loss!r}")
+    if channel not in (None, "softmax"):
+        raise ValueError(f"a Potts site's colours follow the softmax channel, got channel={channel!r}")
+    lam, seeds, n_test, p, n = _sequence_counts(model, alpha, lam, seeds, n_test)
+    K = model.q - 1
+    mean = (np.zeros((model.L, K)) if all_colours_alike(model)
+            else colour_covariance(model, rng=rng).mean)
+    with blas_threads(threads):
+        out = simulate_site(model, site=site, n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test, mean=mean)
+    kkt = out.pop("kkt")
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss="cross_entropy", channel="softmax",
+                      kkt_residual=np.full((seeds, lam.size), float(kkt)), **out)
+
+
+def _model_site(model: PottsModel, site) -> int:
+    """The masked site of a PottsModel simulation: required, an integer index in [0, L)."""
+    if site is None:
+        raise ValueError("simulate on a PottsModel needs site= (the masked site, 0 <= site < L)")
+    return _checks.site_index(site, model.L)
+
+
+def _sequence_counts(model: PottsModel, alpha, lam, seeds, n_test):
+    """Checked lam grid, seeds and n_test, and p = L - 1 and M = round(alpha p) >= 1 sequences."""
+    alpha = _checks.positive(alpha, "alpha")
+    lam = grid(lam, "lam")
+    seeds = _seed_count(seeds)
+    n_test = N_TEST if n_test is None else _checks.positive_int(n_test, "n_test")
+    p = model.L - 1
+    n = round(alpha * p)
+    if n < 1:
+        raise ValueError(f"alpha * p = {alpha * p:.3g} rounds to no training sequence: alpha must be "
+                         f">= {0.5 / p:.3g} for L = {model.L}")
+    # per seed: n + n_test sequences, their spins or reduced one-hot colours and the test measures
+    _checks.allocation(3 * 8 * (n + n_test) * model.L * max(model.q - 1, 1),
+                       f"simulate(n_test={n_test}) on L = {model.L} sites")
+    return lam, seeds, n_test, p, n
+
+
+def _seed_count(seeds) -> int:
+    seeds = _checks.positive_int(seeds, "seeds")
+    if seeds < 2:
+        raise ValueError(f"seeds must be >= 2 (a standard error needs two independent samples), "
+                         f"got {seeds}")
+    return seeds

@@ -1,0 +1,117 @@
+"""One masked site: linear regression of x_i on x_-i with intrinsic label noise."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm.tasks.spectrum import Spectrum
+
+
+class MaskedSite:
+    """Gaussian-covariate ridge task ``y = w* . x + sqrt(sigma^2) xi``, ``x ~ N(0, Sigma)``.
+
+    For the Gaussian Potts model (docs/theory.md, section 1) masking site i gives
+    ``Sigma = C_{-i,-i}``, ``w* = -P_{-i,i} / P_ii`` and ``sigma^2 = 1 / P_ii``
+    (see :meth:`GaussianPotts.masked_site`); any other covariance, teacher and noise define
+    an equally valid task.
+
+    Parameters
+    ----------
+    covariance : array, shape (p, p)
+        Symmetric positive-definite covariance Sigma of the inputs, with trace (the sum of its
+        eigenvalues) at most 1e150 (``_checks.MAX_MAGNITUDE``: beyond, products overflow).
+    teacher : array, shape (p,)
+        Teacher weights w*, with ``|w*|^2`` at most 1e150.
+    noise : float
+        Label noise variance sigma^2 >= 0.
+    channel : {"gaussian", "sign", "logit"}
+        How labels arise from the teacher field ``nu = w* . x``: ``y = nu + sigma xi``
+        (default, the Gaussian Potts site), ``y = sign(nu + sigma xi)``, or
+        ``P(y | nu) = 1 / (1 + exp(-y nu))`` (an Ising spin; ``noise`` must be 0). Solvers use it
+        as the default channel of the task.
+    """
+
+    CHANNELS = ("gaussian", "sign", "logit")
+
+    def __init__(self, *, covariance, teacher, noise: float, channel: str = "gaussian") -> None:
+        self.covariance = _checks.positive_definite(covariance, "covariance")
+        _checks.not_vanishing(self.covariance, "covariance")
+        self.teacher = _checks.bounded_array(teacher, "teacher", ndim=1)
+        if self.teacher.shape[0] != self.covariance.shape[0]:
+            raise ValueError(
+                f"teacher has length {self.teacher.shape[0]} but covariance is "
+                f"{self.covariance.shape}: they must match"
+            )
+        norm2 = float(np.dot(self.teacher / _checks.MAX_MAGNITUDE, self.teacher))
+        if norm2 > 1.0:  # then rho = w*^T Sigma w* <= |w*|^2 tr Sigma <= 1e300 stays finite
+            raise ValueError(f"teacher has norm |w*| = {np.sqrt(norm2) * 1e75:.3g}; |w*|^2 must be at most "
+                             f"{_checks.MAX_MAGNITUDE:.0e} (it is the sum of the spectrum's teacher weights, "
+                             "and w*^T Sigma w* would overflow): rescale the data")
+        self.noise = _checks.nonnegative(noise, "noise")
+        if not isinstance(channel, str) or channel not in self.CHANNELS:
+            raise ValueError(f"channel must be one of {self.CHANNELS}, got {channel!r}")
+        if channel == "logit" and self.noise != 0:
+            raise ValueError(f"the logit channel has no extra label noise: noise must be 0, got {noise}")
+        self.channel = channel
+        self.covariance.setflags(write=False)
+        self.teacher.setflags(write=False)
+
+    def __repr__(self) -> str:
+        extra = "" if self.channel == "gaussian" else f", channel={self.channel!r}"
+        return f"MaskedSite(p={self.p}, rho={self.rho:.6g}, noise={self.noise:.6g}{extra})"
+
+    @property
+    def p(self) -> int:
+        """Number of inputs (unmasked sites), p = L - 1 for a Potts model."""
+        return self.covariance.shape[0]
+
+    @cached_property
+    def _eigh(self) -> tuple[np.ndarray, np.ndarray]:
+        omega, u = np.linalg.eigh(self.covariance)
+        return omega, u
+
+    @cached_property
+    def spectrum(self) -> Spectrum:
+        """Eigenvalues of Sigma with bulk weights 1/p and teacher weights (u_k . w*)^2."""
+        omega, u = self._eigh
+        theta = u.T @ self.teacher
+        return Spectrum(
+            omega=omega, bulk=np.full(self.p, 1.0 / self.p), teacher=theta**2, noise=self.noise
+        )
+
+    @property
+    def rho(self) -> float:
+        """Teacher signal rho = w*^T Sigma w*."""
+        return float(self.teacher @ self.covariance @ self.teacher)
+
+    @property
+    def c_ii(self) -> float:
+        """Variance of the label, rho + sigma^2 (= C_ii for a Potts site)."""
+        return self.rho + self.noise
+
+    def generalisation_error(self, weights) -> np.ndarray:
+        """eg = sigma^2 + (w - w*)^T Sigma (w - w*) for weights of shape (p,) or (p, k)."""
+        w = _checks.finite_array(weights, "weights")
+        if w.ndim not in (1, 2) or w.shape[0] != self.p:
+            raise ValueError(f"weights must have shape (p,) or (p, k) with p = {self.p}, got {w.shape}")
+        d = w - (self.teacher if w.ndim == 1 else self.teacher[:, None])
+        omega, u = self._eigh
+        proj = u.T @ d
+        return self.noise + np.einsum("k,k...->...", omega, proj**2)
+
+    def sample(self, n: int, *, rng: _checks.RngLike = None) -> tuple[np.ndarray, np.ndarray]:
+        """Draw ``n`` samples: X of shape (n, p) with rows ~ N(0, Sigma), and y of shape (n,).
+
+        ``rng`` is an int seed or a numpy Generator.
+        """
+        n = _checks.positive_int(n, "n")
+        gen = _checks.as_generator(rng)
+        # the normal draw, its scaled copy and X, plus y and its noise
+        _checks.allocation(8 * (3 * n * self.p + 3 * n), f"sample(n={n}) on p = {self.p} inputs")
+        omega, u = self._eigh
+        x = (gen.standard_normal((n, self.p)) * np.sqrt(omega)) @ u.T
+        y = x @ self.teacher + np.sqrt(self.noise) * gen.standard_normal(n)
+        return x, y

@@ -1,0 +1,443 @@
+"""Solvers of the replica-symmetric saddle point (docs/theory.md, sections 2-4).
+
+Two methods, one answer:
+
+``method="root"`` (default)
+    The reduced system of :func:`.potentials.reduce`: one monotone, convex scalar equation
+    ``G(kappa) = lam/kappa - S_1c(kappa) + 1 - alpha = 0`` in ``kappa = lam / V_hat``, solved by
+    Newton's method from a point known to lie left of the root, where it converges monotonically
+    to machine precision (:mod:`.root`); every other quantity is then a closed form of a few
+    spectral sums. lam = 0 is solved exactly (see :func:`solve`). Vectorised over alpha.
+``method="iterate"``
+    Damped fixed-point iteration of the six raw saddle-point equations of
+    :func:`.potentials.derive`, as in public replica codes: with ``x = (V, q, m)``,
+    ``x_{t+1} = damping * x_t + (1 - damping) * F(x_t)`` where F computes the hats from x and
+    then x from the hats. It stops when ``|dV| + |dq| + |dm| < tol`` and the raw-equation
+    residual is at most ``max(tol, 256 eps)``.
+``method="general"``
+    The general engine (:mod:`.engine`) for any convex loss and label channel; chosen
+    automatically for anything but the square loss with the gaussian channel, for which the two
+    methods above apply (docs/theory.md, section "The general engine").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm.tasks.spectrum import Spectrum
+from replica_mlm.theory.sides import channels, losses
+from replica_mlm.theory.solvers import precise, root
+from replica_mlm.theory.symbolic.compiled import compiled
+
+METHODS = ("root", "iterate", "general")
+#: cold start (V, q, m) of method="iterate" (init=None)
+ITERATE_INIT = (1000.0, 1e-3, 1e-3)
+
+
+class ConvergenceError(RuntimeError):
+    """The saddle-point solver did not converge.
+
+    Attributes
+    ----------
+    last : dict
+        The last iterate (order parameters by name).
+    residual : float
+        Residual at the last iterate.
+    iterations : int
+        Iterations (or function evaluations) spent.
+    """
+
+    def __init__(self, message: str, *, last: dict, residual: float, iterations: int) -> None:
+        super().__init__(f"{message} (iterations={iterations}, residual={residual:.3g})")
+        self.last = last
+        self.residual = residual
+        self.iterations = iterations
+
+
+@dataclass(frozen=True)
+class SaddlePoint:
+    """Solution of the replica-symmetric saddle point at one (alpha, lam).
+
+    Attributes
+    ----------
+    alpha, lam : float
+        Sample ratio n/p and ridge strength (penalty (lam p / 2) |w|^2).
+    eg : float
+        The channel's natural error. Gaussian channel: the generalisation error
+        rho + sigma^2 - 2m + q (no factor 1/2); ``inf`` at alpha = 1, lam = 0. Sign and logit
+        channels: the classification error ``P(y != sign(w_hat . x))``.
+    train_loss : float
+        Training loss at the minimiser, the mean of the loss over the training set; for the
+        square loss the package's MSE convention |y - X w|^2 / n (= eg / (1 + V)^2 on the
+        gaussian channel).
+    m, q, V, m_hat, q_hat, V_hat : float
+        Order parameters and their conjugates. At lam = 0 and alpha <= 1, V = inf and the
+        hats vanish (the minimum-norm interpolator).
+    rho, noise : float
+        Teacher signal w*^T Sigma w* and label noise sigma^2 of the task.
+    kappa : float
+        lam / V_hat, the variable of the reduced scalar equation (nan for ``"iterate"``).
+    converged : bool
+        Always True on a returned object: failures raise :class:`ConvergenceError`. A point
+        converged only if ``residual`` is at most 256 eps (``"root"``), ``10^-precision``
+        (mpmath) or ``max(tol, 256 eps)`` (``"iterate"``).
+    iterations : int
+        Newton steps on the scalar equation (``"root"``; 0 where kappa is known exactly) or
+        fixed-point steps (``"iterate"``).
+    residual : float
+        Largest relative violation of the six raw saddle-point equations at the solution
+        (for lam = 0, alpha <= 1, where V = inf, that of the scalar equation instead).
+    method : str
+        ``"root"``, ``"iterate"`` (square loss, gaussian channel) or ``"general"``.
+    message : str
+        How the solution was obtained.
+    test_loss : float
+        Expected loss on a fresh sample, ``E loss(y, w_hat . x)``, with the loss as defined: for
+        the square loss ``(y - z)^2 / 2`` it is ``eg / 2`` on the gaussian channel (``eg`` keeps
+        no factor 1/2).
+    estimation_error : float
+        ``E |w_hat - w*|^2`` in the Euclidean metric (the error on the row of J the site
+        estimates; in the thermodynamic limit ``|w*|^2 = sum_k c_k -> 1/s^2``), see
+        docs/theory.md, section "The general engine".
+    loss, channel : str
+        Names of the loss and of the label channel.
+    """
+
+    alpha: float
+    lam: float
+    eg: float
+    train_loss: float
+    m: float
+    q: float
+    V: float
+    m_hat: float
+    q_hat: float
+    V_hat: float
+    rho: float
+    noise: float
+    kappa: float
+    converged: bool
+    iterations: int
+    residual: float
+    method: str
+    message: str
+    test_loss: float = math.nan
+    estimation_error: float = math.nan
+    loss: str = "square"
+    channel: str = "gaussian"
+
+    def as_dict(self) -> dict:
+        """The fields as a plain dict."""
+        return asdict(self)
+
+    def to_frame(self):
+        """A one-row pandas DataFrame of the fields (as :meth:`as_dict`)."""
+        import pandas as pd
+
+        return pd.DataFrame([self.as_dict()])
+
+
+def spectrum_of(task) -> Spectrum:
+    """The :class:`Spectrum` of a task (a MaskedSite, a thermodynamic limit or a Spectrum)."""
+    spec = getattr(task, "spectrum", None)
+    if not isinstance(spec, Spectrum):
+        raise ValueError(
+            "task must be a MaskedSite, a GaussianPotts limit or a Spectrum (anything with a "
+            f"`.spectrum` attribute), got {type(task).__name__}"
+        )
+    return spec
+
+
+def default_loss(task) -> str:
+    """The loss ``task`` is learnt with when none is named: the one source of the defaults of
+    :func:`solve` and :func:`replica_mlm.simulate`.
+
+    A :class:`~replica_mlm.tasks.potts_site.PottsSite`: ``"cross_entropy"`` with its softmax
+    channel, ``"square"`` with the gaussian one (the pairs its multi-class theory solves). A
+    :class:`~replica_mlm.PottsModel` (what ``simulate`` learns a site of): ``"cross_entropy"`` for
+    q > 2 colours (the task of its ``masked_site``), ``"logistic"`` for an Ising model (its
+    pseudo-likelihood, the only loss simulated there). Anything else: ``"square"``.
+    """
+    from replica_mlm.potts.model import PottsModel
+    from replica_mlm.tasks.potts_site import PottsSite
+
+    if isinstance(task, PottsSite):
+        return "cross_entropy" if task.channel == "softmax" else "square"
+    if isinstance(task, PottsModel):
+        return "cross_entropy" if task.q > 2 else "logistic"
+    return "square"
+
+
+def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,
+          loss=None, channel=None, **options) -> SaddlePoint:
+    """Solve the replica saddle point at sample ratio ``alpha`` and ridge ``lam``.
+
+    With the square loss and the gaussian channel (the defaults: ridge MLM) the exact reduced
+    solver is used (the fast path); any other loss or channel goes through the general engine
+    (docs/theory.md, section "The general engine").
+
+    Parameters
+    ----------
+    task : MaskedSite, limit, Spectrum or PottsSite
+        The learning task; only its spectrum (eigenvalues of Sigma, teacher weights, noise)
+        enters. A :class:`~replica_mlm.tasks.potts_site.PottsSite` (a site with q > 2 colours,
+        ``PottsModel.masked_site``) is solved by the multi-class theory and returns a
+        ``MulticlassSaddlePoint``; its options are those of
+        :func:`replica_mlm.theory.solvers.multiclass.solve` (``loss="cross_entropy"``, ``integration``,
+        ``order``, ``randomisations``, ``seed``, ``init``; docs/multiclass.md).
+    alpha : float
+        n / p, > 0.
+    lam : float
+        Ridge strength >= 0 (penalty (lam p / 2) |w|^2). lam = 0 is the Moore-Penrose
+        (minimum-norm / least-squares) limit, solved exactly: for alpha < 1 kappa solves
+        ``V_hat(kappa) = 0`` (docs/theory.md, section 5), for alpha > 1 kappa = 0, and at alpha = 1
+        the interpolation peak gives eg = inf, q = inf, V = inf, vanishing hats, m = rho and a
+        vanishing train loss (returned without warnings). The general engine needs lam > 0.
+    method : {None, "root", "iterate", "general"}
+        None chooses ``"root"`` for the square loss with the gaussian channel and ``"general"``
+        otherwise. ``"root"`` and ``"iterate"`` (see the module docstring) exist for the square
+        loss with the gaussian channel only; ``"general"`` forces the general engine.
+    precision : int, optional
+        Significant digits (>= 16). Runs the same sympy-derived reduced equations with mpmath
+        (:mod:`.precise`); the numbers of the result are then ``mpmath.mpf``. Only with
+        ``method="root"``, i.e. for the square loss with the gaussian channel: other losses and
+        channels raise ValueError.
+    loss : str or rm.losses.Loss, optional
+        ``"square"`` (default, :func:`default_loss`), ``"absolute"``, ``"huber"``, ``"logistic"``,
+        ``"hinge"`` (the default instance of each) or any :class:`rm.losses.Loss`.
+    channel : {"gaussian", "sign", "logit"}, optional
+        How labels are drawn from the teacher's field ``nu = w* . x``: ``"gaussian"`` (default)
+        ``y = nu + sigma eps``; ``"sign"`` ``y = sign(nu + sigma eps)``; ``"logit"``
+        ``P(y | nu) = 1 / (1 + exp(-y nu))``. ``sigma^2`` is the task's noise.
+    **options
+        For ``"iterate"``: ``damping`` (0.5), ``tol`` (1e-12), ``max_iter`` (100000) and
+        ``init`` ((V, q, m); None or omitted: (1000, 1e-3, 1e-3)). For ``"general"``: ``init`` (a SaddlePoint
+        to warm-start from) and ``order`` (Gauss-Legendre nodes per quadrature panel, 16).
+        ``"root"`` takes none.
+
+    Returns
+    -------
+    SaddlePoint
+
+    Raises
+    ------
+    ValueError
+        For alpha <= 0, lam < 0, non-finite input, an unknown method, loss or channel, a loss and
+        channel that :func:`~replica_mlm.theory.sides.channels.check_pair` refuses (e.g. hinge with the
+        gaussian channel; lam = 0 outside the reduced solver), or a loss found not convex in z at
+        a node the solver evaluates (:mod:`replica_mlm.theory.sides.convexity`).
+    ConvergenceError
+        If the solver does not converge (the general engine: residual above 1e-10).
+    """
+    from replica_mlm.tasks.potts_site import PottsSite
+
+    if isinstance(task, PottsSite):  # q > 2 colours: the multi-class theory (docs/multiclass.md)
+        from replica_mlm.theory.solvers import multiclass
+        if method not in (None, "general") or precision is not None or channel not in (None, task.channel):
+            raise ValueError("a PottsSite is solved by the multi-class theory: method, precision and "
+                             "channel take their defaults")
+        return multiclass.solve(task, alpha=alpha, lam=lam, loss=loss, **options)
+    spec = spectrum_of(task)
+    alpha = _checks.positive(alpha, "alpha")
+    lam = _checks.nonnegative(lam, "lam")
+    # the named losses and channels import sympy only when derived: the square/gaussian path needs none
+    loss_obj = losses.resolve(default_loss(task) if loss is None else loss)
+    channel_obj = channels.resolve(channel, task)
+    fast = loss_obj.is_square and channel_obj.name == "gaussian"
+    if method is None:
+        method = "root" if fast else "general"
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS} (or None), got {method!r}")
+    if method in ("root", "iterate") and not fast:
+        raise ValueError(f"method {method!r} solves the square loss with the gaussian channel only; "
+                         f"use method='general' (or None) for loss {loss_obj.name!r}, channel "
+                         f"{channel_obj.name!r}")
+    channels.check_pair(loss_obj, channel_obj, lam=lam, general=method == "general")
+    if precision is not None:
+        if not fast:
+            raise ValueError("precision= is available for the square loss with the gaussian channel "
+                             "only (the reduced closed forms); the general engine works in float64")
+        if method != "root":
+            raise ValueError("precision= works with method='root' and no options")
+        digits = _checks.precision_digits(precision)
+        if digits < 16:
+            raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
+        if options:
+            raise ValueError("precision= works with method='root' and no options")
+        try:
+            out = precise.solve_precise(task, spec, alpha, lam, digits)
+        except precise.PrecisionFailure as exc:
+            raise ConvergenceError(str(exc), last={"kappa": exc.kappa}, residual=float(exc.step),
+                                   iterations=exc.iterations) from None
+        if not out["converged"]:
+            raise ConvergenceError(
+                f"mpmath solution at alpha={alpha}, lam={lam} violates the raw equations beyond "
+                f"10^-{digits}", last={k: out[k] for k in ("V", "q", "m", "kappa")},
+                residual=float(out["residual"]), iterations=int(out["iterations"]))
+        return _result(spec, alpha, lam, out, method="root", convert=False,
+                       message=f"{root_message(alpha, lam)}; mpmath at {digits} digits")
+    if method == "root":
+        if options:
+            raise ValueError(f"method 'root' takes no options, got {sorted(options)}")
+        return _solve_root(spec, alpha, lam)
+    if method == "iterate":
+        return _solve_iterate(spec, alpha, lam, **options)
+    return solve_general(spec, alpha, lam, loss_obj, channel_obj, **options)
+
+
+def solve_general(spec: Spectrum, alpha: float, lam: float, loss, channel, *, init=None,
+                  order: int = 16) -> SaddlePoint:
+    """The general engine (:mod:`.engine`) at one point; ``init`` a SaddlePoint to start from."""
+    from replica_mlm.theory.solvers import engine
+    order = _checks.positive_int(order, "order")
+    problem = engine.Problem(spec, alpha, lam, loss, channel, order=order)
+    start = None
+    if init is not None:
+        if not isinstance(init, SaddlePoint):
+            raise TypeError(f"init must be a SaddlePoint, got {type(init).__name__}")
+        if all(math.isfinite(x) and x > 0 for x in (init.V, init.q)):
+            start = problem.pack(init.V, init.q, init.m)
+    try:
+        out = engine.solve_point(problem, init=start)
+    except engine.EngineFailure as exc:
+        raise ConvergenceError(f"general engine at alpha={alpha}, lam={lam}, loss={loss.name}, "
+                               f"channel={channel.name}: {exc}", last=exc.last, residual=exc.residual,
+                               iterations=exc.iterations) from None
+    return _result(spec, alpha, lam, out, method="general", loss=loss.name, channel=channel.name,
+                   message=f"general engine (hybr on log V, log q, artanh m/sqrt(q rho); "
+                   f"{out['iterations']} channel-side evaluations)")
+
+
+# --- the reduced scalar equation -----------------------------------------------------------
+
+
+def solve_reduced(spec: Spectrum, alpha, lam) -> dict[str, np.ndarray]:
+    """:func:`.root.solve_reduced`, every point checked: a failure is a :class:`ConvergenceError`.
+
+    A point converged if its raw-equation residual is at most :data:`.root.RESIDUAL_TOL`
+    (256 eps) and none of its numbers is NaN; otherwise the error names the points.
+    """
+    try:
+        out = root.solve_reduced(spec, alpha, lam)
+    except root.NewtonFailure as exc:
+        raise ConvergenceError(
+            f"Newton's method on the reduced equation did not converge at alpha={exc.alpha.tolist()}, "
+            f"lam={lam}", last={"kappa": exc.kappa, "step": exc.step},
+            residual=float(np.max(np.abs(exc.step) / exc.kappa)), iterations=exc.iterations,
+        ) from None
+    bad = ~root.converged(out)
+    if bad.any():
+        a, lm = (np.broadcast_to(np.asarray(x, dtype=float), bad.shape) for x in
+                 np.broadcast_arrays(alpha, lam))
+        raise ConvergenceError(
+            f"the reduced solution violates the raw equations beyond {root.RESIDUAL_TOL:.3g} (or is "
+            f"NaN) at alpha={a[bad].tolist()[:5]}, lam={lm[bad].tolist()[:5]}",
+            last={k: v[bad] for k, v in out.items()},
+            residual=float(np.max(np.where(np.isnan(out["residual"][bad]), np.inf,
+                                           out["residual"][bad]))),
+            iterations=int(out["iterations"][bad].max()))
+    return out
+
+
+def root_message(alpha: float, lam: float, regime: int = root.NEWTON) -> str:
+    """How the root method obtained the point (alpha, lam) (``regime`` of :func:`.root.solve_reduced`)."""
+    if regime == root.LARGE_KAPPA:
+        return ("omega_max / kappa < 2^-60 (lam -> infinity or alpha -> 0): first order in "
+                "1/kappa, exact in float64")
+    if regime == root.FLAT and lam > 0:
+        return "lam / (alpha - 1) below 2^-800 omega_min: least squares (kappa = 0) is exact"
+    if lam > 0:
+        return "Newton's method on the reduced scalar equation G(kappa) = 0"
+    if alpha > 1:
+        return "lam = 0, alpha > 1: least squares, kappa = 0 exactly"
+    if alpha < 1:
+        return "lam = 0, alpha < 1: minimum-norm limit, Newton's method on V_hat(kappa) = 0"
+    return "alpha = 1, lam = 0: interpolation peak, eg = inf exactly"
+
+
+def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
+    out = solve_reduced(spec, np.array([alpha]), lam)
+    return _result(spec, alpha, lam, {k: v[0] for k, v in out.items()}, method="root",
+                   message=root_message(alpha, lam, int(out["regime"][0])))
+
+
+def _result(spec, alpha, lam, out, *, convert: bool = True, **info) -> SaddlePoint:
+    keys = ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa", "residual",
+            "test_loss", "estimation_error")
+    values = {k: (float(out[k]) if convert else out[k]) for k in keys}
+    rho, noise = (spec.rho, spec.noise) if convert else (out.get("rho", spec.rho), spec.noise)
+    return SaddlePoint(alpha=alpha, lam=lam, rho=rho, noise=noise, converged=True,
+                       iterations=int(out["iterations"]), **values, **info)
+
+
+# --- damped fixed-point iteration ----------------------------------------------------------
+
+
+def _solve_iterate(
+    spec: Spectrum,
+    alpha: float,
+    lam: float,
+    *,
+    damping: float = 0.5,
+    tol: float = 1e-12,
+    max_iter: int = 100_000,
+    init: tuple[float, float, float] | None = None,
+) -> SaddlePoint:
+    damping = _checks.nonnegative(damping, "damping")
+    if damping >= 1:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    tol = _checks.positive(tol, "tol")
+    max_iter = _checks.positive_int(max_iter, "max_iter")
+    start = _checks.finite_array(ITERATE_INIT if init is None else init, "init")  # None: the default
+    if start.shape != (3,):
+        raise ValueError(f"init must be (V, q, m): three finite numbers (or None for {ITERATE_INIT}), "
+                         f"got shape {start.shape}")
+    x = dict(zip("Vqm", map(float, start), strict=True))
+    fns = compiled()
+    delta, it = math.inf, 0
+    try:
+        for it in range(1, max_iter + 1):
+            new = _sweep(spec, alpha, lam, x)
+            new = {k: damping * x[k] + (1 - damping) * new[k] for k in x}
+            delta = sum(abs(new[k] - x[k]) for k in x)
+            x = new
+            if not math.isfinite(delta):
+                break
+            if delta < tol:
+                hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
+                out = {name: f(*hat_args) for name, f in fns.hat.items()}
+                out.update(x, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
+                           kappa=math.nan, iterations=it)
+                out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
+                out["estimation_error"] = root.estimation_error_of_hats(spec, lam, out["V_hat"],
+                                                                         out["q_hat"], out["m_hat"])
+                out["residual"] = root.raw_residual(spec, alpha, lam, out)
+                if not out["residual"] <= max(tol, root.RESIDUAL_TOL):
+                    continue  # steps below tol, raw equations not yet: iterate on
+                return _result(
+                    spec, alpha, lam, out, method="iterate",
+                    message=f"damped iteration (damping={damping}) reached "
+                    f"|dV|+|dq|+|dm| < {tol:g}",
+                )
+        reason = "did not converge" if math.isfinite(delta) else "diverged"
+    except (OverflowError, ZeroDivisionError):
+        reason, delta = "diverged (overflow)", math.inf
+    raise ConvergenceError(
+        f"damped iteration {reason} at alpha={alpha}, lam={lam}",
+        last=x, residual=delta, iterations=it,
+    )
+
+
+def _sweep(spec: Spectrum, alpha: float, lam: float, x: dict) -> dict:
+    """One undamped pass of the raw equations: hats from (V, q, m), then (V, q, m) from hats."""
+    fns = compiled()
+    hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
+    hats = [fns.hat[name](*hat_args) for name in ("V_hat", "q_hat", "m_hat")]
+    mode_args = (spec.omega, spec.bulk, spec.teacher, lam, *hats)
+    # (lam + V_hat omega)^2 may overflow at huge lam: the summand is then 0, its rounded value
+    with np.errstate(over="ignore"):
+        return {name: float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")}

@@ -1,0 +1,260 @@
+"""The general replica engine: any convex loss, any label channel, on any spectrum.
+
+The saddle point is a fixed point on the student's order parameters ``x = (V, q, m)``:
+
+* channel side (:mod:`.energetic`): hats ``(V_hat, q_hat, m_hat)`` from ``x`` by quadrature over
+  the student's field with the loss's proximal operator (:mod:`.losses`) and the channel's
+  partition function (:mod:`.channels`);
+* prior side (l2 penalty): ``x`` from the hats in closed form per spectral mode, the compiled
+  summands of :func:`.potentials.derive` (the same functions as the square-loss fast path).
+
+It is solved by MINPACK's hybrid Powell method (``scipy.optimize.root(method="hybr")``) on the
+well-scaled unknowns ``(log V, log q, artanh(m / sqrt(q rho)))`` (``|m| < sqrt(q rho)`` holds at
+every admissible point), after a few damped iterations from a cold start or directly from a warm
+start (a start that :func:`.curve.learning_curve` extrapolates from the previous points), to a
+relative step :data:`XTOL` (then on to :data:`XTOL_FINE` only if the residual is above ``tol``).
+The residual reported is the largest relative violation of the six raw equations at the solution:
+the hats are recomputed from ``x`` and ``x`` from the hats, so it measures what the solution
+misses, not a solver's step. ``converged`` is True only when it is at most ``tol`` (1e-10);
+otherwise :class:`ConvergenceError` carries the last iterate.
+See docs/theory.md, section "The general engine".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm.tasks.spectrum import Spectrum
+from replica_mlm.theory.sides import energetic
+from replica_mlm.theory.sides.channels import Channel, check_pair
+from replica_mlm.theory.sides.convexity import NonConvexLoss
+from replica_mlm.theory.sides.losses import Loss
+from replica_mlm.theory.solvers.root import estimation_error_of_hats
+from replica_mlm.theory.symbolic.compiled import compiled
+
+#: residual (largest relative violation of the raw equations) required for converged=True
+TOL = 1e-10
+#: smallest normal float64: V and q below it cannot be solved for (see :meth:`Problem.start`)
+TINY = float(np.finfo(float).tiny)
+#: damped iterations before the root solver, from a cold start
+WARMUP = 8
+#: clip of m / sqrt(q rho) inside (-1, 1)
+EDGE = 1.0 - 1e-15
+#: hybr's relative step tolerance, first pass; if the residual is then above ``tol`` hybr goes on
+#: from there with :data:`XTOL_FINE` (the residual alone decides ``converged``)
+XTOL = 1e-12
+#: hybr's relative step tolerance of the continuation (as small as MINPACK can resolve)
+XTOL_FINE = 1e-15
+#: channel-side evaluations remembered per point (hybr and the residual evaluate some twice)
+MEMO = 8
+#: largest alpha = n/p accepted. As alpha -> inf the estimator tends to the population risk
+#: minimiser with corrections O(1/alpha), below 1e-12 here; beyond, V ~ 1/alpha shrinks the kink
+#: intervals of hinge or absolute losses below what the quadrature resolves (measured on a
+#: GaussianPotts site, lam = 0.1: a spurious fixed point with V_hat = 0 from alpha = 1e16 for
+#: hinge/sign, 1e18 for absolute/gaussian) and from ~1e150 the hats' squares overflow
+ALPHA_MAX = 1e12
+#: most Gauss-Legendre nodes per panel: every panel holds an analytic function, so the default 16
+#: already gives eg to ~1e-16 (16, 64, 256 and 1024 agree on logistic/sign); leggauss needs
+#: order^2 memory and order^3 time
+ORDER_MAX = 1024
+
+
+def pack(V: float, q: float, m: float, rho: float, *, edge: float = EDGE) -> np.ndarray:
+    """The engine's unknowns ``(log V, log q, artanh(m / sqrt(q rho)))`` (the last one only with a
+    signal, ``rho > 0``), the overlap ratio clipped to ``[-edge, edge]``."""
+    x = [math.log(V), math.log(q)]
+    if rho > 0:
+        x.append(math.atanh(float(np.clip(m / math.sqrt(q) / math.sqrt(rho), -edge, edge))))
+    return np.array(x)
+
+
+def unpack(x, rho: float) -> tuple[float, float, float]:
+    """``(V, q, m)`` from the unknowns of :func:`pack`."""
+    V, q = math.exp(x[0]), math.exp(x[1])
+    m = math.sqrt(q) * math.sqrt(rho) * math.tanh(x[2]) if rho > 0 else 0.0  # q rho may underflow
+    return V, q, m
+
+
+class EngineFailure(RuntimeError):
+    """The fixed point was not reached (turned into ConvergenceError by :func:`.saddle.solve`)."""
+
+    def __init__(self, message: str, *, last: dict, residual: float, iterations: int) -> None:
+        super().__init__(message)
+        self.last, self.residual, self.iterations = last, residual, iterations
+
+
+class Problem:
+    """The fixed-point map of one (spectrum, alpha, lam, loss, channel) point."""
+
+    def __init__(self, spec: Spectrum, alpha: float, lam: float, loss: Loss, channel: Channel, *,
+                 order: int = energetic.ORDER) -> None:
+        check_pair(loss, channel, lam=lam, general=True)
+        _checks.at_most(alpha, ALPHA_MAX, "alpha", f"the general engine takes 0 < alpha <= {ALPHA_MAX:g}; "
+                        "the solution tends to its alpha -> infinity limit (the population risk "
+                        "minimiser) with corrections O(1/alpha), below 1e-12 there")
+        order = _checks.positive_int(order, "order")
+        _checks.at_most(order, ORDER_MAX, "order", f"Gauss-Legendre nodes per panel, 1 to {ORDER_MAX}; "
+                        f"the default {energetic.ORDER} already integrates to ~1e-16")
+        self.spec, self.alpha, self.lam = spec, float(alpha), float(lam)
+        self.loss, self.channel, self.order = loss, channel, order
+        self.rho, self.noise = spec.rho, spec.noise
+        self.signal = self.rho > 0
+        self.evaluations = 0
+        self._memo: dict[tuple[float, float, float], dict[str, float]] = {}
+
+    # --- parametrisation ------------------------------------------------------------------
+    def pack(self, V: float, q: float, m: float) -> np.ndarray:
+        return pack(V, q, m, self.rho)
+
+    def unpack(self, x) -> tuple[float, float, float]:
+        return unpack(x, self.rho)
+
+    # --- the two sides --------------------------------------------------------------------
+    def hats(self, V: float, q: float, m: float) -> dict[str, float]:
+        """The channel side at ``(V, q, m)``; ``evaluations`` counts the integrals computed.
+
+        The last :data:`MEMO` results are remembered: the same ``(V, q, m)`` (bit for bit) gives
+        the same numbers without integrating again (hybr evaluates its start twice, and the
+        residual is taken where hybr last evaluated).
+        """
+        key = (V, q, m)
+        out = self._memo.get(key)
+        if out is None:
+            self.evaluations += 1
+            out = energetic.hats(self.loss, self.channel, alpha=self.alpha, V=V, q=q, m=m, rho=self.rho,
+                                 noise=self.noise, order=self.order)
+            if not self.signal:
+                out["m_hat"] = 0.0
+            if len(self._memo) >= MEMO:
+                del self._memo[next(iter(self._memo))]
+            self._memo[key] = out
+        return dict(out)
+
+    def prior(self, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:
+        spec = self.spec
+        terms = compiled().modes_together(spec.omega, spec.bulk, spec.teacher, self.lam, V_hat, q_hat,
+                                          m_hat)
+        V, q, m = (float(np.sum(np.broadcast_to(t, spec.omega.shape))) for t in terms)
+        return V, q, m
+
+    def image(self, x) -> np.ndarray:
+        """``pack(prior(hats(unpack(x))))``: the fixed-point map in the packed unknowns."""
+        V, q, m = self.unpack(x)
+        if not all(math.isfinite(t) and t > 0 for t in (V, q)):
+            raise FloatingPointError(f"V or q left (0, inf): V={V:.3g}, q={q:.3g}")
+        h = self.hats(V, q, m)
+        # V_hat = 0 is legitimate (hinge with no field near its kink); negative or NaN is not
+        if not (h["V_hat"] >= 0 and h["q_hat"] >= 0 and all(map(math.isfinite, h.values()))):
+            raise FloatingPointError(f"hats left their domain at V={V:.3g}, q={q:.3g}, m={m:.3g}: {h}")
+        return self.pack(*self.prior(h["V_hat"], h["q_hat"], h["m_hat"]))
+
+    def start(self) -> np.ndarray:
+        """A cold start: the prior side at hats of the size square loss would give.
+
+        ValueError if its V or q is not a normal float: the field of the estimator,
+        ``q ~ (omega / lam)^2``, then lies below float64 (a covariance of tiny scale for its lam,
+        or a huge lam) and the engine, which solves for ``log V`` and ``log q``, cannot represent it.
+        """
+        a = self.alpha
+        with np.errstate(over="ignore", under="ignore"):  # out of range: refused just below
+            V, q, m = self.prior(a / 2, a * (self.rho + self.noise + 1) / 4, a / 2)
+        if not (V >= TINY and q >= TINY):
+            omega = float(np.max(self.spec.omega))
+            raise ValueError(
+                f"the estimator's order parameters underflow float64 (V = {V:.3g}, q = {q:.3g} at the "
+                f"cold start; the general engine needs both >= {TINY:.3g}): lam = {self.lam:g} is too "
+                f"large for a covariance whose largest eigenvalue is {omega:.3g}. The field variance "
+                "q ~ (omega / lam)^2 depends on their ratio only (the problem is invariant under "
+                "covariance -> c covariance, lam -> c lam, teacher -> teacher / sqrt(c)): lam / omega "
+                "must stay below about 1e150; the square loss with the gaussian channel solves this "
+                "limit exactly")
+        return self.pack(V, q, m)
+
+    def residual(self, x) -> tuple[float, dict]:
+        """Largest relative violation of the six raw equations at ``x``, and the point."""
+        V, q, m = self.unpack(x)
+        h = self.hats(V, q, m)
+        V2, q2, m2 = self.prior(h["V_hat"], h["q_hat"], h["m_hat"])
+        # the reported hats are the channel side at the reported (V, q, m): their three equations
+        # hold by construction, and the residual is that of the three prior-side equations
+        return max(_rel(V, V2), _rel(q, q2), _rel(m, m2)), {"V": V, "q": q, "m": m, **h}
+
+
+def _rel(a: float, b: float) -> float:
+    scale = max(abs(a), abs(b))
+    return 0.0 if scale == 0 else abs(a - b) / scale
+
+
+def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 400) -> dict:
+    """Solve one point; ``init`` is a packed start (warm start) or None (cold start)."""
+    from scipy import optimize
+
+    x = problem.start() if init is None else np.asarray(init, dtype=float)
+    last = x
+    try:
+        if init is None:
+            for _ in range(WARMUP):
+                x = 0.5 * x + 0.5 * problem.image(x)
+                last = x
+        best = (math.inf, x)
+        def gap(u):
+            # outside the domain (an overflowing trial step of hybr) return a large gap: the
+            # trust region then shrinks back towards admissible points
+            try:
+                return problem.image(u) - u
+            except NonConvexLoss:
+                raise
+            except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError):
+                return np.full(u.shape, 1e3)
+
+        for attempt in range(3):
+            # a first pass to a relative step of XTOL (usually a residual far below tol), and,
+            # only if the residual is still above tol, on from there to XTOL_FINE
+            for xtol in ((XTOL, XTOL_FINE) if attempt == 0 else (XTOL_FINE,)):
+                sol = optimize.root(gap, x, method="hybr", options={"xtol": xtol, "maxfev": max_evaluations})
+                last = sol.x
+                res, point = problem.residual(sol.x)
+                if res < best[0]:
+                    best = (res, sol.x)
+                if res <= tol:
+                    return _finish(problem, point, res)
+                x = best[1]
+            # not there (x is the best point so far): a few damped iterations move away from
+            # where hybr stalled
+            for _ in range(4 * (attempt + 1)):
+                x = 0.5 * x + 0.5 * problem.image(x)
+    except NonConvexLoss:
+        raise  # a wrong loss, not a failed step: the caller's ValueError
+    except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, RuntimeError) as exc:
+        V, q, m = problem.unpack(last)
+        raise EngineFailure(f"the general engine failed: {exc}", last={"V": V, "q": q, "m": m},
+                            residual=math.inf, iterations=problem.evaluations) from None
+    res, point = problem.residual(best[1])
+    raise EngineFailure(f"residual {res:.3g} > tol {tol:g} after {problem.evaluations} evaluations",
+                        last=point, residual=res, iterations=problem.evaluations)
+
+
+def _finish(problem: Problem, point: dict, residual: float) -> dict:
+    """Derived quantities at a solved point."""
+    loss, channel = problem.loss, problem.channel
+    V, q, m = point["V"], point["q"], point["m"]
+    args = dict(q=q, m=m, rho=problem.rho, noise=problem.noise, order=problem.order)
+    train = point["train_loss"]
+    if loss.is_square:  # the package's MSE convention |y - X w|^2 / n, no factor 1/2
+        train = 2.0 * train
+    spec = problem.spec
+    est = estimation_error_of_hats(spec, problem.lam, point["V_hat"], point["q_hat"], point["m_hat"])
+    return {
+        **point,
+        "train_loss": train,
+        "eg": energetic.error(channel, **args),
+        "test_loss": energetic.test_loss(loss, channel, **args),
+        "estimation_error": est,
+        "kappa": problem.lam / point["V_hat"] if point["V_hat"] > 0 else math.inf,
+        "residual": residual,
+        "iterations": problem.evaluations,
+        "packed": problem.pack(V, q, m),
+    }

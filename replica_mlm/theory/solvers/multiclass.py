@@ -1,0 +1,397 @@
+"""Replica theory of multi-class ridge ERM on Gaussian covariates: a Potts site with q > 2 colours.
+
+The estimator is ``W = argmin sum_mu CE(y_mu, P W^T x_mu) + (lam p / 2) |W|_F^2`` (W is d x K,
+``K = q - 1``), with ``alpha = M / p``, on the task of a :class:`~replica_mlm.tasks.potts_site.PottsSite`.
+Its replica-symmetric saddle point has K x K order parameters ``Q = W^T Sigma W``,
+``M = W^T Sigma W*``, ``V`` and their conjugates. The channel side is :mod:`.multiclass_channel`;
+the prior side (ridge) is closed form in the eigenbasis of Sigma (eigenvalues ``omega_k``, teacher
+rows ``theta_k = u_k^T W*`` in R^K): with ``G_k = (lam I + omega_k V_hat)^{-1}`` the estimator's row
+``k`` is Gaussian,
+
+    w_k = G_k (omega_k M_hat theta_k + sqrt(omega_k / p) Q_hat^{1/2} z_k),
+
+so that ``V = (1/p) sum_k omega_k G_k``, ``M = sum_k omega_k E[w_k] theta_k^T`` and
+``Q = sum_k omega_k E[w_k w_k^T]``; at K = 1 these are the scalar engine's prior equations, and
+
+    E |W - W*|_F^2 = sum_k |omega_k G_k M_hat theta_k - theta_k|^2 + (omega_k / p) tr(G_k Q_hat G_k).
+
+The fixed point is solved by MINPACK's hybrid method on well-scaled unknowns (Cholesky factors of
+V and Q with logarithmic diagonals, and M; or, for a colour-symmetric task, ``log v, log q,
+artanh(m / sqrt(q r))`` of ``V = v I, Q = q I, M = m I, rho = r I``) after damped iterations from
+a cold start. ``converged`` is True only if the largest relative violation of the prior-side
+equations, with the hats recomputed at the solution, is at most 1e-10: a property of the
+discretised equations of one integration rule. The integration error is measured separately
+(:func:`solve`): the change under a finer Gauss-Hermite rule, or the spread over independent
+scramblings of a Sobol' rule. See docs/multiclass.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm.stats import mean_stderr
+from replica_mlm.theory.sides import multiclass_channel as mc
+
+#: largest relative violation of the prior-side equations for converged=True
+TOL = 1e-10
+#: damped iterations before the root solver, from a cold start
+WARMUP = 10
+#: default rule parameters: Gauss-Hermite nodes per dimension by K, else Sobol' 2^m points
+HERMITE_ORDER = {1: 64, 2: 20}
+SOBOL_M = 14
+#: independent scramblings of a Sobol' rule by default
+RANDOMISATIONS = 4
+#: the cost of a solve, for the work check: at least this many channel-side evaluations (measured
+#: 24 from a cold start, 12 to 20 warm), each about NODE_OPERATIONS K^2 per node of the rule
+#: (measured 0.3 s per evaluation of 2^14 Sobol' nodes at K = 2 on the development machine)
+SOLVE_EVALUATIONS = 12
+NODE_OPERATIONS = 4000
+#: the error rate: Sobol' rules of 2^EG_M points, EG_SCRAMBLINGS scramblings (seeds 1000, ...)
+EG_M = 15
+EG_SCRAMBLINGS = 4
+LOSSES = ("cross_entropy", "square")
+OUTPUTS = ("test_loss", "eg", "estimation_error", "train_loss")
+
+
+@dataclass(frozen=True)
+class MulticlassSaddlePoint:
+    """Solution of the multi-class saddle point at one (alpha, lam).
+
+    Attributes
+    ----------
+    alpha, lam : float
+        ``M / p`` and the ridge strength (penalty ``(lam p / 2) |W|_F^2``).
+    test_loss : float
+        Expected cross-entropy on a fresh sequence (the site's MLM test loss); for the square
+        loss ``E |y - W^T x|^2 / 2``.
+    eg : float
+        Classification error ``P(y != argmax P W^T x)`` (softmax); for the gaussian channel
+        ``tr(rho + sigma^2 I - M - M^T + Q)`` (no factor 1/2).
+    estimation_error : float
+        ``E |W - W*|_F^2``.
+    train_loss : float
+        Mean training loss at the minimiser.
+    Q, M, V, Q_hat, M_hat, V_hat, rho : ndarray (K, K)
+        Order parameters and conjugates (``M = W^T Sigma W*``: student rows, teacher columns).
+    converged : bool
+        True: the residual is at most 1e-10 (failures raise ConvergenceError).
+    residual : float
+        Largest relative violation of the prior-side equations at the hats of the solution.
+    iterations : int
+        Channel-side evaluations.
+    integration : str
+        The rule(s) used.
+    integration_error : dict
+        Estimated integration error of each of :data:`OUTPUTS`: the change under a finer
+        Gauss-Hermite rule, or the standard error over independent Sobol' scramblings (the
+        reported values are then their mean).
+    method : str
+        ``"symmetric"`` (order parameters multiples of I) or ``"general"``.
+    """
+
+    alpha: float
+    lam: float
+    test_loss: float
+    eg: float
+    estimation_error: float
+    train_loss: float
+    Q: np.ndarray
+    M: np.ndarray
+    V: np.ndarray
+    Q_hat: np.ndarray
+    M_hat: np.ndarray
+    V_hat: np.ndarray
+    rho: np.ndarray
+    converged: bool
+    residual: float
+    iterations: int
+    integration: str
+    integration_error: dict = field(default_factory=dict)
+    method: str = "general"
+
+    @property
+    def K(self) -> int:
+        return self.Q.shape[0]
+
+
+def prior(omega: np.ndarray, theta: np.ndarray, p: int, lam: float, V_hat, Q_hat, M_hat):
+    """``(V, Q, M)`` from the hats, and the per-mode ``G_k`` and ``G_k M_hat theta_k``."""
+    K = V_hat.shape[0]
+    G = np.linalg.inv(lam * np.eye(K) + omega[:, None, None] * V_hat)
+    G = (G + np.swapaxes(G, 1, 2)) / 2
+    gm = np.einsum("kab,kb->ka", G, theta @ M_hat.T)  # G_k M_hat theta_k
+    V = np.einsum("k,kab->ab", omega, G) / p
+    M = np.einsum("k,ka,kb->ab", omega**2, gm, theta)
+    Q = (np.einsum("k,ka,kb->ab", omega**3, gm, gm)
+         + np.einsum("k,kab,bc,kdc->ad", omega**2 / p, G, Q_hat, G))
+    return (V + V.T) / 2, (Q + Q.T) / 2, M, G, gm
+
+
+def estimation_error(omega, theta, p: int, lam: float, V_hat, Q_hat, M_hat) -> float:
+    """``E |W - W*|_F^2`` from the hats (mode by mode, see the module docstring)."""
+    _, _, _, G, gm = prior(omega, theta, p, lam, V_hat, Q_hat, M_hat)
+    bias = np.sum((omega[:, None] * gm - theta) ** 2)
+    var = np.einsum("k,kab,bc,kac->", omega / p, G, Q_hat, G)
+    return float(bias + var)
+
+
+class Problem:
+    """The fixed-point map of one (task, alpha, lam, loss, rule) point."""
+
+    def __init__(self, task, alpha: float, lam: float, loss: str, rule: mc.Rule | None) -> None:
+        self.task, self.alpha, self.lam, self.loss, self.rule = task, alpha, lam, loss, rule
+        self.omega, self.theta = task.modes
+        self.rho = task.rho
+        self.K = task.K
+        self.symmetric = task.symmetric
+        self.P = task.basis
+        self.evaluations = 0
+
+    # --- parametrisation ----------------------------------------------------------------
+    def pack(self, V, Q, M) -> np.ndarray:
+        if self.symmetric:
+            v, q, m, r = V[0, 0], Q[0, 0], M[0, 0], self.rho[0, 0]
+            c = m / math.sqrt(q * r) if r > 0 else 0.0
+            return np.array([math.log(v), math.log(q), math.atanh(float(np.clip(c, -1 + 1e-15, 1 - 1e-15)))])
+        return np.concatenate([_chol_pack(V), _chol_pack(Q), M.ravel()])
+
+    def unpack(self, x):
+        K = self.K
+        if self.symmetric:
+            v, q = math.exp(x[0]), math.exp(x[1])
+            r = self.rho[0, 0]
+            m = math.sqrt(q * r) * math.tanh(x[2])
+            eye = np.eye(K)
+            return v * eye, q * eye, m * eye
+        n = K * (K + 1) // 2
+        return _chol_unpack(x[:n], K), _chol_unpack(x[n:2 * n], K), np.asarray(x[2 * n:]).reshape(K, K)
+
+    # --- the two sides ------------------------------------------------------------------
+    def hats(self, V, Q, M) -> dict:
+        self.evaluations += 1
+        if self.loss == "square":
+            return mc.square_gaussian_hats(alpha=self.alpha, Q=Q, M=M, rho=self.rho, V=V,
+                                           noise=self.task.noise)
+        return mc.hats(self.rule, alpha=self.alpha, Q=Q, M=M, rho=self.rho, V=V, bias=self.task.bias,
+                       P=self.P, symmetric=self.symmetric)
+
+    def prior(self, h: dict):
+        V, Q, M, _, _ = prior(self.omega, self.theta, self.task.p, self.lam, h["V_hat"], h["Q_hat"],
+                              h["M_hat"])
+        if self.symmetric:  # exact projection onto multiples of I
+            eye = np.eye(self.K)
+            V, Q, M = (np.trace(X) / self.K * eye for X in (V, Q, M))
+        return V, Q, M
+
+    def image(self, x) -> np.ndarray:
+        V, Q, M = self.unpack(x)
+        h = self.hats(V, Q, M)
+        if not all(np.all(np.isfinite(h[k])) for k in ("Q_hat", "M_hat", "V_hat")):
+            raise FloatingPointError("hats left their domain")
+        return self.pack(*self.prior(h))
+
+    def start(self) -> np.ndarray:
+        a, K = self.alpha, self.K
+        eye = np.eye(K)
+        scale = 1.0 + np.trace(self.rho) / K
+        h = {"V_hat": a / 2 * eye, "Q_hat": a * scale / 4 * eye, "M_hat": a / 2 * eye}
+        return self.pack(*self.prior(h))
+
+    def residual(self, x) -> tuple[float, dict]:
+        V, Q, M = self.unpack(x)
+        h = self.hats(V, Q, M)
+        V2, Q2, M2 = self.prior(h)
+        res = max(_rel(V, V2), _rel(Q, Q2), _rel(M, M2))
+        return res, {"V": V, "Q": Q, "M": M, **h}
+
+
+def _chol_pack(A: np.ndarray) -> np.ndarray:
+    L = np.linalg.cholesky((A + A.T) / 2)
+    idx = np.tril_indices(A.shape[0])
+    out = L[idx].copy()
+    diag = idx[0] == idx[1]
+    out[diag] = np.log(out[diag])
+    return out
+
+
+def _chol_unpack(x, K: int) -> np.ndarray:
+    idx = np.tril_indices(K)
+    L = np.zeros((K, K))
+    vals = np.array(x, dtype=float)
+    diag = idx[0] == idx[1]
+    vals[diag] = np.exp(vals[diag])
+    L[idx] = vals
+    return L @ L.T
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))
+    return 0.0 if scale == 0 else float(np.max(np.abs(a - b))) / scale
+
+
+def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 600) -> dict:
+    """Solve one point; ``init`` a packed start (warm start) or None. Raises ConvergenceError."""
+    from scipy import optimize
+
+    from replica_mlm.theory.solve import ConvergenceError
+
+    x = problem.start() if init is None else np.asarray(init, dtype=float)
+    errors = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, np.linalg.LinAlgError)
+    best = (math.inf, x)
+    try:
+        if init is None:
+            for _ in range(WARMUP):
+                x = 0.5 * x + 0.5 * problem.image(x)
+
+        def gap(u):
+            try:
+                return problem.image(u) - u
+            except errors:
+                return np.full(u.shape, 1e3)
+
+        for attempt in range(3):
+            sol = optimize.root(gap, x, method="hybr", options={"xtol": 1e-14, "maxfev": max_evaluations})
+            res, point = problem.residual(sol.x)
+            if res < best[0]:
+                best = (res, sol.x)
+            if res <= tol:
+                return {**point, "residual": res, "packed": sol.x}
+            x = best[1]
+            for _ in range(4 * (attempt + 1)):
+                x = 0.5 * x + 0.5 * problem.image(x)
+    except errors as exc:
+        raise ConvergenceError(f"multi-class saddle point failed at alpha={problem.alpha}, "
+                               f"lam={problem.lam}: {exc}", last={"packed": best[1]}, residual=math.inf,
+                               iterations=problem.evaluations) from None
+    res, point = problem.residual(best[1])
+    raise ConvergenceError(f"multi-class saddle point at alpha={problem.alpha}, lam={problem.lam}: "
+                           f"residual {res:.3g} > tol {tol:g} after {problem.evaluations} evaluations",
+                           last=point, residual=res, iterations=problem.evaluations)
+
+
+def _outputs(problem: Problem, point: dict) -> dict:
+    task = problem.task
+    Q, M = point["Q"], point["M"]
+    if problem.loss == "square":
+        E = problem.rho + task.noise * np.eye(problem.K) - M - M.T + Q
+        meas = {"test_loss": float(np.trace(E)) / 2, "eg": float(np.trace(E))}
+    else:
+        meas = mc.test_measures(problem.rule, Q=Q, M=M, rho=problem.rho, bias=task.bias, P=problem.P)
+        # the error rate integrates an indicator (argmax): a tensor rule converges slowly on it,
+        # so it is integrated by EG_SCRAMBLINGS scrambled Sobol' rules of 2^EG_M points instead
+        rates = [mc.test_measures(mc.sobol_rule(problem.K, EG_M, 1000 + r), Q=Q, M=M, rho=problem.rho,
+                                  bias=task.bias, P=problem.P)["eg"] for r in range(EG_SCRAMBLINGS)]
+        meas["eg"], meas["eg_stderr"] = mean_stderr(rates)
+    est = estimation_error(problem.omega, problem.theta, task.p, problem.lam, point["V_hat"],
+                           point["Q_hat"], point["M_hat"])
+    return {**meas, "estimation_error": est, "train_loss": point["train_loss"]}
+
+
+def solve(task, *, alpha: float, lam: float, loss: str | None = None, integration: str | None = None,
+          order: int | None = None, randomisations: int | None = None, seed: int = 0,
+          init: MulticlassSaddlePoint | None = None) -> MulticlassSaddlePoint:
+    """Solve the multi-class saddle point of a :class:`~replica_mlm.tasks.potts_site.PottsSite`.
+
+    Parameters
+    ----------
+    task : PottsSite
+    alpha, lam : float
+        ``M / p`` (> 0) and ridge (> 0).
+    loss : {"cross_entropy", "square"}, optional
+        Default: cross-entropy for the softmax channel, square for the gaussian channel (the only
+        pairings implemented).
+    integration : {"hermite", "sobol"}, optional
+        Default: Gauss-Hermite for K <= 2, Sobol' otherwise.
+    order : int, optional
+        Gauss-Hermite nodes per dimension (default 64 at K = 1, 20 at K = 2) or ``m`` of a Sobol'
+        rule with ``2^m`` points (default 14).
+    randomisations : int, optional
+        Independent Sobol' scramblings (seeds ``seed, seed + 1, ...``; default 4, >= 2): the result
+        is their mean and ``integration_error`` their standard error. For Gauss-Hermite the
+        error is the change under ``1.5 order`` nodes (one more solve).
+    seed : int
+        First scrambling seed.
+    init : MulticlassSaddlePoint, optional
+        Warm start.
+    """
+    from replica_mlm.tasks.potts_site import PottsSite
+
+    if not isinstance(task, PottsSite):
+        raise TypeError(f"task must be a PottsSite, got {type(task).__name__}")
+    alpha = _checks.positive(alpha, "alpha")
+    lam = _checks.positive(lam, "lam")
+    from replica_mlm.theory.solve import default_loss
+
+    default = default_loss(task)
+    loss = default if loss is None else _checks.choice(loss, LOSSES, "loss")
+    if loss != default:
+        raise ValueError(f"loss {loss!r} is not implemented with the {task.channel} channel; use {default!r}")
+    K = task.K
+    if integration is None:
+        integration = "hermite" if K in HERMITE_ORDER else "sobol"
+    integration = _checks.choice(integration, ("hermite", "sobol"), "integration")
+    if order is None:
+        order = HERMITE_ORDER.get(K, 12) if integration == "hermite" else SOBOL_M
+    order = _checks.positive_int(order, "order")
+    seed = _checks.nonnegative_int(seed, "seed")
+    if randomisations is None:
+        randomisations = RANDOMISATIONS
+    randomisations = _checks.positive_int(randomisations, "randomisations")
+    if integration == "sobol" and randomisations < 2 and loss != "square":
+        raise ValueError("randomisations must be >= 2 for a Sobol' rule (the integration error "
+                         "is their spread)")
+    if init is not None and not isinstance(init, MulticlassSaddlePoint):
+        raise TypeError(f"init must be a MulticlassSaddlePoint, got {type(init).__name__}")
+    if loss != "square":  # every rule checked and the whole cost bounded before the first solve
+        nodes = mc.rule_size(K, integration, order)
+        if integration == "hermite":  # the error check solves again with 1.5 order nodes
+            finer = math.ceil(1.5 * order)
+            if finer ** (2 * K) > mc.HERMITE_NODES:
+                raise ValueError(f"order = {order}: the error check's Gauss-Hermite rule of ceil(1.5 "
+                                 f"order) = {finer} nodes per dimension has {finer}^{2 * K} nodes (limit "
+                                 "2^26): lower order or use integration='sobol'")
+            nodes += mc.rule_size(K, integration, finer)
+        solves = randomisations if integration == "sobol" else 1
+        _checks.work(solves * SOLVE_EVALUATIONS * nodes * NODE_OPERATIONS * K**2,
+                     f"solve(integration={integration!r}, order={order}, randomisations="
+                     f"{_checks.count(randomisations)}) at K = {K}", steps=solves * SOLVE_EVALUATIONS)
+
+    def one(rule, start):
+        problem = Problem(task, alpha, lam, loss, rule)
+        packed = None if start is None else problem.pack(start["V"], start["Q"], start["M"])
+        point = solve_point(problem, init=packed)
+        return problem, point, _outputs(problem, point)
+
+    start = None if init is None else {"V": init.V, "Q": init.Q, "M": init.M}
+    if loss == "square":
+        problem, point, out = one(None, start)
+        runs, err, name = [(problem, point, out)], dict.fromkeys(OUTPUTS, 0.0), "closed form"
+    elif integration == "hermite":
+        problem, point, out = one(mc.rule_for(K, "hermite", order=order, seed=0), start)
+        finer = math.ceil(1.5 * order)
+        _, _, out2 = one(mc.rule_for(K, "hermite", order=finer, seed=0), point)
+        runs = [(problem, point, out)]
+        err = {k: abs(out2[k] - out[k]) for k in OUTPUTS}
+        err["eg"] = math.hypot(err["eg"], out.get("eg_stderr", 0.0))
+        name = f"hermite(n={order}) checked against n={finer}"
+    else:
+        runs = []
+        for r in range(randomisations):
+            rule = mc.rule_for(K, "sobol", order=order, seed=seed + r)
+            runs.append(one(rule, start if not runs else runs[0][1]))
+        vals = {k: np.array([run[2][k] for run in runs]) for k in OUTPUTS}
+        err = {k: mean_stderr(v).stderr for k, v in vals.items()}
+        err["eg"] = math.hypot(err["eg"], float(np.mean([run[2].get("eg_stderr", 0.0) for run in runs])))
+        name = f"sobol(m={order}) x {randomisations} scramblings, seeds {seed}..{seed + randomisations - 1}"
+    mean = {k: float(np.mean([run[2][k] for run in runs])) for k in OUTPUTS}
+    mats = {k: np.mean([run[1][k] for run in runs], axis=0)
+            for k in ("Q", "M", "V", "Q_hat", "M_hat", "V_hat")}
+    return MulticlassSaddlePoint(
+        alpha=alpha, lam=lam, **mean, **mats, rho=task.rho, converged=True,
+        residual=max(run[1]["residual"] for run in runs),
+        iterations=sum(run[0].evaluations for run in runs), integration=name, integration_error=err,
+        method="symmetric" if task.symmetric else "general")

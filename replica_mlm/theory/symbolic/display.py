@@ -1,0 +1,114 @@
+"""The derived saddle-point equations, for reading: sympy objects or LaTeX."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from replica_mlm import _checks
+from replica_mlm.theory.symbolic import potentials as P
+
+
+def equations(*, latex: bool = False, loss=None, channel=None) -> dict[str, sp.Eq] | str:
+    """The replica-symmetric saddle-point equations, as derived by sympy.
+
+    Without ``loss`` and ``channel``: the equations of ridge MLM (square loss, gaussian channel)
+    that the fast path solves (docs/theory.md, section 3). The per-mode summands of
+    :func:`.potentials.derive` are shown for a finite instance: bulk weight ``1/p`` and teacher
+    weight ``t_k / p`` (``t_k = p theta_k^2``) per mode ``omega_k`` of Sigma, summed over
+    ``k = 1..p``.
+
+    With ``loss`` and/or ``channel`` (as in :func:`solve`): the equations the general engine
+    solves (docs/theory.md, section "The general engine"): the loss and its proximal point, ``f``
+    and ``d_w f`` (derivatives by sympy), the channel's ``P_out``, ``Z`` and ``dZ``, the hat
+    integrals, and the same prior-side equations for ``V``, ``q``, ``m``.
+
+    Parameters
+    ----------
+    latex : bool
+        Return one LaTeX ``aligned`` block instead of sympy objects.
+    loss : str or rm.losses.Loss, optional
+    channel : {"gaussian", "sign", "logit"}, optional
+
+    Returns
+    -------
+    dict of sympy.Eq, or str
+        Keys ``"V_hat", "q_hat", "m_hat", "V", "q", "m", "eg", "train_loss"`` (ridge MLM), or
+        ``"loss", "prox", "f", "d_w f", "P_out", "Z", "dZ", "fields", "m_hat", "q_hat", "V_hat",
+        "V", "q", "m", "estimation_error"`` (general engine).
+    """
+    latex = _checks.flag(latex, "latex")
+    eqs = P.derive()
+    p = sp.Symbol("p", positive=True, integer=True)
+    k = sp.Symbol("k", integer=True, positive=True)
+    omega_k = sp.IndexedBase(r"\omega")[k]
+    t_k = sp.IndexedBase("t")[k]
+    finite = {P.b: 1 / p, P.c: t_k / p, P.omega: omega_k}
+
+    def mode_sum(expr):
+        summand = sp.factor(expr.subs(finite) * p)
+        return sp.Mul(1 / p, sp.Sum(summand, (k, 1, p)), evaluate=False)
+
+    out: dict[str, sp.Eq] = {}
+    if loss is None and channel is None:
+        for sym, name in ((P.V_hat, "V_hat"), (P.q_hat, "q_hat"), (P.m_hat, "m_hat")):
+            out[name] = sp.Eq(sym, eqs.hat[sym])
+        for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):
+            out[name] = sp.Eq(sym, mode_sum(eqs.mode[sym]))
+        out["eg"] = sp.Eq(P.eg, P.generalisation_error())
+        out["train_loss"] = sp.Eq(sp.Symbol("e_t"), P.training_loss())
+    else:
+        out.update(_general(loss, channel))
+        for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):
+            out[name] = sp.Eq(sym, mode_sum(eqs.mode[sym]))
+        out["estimation_error"] = sp.Eq(sp.Symbol(r"E|\hat{w} - w^*|^2"), mode_sum(P.estimation()[0]))
+    if not latex:
+        return out
+    rows = [rf"{sp.latex(e.lhs)} &= {sp.latex(e.rhs)}" for e in out.values()]
+    return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
+
+
+def _general(loss, channel) -> dict[str, sp.Eq]:
+    """Channel-side equations of the general engine, from the loss's and channel's sympy forms."""
+    from replica_mlm.theory.sides import channels, losses
+    loss, channel = losses.resolve(loss), channels.resolve(channel)
+    y, z, w, V = losses.y, losses.z, losses.w, losses.V
+    mu, v, nu = channels.mu, channels.v, channels.nu
+    xi = sp.Symbol("xi", real=True)
+    zstar = sp.Symbol("z^*", real=True)
+    d1, d2 = loss.derivatives
+    ell = sp.Function(r"\ell")(y, z)
+    f = sp.Function("f")(y, w, V)
+    Z = sp.Function("Z")(y, mu, v)
+    out = {
+        "loss": sp.Eq(ell, loss.expr),
+        # the proximal point z* = argmin_z (z - w)^2/(2V) + loss(y, z) is the root of:
+        "prox": sp.Eq((zstar - w) / V + d1.subs(z, zstar), 0),
+        "f": sp.Eq(f, (zstar - w) / V),
+        "d_w f": sp.Eq(sp.Derivative(f, w), (1 / (1 + V * d2.subs(z, zstar)) - 1) / V),
+        "P_out": sp.Eq(sp.Function("P_out")(y, nu), channel.p_out),
+    }
+    gauss = sp.exp(-((nu - mu) ** 2) / (2 * v)) / sp.sqrt(2 * sp.pi * v)
+    if channel.z_closed is not None:
+        out["Z"] = sp.Eq(Z, channel.z_closed)
+        out["dZ"] = sp.Eq(sp.Derivative(Z, mu), channel.dz_closed)
+    else:
+        out["Z"] = sp.Eq(Z, sp.Integral(gauss * channel.p_out, (nu, -sp.oo, sp.oo)))
+        out["dZ"] = sp.Eq(sp.Derivative(Z, mu),
+                          sp.Integral(gauss * sp.diff(channel.p_out, nu), (nu, -sp.oo, sp.oo)))
+    out["fields"] = sp.Eq(sp.Tuple(w, mu, v),
+                          sp.Tuple(sp.sqrt(P.q) * xi, P.m / sp.sqrt(P.q) * xi, P.rho - P.m**2 / P.q))
+    dxi = sp.exp(-(xi**2) / 2) / sp.sqrt(2 * sp.pi)
+    dZ = sp.Derivative(Z, mu)
+    dfdw = sp.Derivative(f, w)
+
+    def average(expr):
+        if channel.labels == "binary":
+            inner = expr.subs(y, 1) + expr.subs(y, -1)  # y in {-1, +1}
+        else:
+            inner = sp.Integral(expr, (y, -sp.oo, sp.oo))
+        return sp.Integral(dxi * inner, (xi, -sp.oo, sp.oo))
+
+    out["m_hat"] = sp.Eq(P.m_hat, P.alpha * average(dZ * f))
+    out["q_hat"] = sp.Eq(P.q_hat, P.alpha * average(Z * f**2))
+    out["V_hat"] = sp.Eq(P.V_hat, -P.alpha * average(Z * dfdw))
+    return out
