@@ -4,9 +4,9 @@ See ``docs/theory.md`` for the models, the conventions (alpha = n / p, the ridge
 (lam p / 2) |w|^2, eg without a factor 1/2) and the equations implemented here.
 """
 
-__version__ = "0.1.0"
-
 import importlib as _importlib
+
+from replica_mlm._version import __version__  # noqa: F401 (public: rm.__version__)
 
 # Public names and the modules that define them, imported on first use (PEP 562), so that
 # ``import replica_mlm`` and ``replica-mlm --help`` load neither sympy nor scipy.optimize; the
@@ -22,7 +22,7 @@ _EXPORTS = {
     "simulate": "replica_mlm.learners.simulate",
     "LearningCurve": "replica_mlm.theory.studies.curve",
     "learning_curve": "replica_mlm.theory.studies.curve",
-    "equations": "replica_mlm.theory.symbolic.display",
+    "equations": "replica_mlm.theory.studies.equations",
     "Asymptotics": "replica_mlm.theory.studies.asymptotics",
     "asymptotics": "replica_mlm.theory.studies.asymptotics",
     "expansions": "replica_mlm.theory.studies.asymptotics",

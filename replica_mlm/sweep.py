@@ -169,7 +169,7 @@ def function_name(func: Callable) -> str:
 
 def sweep_fingerprint(func: Callable, seed: int) -> dict[str, Any]:
     """What determines every point of a sweep besides the point and its index."""
-    from replica_mlm import __version__
+    from replica_mlm._version import __version__
 
     return fingerprint(format="replica_mlm sweep 1", function=function_name(func), seed=seed,
                        version=__version__)

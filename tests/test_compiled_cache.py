@@ -188,8 +188,8 @@ def test_warm_cache_first_solve_needs_no_sympy():
 
 
 def test_expansions_are_cached_beside_the_equations():
-    """The asymptotic series (theory/studies/asymptotics.py, ~10 CPU-s of sympy) are stored as srepr strings in
-    their own file, keyed also by the source of limits.py; what the file holds sympifies to the
+    """The asymptotic series (theory/studies/asymptotics.py, ~10 CPU-s of sympy) are stored as srepr
+    strings in their own file, keyed also by the source of that module; what the file holds sympifies to the
     expansions in use (whose leading terms tests/test_asymptotics.py checks against closed forms)."""
     import sympy as sp
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import click
 
-from replica_mlm import __version__
+from replica_mlm._version import __version__
 
 
 class CommandError(click.ClickException):

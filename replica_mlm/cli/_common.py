@@ -13,7 +13,8 @@ from typing import Any
 import click
 import numpy as np
 
-from replica_mlm import __version__, io
+from replica_mlm import io
+from replica_mlm._version import __version__
 from replica_mlm.io import write_json
 from replica_mlm.run_folder import folder_lock
 

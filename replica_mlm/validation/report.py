@@ -118,7 +118,7 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
     ``passed`` is the verdict (every check as expected, :attr:`Check.ok`), ``summary`` the line of
     :func:`summary`.
     """
-    from replica_mlm import __version__
+    from replica_mlm._version import __version__
 
     out = Path(out)
     checks = [c for s in sections for c in s.checks]

@@ -142,7 +142,7 @@ def run_suite(
             echo(f"[{'ok' if section.passed else 'FAIL'}] {name} ({timing[name]:.1f} s{used})")
             for c in section.checks:
                 echo(f"    [{c.label}] {c.name}: {c.detail}")
-    from replica_mlm import __version__
+    from replica_mlm._version import __version__
 
     return write_report(
         out, results,

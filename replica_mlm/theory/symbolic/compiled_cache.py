@@ -109,7 +109,7 @@ def cache_dir() -> Path:
 def fingerprint(backend: str = "numpy") -> dict:
     """What ``backend``'s cache file depends on: versions and the hash of the derivation's source
     (:data:`DERIVATION`, plus :data:`EXTRA_SOURCES` of that file)."""
-    from replica_mlm import __version__
+    from replica_mlm._version import __version__
 
     here = Path(__file__).parents[1]  # replica_mlm/theory: the paths above are relative to it
     digest = hashlib.sha256()
