@@ -1,0 +1,191 @@
+"""The house rules of the package, read from its source (docs/architecture.md).
+
+* Layers, from the ground up: the base modules, tasks, the Potts model, the theory (symbolic,
+  sides, solvers, ``rm.solve``, studies), learners, the attractor network, and the applications
+  on top (plotting, sweeps, results, validation, the command line, the package's face). A module
+  imports only from its own layer or lower ones: never upwards, not even inside a function.
+  Imports under ``if TYPE_CHECKING:`` (type hints only, never run) are not counted.
+* No import circles between modules, lazy imports included.
+* No private name (``_name``) is imported across a package line (from another folder).
+* No module over 500 lines; every file name in the package is unique.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter, defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "replica_mlm"
+
+#: layers from the ground up: (name, module prefixes); a module belongs to the last layer whose
+#: prefix it starts with
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("replica_mlm._version", "replica_mlm._checks", "replica_mlm._threads",
+              "replica_mlm._pool", "replica_mlm.io", "replica_mlm.run_folder", "replica_mlm.stats",
+              "replica_mlm.errors")),
+    ("tasks", ("replica_mlm.tasks",)),
+    ("potts", ("replica_mlm.potts",)),
+    ("theory.symbolic", ("replica_mlm.theory.symbolic",)),
+    ("theory.sides", ("replica_mlm.theory.sides",)),
+    ("theory.solvers", ("replica_mlm.theory.solvers",)),
+    ("theory.solve", ("replica_mlm.theory", "replica_mlm.theory.solve")),
+    ("theory.studies", ("replica_mlm.theory.studies",)),
+    ("learners", ("replica_mlm.learners",)),
+    ("attractor", ("replica_mlm.attractor",)),
+    ("apps", ("replica_mlm", "replica_mlm.plotting", "replica_mlm.sweep", "replica_mlm.results",
+              "replica_mlm.losses", "replica_mlm.styles", "replica_mlm.validation",
+              "replica_mlm.cli")),
+]
+MAX_LINES = 500
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def layer(module: str) -> int:
+    found = None
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            if found is None or _longest(module, prefixes) >= _longest(module, LAYERS[found][1]):
+                found = rank
+    assert found is not None, module
+    return found
+
+
+def _longest(module: str, prefixes) -> int:
+    return max((len(p) for p in prefixes if module == p or module.startswith(p + ".")), default=-1)
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _resolve(name: str) -> str | None:
+    """The package module that ``name`` (a module, or a module's attribute) lives in."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(module: str) -> list[tuple[str, list[str], int]]:
+    """(imported module, names taken, line) for every import of the package in ``module``."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    found = []
+
+    def visit(node):
+        if isinstance(node, ast.If) and _type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("replica_mlm"):
+                    found.append((_resolve(alias.name), [], node.lineno))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.startswith("replica_mlm"):
+            for alias in node.names:
+                target = _resolve(f"{node.module}.{alias.name}")
+                taken = [] if target == f"{node.module}.{alias.name}" else [alias.name]
+                found.append((target, taken, node.lineno))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return [(t, names, line) for t, names, line in found if t is not None and t != module]
+
+
+GRAPH = {m: imports(m) for m in MODULES}
+
+
+def test_no_import_runs_up_a_layer():
+    upward = [f"{m}:{line} ({LAYERS[layer(m)][0]}) imports {t} ({LAYERS[layer(t)][0]})"
+              for m, edges in GRAPH.items() for t, _, line in edges if layer(t) > layer(m)]
+    assert not upward, "\n".join(upward)
+
+
+def _circles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def connect(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w, _, _ in GRAPH[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in GRAPH:
+        if v not in index:
+            connect(v)
+    return out
+
+
+def test_no_import_circles():
+    assert not _circles(), _circles()
+
+
+def _package_of(module: str) -> str:
+    path = MODULES[module]
+    return ".".join(path.relative_to(PACKAGE.parent).parent.parts)
+
+
+def test_no_private_name_crosses_a_package_line():
+    crossing = [f"{m}:{line} takes {name} from {t}" for m, edges in GRAPH.items()
+                for t, names, line in edges for name in names
+                if name.startswith("_") and not name.startswith("__") and _package_of(t) != _package_of(m)]
+    assert not crossing, "\n".join(crossing)
+
+
+def test_modules_are_short_and_file_names_unique():
+    long = {m: n for m, p in MODULES.items()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, long
+    names = Counter(p.name for p in MODULES.values() if p.name != "__init__.py")
+    assert not [n for n, k in names.items() if k > 1], names.most_common(5)
+
+
+def test_the_rules_can_fail(tmp_path):
+    """The checks above see what they must: an upward import, a circle and a private name."""
+    global GRAPH
+    saved = GRAPH
+    try:
+        GRAPH = defaultdict(list, {m: list(e) for m, e in saved.items()})
+        GRAPH["replica_mlm.tasks.spectrum"].append(("replica_mlm.cli", [], 1))
+        GRAPH["replica_mlm.io"].append(("replica_mlm.stats", ["_private"], 1))
+        GRAPH["replica_mlm.stats"].append(("replica_mlm.io", [], 1))
+        GRAPH["replica_mlm.tasks.spectrum"].append(("replica_mlm.stats", ["_hidden"], 2))
+        for check in (test_no_import_runs_up_a_layer, test_no_import_circles,
+                      test_no_private_name_crosses_a_package_line):
+            try:
+                check()
+            except AssertionError:
+                continue
+            raise AssertionError(f"{check.__name__} passed on a graph that breaks it")
+    finally:
+        GRAPH = saved
