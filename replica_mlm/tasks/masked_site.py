@@ -156,9 +156,9 @@ class MaskedSite:
         Returns
         -------
         dict
-            ``m`` = w*^T Sigma w, ``q`` = w^T Sigma w, ``error`` = sigma^2 + (w - w*)^T Sigma (w - w*)
-            (the generalisation error of the gaussian channel) and ``estimation_error`` =
-            |w - w*|^2, each of shape (k,).
+            ``m`` (``w*^T Sigma w``), ``q`` (``w^T Sigma w``), ``error`` (``sigma^2 + (w - w*)^T
+            Sigma (w - w*)``, the generalisation error of the gaussian channel) and
+            ``estimation_error`` (``|w - w*|^2``), each of shape (k,).
         """
         w = np.asarray(weights, dtype=float)
         if w.ndim != 2 or w.shape[0] != self.p:
