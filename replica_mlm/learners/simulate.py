@@ -11,7 +11,7 @@ from replica_mlm._threads import INHERIT, blas_threads
 from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
 from replica_mlm.stats import mean_stderr
-from replica_mlm.tasks.masked_site import MaskedSite
+from replica_mlm.tasks.protocol import DrawnTask
 from replica_mlm.theory.studies.curve import grid
 
 
@@ -217,7 +217,8 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     Parameters
     ----------
     task : MaskedSite or PottsModel
-        A Gaussian-covariate task (finite covariance, teacher, noise and channel), or an Ising
+        A Gaussian-covariate task (finite covariance, teacher, noise and channel; any task that
+        draws training sets and scores fits, :class:`replica_mlm.tasks.protocol.DrawnTask`), or an Ising
         model (:meth:`PottsModel.ising`) whose site ``site`` is learnt from Boltzmann samples by
         its pseudo-likelihood (= factored-attention MLM at that site): ``M = round(alpha p)``
         sequences per seed from the package's sampler, logistic loss, and the test measures of
@@ -277,19 +278,19 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
                          site=site, n_test=n_test, threads=threads)
                 for a, g in zip(alphas, gens, strict=True)]
-    if loss is None:
-        from replica_mlm.theory.solve import default_loss
+    from replica_mlm.theory.solve import default_loss
 
-        loss = default_loss(task)
-    if isinstance(task, PottsModel) and task.q > 2:
-        return _simulate_potts(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
-                               channel=channel, n_test=n_test, threads=threads)
-    if isinstance(task, PottsModel):
-        return _simulate_ising(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng, loss=loss,
-                               channel=channel, n_test=n_test, threads=threads)
-    if not isinstance(task, MaskedSite):
-        raise TypeError("task must be a MaskedSite (a finite instance) or an Ising PottsModel, got "
+    if isinstance(task, PottsModel):  # not a task: a site of it, learnt from its Boltzmann samples
+        learn_site = _simulate_potts if task.q > 2 else _simulate_ising
+        return learn_site(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng,
+                          loss=default_loss(task) if loss is None else loss, channel=channel,
+                          n_test=n_test, threads=threads)
+    if not isinstance(task, DrawnTask):  # the task draws training sets and scores fits
+        raise TypeError("task must be a MaskedSite (a finite instance; any task that draws training sets, "
+                        "replica_mlm.tasks.protocol.DrawnTask) or an Ising PottsModel, got "
                         f"{type(task).__name__}")
+    if loss is None:
+        loss = default_loss(task)
     if site is not None:
         raise ValueError("site= selects the masked site of a PottsModel; a MaskedSite is one site already")
     if n_test is not None:
@@ -321,18 +322,12 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     children = _checks.as_generator(rng).spawn(seeds)
     out = {key: np.empty((seeds, lam.size)) for key in
            ("eg", "train_loss", "test_loss", "estimation_error", "kkt_residual")}
-    rho = site.rho
-    # Every quantity is invariant under a rotation of the inputs (w . x, |w|^2 in the penalty,
-    # (w - w*)^T Sigma (w - w*)), so the samples are drawn in the eigenbasis of Sigma: the same
-    # normal draws as MaskedSite.sample, x' = z sqrt(omega) = x U, without the n p^2 rotation.
-    omega, u = site._eigh
-    root, teacher = np.sqrt(omega), u.T @ site.teacher
-    sigma = np.sqrt(site.noise)
+    rho, noise = site.rho, site.noise
     with blas_threads(threads):
         for k, gen in enumerate(children):
-            x = gen.standard_normal((n, p)) * root
-            nu = x @ teacher
-            y = erm.labels(nu, nu + sigma * gen.standard_normal(n), channel, gen)
+            # in the task's own basis (a MaskedSite: the eigenbasis of Sigma), read back by measures
+            x, nu, noisy = site.draw(n, gen)
+            y = erm.labels(nu, noisy, channel, gen)
             if name == "square":
                 w = ridge_path(x, y, lam)
                 out["kkt_residual"][k] = 0.0
@@ -343,15 +338,13 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
                 out["train_loss"][k] = np.mean((y[:, None] - z) ** 2, axis=0)
             else:
                 out["train_loss"][k] = np.mean(erm.pointwise(name, delta, y[:, None], z), axis=0)
-            sw = omega[:, None] * w  # Sigma w in the eigenbasis
-            ms, qs = teacher @ sw, np.einsum("ij,ij->j", w, sw)
+            fit = site.measures(w)
             for j in range(lam.size):
                 out["eg"][k, j], out["test_loss"][k, j] = erm.test_quantities(
-                    float(ms[j]), float(qs[j]), rho, site.noise, name, delta, channel)
-            d = w - teacher[:, None]
+                    float(fit["m"][j]), float(fit["q"][j]), rho, noise, name, delta, channel)
             if channel == "gaussian":  # the exact quadratic form sigma^2 + d^T Sigma d
-                out["eg"][k] = site.noise + omega @ d**2
-            out["estimation_error"][k] = np.sum(d**2, axis=0)
+                out["eg"][k] = fit["error"]
+            out["estimation_error"][k] = fit["estimation_error"]
     label = f"huber(delta={delta:g})" if name == "huber" else name  # as rm.losses names it
     return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=label, channel=channel, **out)
 

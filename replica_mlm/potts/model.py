@@ -236,6 +236,12 @@ class PottsModel:
     def q(self) -> int:
         return self._U.shape[0]
 
+    @property
+    def default_loss(self) -> str:
+        """The loss its sites are learnt with (pseudo-likelihood): ``"cross_entropy"`` for q > 2
+        colours (the default of its ``masked_site``), ``"logistic"`` for an Ising model."""
+        return "cross_entropy" if self.q > 2 else "logistic"
+
     def coupling_tensor(self) -> np.ndarray:
         """``beta J_ij U`` as an (L, L, q, q) tensor, what factored attention's ``A_ij V`` fits."""
         return self._beta * self._J[:, :, None, None] * self._U[None, None, :, :]

@@ -73,7 +73,12 @@ class GaussianPottsLimit:
         ``G(s) - 1/s``, ``1/s`` and ``G(s)`` in closed form.
     spectrum : Spectrum
         Quadrature nodes omega_j = 1/(s + 2 t_j) with bulk and teacher weights.
+    channel, default_loss : str
+        ``"gaussian"`` and ``"square"`` (:class:`~replica_mlm.tasks.protocol.Task`).
     """
+
+    channel = "gaussian"
+    default_loss = "square"
 
     def __init__(self, *, shift: float, digits: float = 17.0) -> None:
         shift = _checks.as_scalar(shift, "shift")

@@ -32,9 +32,16 @@ class MaskedSite:
         (default, the Gaussian Potts site), ``y = sign(nu + sigma xi)``, or
         ``P(y | nu) = 1 / (1 + exp(-y nu))`` (an Ising spin; ``noise`` must be 0). Solvers use it
         as the default channel of the task.
+
+    Attributes
+    ----------
+    default_loss : str
+        ``"square"`` (ridge MLM), whatever the channel: the loss :func:`replica_mlm.solve` and
+        :func:`replica_mlm.simulate` use when none is named (:class:`~replica_mlm.tasks.protocol.Task`).
     """
 
     CHANNELS = ("gaussian", "sign", "logit")
+    default_loss = "square"
 
     def __init__(self, *, covariance, teacher, noise: float, channel: str = "gaussian") -> None:
         self.covariance = _checks.positive_definite(covariance, "covariance")
@@ -74,10 +81,15 @@ class MaskedSite:
         return omega, u
 
     @cached_property
+    def _eigen_teacher(self) -> np.ndarray:
+        """The teacher in the eigenbasis of Sigma, ``U^T w*``."""
+        return self._eigh[1].T @ self.teacher
+
+    @cached_property
     def spectrum(self) -> Spectrum:
         """Eigenvalues of Sigma with bulk weights 1/p and teacher weights (u_k . w*)^2."""
-        omega, u = self._eigh
-        theta = u.T @ self.teacher
+        omega, _ = self._eigh
+        theta = self._eigen_teacher
         return Spectrum(
             omega=omega, bulk=np.full(self.p, 1.0 / self.p), teacher=theta**2, noise=self.noise
         )
@@ -115,3 +127,45 @@ class MaskedSite:
         x = (gen.standard_normal((n, self.p)) * np.sqrt(omega)) @ u.T
         y = x @ self.teacher + np.sqrt(self.noise) * gen.standard_normal(n)
         return x, y
+
+    def draw(self, n: int, rng: _checks.RngLike = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A training set in the eigenbasis of Sigma (:class:`~replica_mlm.tasks.protocol.DrawnTask`).
+
+        The inputs are those of :meth:`sample` rotated by ``U`` (``x' = x U = z sqrt(omega)``, the
+        same normal draws without the n p^2 rotation); every measure of a linear fit is invariant
+        under the rotation, and :meth:`measures` reads weights in this basis.
+
+        Returns
+        -------
+        x : ndarray, shape (n, p)
+        nu : ndarray, shape (n,)
+            The teacher's field ``w* . x``.
+        noisy : ndarray, shape (n,)
+            ``nu + sigma eps`` (the label of the gaussian channel, whose sign the sign channel takes).
+        """
+        n = _checks.positive_int(n, "n")
+        gen = _checks.as_generator(rng)
+        omega, _ = self._eigh
+        x = gen.standard_normal((n, self.p)) * np.sqrt(omega)
+        nu = x @ self._eigen_teacher
+        return x, nu, nu + np.sqrt(self.noise) * gen.standard_normal(n)
+
+    def measures(self, weights: np.ndarray) -> dict[str, np.ndarray]:
+        """Exact test measures of weights (p, k) in the eigenbasis of Sigma (that of :meth:`draw`).
+
+        Returns
+        -------
+        dict
+            ``m`` (``w*^T Sigma w``), ``q`` (``w^T Sigma w``), ``error`` (``sigma^2 + (w - w*)^T
+            Sigma (w - w*)``, the generalisation error of the gaussian channel) and
+            ``estimation_error`` (``|w - w*|^2``), each of shape (k,).
+        """
+        w = np.asarray(weights, dtype=float)
+        if w.ndim != 2 or w.shape[0] != self.p:
+            raise ValueError(f"weights must have shape (p, k) with p = {self.p}, got {w.shape}")
+        omega, _ = self._eigh
+        teacher = self._eigen_teacher
+        sw = omega[:, None] * w  # Sigma w in the eigenbasis
+        d = w - teacher[:, None]
+        return {"m": teacher @ sw, "q": np.einsum("ij,ij->j", w, sw), "error": self.noise + omega @ d**2,
+                "estimation_error": np.sum(d**2, axis=0)}

@@ -127,6 +127,12 @@ class PottsSite:
                 f"symmetric={self.symmetric})")
 
     @property
+    def default_loss(self) -> str:
+        """``"cross_entropy"`` with the softmax channel, ``"square"`` with the gaussian one: the
+        pairs its multi-class theory solves (:class:`~replica_mlm.tasks.protocol.Task`)."""
+        return "cross_entropy" if self.channel == "softmax" else "square"
+
+    @property
     def d(self) -> int:
         """Input dimension ``p K``."""
         return self.covariance.shape[0]

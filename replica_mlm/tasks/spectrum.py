@@ -77,3 +77,14 @@ class Spectrum:
     def spectrum(self) -> Spectrum:
         """Itself, so that a Spectrum can be passed wherever a task is expected."""
         return self
+
+    @property
+    def channel(self) -> str:
+        """``"gaussian"``: a spectrum alone describes the regression task (name another channel
+        to the solver)."""
+        return "gaussian"
+
+    @property
+    def default_loss(self) -> str:
+        """``"square"``, the loss of ridge MLM (:class:`~replica_mlm.tasks.protocol.Task`)."""
+        return "square"

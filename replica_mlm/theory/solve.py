@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels, losses
 from replica_mlm.theory.solvers import precise, root
@@ -141,35 +142,26 @@ class SaddlePoint:
         return pd.DataFrame([self.as_dict()])
 
 
-def spectrum_of(task) -> Spectrum:
-    """The :class:`Spectrum` of a task (a MaskedSite, a thermodynamic limit or a Spectrum)."""
-    spec = getattr(task, "spectrum", None)
-    if not isinstance(spec, Spectrum):
-        raise ValueError(
-            "task must be a MaskedSite, a GaussianPotts limit or a Spectrum (anything with a "
-            f"`.spectrum` attribute), got {type(task).__name__}"
-        )
-    return spec
-
-
 def default_loss(task) -> str:
-    """The loss ``task`` is learnt with when none is named: the one source of the defaults of
-    :func:`solve` and :func:`replica_mlm.simulate`.
+    """The loss ``task`` is learnt with when none is named: its ``default_loss``
+    (:class:`~replica_mlm.tasks.protocol.Task`), the one source of the defaults of :func:`solve`
+    and :func:`replica_mlm.simulate`.
 
-    A :class:`~replica_mlm.tasks.potts_site.PottsSite`: ``"cross_entropy"`` with its softmax
-    channel, ``"square"`` with the gaussian one (the pairs its multi-class theory solves). A
-    :class:`~replica_mlm.PottsModel` (what ``simulate`` learns a site of): ``"cross_entropy"`` for
-    q > 2 colours (the task of its ``masked_site``), ``"logistic"`` for an Ising model (its
-    pseudo-likelihood, the only loss simulated there). Anything else: ``"square"``.
+    ``"square"`` for a Gaussian site (MaskedSite, Spectrum, limit); for a
+    :class:`~replica_mlm.tasks.potts_site.PottsSite` ``"cross_entropy"`` with its softmax channel,
+    ``"square"`` with the gaussian one; for a :class:`~replica_mlm.PottsModel` (what ``simulate``
+    learns a site of) ``"cross_entropy"`` for q > 2 colours, ``"logistic"`` for an Ising model.
+
+    Raises
+    ------
+    TypeError
+        If ``task`` names no default loss (it is not a task).
     """
-    from replica_mlm.potts.model import PottsModel
-    from replica_mlm.tasks.potts_site import PottsSite
-
-    if isinstance(task, PottsSite):
-        return "cross_entropy" if task.channel == "softmax" else "square"
-    if isinstance(task, PottsModel):
-        return "cross_entropy" if task.q > 2 else "logistic"
-    return "square"
+    loss = getattr(task, "default_loss", None)
+    if not isinstance(loss, str):
+        raise TypeError("task must be a learning task with a `default_loss` name (a MaskedSite, "
+                        f"Spectrum, GaussianPotts limit, PottsSite or PottsModel), got {type(task).__name__}")
+    return loss
 
 
 def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,
@@ -183,9 +175,11 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     Parameters
     ----------
     task : MaskedSite, limit, Spectrum or PottsSite
-        The learning task; only its spectrum (eigenvalues of Sigma, teacher weights, noise)
-        enters. A :class:`~replica_mlm.tasks.potts_site.PottsSite` (a site with q > 2 colours,
-        ``PottsModel.masked_site``) is solved by the multi-class theory and returns a
+        The learning task, chosen by what it provides (:mod:`replica_mlm.tasks.protocol`): a
+        task with a ``spectrum`` (eigenvalues of Sigma, teacher weights, noise: all that enters)
+        is solved by the scalar theory. A multi-class task, e.g. a
+        :class:`~replica_mlm.tasks.potts_site.PottsSite` (a site with q > 2 colours,
+        ``PottsModel.masked_site``), is solved by the multi-class theory and returns a
         ``MulticlassSaddlePoint``; its options are those of
         :func:`replica_mlm.theory.solvers.multiclass.solve` (``loss="cross_entropy"``, ``integration``,
         ``order``, ``randomisations``, ``seed``, ``init``; docs/multiclass.md).
@@ -233,15 +227,13 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
-    from replica_mlm.tasks.potts_site import PottsSite
-
-    if isinstance(task, PottsSite):  # q > 2 colours: the multi-class theory (docs/multiclass.md)
+    if isinstance(task, MulticlassTask):  # e.g. a PottsSite: the multi-class theory (docs/multiclass.md)
         from replica_mlm.theory.solvers import multiclass
         if method not in (None, "general") or precision is not None or channel not in (None, task.channel):
             raise ValueError("a PottsSite is solved by the multi-class theory: method, precision and "
                              "channel take their defaults")
         return multiclass.solve(task, alpha=alpha, lam=lam, loss=loss, **options)
-    spec = spectrum_of(task)
+    spec = spectrum_of(task)  # a SpectralTask: the reduced solver or the general engine
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
     # the named losses and channels import sympy only when derived: the square/gaussian path needs none

@@ -28,7 +28,7 @@ import numpy as np
 import sympy as sp
 
 from replica_mlm import _checks
-from replica_mlm.theory.solve import spectrum_of
+from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory.solvers.precise import PreciseSpectrum, precise_spectrum
 from replica_mlm.theory.symbolic import potentials as P
 

@@ -107,7 +107,7 @@ def objective_slope(t: float, channel: str, rho: float, noise: float) -> float:
 
 
 def _noise_of(task, channel: str) -> tuple[float, float]:
-    from replica_mlm.theory.solve import spectrum_of
+    from replica_mlm.tasks.protocol import spectrum_of
 
     spec: Spectrum = spectrum_of(task)
     rho = float(spec.rho)
