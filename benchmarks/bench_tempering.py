@@ -46,7 +46,7 @@ def chain_hamming(seqs: np.ndarray, n_chains: int, q: int) -> tuple[float, float
 
     Pairs from different chains only, jackknife error over chains (slow modes included).
     """
-    from replica_mlm.potts.sampling import _colour_counts, cross_chain_hamming
+    from replica_mlm.potts.diagnostics import _colour_counts, cross_chain_hamming
 
     n = seqs.shape[0] - seqs.shape[0] % n_chains
     states = seqs[:n].reshape(n // n_chains, n_chains, seqs.shape[1])
@@ -146,6 +146,7 @@ def survey_seed(seed: int, target: float, n_replicas: int) -> dict:
     No precision loop and no sampling: what the tuner's first verification run sees.
     """
     from replica_mlm.potts import tempering as ps
+    from replica_mlm.potts.tuning import _crossing
     pm = PottsModel.random(L=20, q=20, seed=seed)
     t0, c0 = time.perf_counter(), time.process_time()
     gen = np.random.default_rng(seed)
@@ -158,7 +159,7 @@ def survey_seed(seed: int, target: float, n_replicas: int) -> dict:
         if scans[-1].hamming[-1] <= target:
             break
         b_top *= 2.0
-    beta, _ = ps._crossing(scans[-1], target)
+    beta, _ = _crossing(scans[-1], target)
     lad = ps.equal_acceptance_ladder(scans[-1].ladder, scans[-1].swap_acceptance, beta_lo=b_lo,
                                      beta_hi=beta, target=0.5)
     d = ps.pilot_tempering(pm.with_beta(beta), gen, n_replicas, lad, 200, 3200)

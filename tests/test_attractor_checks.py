@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
+from replica_mlm.attractor import encoding, measurements
 from replica_mlm.attractor import experiments as ex
 from replica_mlm.attractor.potts_sequences import masked_site_comparison
 from replica_mlm.validation.attractor_section import digits_checks, potts_checks
@@ -25,7 +26,7 @@ _SMALL = {"n_train": 200, "n_test": 60, "n_eval": 60}
 def _small_settings(**kw):
     base = {"weight_decay": 0.1, "gamma": 0.8, "epochs": 30, "steps": 50, "window": (1, 25)}
     base.update(kw)
-    return ex.AttractorSettings(**base)
+    return measurements.AttractorSettings(**base)
 
 
 def _by_name(checks) -> dict:
@@ -114,7 +115,7 @@ def _pixel_shuffled_network(seed: int) -> rm.AttractorNetwork:
     flat = train.reshape(len(train), -1)
     gen = np.random.default_rng(seed)
     shuffled = np.column_stack([gen.permutation(col) for col in flat.T]).reshape(train.shape)
-    return rm.AttractorNetwork.fit(ex.encode_values(ex.image_tokens(shuffled)), beta=st.beta,
+    return rm.AttractorNetwork.fit(encoding.encode_values(encoding.image_tokens(shuffled)), beta=st.beta,
                                    gamma=st.gamma, lr=st.lr, epochs=st.epochs,
                                    weight_decay=st.weight_decay, rng=0)
 
@@ -139,8 +140,8 @@ def test_structureless_control_check_fails_without_correlations_and_passes_with_
 @pytest.fixture(scope="module")
 def potts_data():
     model = rm.GaussianPotts.random(L=20, shift=3.0, seed=3)
-    x_train, _ = ex.gaussian_potts_sequences(model.precision, n=1000, rng=1)
-    x_test, _ = ex.gaussian_potts_sequences(model.precision, n=3000, rng=2)
+    x_train, _ = encoding.gaussian_potts_sequences(model.precision, n=1000, rng=1)
+    x_test, _ = encoding.gaussian_potts_sequences(model.precision, n=3000, rng=2)
     # the exact checks do not depend on the network: a cheap one (J = 0, 3 steps)
     net = rm.AttractorNetwork(np.zeros((20, 20, 2, 2)), beta=1.0, gamma=0.8)
     return model, x_train, x_test, net

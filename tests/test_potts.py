@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import replica_mlm as rm
-from replica_mlm.potts.model import check_sequences, integrated_autocorrelation_time
+from replica_mlm.potts.autocorrelation import integrated_autocorrelation_time
+from replica_mlm.potts.model import check_sequences
 
 
 def small_model(L=4, q=3, beta=1.0, seed=0):

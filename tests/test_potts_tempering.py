@@ -8,8 +8,9 @@ from scipy import stats
 
 import replica_mlm as rm
 from replica_mlm.potts import autocorrelation, reweighting
-from replica_mlm.potts import sampling as sampling_module
+from replica_mlm.potts import diagnostics as sampling_module
 from replica_mlm.potts import tempering as potts_module
+from replica_mlm.potts import tuning as tuning_module
 
 
 def chi_square_pvalue(pm, seqs):
@@ -157,7 +158,7 @@ def test_tune_beta_with_tempering_reaches_target():
     pm = rm.PottsModel.random(L=6, q=3, seed=1)
     res = pm.tune_beta(target_hamming=0.3, rng=0, tol=0.02, n_replicas=16, method="tempering",
                        return_result=True)
-    assert isinstance(res, potts_module.TuneResult) and res.diagnostics.mixing
+    assert isinstance(res, tuning_module.TuneResult) and res.diagnostics.mixing
     assert abs(res.hamming - 0.3) <= 0.02 and res.hamming_se <= 0.02 / 3
     h = exact_mean_hamming(pm.with_beta(res.beta))
     assert abs(h - 0.3) <= 0.02 + 4 * res.hamming_se, (res.beta, h, res.hamming, res.hamming_se)
@@ -242,7 +243,7 @@ def from_equilibrium(pm, ladder, n, steps, swap_rounds, rng):
     Nq = pm._init_fields(s)
     who = np.tile(np.arange(K), (n, 1))
     for t in range(steps):
-        potts_module.tempering_step(pm, s, Nq, who, ladder, t, gen, None, swap_rounds)
+        potts_module.tempering_step(pm, s, Nq, who, ladder, t, gen, swap_rounds=swap_rounds)
     np.testing.assert_allclose(Nq, pm._init_fields(s), atol=1e-12)  # incremental fields exact
     return s[np.arange(n) * K + who[:, -1]]
 
@@ -496,8 +497,8 @@ def test_tune_beta_moves_by_reweighting_and_warm_start(monkeypatch, caplog):
     """A first trial placed 40 % too cold (the scan's crossing moved on purpose) is clearly off;
     the tuner reweights its record to the target, warm-starts the next run there and returns a
     beta whose enumerated Hamming distance is within tol + 4 se of the target (L = 6, q = 3)."""
-    crossing = potts_module._crossing
-    monkeypatch.setattr(potts_module, "_crossing",
+    crossing = tuning_module._crossing
+    monkeypatch.setattr(tuning_module, "_crossing",
                         lambda scan, target: (1.4 * crossing(scan, target)[0],
                                               crossing(scan, target)[1]))
     pm = rm.PottsModel.random(L=6, q=3, seed=4)

@@ -16,7 +16,8 @@ validation suite, at a smaller size (300 training images, 20 epochs, 60 steps);
 import matplotlib.pyplot as plt
 import numpy as np
 
-from replica_mlm.attractor.experiments import AttractorSettings, digits_experiment
+from replica_mlm.attractor.experiments import digits_experiment
+from replica_mlm.attractor.measurements import AttractorSettings
 
 settings = AttractorSettings(weight_decay=0.1, gamma=0.8, epochs=20, steps=60, window=(1, 30))
 ex = digits_experiment(n_train=300, n_test=100, n_eval=60, settings=settings, rng=0)

@@ -1,7 +1,7 @@
 """The attractor network on Gaussian Potts sequences (docs/attractor.md), one token per site.
 
 :func:`potts_experiment` trains the network on sequences of a :class:`replica_mlm.GaussianPotts`
-model and runs the corruption tasks of :mod:`replica_mlm.attractor.experiments`;
+model and runs the corruption tasks of :mod:`replica_mlm.attractor.measurements`;
 :func:`masked_site_comparison` compares, on held-out sequences with one masked site each, the
 squared error of the dynamics with one step of linear factored attention (exact error ``1/P_ii``)
 and with predicting the mean (exact error ``C_ii``). It takes the sequences as arguments, so the
@@ -17,16 +17,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm._checks import as_generator, finite_array, positive_int
-from replica_mlm.attractor.experiments import (
-    AttractorSettings,
-    _run_tasks,
+from replica_mlm.attractor.encoding import (
     corrupt,
     decode_values,
     encode_values,
     gaussian_potts_sequences,
 )
+from replica_mlm.attractor.measurements import AttractorSettings, run_corruption_tasks
+from replica_mlm.attractor.network import AttractorNetwork
 from replica_mlm.attractor.transients import _mean_sem, transient_memory
 from replica_mlm.stats import mean_stderr
+from replica_mlm.tasks.gaussian_potts import GaussianPotts
 
 __all__ = ["PottsExperiment", "masked_site_comparison", "potts_experiment"]
 
@@ -165,18 +166,15 @@ def potts_experiment(
     """The same experiment on Gaussian Potts sequences (docs/theory.md, section 1), one token per site.
 
     Each site's value ``x_i`` is mapped to ``v = Phi(x_i / sqrt(C_ii))`` in (0, 1) and encoded as
-    a unit vector of R^2 (module docstring of :mod:`replica_mlm.attractor.experiments`), so N = L
+    a unit vector of R^2 (module docstring of :mod:`replica_mlm.attractor.encoding`), so N = L
     and d = 2. Masked sites are set to the encoding of v = 0.5 (x_i = 0, the marginal mean), so
     the state at t = 0 predicts the mean. The masked-site comparison is
     :func:`masked_site_comparison` on the first ``n_masked_site`` test sequences (default: all
     ``n_test``; the corruption tasks use the first ``n_eval``).
     """
-    import replica_mlm as rm
-    from replica_mlm.attractor.network import AttractorNetwork
-
     settings = settings or AttractorSettings()
     gen = as_generator(rng)
-    model = rm.GaussianPotts.random(L=positive_int(L, "L"), shift=shift, seed=gen)
+    model = GaussianPotts.random(L=positive_int(L, "L"), shift=shift, seed=gen)
     P = model.precision
     xs_tr, v_tr = gaussian_potts_sequences(P, n=n_train, rng=gen)
     xs_te, v_te = gaussian_potts_sequences(P, n=n_test, rng=gen)
@@ -187,7 +185,7 @@ def potts_experiment(
         weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=gen,
     )
     values = {"train": v_tr[:n_eval], "test": v_te[:n_eval]}
-    curves, memory, _, _, _ = _run_tasks(
+    curves, memory, _, _, _ = run_corruption_tasks(
         net, values, (tok_tr, tok_te), settings, gen, mask_value=0.5
     )
     n_site = n_test if n_masked_site is None else min(positive_int(n_masked_site, "n_masked_site"),

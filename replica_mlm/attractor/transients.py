@@ -2,7 +2,7 @@
 
 Two questions are asked of per-input curves ``c[m, t]`` (one row per corrupted input m, one
 column per step t = 0..T of the dynamics, e.g. the reconstruction error of
-:func:`replica_mlm.attractor.experiments.transient_curves`):
+:func:`replica_mlm.attractor.measurements.transient_curves`):
 
 1. Is there a transient? (:func:`transient_memory`) The inputs are split at random in two halves.
    The best step ``t*`` in a window is chosen on the *selection* half only (lowest mean error, or

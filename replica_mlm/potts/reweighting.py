@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
-from replica_mlm.potts.sampling import GibbsDiagnostics, cross_chain_hamming
+from replica_mlm.potts.diagnostics import GibbsDiagnostics, cross_chain_hamming
 
 __all__ = ["REWEIGHT_MIN_FRACTION", "effective_fraction", "reweighted_beta", "reweighted_hamming"]
 
@@ -54,7 +54,7 @@ def reweighted_hamming(states: np.ndarray, energies: np.ndarray, q: int,
     Returns
     -------
     hamming, se : float
-        :func:`~replica_mlm.potts.sampling.cross_chain_hamming` of each chain's weighted colour
+        :func:`~replica_mlm.potts.diagnostics.cross_chain_hamming` of each chain's weighted colour
         frequencies ``sum_t w_t [s_t = a] / sum_t w_t`` with ``w_t = exp(-delta H(s_t))``, and its
         jackknife error over chains. At ``delta = 0`` this is exactly the unweighted estimate.
         Reliable only while :func:`effective_fraction` stays large (the two measures overlap).

@@ -10,46 +10,43 @@
   rungs is ``erfc(Delta Lambda / 2)`` with ``Lambda = int sigma_E(beta) d beta`` the thermodynamic
   length, so measured acceptances give ``Lambda`` along the ladder and rungs are placed at equal
   steps of it.
-* The mean Hamming distance at every rung of one tempering run, and the temperature tuner built on
-  it (``PottsModel.tune_beta``).
+* The pilot run of the ladder (:func:`pilot_tempering`), the body of
+  ``PottsModel.gibbs_diagnostics`` (:func:`diagnose`: Gibbs, then tempering with ladder growth)
+  and the mean Hamming distance at every rung of one tempering run (:func:`tempering_scan`),
+  which the temperature tuner (:mod:`replica_mlm.potts.tuning`) builds on.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import erfcinv
 
 from replica_mlm import _checks
-from replica_mlm.potts.reweighting import reweighted_beta
-from replica_mlm.potts.sampling import (
+from replica_mlm.potts.diagnostics import (
     METHODS,
     TEMPERING_MAX_RUNGS,
     TEMPERING_MIN_ACCEPTANCE,
     TEMPERING_TARGET_ACCEPTANCE,
     GibbsDiagnostics,
-    _pilot,
-    check_pilot_size,
     cross_chain_hamming,
-    gibbs_sweep,
-    log,
-    pilot_gibbs,
 )
+from replica_mlm.potts.kernel import energies_from_fields, gibbs_sweep, init_fields
+from replica_mlm.potts.pilot import check_pilot_size, pilot_gibbs, pilot_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from replica_mlm.potts.model import PottsModel
 
 __all__ = [
     "TemperingScan",
-    "TuneResult",
     "checked_ladder",
     "diagnose",
     "equal_acceptance_ladder",
     "geometric_ladder",
+    "pilot_tempering",
     "tempering_scan",
     "tempering_step",
     "thermodynamic_length",
@@ -76,6 +73,7 @@ def tempering_step(
     t: int,
     gen: np.random.Generator,
     tally: np.ndarray | None = None,
+    *,
     swap_rounds: int = 1,
 ) -> np.ndarray:
     """One parallel-tempering step of ``R`` replicas of a ``K``-rung ladder, in place.
@@ -95,7 +93,7 @@ def tempering_step(
     rung = np.empty_like(who)
     rung[rows, who] = np.arange(K)
     gibbs_sweep(model, s, Nq, gen, betas=ladder[rung.ravel()])
-    E = model._energies_from_fields(s, Nq)
+    E = energies_from_fields(model, s, Nq)
     ER = E.reshape(R, K)
     for m in range(swap_rounds):
         ks = np.arange((t * swap_rounds + m) % 2, K - 1, 2)
@@ -272,18 +270,18 @@ def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
     else:
         s = gen.integers(0, model.q, size=(R * K, model.L))
         who = np.tile(np.arange(K), (R, 1))
-    Nq = model._init_fields(s)
+    Nq = init_fields(model, s)
     base = np.arange(R) * K
 
     def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
-        E = tempering_step(model, s, Nq, who, ladder, t, gen, tally, swap_rounds)
+        E = tempering_step(model, s, Nq, who, ladder, t, gen, tally, swap_rounds=swap_rounds)
         cold = base + who[:, -1]
         return s[cold], E[cold]
 
     for t in range(warm_burn):
         step(t, None)
     tally = np.zeros((2, K - 1))
-    d = _pilot(model, step, R, n_sweeps, max_sweeps, tally, burnt, keep_record=keep_record)
+    d = pilot_run(model, step, R, n_sweeps, max_sweeps, tally, burnt, keep_record=keep_record)
     d.method = "tempering"
     d.ladder = ladder.copy()
     d.swap_acceptance = tally[0] / np.maximum(tally[1], 1)
@@ -332,7 +330,7 @@ def diagnose(model: PottsModel, rng, *, n_chains, n_sweeps, max_sweeps, method, 
         ladder = new
 
 
-# ---------------------------------------------------------------------- scans and tuning
+# ---------------------------------------------------------------------- scans
 @dataclass
 class TemperingScan:
     """Mean Hamming distance at every rung of one parallel-tempering run.
@@ -370,16 +368,16 @@ def tempering_scan(model: PottsModel, ladder: np.ndarray, gen: np.random.Generat
     ladder = np.asarray(ladder, dtype=float)
     K, R, L, q = ladder.size, n_replicas, model.L, model.q
     s = gen.integers(0, q, size=(R * K, L))
-    Nq = model._init_fields(s)
+    Nq = init_fields(model, s)
     who = np.tile(np.arange(K), (R, 1))
     rows = np.arange(R)[:, None]
     tally = np.zeros((2, max(K - 1, 0)))
     for t in range(n_steps):
-        tempering_step(model, s, Nq, who, ladder, t, gen, None, swap_rounds)
+        tempering_step(model, s, Nq, who, ladder, t, gen, swap_rounds=swap_rounds)
     counts = np.zeros(R * K * L * q)
     offset = np.arange(R * K * L).reshape(R, K, L) * q
     for t in range(n_steps, 2 * n_steps):
-        tempering_step(model, s, Nq, who, ladder, t, gen, tally, swap_rounds)
+        tempering_step(model, s, Nq, who, ladder, t, gen, tally, swap_rounds=swap_rounds)
         at_rung = s.reshape(R, K, L)[rows, who]  # (R, K, L), rung order
         counts += np.bincount((offset + at_rung).ravel(), minlength=counts.size)
     h, se = cross_chain_hamming(counts.reshape(R, K, L, q))
@@ -387,195 +385,3 @@ def tempering_scan(model: PottsModel, ladder: np.ndarray, gen: np.random.Generat
                          hamming_se=np.atleast_1d(se),
                          swap_acceptance=tally[0] / np.maximum(tally[1], 1),
                          n_replicas=R, n_steps=n_steps)
-
-
-@dataclass
-class TuneResult:
-    """What :meth:`PottsModel.tune_beta` found (``return_result=True``).
-
-    Attributes
-    ----------
-    beta : float
-        The returned inverse temperature.
-    hamming, hamming_se : float
-        Mean Hamming distance measured at ``beta`` by the final pilot run (pairs of configurations
-        from different replicas) and its jackknife standard error over replicas.
-    target, tol : float
-        What was asked: ``|hamming - target| <= tol`` holds for the returned beta.
-    diagnostics : GibbsDiagnostics
-        The final pilot run at ``beta`` (mixing checked; use its ladder, ``sweeps_between`` and
-        ``burn_in`` to sample).
-    trials : list of (beta, hamming, hamming_se, n_replicas)
-        Every verification run, in order.
-    scans : list of TemperingScan
-        The scans that located the target (empty for plain-Gibbs bisection).
-    seconds : float
-        Wall time.
-    """
-
-    beta: float
-    hamming: float
-    hamming_se: float
-    target: float
-    tol: float
-    diagnostics: GibbsDiagnostics
-    trials: list = field(default_factory=list)
-    scans: list = field(default_factory=list)
-    seconds: float = 0.0
-
-
-def _crossing(scan: TemperingScan, target: float) -> tuple[float, float]:
-    """Interpolated ``beta`` where the scan's Hamming distance crosses ``target``, and the slope.
-
-    Linear in ``log beta`` between the coldest rung still at or above the target and the next one.
-    The slope ``-dh / d log beta`` is a least-squares fit over the rungs within 0.1 of the target
-    (at least the two bracketing rungs), floored at a tenth of the scan's mean slope.
-    """
-    h, x = scan.hamming, np.log(scan.ladder)
-    k = int(np.flatnonzero(h >= target).max())
-    k = min(k, h.size - 2)
-    w = (h[k] - target) / (h[k] - h[k + 1]) if h[k] > h[k + 1] else 0.5
-    xb = x[k] + w * (x[k + 1] - x[k])
-    near = np.abs(h - target) < 0.1
-    near[k:k + 2] = True
-    idx = np.flatnonzero(near)
-    slope = -float(np.polyfit(x[idx], h[idx], 1)[0])
-    mean_slope = (h[0] - h[-1]) / (x[-1] - x[0])
-    return float(math.exp(xb)), max(slope, 0.1 * mean_slope, 1e-3)
-
-
-def tune_with_tempering(
-    model: PottsModel,
-    target: float,
-    gen: np.random.Generator,
-    *,
-    tol: float,
-    beta_hot: float,
-    n_replicas: int,
-    max_sweeps: int,
-    acceptance: float,
-    swap_rounds: int,
-    max_iter: int,
-) -> TuneResult:
-    """Scan-then-verify tuner behind ``PottsModel.tune_beta(method="tempering" | "auto")``.
-
-    1. Scans (:func:`tempering_scan`) over a ladder from ``b_lo = min(beta_hot, beta)`` to
-       ``b_top = 2 max(beta, b_lo)`` (``n_replicas / 2`` replicas, 400 steps of burn-in and 400
-       recorded), doubling ``b_top`` (dividing ``b_lo`` by 4) until the
-       Hamming distance at the coldest (hottest) rung is below (above) the target; each new ladder
-       has equal predicted swap acceptance from the previous scan's measured acceptances.
-    2. ``beta`` where the scan crosses the target, by interpolation in ``log beta``.
-    3. Verification: a pilot run at ``beta`` (tempering down from ``b_lo`` with an
-       equal-acceptance ladder, or plain Gibbs if ``beta <= b_lo``) must mix; its cross-replica
-       Hamming distance must lie within ``tol`` of the target with a standard error below
-       ``tol / 3``. If undecided, the run is repeated at the same beta with more recorded steps
-       (up to ``max_sweeps``; the longer run continues the previous run's chains), then more
-       replicas (up to ``4 n_replicas``; warm-started from copies of the previous chains);
-       ValueError if that is still not precise enough.
-    4. Move: if the run is more than ``tol + 2 se`` away, its record is reweighted to the beta
-       where it predicts the target
-       (:func:`~replica_mlm.potts.reweighting.reweighted_beta`); if that lies beyond the
-       weights' reach, a Newton step in ``log beta`` (the scan's slope, then the secant). The
-       next run warm-starts from the previous chains (:func:`pilot_tempering`).
-
-    See docs/potts.md, "Tuning the temperature".
-    """
-    t0 = time.perf_counter()
-    b_lo = min(beta_hot, model.beta)
-    b_top = 2.0 * max(model.beta, b_lo)
-    scans: list[TemperingScan] = []
-    for _ in range(max_iter):
-        if scans:
-            prev = scans[-1]
-            lad = equal_acceptance_ladder(prev.ladder, prev.swap_acceptance, beta_lo=b_lo,
-                                          beta_hi=b_top, target=acceptance)
-        else:
-            lad = geometric_ladder(b_top, None, b_lo, model.L)
-        sc = tempering_scan(model, lad, gen, n_replicas=max(4, n_replicas // 2), n_steps=400,
-                            swap_rounds=swap_rounds)
-        scans.append(sc)
-        log.info("scan: %d rungs %.3g..%.3g, Hamming %.4f..%.4f, acceptance %.2f..%.2f",
-                 lad.size, lad[0], lad[-1], sc.hamming[0], sc.hamming[-1],
-                 sc.swap_acceptance.min(), sc.swap_acceptance.max())
-        if sc.hamming[0] < target:
-            b_lo /= 4.0
-        elif sc.hamming[-1] > target:
-            b_top *= 2.0
-        else:
-            break
-    else:
-        raise ValueError(f"cannot tune beta to target_hamming={target}: the Hamming distance did "
-                         f"not cross the target between beta={b_lo:.3g} and beta={b_top:.3g}")
-    beta, slope = _crossing(scans[-1], target)
-    ref = scans[-1]
-    R = n_replicas
-    T = min(200, max_sweeps)
-    trials: list[tuple[float, float, float, int]] = []
-    prev = None  # the previous tempering pilot: the next run continues or warm-starts its chains
-    for _ in range(max_iter):
-        m = model.with_beta(beta)
-        if beta <= b_lo:
-            d = pilot_gibbs(m, gen, max(R, 3), T, max_sweeps)
-        else:
-            lad = equal_acceptance_ladder(ref.ladder, ref.swap_acceptance, beta_lo=b_lo,
-                                          beta_hi=beta, target=acceptance)
-            start = prev if prev is not None and warm_start_allowed(prev, lad, R) else None
-            d = pilot_tempering(m, gen, R, lad, T, max_sweeps, swap_rounds, start=start,
-                                keep_record=True)
-        if prev is not None:
-            prev.record = None
-        prev = d if d.method == "tempering" else None
-        trials.append((beta, d.hamming, d.hamming_se, R))
-        log.info("trial: beta %.4f, %d replicas x %d rungs, T = %d: Hamming %.4f +- %.4f, "
-                 "tau %.1f, mixing %s (window %s, halves %s), acceptance %.2f..%.2f", beta, R,
-                 d.ladder.size, d.n_sweeps, d.hamming, d.hamming_se, d.tau_int, d.mixing,
-                 d.window_found, d.equilibrated,
-                 d.swap_acceptance.min() if d.swap_acceptance.size else math.nan,
-                 d.swap_acceptance.max() if d.swap_acceptance.size else math.nan)
-        T = d.n_sweeps  # the next run starts at the length this one needed
-        if not d.mixing:
-            raise ValueError(
-                f"cannot tune beta to target_hamming={target}: at beta={beta:.4g} the "
-                f"{d.method} sampler ({d.ladder.size} rung(s), {R} replicas) does not decorrelate "
-                f"within {d.n_sweeps} sweeps (tau_int >= {d.tau_int:.1f}; Sokal/Geyer window "
-                f"found: {d.window_found}, halves agree: {d.equilibrated})")
-        off, se = abs(d.hamming - target), d.hamming_se
-        if off <= tol and se <= tol / 3.0:
-            d.record = None
-            return TuneResult(beta=float(beta), hamming=d.hamming, hamming_se=se,
-                              target=target, tol=tol, diagnostics=d, trials=trials, scans=scans,
-                              seconds=time.perf_counter() - t0)
-        if off <= tol + 2.0 * se and se > tol / 3.0:
-            # undecided: measure again at this beta, more precisely: a longer run first, then
-            # more replicas. At equal cost R T both lower the error, but only a longer run gives
-            # the window estimators more lags: on PottsModel.random(L=20, q=20, seed=8) Geyer's
-            # window closed at T = 3200 with 32 and 64 replicas and not by T = 6400 with 128
-            # (the lower the noise, the later a slow positive tail reads as finished). Either way
-            # the next run continues this one's chains (more replicas: copies of them, burnt in
-            # apart on the same ladder)
-            factor = min(4, math.ceil((3.0 * se / tol) ** 2))
-            if T < max_sweeps:
-                T = min(max_sweeps, T * factor)
-            elif R * factor <= 4 * n_replicas:
-                R *= factor
-            else:
-                raise ValueError(
-                    f"cannot tune beta to target_hamming={target}: at beta={beta:.4g} the "
-                    f"Hamming distance {d.hamming:.4f} +- {se:.4f} ({R} replicas, {T} steps) "
-                    f"is not precise enough for tol={tol} (standard error <= tol / 3)")
-            continue
-        moved = reweighted_beta(d, target, model.q) if d.record is not None else None
-        if moved is not None:
-            log.info("reweighting the run at beta %.4f puts the target at beta %.4f", beta, moved)
-            beta = moved
-            continue
-        distinct = [tr for tr in trials if abs(tr[0] - beta) > 1e-12 * beta]
-        if distinct:  # secant with the previous trial at another beta, if it is sensible
-            b0, h0 = distinct[-1][0], distinct[-1][1]
-            sec = -(d.hamming - h0) / (math.log(beta) - math.log(b0))
-            if sec > 0.1 * slope:
-                slope = sec
-        beta = beta * math.exp((d.hamming - target) / slope)
-    raise ValueError(f"cannot tune beta to target_hamming={target} within tol={tol} in "
-                     f"{max_iter} verification runs; trials (beta, hamming, se, replicas): "
-                     f"{[(round(a, 4), round(b, 4), round(c, 4), r) for a, b, c, r in trials]}")
