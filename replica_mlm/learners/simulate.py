@@ -12,7 +12,6 @@ from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
 from replica_mlm.stats import mean_stderr
 from replica_mlm.tasks.masked_site import MaskedSite
-from replica_mlm.theory.studies.curve import grid
 
 
 @dataclass(frozen=True)
@@ -272,7 +271,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     """
     n_test = _checks.optional(_checks.positive_int, n_test, "n_test")
     if _checks.is_sequence(alpha):
-        alphas = grid(alpha, "alpha")
+        alphas = _checks.grid(alpha, "alpha")
         gens = _checks.as_generator(rng).spawn(alphas.size)
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
                          site=site, n_test=n_test, threads=threads)
@@ -299,7 +298,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     if channel is None:
         channel = site.channel
     alpha = _checks.positive(alpha, "alpha")
-    lam = grid(lam, "lam", positive=False)
+    lam = _checks.grid(lam, "lam", positive=False)
     seeds = _seed_count(seeds)
     name, delta = erm.loss_spec(loss)
     channel = erm.check_channel(channel, name)
@@ -415,7 +414,7 @@ def _model_site(model: PottsModel, site) -> int:
 def _sequence_counts(model: PottsModel, alpha, lam, seeds, n_test):
     """Checked lam grid, seeds and n_test, and p = L - 1 and M = round(alpha p) >= 1 sequences."""
     alpha = _checks.positive(alpha, "alpha")
-    lam = grid(lam, "lam")
+    lam = _checks.grid(lam, "lam")
     seeds = _seed_count(seeds)
     n_test = N_TEST if n_test is None else _checks.positive_int(n_test, "n_test")
     p = model.L - 1
