@@ -12,6 +12,7 @@ from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
 from replica_mlm.stats import mean_stderr
 from replica_mlm.tasks.masked_site import MaskedSite
+from replica_mlm.theory.sides import losses
 
 
 @dataclass(frozen=True)
@@ -239,10 +240,13 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     rng : int or numpy.random.Generator
         Seed; sample ``k`` uses the ``k``-th child of ``SeedSequence``-spawned generators, so
         results do not depend on how samples are split across workers.
-    loss : str or loss object, optional
+    loss : str or replica_mlm.losses.Loss, optional
         ``"square"`` (closed form), ``"absolute"``, ``"huber"`` (delta = 1, or a ``Huber(delta)``
-        object), ``"logistic"`` or ``"hinge"``; the estimator minimises
-        ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see :mod:`replica_mlm.learners.erm`).
+        object), ``"logistic"`` or ``"hinge"`` (specialised solvers), or any convex loss
+        differentiable in z, e.g. ``Loss.from_sympy(...)`` (the generic Newton solver with the
+        loss's sympy derivatives, :func:`replica_mlm.learners.erm.fit_generic`); the estimator
+        minimises ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see
+        :mod:`replica_mlm.learners.erm`). The same Loss objects as :func:`replica_mlm.solve`'s.
         Default: the task's own, from the same place as :func:`replica_mlm.solve`'s
         (:func:`replica_mlm.theory.solve.default_loss`): ``"square"`` for a MaskedSite,
         ``"logistic"`` for an Ising model, ``"cross_entropy"`` for a Potts model with q > 2.
@@ -300,11 +304,12 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.grid(lam, "lam", positive=False)
     seeds = _seed_count(seeds)
-    name, delta = erm.loss_spec(loss)
-    channel = erm.check_channel(channel, name)
-    if name != "square" and np.any(lam == 0):
+    loss = losses.resolve(loss)
+    solver = erm.solver_of(loss)
+    channel = erm.check_channel(channel, loss)
+    if solver != "square" and np.any(lam == 0):
         raise ValueError(
-            f"lam must be > 0 for the {name} loss: at lam = 0 the minimiser need not exist or be unique "
+            f"lam must be > 0 for the {loss.name} loss: at lam = 0 the minimiser need not exist or be unique "
             "(e.g. logistic regression on linearly separable data, alpha < alpha_c, diverges)"
         )
     p = site.p
@@ -332,27 +337,27 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
             x = gen.standard_normal((n, p)) * root
             nu = x @ teacher
             y = erm.labels(nu, nu + sigma * gen.standard_normal(n), channel, gen)
-            if name == "square":
+            if solver == "square":
                 w = ridge_path(x, y, lam)
                 out["kkt_residual"][k] = 0.0
             else:
-                w, out["kkt_residual"][k] = erm.fit(x, y, lam, name, delta)
+                w, out["kkt_residual"][k] = erm.fit(x, y, lam, loss)
             z = x @ w
-            if name == "square":
+            if solver == "square":
                 out["train_loss"][k] = np.mean((y[:, None] - z) ** 2, axis=0)
             else:
-                out["train_loss"][k] = np.mean(erm.pointwise(name, delta, y[:, None], z), axis=0)
+                out["train_loss"][k] = np.mean(erm.pointwise(loss, y[:, None], z), axis=0)
             sw = omega[:, None] * w  # Sigma w in the eigenbasis
             ms, qs = teacher @ sw, np.einsum("ij,ij->j", w, sw)
             for j in range(lam.size):
                 out["eg"][k, j], out["test_loss"][k, j] = erm.test_quantities(
-                    float(ms[j]), float(qs[j]), rho, site.noise, name, delta, channel)
+                    float(ms[j]), float(qs[j]), rho, site.noise, loss, channel)
             d = w - teacher[:, None]
-            if channel == "gaussian":  # the exact quadratic form sigma^2 + d^T Sigma d
+            if channel.name == "gaussian":  # the exact quadratic form sigma^2 + d^T Sigma d
                 out["eg"][k] = site.noise + omega @ d**2
             out["estimation_error"][k] = np.sum(d**2, axis=0)
-    label = f"huber(delta={delta:g})" if name == "huber" else name  # as rm.losses names it
-    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=label, channel=channel, **out)
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=loss.name, channel=channel.name,
+                      **out)
 
 
 def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
@@ -363,9 +368,10 @@ def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
 
     require_ising(model, "simulate on a PottsModel")
     site = _model_site(model, site)
-    name, _ = erm.loss_spec(loss)
-    if name != "logistic":
-        raise ValueError(f"the pseudo-likelihood of an Ising site is the logistic loss, got loss={name!r}")
+    loss = losses.resolve(loss)
+    if not isinstance(loss, losses.Logistic):
+        raise ValueError("the pseudo-likelihood of an Ising site is the logistic loss, got "
+                         f"loss={loss.name!r}")
     if channel not in (None, "logit"):
         raise ValueError(f"an Ising site's labels follow the logit channel, got channel={channel!r}")
     lam, seeds, n_test, p, n = _sequence_counts(model, alpha, lam, seeds, n_test)
