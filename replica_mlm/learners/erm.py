@@ -140,7 +140,11 @@ def fit(x: np.ndarray, y: np.ndarray, lam: np.ndarray, loss: Loss | str, delta: 
     generic : bool
         Force :func:`fit_generic` also for a loss with a specialised solver.
 
-    Returns ``(w, bound)`` of shapes (p, k) and (k,): ``bound[j]`` >= |w[:, j] - w_exact(lam_j)|.
+    Returns
+    -------
+    w : ndarray, shape (p, k)
+    bound : ndarray, shape (k,)
+        ``bound[j] >= |w[:, j] - w_exact(lam_j)|``.
     """
     loss = losses.resolve(loss)
     if delta is not None and delta != _delta(loss):
