@@ -54,7 +54,7 @@ CHANNELS = ("gaussian", "sign", "logit")
 #: the losses with a specialised solver (any other convex loss: :func:`fit_generic`)
 SPECIALISED = {Square: "square", Absolute: "absolute", Huber: "huber", Logistic: "logistic",
                Hinge: "hinge"}
-#: the generic solver's target: |grad F| / (lam p) <= GENERIC_TOL max(1, |w|)
+#: the generic solver's target: ``norm(grad F) / (lam p) <= GENERIC_TOL max(1, norm(w))``
 GENERIC_TOL = 1e-12
 
 
