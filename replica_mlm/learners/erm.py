@@ -20,8 +20,8 @@ solver :func:`fit_generic`: damped Newton with the loss's sympy derivatives ``lo
 
 Solvers: square loss by one Gram matrix for every lam
 (:func:`~replica_mlm.learners.simulate.ridge_path`); logistic
-by scikit-learn's ``LogisticRegression(C = 1 / (lam p), fit_intercept=False)`` (sklearn minimises
-``C sum loss + |w|^2 / 2``, the same objective divided by lam p); Huber by a semi-smooth Newton
+by the learners' one logistic fitter (:func:`replica_mlm.learners.logistic.fit_binary`, Newton's
+method with backtracking); Huber by a semi-smooth Newton
 method (the objective is piecewise quadratic, so Newton terminates exactly); hinge and absolute by
 their dual box-constrained quadratic programmes
 
@@ -40,11 +40,11 @@ sample (:func:`test_quantities`, the theory's own integrals of
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from scipy import optimize, special
 
+from replica_mlm.learners import logistic
 from replica_mlm.theory.sides import channels, energetic, losses
 from replica_mlm.theory.sides.losses import Absolute, Hinge, Huber, Logistic, Loss, Square
 
@@ -315,17 +315,10 @@ def gap_bound(x, y, w, lp: float, name: str, tol: float = 1e-7) -> float:
 
 
 def _fit_logistic(x, y, lp: float, start: np.ndarray) -> np.ndarray:
-    from sklearn.linear_model import LogisticRegression
-
+    """:func:`replica_mlm.learners.logistic.fit_binary` (Newton's method, from 0 as before)."""
     if np.unique(y).size < 2:
         raise ValueError("every training label has the same sign: use more samples")
-    clf = LogisticRegression(C=1.0 / lp, fit_intercept=False, tol=1e-12, max_iter=10_000,
-                             solver="newton-cholesky")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a ConvergenceWarning is a failure, not a footnote
-        clf.fit(x, y)
-    # sklearn codes the classes in sorted order (-1, +1): coef_ is the weight of class +1
-    return clf.coef_[0].astype(float)
+    return logistic.fit_binary(x, y, lp)[0]
 
 
 def _fit_huber(x, y, lp: float, huber: Huber, start: np.ndarray, max_iter: int = 200) -> np.ndarray:
