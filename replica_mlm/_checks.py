@@ -271,6 +271,35 @@ def finite_array(value, name: str, *, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
+def grid(values, name: str, *, positive: bool = True) -> np.ndarray:
+    """A 1-d, non-empty, finite grid of reals (strictly positive if ``positive``, else >= 0).
+
+    Parameters
+    ----------
+    values : float or array_like
+        A scalar (one point) or a 1-d sequence of points.
+    name : str
+        The argument's name, for the error message.
+    positive : bool
+        Whether every point must be > 0 (else >= 0).
+
+    Returns
+    -------
+    ndarray, shape (k,)
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`real_array` and :func:`finite_array`; ValueError if a point is out of range.
+    """
+    arr = finite_array(np.atleast_1d(real_array(values, name)), name, ndim=1)
+    if positive and np.any(arr <= 0):
+        raise ValueError(f"{name} must be > 0 everywhere, min is {arr.min():g}")
+    if not positive and np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0 everywhere, min is {arr.min():g}")
+    return arr
+
+
 def bounded_array(value, name: str, *, ndim: int | None = None) -> np.ndarray:
     """:func:`finite_array` with every entry at most :data:`MAX_MAGNITUDE` in magnitude."""
     arr = finite_array(value, name, ndim=ndim)

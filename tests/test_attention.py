@@ -6,13 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replica_mlm as rm
-from replica_mlm.learners.attention import (
-    FullCouplingPotts,
-    _FAProblem,
-    _PLMProblem,
-    reconstruction_error,
-    zero_sum_gauge,
-)
+from replica_mlm.learners.attention import reconstruction_error, zero_sum_gauge
+from replica_mlm.learners.attention_fit import FactoredAttentionProblem
+from replica_mlm.learners.plm import FullCouplingPotts, _PLMProblem
 
 
 # ---------------------------------------------------------------------- equivalence
@@ -75,7 +71,7 @@ def test_gradient_matches_finite_differences(variant, lam):
     """Every coordinate, central differences with step 1e-6: relative error below 1e-6."""
     rng = np.random.default_rng(2)
     s = rng.integers(0, 4, size=(25, 5))
-    prob = _FAProblem(s, 4, lam, variant)
+    prob = FactoredAttentionProblem(s, 4, lam, variant)
     x = prob.init(rng, 0.7)
     _, g = prob.loss_grad(x)
     h = 1e-6

@@ -5,13 +5,13 @@ import pytest
 
 import replica_mlm as rm
 from replica_mlm.learners.attention import FactoredAttention
-from replica_mlm.learners.attention_fit import _FAProblem, _trust_region_step
+from replica_mlm.learners.attention_fit import FactoredAttentionProblem, _trust_region_step
 
 
 def _problem(M=60, L=5, q=4, lam=0.3, seed=0):
     rng = np.random.default_rng(seed)
     s = rng.integers(0, q, size=(M, L))
-    prob = _FAProblem(s, q, lam, "linear")
+    prob = FactoredAttentionProblem(s, q, lam, "linear")
     return prob, prob.init(rng, 0.7), rng
 
 
@@ -37,7 +37,7 @@ def test_dense_hessian_equals_the_hessian_vector_products(M, L, q):
 
 def test_second_order_models_are_for_the_linear_variant_only():
     rng = np.random.default_rng(0)
-    prob = _FAProblem(rng.integers(0, 3, size=(10, 4)), 3, 0.1, "softmax")
+    prob = FactoredAttentionProblem(rng.integers(0, 3, size=(10, 4)), 3, 0.1, "softmax")
     x = prob.init(rng, 0.5)
     with pytest.raises(ValueError, match="linear variant"):
         prob.hessp(x, x)
@@ -105,7 +105,7 @@ def test_newton_polish_makes_every_fit_stationary_and_flags_what_is_not(two_mini
     for fa in (mf, bad):
         info = fa.fit_info
         assert info.converged and info.newton_iter > 0 and info.stationarity <= 1e-7
-        prob = _FAProblem(train, 4, 1e-3, "linear")
+        prob = FactoredAttentionProblem(train, 4, 1e-3, "linear")
         x = prob.pack(fa.attention, fa.value)
         f, g = prob.loss_grad(x)
         assert f == pytest.approx(info.objective, rel=1e-13)

@@ -8,6 +8,7 @@ from scipy import special
 
 import replica_mlm as rm
 from replica_mlm.learners import erm
+from replica_mlm.theory.sides import losses
 
 
 @pytest.fixture(scope="module")
@@ -38,24 +39,24 @@ def test_logistic_matches_sklearn_objective_and_is_certified():
     # the C = 1 / (lam p) convention: the gradient of sum loss + lam p |w|^2 / 2 vanishes at sklearn's w
     x, y = _data()
     lam = np.array([1e-3, 0.3])
-    w, bound = erm.fit(x, y, lam, "logistic", 1.0)
+    w, bound = erm.fit(x, y, lam, losses.resolve("logistic"))
     for j, lj in enumerate(lam):
         lp = lj * x.shape[1]
-        g = erm.gradient(x, y, w[:, j], lp, "logistic", 1.0)
+        g = erm.gradient(x, y, w[:, j], lp, losses.resolve("logistic"))
         assert np.linalg.norm(g) / lp == pytest.approx(bound[j])
         assert bound[j] < 1e-8 * np.linalg.norm(w[:, j])
         # a wrong convention (C = 1 / lam) leaves a large gradient of our objective
-        g_wrong = erm.gradient(x, y, w[:, j], lj, "logistic", 1.0)
+        g_wrong = erm.gradient(x, y, w[:, j], lj, losses.resolve("logistic"))
         assert np.linalg.norm(g_wrong) > 1e3 * np.linalg.norm(g)
 
 
 def test_huber_newton_is_exact_and_reduces_to_ridge():
     x, y = _data(channel="gaussian")
     lam = np.array([0.01, 1.0])
-    _w, bound = erm.fit(x, y, lam, "huber", 0.7)
+    _w, bound = erm.fit(x, y, lam, losses.Huber(0.7))
     assert np.all(bound < 1e-11)
     # with delta larger than every residual the Huber estimator is ridge
-    w_big, _ = erm.fit(x, y, lam, "huber", 1e6)
+    w_big, _ = erm.fit(x, y, lam, losses.Huber(1e6))
     ridge = rm.simulate.__globals__["ridge_path"](x, y, lam)
     assert np.max(np.abs(w_big - ridge)) < 1e-10
 
@@ -64,19 +65,24 @@ def test_huber_newton_is_exact_and_reduces_to_ridge():
 def test_dual_solvers_certified_and_optimal(name):
     x, y = _data(channel="sign" if name == "hinge" else "gaussian")
     lam = np.array([0.01, 0.3])
-    w, bound = erm.fit(x, y, lam, name, 1.0)
+    w, bound = erm.fit(x, y, lam, losses.resolve(name))
     rng = np.random.default_rng(5)
     for j, lj in enumerate(lam):
         lp = lj * x.shape[1]
         assert bound[j] < 3e-5 * np.linalg.norm(w[:, j])
-        f0 = erm.primal(x, y, w[:, j], lp, name, 1.0)
+        f0 = erm.primal(x, y, w[:, j], lp, losses.resolve(name))
         # no random perturbation lowers the objective by more than the certificate allows
         for _ in range(20):
             d = rng.standard_normal(x.shape[1]) * 1e-3
-            assert erm.primal(x, y, w[:, j] + d, lp, name, 1.0) >= f0 - lp * bound[j] * np.linalg.norm(d) * 10
+            assert erm.primal(x, y, w[:, j] + d, lp, losses.resolve(name)) >= \
+                f0 - lp * bound[j] * np.linalg.norm(d) * 10
 
 
 # --- exact test quantities -------------------------------------------------------------------
+
+
+def _loss(name, delta):
+    return losses.Huber(delta) if name == "huber" else losses.resolve(name)
 
 
 @pytest.mark.parametrize("name,channel", [("logistic", "sign"), ("hinge", "logit"), ("logistic", "logit"),
@@ -84,13 +90,13 @@ def test_dual_solvers_certified_and_optimal(name):
 def test_test_quantities_against_monte_carlo(name, channel):
     # (nu, lambda) bivariate Gaussian: 2e6 fresh samples give eg and test loss with error bars
     rho, noise, m, q = 0.3, 0.4, 0.2, 0.5
-    eg, tl = erm.test_quantities(m, q, rho, noise, name, 0.8, channel)
+    eg, tl = erm.test_quantities(m, q, rho, noise, _loss(name, 0.8), channel)
     rng = np.random.default_rng(11)
     k = 2_000_000
     lam_ = math.sqrt(q) * rng.standard_normal(k)
     nu = (m / q) * lam_ + math.sqrt(rho - m * m / q) * rng.standard_normal(k)
     y = erm.labels(nu, nu + math.sqrt(noise) * rng.standard_normal(k), channel, rng)
-    losses = erm.pointwise(name, 0.8, y, lam_)
+    losses = erm.pointwise(_loss(name, 0.8), y, lam_)
     wrong = (y != np.sign(lam_)) if channel != "gaussian" else (y - lam_) ** 2
     for ours, sample in ((eg, wrong), (tl, losses)):
         z = (ours - sample.mean()) / (sample.std() / math.sqrt(k))
@@ -99,20 +105,24 @@ def test_test_quantities_against_monte_carlo(name, channel):
 
 def test_test_quantities_converged_in_nodes_and_closed_forms():
     rho, noise, m, q = 0.05, 0.33, 0.03, 0.8
-    # the logit channel's Gauss-Hermite average: doubling the nodes changes nothing at 1e-12
-    a = erm.test_quantities(m, q, rho, noise, "logistic", 1.0, "logit", nodes=40)
-    b = erm.test_quantities(m, q, rho, noise, "logistic", 1.0, "logit", nodes=80)
-    assert abs(a[1] - b[1]) < 1e-12 and a[0] == b[0]
+    # the theory's quadrature (energetic.test_loss): doubling the order changes nothing at 1e-12
+    from replica_mlm.theory.sides import channels, energetic
+    a = energetic.test_loss(losses.resolve("logistic"), channels.resolve("logit"), q=q, m=m, rho=rho,
+                            noise=noise, order=16)
+    b = energetic.test_loss(losses.resolve("logistic"), channels.resolve("logit"), q=q, m=m, rho=rho,
+                            noise=noise, order=32)
+    assert abs(a - b) < 1e-12
     # sign channel eg is the arccos closed form; gaussian channel eg the quadratic form
-    eg, _ = erm.test_quantities(m, q, rho, noise, "square", 1.0, "sign")
+    eg, _ = erm.test_quantities(m, q, rho, noise, losses.resolve("square"), "sign")
     assert eg == pytest.approx(math.acos(m / math.sqrt(q * (rho + noise))) / math.pi, abs=1e-15)
-    eg, tl = erm.test_quantities(m, q, rho, noise, "square", 1.0, "gaussian")
+    eg, tl = erm.test_quantities(m, q, rho, noise, losses.resolve("square"), "gaussian")
     assert eg == pytest.approx(rho + noise - 2 * m + q) and tl == pytest.approx(eg / 2)
     # logit eg without signal-student correlation is 1/2; a perfect student errs E[sigmoid(-|nu|)]
-    assert erm.test_quantities(0.0, q, rho, 0.0, "logistic", 1.0, "logit")[0] == pytest.approx(0.5, abs=1e-12)
+    assert erm.test_quantities(0.0, q, rho, 0.0, losses.resolve("logistic"), "logit")[0] == \
+        pytest.approx(0.5, abs=1e-12)
     z, wt = np.polynomial.hermite_e.hermegauss(200)
     perfect = float(wt @ special.expit(-np.abs(math.sqrt(rho) * z))) / math.sqrt(2 * math.pi)
-    assert erm.test_quantities(rho * 0.999999999, rho, rho, 0.0, "logistic", 1.0, "logit")[0] == \
+    assert erm.test_quantities(rho * 0.999999999, rho, rho, 0.0, losses.resolve("logistic"), "logit")[0] == \
         pytest.approx(perfect, abs=1e-4)
 
 
@@ -155,8 +165,9 @@ def test_huber_object_and_custom_loss(site200):
     ref = rm.simulate(site200, alpha=1.0, lam=0.1, seeds=2, rng=0, loss="huber")
     assert not np.allclose(sim.eg, ref.eg)  # delta 0.8 is not the default delta 1
     y, z = sp.symbols("y z")
-    with pytest.raises(ValueError, match="ERM simulations support"):
-        rm.simulate(site200, alpha=1.0, lam=0.1, seeds=2, loss=rm.losses.Loss.from_sympy((y - z) ** 4, y, z))
+    quartic = rm.losses.Loss.from_sympy((y - z) ** 4, y, z)
+    quartic = rm.simulate(site200, alpha=1.0, lam=0.1, seeds=2, loss=quartic)
+    assert quartic.loss == "custom" and np.all(quartic.kkt_residual < 1e-8)
 
 
 # --- theory against ERM ----------------------------------------------------------------------

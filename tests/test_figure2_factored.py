@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.learners.attention import FactoredAttention, _FAProblem
+from replica_mlm.learners.attention import FactoredAttention
+from replica_mlm.learners.attention_fit import FactoredAttentionProblem
 from replica_mlm.validation.figure2_section import factored_gradient
 
 
@@ -18,7 +19,7 @@ def test_gradient_is_the_objectives_at_the_fitted_parameters():
     early = FactoredAttention.fit(train, q=3, lam=1e-2, rng=0, max_iter=2, newton_iter=0)
     g = factored_gradient(early, train, lam=1e-2)
     # same parameters, packed as fit packs them: the objective equals the one L-BFGS reported
-    problem = _FAProblem(train, 3, 1e-2, "linear")
+    problem = FactoredAttentionProblem(train, 3, 1e-2, "linear")
     x = np.concatenate([early.attention[~np.eye(5, dtype=bool)], early.value.ravel()])
     f, grad = problem.loss_grad(x)
     assert np.isclose(f, early.fit_info.objective, rtol=1e-12)
@@ -60,14 +61,14 @@ def test_per_sequence_gradients_average_to_the_objectives_gradient():
     train = _data()
     fa = FactoredAttention.fit(train, q=3, lam=1e-2, rng=0, max_iter=3, newton_iter=0)  # not stationary
     ex = finite_sample_excess(fa, train, lam=1e-2)
-    problem = _FAProblem(train, 3, 1e-2, "linear")
+    problem = FactoredAttentionProblem(train, 3, 1e-2, "linear")
     x = problem.pack(fa.attention, fa.value)
     _, grad = problem.loss_grad(x)
     penalty = problem.coef * x / problem.M
     np.testing.assert_allclose(ex["per_sequence_gradients"].mean(axis=0) + penalty, grad,
                                rtol=1e-10, atol=1e-12)
     # one sequence's gradient is the objective's gradient on a one-sequence training set
-    one = _FAProblem(train[7:8], 3, 0.0, "linear")
+    one = FactoredAttentionProblem(train[7:8], 3, 0.0, "linear")
     np.testing.assert_allclose(ex["per_sequence_gradients"][7], one.loss_grad(x)[1], rtol=1e-10,
                                atol=1e-12)
 

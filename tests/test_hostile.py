@@ -1337,3 +1337,48 @@ def test_simulate_on_a_potts_model_takes_the_default_loss_of_its_task(model, los
     assert np.array_equal(default.eg, named.eg) and np.array_equal(default.test_loss, named.test_loss)
     if model.q > 2:  # the same source as solve on the model's site
         assert default_loss(model.masked_site(0)) == loss
+
+
+# ---------------------------------------------------------------- issue 23: learners
+def test_one_logistic_fitter_gives_the_old_weights():
+    # learners/logistic.py replaces sklearn's newton-cholesky fits (erm, pseudo_likelihood), the
+    # single-class Newton of pseudo_likelihood and multinomial_pl's own Newton: same weights to 1e-8
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    from replica_mlm.learners import logistic, multinomial_pl, pseudo_likelihood
+    from replica_mlm.tasks.potts_site import simplex_basis
+
+    rng = np.random.default_rng(23)
+    for n, p, lam in ((150, 60, 0.3), (300, 120, 1e-2), (400, 100, 1e-3)):
+        x = rng.standard_normal((n, p))
+        y = np.where(rng.random(n) < special_expit(x @ rng.standard_normal(p) * 2 / np.sqrt(p)), 1.0, -1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            old = LogisticRegression(C=1.0 / (lam * p), fit_intercept=False, tol=1e-12, max_iter=10_000,
+                                     solver="newton-cholesky").fit(x, y).coef_[0]
+        for new in (logistic.fit_binary(x, y, lam * p)[0], pseudo_likelihood.fit_site(x, y, lam)[0]):
+            assert np.linalg.norm(new - old) <= 1e-8 * np.linalg.norm(old)
+    # one class only: the old plain Newton from 0
+    x, y, lam = rng.standard_normal((20, 8)), np.ones(20), 0.1
+    old = np.zeros(8)
+    for _ in range(100):
+        margin = y * (x @ old)
+        grad = -x.T @ (y * special_expit(-margin)) + lam * 8 * old
+        hess = (x.T * (special_expit(margin) * special_expit(-margin))) @ x + lam * 8 * np.eye(8)
+        old = old - np.linalg.solve(hess, grad)
+    assert np.linalg.norm(pseudo_likelihood.fit_site(x, y, lam)[0] - old) <= 1e-8 * np.linalg.norm(old)
+    # multinomial, q = 4 colours in the reduced basis: sklearn's unreduced fit, W = coef_^T P
+    P = simplex_basis(4)
+    x, y, lam, p = rng.standard_normal((300, 30)), rng.integers(0, 4, 300), 0.05, 10
+    old = LogisticRegression(C=1.0 / (lam * p), fit_intercept=False, tol=1e-12, max_iter=10_000,
+                             solver="newton-cholesky").fit(x, y).coef_.T @ P
+    for new in (logistic.fit(x, y, P, lam * p)[0], multinomial_pl.fit(x, y, P, lam, p)[0]):
+        assert np.linalg.norm(new - old) <= 1e-8 * np.linalg.norm(old)
+
+
+def special_expit(t):
+    from scipy.special import expit
+
+    return expit(t)

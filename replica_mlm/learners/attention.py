@@ -56,8 +56,9 @@ from replica_mlm._checks import (
     site_index,
     square_matrix,
 )
-from replica_mlm.learners.attention_fit import FitInfo, _FAProblem, _run_lbfgs, _run_sgd
-from replica_mlm.learners.plm import FullCouplingPotts, _onehot_sparse, _PLMProblem  # noqa: F401
+from replica_mlm.learners.attention_fit import FactoredAttentionProblem, _run_sgd, fit_lbfgs
+from replica_mlm.learners.fit_info import FitInfo
+from replica_mlm.learners.plm import FullCouplingPotts
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.potts.model import nll_from_logits as _nll
 
@@ -261,7 +262,7 @@ class FactoredAttention:
         init : {"random", "mean-field"}
             Start from the random initialisation above, or (deterministic, ``rng`` then only
             seeds SGD's mini-batches) from the nearest ``A (x) V`` to the mean-field couplings
-            (:meth:`replica_mlm.learners.attention_fit._FAProblem.mean_field_init`). ``F`` is
+            (:meth:`replica_mlm.learners.attention_fit.FactoredAttentionProblem.mean_field_init`). ``F`` is
             not convex: from small random starts L-BFGS can end in a worse local minimum (on
             ``L = 6, q = 4`` data, 2 of 4 seeds stopped 0.027 nats per sequence above the
             minimum that the mean-field start reaches).
@@ -315,10 +316,10 @@ class FactoredAttention:
                 "of V are set by the initialisation and the penalty alone, not by the data",
                 UserWarning, stacklevel=2,
             )
-        problem = _FAProblem(s, q, lam, variant)
+        problem = FactoredAttentionProblem(s, q, lam, variant)
         x0 = problem.init(gen, init_scale) if init == "random" else problem.mean_field_init()
         if method == "lbfgs":
-            x, info = _run_lbfgs(problem, x0, max_iter=max_iter, tol=tol, monitor=mon, gtol=gtol,
+            x, info = fit_lbfgs(problem, x0, max_iter=max_iter, tol=tol, monitor=mon, gtol=gtol,
                                  newton_iter=newton_iter, init=init)
         else:
             x, info = _run_sgd(problem, x0, gen, epochs=epochs, batch_size=batch_size, lr=lr,

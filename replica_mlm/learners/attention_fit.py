@@ -20,7 +20,7 @@ Two exact symmetries of the data term make plain L-BFGS slow or misleading: ``V 
 fixes both (zero column sums, ``|A| = |V|``) but with curvature only ``lam p / M``. The fit
 therefore starts with column-centred ``V`` (the gradient then never leaves that subspace) and, for
 the linear variant, rebalances ``|A| = |V|`` (which lowers ``F`` at unchanged data term) before a
-trust-region Newton polish: with the exact dense Hessian (:meth:`_FAProblem.hessian`, about
+trust-region Newton polish: with the exact dense Hessian (:meth:`FactoredAttentionProblem.hessian`, about
 ``M L q^4`` operations; the trust-region subproblem solved exactly from its eigendecomposition) up
 to :data:`DENSE_NEWTON_MAX` parameters, else Newton-CG with the Hessian-vector product. Measured at
 ``L = q = 20``, ``M = 3000`` (one core): a gradient costs about 0.05 s, the dense Hessian 1.5 s,
@@ -29,7 +29,7 @@ decades); from the mean-field start 300 L-BFGS iterations and 10 dense Newton it
 ``|grad F| |x| = 8e-8`` in 35 s.
 
 ``F`` is not convex (``W = A (x) V`` is bilinear): the mean-field start
-(:meth:`_FAProblem.mean_field_init`) avoids the worse local minima that small random starts can
+(:meth:`FactoredAttentionProblem.mean_field_init`) avoids the worse local minima that small random starts can
 reach, but no start is guaranteed to find the global minimum.
 """
 
@@ -37,19 +37,39 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize
 from scipy.special import softmax
 
+from replica_mlm.learners.fit_info import FitInfo
 from replica_mlm.potts.model import nll_from_logits as _nll
 
 
-class _FAProblem:
-    """Objective, analytic gradient and (linear variant) Hessian-vector product.
+class FactoredAttentionProblem:
+    """Objective, analytic gradient and (linear variant) Hessian-vector product of a fit.
 
-    Packing: ``x = [off-diagonal entries of A (linear) or S (softmax), V.ravel()]``.
+    Parameters
+    ----------
+    s : ndarray of int, shape (M, L)
+        Training sequences (colours ``0 .. q - 1``; checked by the caller).
+    q : int
+        Number of colours.
+    lam : float
+        Penalty strength (the penalty is ``(lam p / 2)(|B|^2 + |V|^2)``, ``p = L - 1``).
+    variant : {"linear", "softmax"}
+
+    Attributes
+    ----------
+    X : ndarray, shape (L, M, q)
+        The one-hot training data, position-major: ``X[j, mu, c] = [s_j^mu = c]``.
+    tgt : ndarray of int
+        Flat indices of the observed colours in the (L M, q) logits (site-major).
+    off : ndarray of bool, shape (L, L)
+        The off-diagonal mask.
+
+    Packing: ``x = [off-diagonal entries of A (linear) or S (softmax), V.ravel()]``
+    (:meth:`pack`, :meth:`unpack`).
     """
 
     def __init__(self, s: np.ndarray, q: int, lam: float, variant: str) -> None:
@@ -100,6 +120,20 @@ class _FAProblem:
             return self.X, self.tgt, self.M
         Xb, tb = _position_major(self.s[idx], self.q)
         return Xb, tb, len(idx)
+
+    def forward(self, A: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """The forward pass on the whole training set at attention ``A`` (L, L) and value ``V`` (q, q).
+
+        Returns
+        -------
+        C : ndarray, shape (L M, q)
+            ``C = A X`` (site-major rows).
+        P : ndarray, shape (L M, q)
+            ``softmax(C V^T)``, the model's conditionals at every (site, sequence).
+        nll : float
+            The summed negative log-likelihood of the training colours.
+        """
+        return self._forward(A, V, self.X, self.tgt, self.M)
 
     def _forward(self, A, V, X, tgt, n):
         """``C`` (L n, q), ``P = softmax(Z)`` (L n, q) and the summed negative log-likelihood."""
@@ -286,7 +320,7 @@ def _trust_region_step(w: np.ndarray, U: np.ndarray, gt: np.ndarray, radius: flo
     return U @ step(hi)
 
 
-def _newton_dense(problem: _FAProblem, x: np.ndarray, *, gtol: float, max_iter: int,
+def _newton_dense(problem: FactoredAttentionProblem, x: np.ndarray, *, gtol: float, max_iter: int,
                   record: Callable) -> tuple[np.ndarray, int, str]:
     """Trust-region Newton with the exact dense Hessian (linear variant) until
     ``|grad F| max(|x|, 1) <= gtol``; returns the point, the iterations and a message."""
@@ -335,7 +369,7 @@ def _row_softmax(B: np.ndarray) -> np.ndarray:
     return softmax(Bm, axis=1)
 
 
-def _history_recorder(problem: _FAProblem, monitor) -> tuple[list, list, Callable]:
+def _history_recorder(problem: FactoredAttentionProblem, monitor) -> tuple[list, list, Callable]:
     hist: list[float] = []
     mon: list[float] = []
 
@@ -347,72 +381,40 @@ def _history_recorder(problem: _FAProblem, monitor) -> tuple[list, list, Callabl
     return hist, mon, record
 
 
-@dataclass
-class FitInfo:
-    """How a fit went.
-
-    Attributes
-    ----------
-    variant, method : str
-        ``"linear"``/``"softmax"`` (``"full"`` for ``FullCouplingPotts``) and ``"lbfgs"``/``"sgd"``.
-    lam : float
-        Regularisation strength (see the module docstring for its scaling).
-    n_iter : int
-        L-BFGS iterations (plus Newton iterations, see ``newton_iter``) or SGD epochs.
-    converged : bool
-        Factored attention: the final point is stationary, ``stationarity <= gtol`` (measured,
-        for every method). ``FullCouplingPotts``: L-BFGS's own convergence flag.
-    message : str
-        The optimisers' messages.
-    objective : float
-        Final value of the penalised objective ``F``.
-    train_loss : float
-        Unpenalised MLM loss on the training sequences.
-    history : ndarray
-        Training MLM loss after each iteration (L-BFGS, then Newton) or epoch (SGD).
-    monitor_history : ndarray
-        MLM loss on ``monitor`` sequences at the same points (empty if none were given).
-    logits : ndarray or None
-        Softmax variant: the fitted attention logits ``S`` (L, L).
-    gradient_norm : float or None
-        ``|grad F|`` (Euclidean, per training sequence) at the returned parameters ``x`` (for
-        ``FullCouplingPotts``: of its own objective, at the couplings L-BFGS returned).
-    stationarity : float or None
-        ``|grad F| max(|x|, 1)``: a bound on the first-order change of ``F`` (nats per sequence)
-        under any move of the parameters by up to their own size.
-    newton_iter : int
-        Trust-region Newton-CG iterations after L-BFGS (linear variant; 0 if none were needed).
-    init : str
-        ``"random"`` or ``"mean-field"``.
-    """
-
-    variant: str
-    method: str
-    lam: float
-    n_iter: int
-    converged: bool
-    message: str
-    objective: float
-    train_loss: float
-    history: np.ndarray = field(repr=False)
-    monitor_history: np.ndarray = field(repr=False)
-    logits: np.ndarray | None = field(default=None, repr=False)
-    gradient_norm: float | None = None
-    stationarity: float | None = None
-    newton_iter: int = 0
-    init: str = "random"
-
-
-def _stationarity(problem: _FAProblem, x: np.ndarray) -> tuple[float, np.ndarray, float]:
+def _stationarity(problem: FactoredAttentionProblem, x: np.ndarray) -> tuple[float, np.ndarray, float]:
     f, g = problem.loss_grad(x)
     gn = float(np.linalg.norm(g))
     return f, g, gn * max(float(np.linalg.norm(x)), 1.0)
 
 
-def _run_lbfgs(problem: _FAProblem, x0, *, max_iter: int, tol: float, monitor, gtol: float,
-               newton_iter: int, init: str):
+def fit_lbfgs(problem: FactoredAttentionProblem, x0: np.ndarray, *, max_iter: int, tol: float,
+              monitor: np.ndarray | None, gtol: float, newton_iter: int, init: str
+              ) -> tuple[np.ndarray, FitInfo]:
     """L-BFGS from ``x0`` (``V`` column-centred first); if ``stationarity > gtol`` after it, the
-    linear variant is rebalanced and polished by trust-region Newton-CG (exact ``hessp``)."""
+    linear variant is rebalanced and polished by trust-region Newton (dense or CG).
+
+    Parameters
+    ----------
+    problem : FactoredAttentionProblem
+    x0 : ndarray
+        Packed start (:meth:`FactoredAttentionProblem.pack`).
+    max_iter, tol : int, float
+        L-BFGS's iteration limit and relative tolerance on ``F`` (``ftol``).
+    monitor : ndarray or None
+        Sequences whose MLM loss is recorded after every iteration.
+    gtol : float
+        Stationarity accepted without the Newton polish (and reported as ``converged``).
+    newton_iter : int
+        Most Newton iterations of the polish (0: none).
+    init : str
+        How ``x0`` was made (recorded in the :class:`FitInfo`).
+
+    Returns
+    -------
+    x : ndarray
+        The packed parameters.
+    info : FitInfo
+    """
     hist, mon, record = _history_recorder(problem, monitor)
     res = optimize.minimize(
         problem.loss_grad,
@@ -445,7 +447,7 @@ def _run_lbfgs(problem: _FAProblem, x0, *, max_iter: int, tol: float, monitor, g
                         newton_iter=n_newton)
 
 
-def _run_sgd(problem: _FAProblem, x0, gen, *, epochs: int, batch_size: int, lr: float, monitor,
+def _run_sgd(problem: FactoredAttentionProblem, x0, gen, *, epochs: int, batch_size: int, lr: float, monitor,
              gtol: float, init: str):
     hist, mon, record = _history_recorder(problem, monitor)
     x = problem.centre_columns(x0)
@@ -469,7 +471,7 @@ def _run_sgd(problem: _FAProblem, x0, gen, *, epochs: int, batch_size: int, lr: 
                         hist=hist, mon=mon, init=init)
 
 
-def _fit_info(problem: _FAProblem, x, method: str, f, g, stat, *, gtol: float, n_iter: int,
+def _fit_info(problem: FactoredAttentionProblem, x, method: str, f, g, stat, *, gtol: float, n_iter: int,
               message: str, hist, mon, init: str, newton_iter: int | None = None) -> FitInfo:
     """The :class:`FitInfo` of a finished fit; ``converged`` is the measured stationarity test."""
     extra = {} if newton_iter is None else {"newton_iter": newton_iter}

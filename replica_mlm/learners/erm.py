@@ -12,10 +12,16 @@ lam p-strong convexity of the objective,
 * non-smooth losses (hinge, absolute): sqrt(2 gap / (lam p)), gap = primal - dual objective at
   w_hat = X^T a / (lam p) and its dual point a.
 
+The loss and the channel are the theory's own objects (:class:`replica_mlm.losses.Loss`,
+:class:`replica_mlm.theory.sides.channels.Channel`, resolved from names by their ``resolve``).
+A loss without a specialised solver (e.g. :meth:`Loss.from_sympy`) is fitted by the generic
+solver :func:`fit_generic`: damped Newton with the loss's sympy derivatives ``loss'`` and
+``loss''``, certified by |grad F| / (lam p) (it needs a loss differentiable in z).
+
 Solvers: square loss by one Gram matrix for every lam
 (:func:`~replica_mlm.learners.simulate.ridge_path`); logistic
-by scikit-learn's ``LogisticRegression(C = 1 / (lam p), fit_intercept=False)`` (sklearn minimises
-``C sum loss + |w|^2 / 2``, the same objective divided by lam p); Huber by a semi-smooth Newton
+by the learners' one logistic fitter (:func:`replica_mlm.learners.logistic.fit_binary`, Newton's
+method with backtracking); Huber by a semi-smooth Newton
 method (the objective is piecewise quadratic, so Newton terminates exactly); hinge and absolute by
 their dual box-constrained quadratic programmes
 
@@ -27,65 +33,66 @@ on either side of it) that the approximate solution identifies (scikit-learn's `
 tried for the hinge loss: at C = 1 / (lam p) with lam = 1e-3, p = 300 liblinear needed ~40 s per fit
 and still left a certified error ~1e-4). Test quantities are computed exactly
 from the overlaps m = w*^T Sigma w_hat, q = w_hat^T Sigma w_hat, rho = w*^T Sigma w*, without a test
-sample (:func:`test_quantities`).
+sample (:func:`test_quantities`, the theory's own integrals of
+:mod:`replica_mlm.theory.sides.energetic`).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import warnings
 
 import numpy as np
-from scipy import integrate, optimize, special
+from scipy import optimize, special
 
-#: label channels: Gaussian noise, sign of the noisy teacher field, logistic (no extra noise)
+from replica_mlm.learners import logistic
+from replica_mlm.theory.sides import channels, energetic, losses
+from replica_mlm.theory.sides.losses import Absolute, Hinge, Huber, Logistic, Loss, Square
+
+#: label channels simulate draws labels from: Gaussian noise, sign of the noisy teacher field,
+#: logistic (no extra noise)
 CHANNELS = ("gaussian", "sign", "logit")
-#: losses with a default instance known by name
-LOSSES = ("square", "absolute", "huber", "logistic", "hinge")
-
-_QUAD = {"epsabs": 1e-13, "epsrel": 1e-12, "limit": 400}
-_GH_NODES = 80
-
-
-# --- loss and channel names ----------------------------------------------------------------
+#: the losses with a specialised solver (any other convex loss: :func:`fit_generic`)
+SPECIALISED = {Square: "square", Absolute: "absolute", Huber: "huber", Logistic: "logistic",
+               Hinge: "hinge"}
+#: the generic solver's target: ``norm(grad F) / (lam p) <= GENERIC_TOL max(1, norm(w))``
+GENERIC_TOL = 1e-12
 
 
-def loss_spec(loss) -> tuple[str, float]:
-    """(name, huber delta) of a loss given by name or as an object with a ``name`` (and ``delta``)."""
-    if isinstance(loss, str):
-        name, delta = loss.lower(), 1.0
-    else:
-        name = getattr(loss, "name", None)
-        if not isinstance(name, str):
-            raise ValueError(f"loss must be one of {LOSSES} or a loss object of rm.losses, got {loss!r}")
-        name, delta = name.lower(), float(getattr(loss, "delta", 1.0))
-        if name.startswith("huber"):  # rm.losses.Huber(delta) is named "huber(delta=...)"
-            name = "huber"
-    if name not in LOSSES:
-        raise ValueError(f"ERM simulations support the losses {LOSSES}, got {loss!r}")
-    if name == "huber" and not (math.isfinite(delta) and delta > 0):
-        raise ValueError(f"Huber delta must be finite and > 0, got {delta}")
-    return name, delta
+# --- loss and channel objects ------------------------------------------------------------
 
 
-def check_channel(channel, loss_name: str) -> str:
-    """A known channel compatible with the loss (:func:`replica_mlm.theory.sides.channels.check_pair`),
-    or ValueError."""
-    if not isinstance(channel, str) or channel not in CHANNELS:
+def solver_of(loss: Loss) -> str:
+    """The specialised solver of a loss (``"square"``, ``"absolute"``, ``"huber"``,
+    ``"logistic"``, ``"hinge"``), or ``"generic"`` (:func:`fit_generic`)."""
+    return SPECIALISED.get(type(loss), "generic")
+
+
+def _delta(loss: Loss) -> float:
+    return float(loss.delta) if isinstance(loss, Huber) else 1.0
+
+
+def check_channel(channel, loss: Loss):
+    """The theory's :class:`~replica_mlm.theory.sides.channels.Channel` of a name or a Channel,
+    one simulate can draw labels from (:data:`CHANNELS`) and compatible with the loss
+    (:func:`replica_mlm.theory.sides.channels.check_pair`); else ValueError (TypeError for a wrong type)."""
+    if isinstance(channel, str) and channel.strip().lower() not in CHANNELS:
         raise ValueError(f"channel must be one of {CHANNELS}, got {channel!r}")
-    from replica_mlm.theory.sides import channels, losses
-    # the theory layer's one rule on loss/channel pairs (the named losses: no sympy)
-    channels.check_pair(losses.resolve(loss_name), channels.resolve(channel))
-    return channel
+    resolved = channels.resolve(channel)
+    if resolved.name not in CHANNELS or resolved is not channels.resolve(resolved.name):
+        raise ValueError(f"channel must be one of {CHANNELS} (simulate draws labels of these only), "
+                         f"got {channel!r}")
+    channels.check_pair(loss, resolved)
+    return resolved
 
 
-def labels(nu: np.ndarray, noisy: np.ndarray, channel: str, gen: np.random.Generator) -> np.ndarray:
+def labels(nu: np.ndarray, noisy: np.ndarray, channel, gen: np.random.Generator) -> np.ndarray:
     """Labels from the teacher field nu: gaussian -> ``noisy`` = nu + sigma eps; sign -> its sign;
-    logit -> +1 with probability 1 / (1 + exp(-nu)) (one uniform draw per sample from ``gen``)."""
-    if channel == "gaussian":
+    logit -> +1 with probability 1 / (1 + exp(-nu)) (one uniform draw per sample from ``gen``).
+    ``channel`` is a Channel or its name."""
+    name = getattr(channel, "name", channel)
+    if name == "gaussian":
         return noisy
-    if channel == "sign":
+    if name == "sign":
         return np.where(noisy >= 0, 1.0, -1.0)
     return np.where(gen.random(nu.shape) < special.expit(nu), 1.0, -1.0)
 
@@ -93,42 +100,62 @@ def labels(nu: np.ndarray, noisy: np.ndarray, channel: str, gen: np.random.Gener
 # --- pointwise losses ------------------------------------------------------------------------
 
 
-def pointwise(name: str, delta: float, y, z) -> np.ndarray:
-    """loss(y, z) elementwise (square is (y - z)^2 / 2)."""
+def pointwise(loss: Loss, y, z) -> np.ndarray:
+    """loss(y, z) elementwise (square is (y - z)^2 / 2); numpy closed forms for the specialised
+    losses, the loss's compiled sympy expression otherwise."""
     y, z = np.asarray(y, dtype=float), np.asarray(z, dtype=float)
+    name = solver_of(loss)
     if name == "square":
         return 0.5 * (y - z) ** 2
     if name == "absolute":
         return np.abs(y - z)
     if name == "huber":
+        delta = _delta(loss)
         r = np.abs(y - z)
         return np.where(r <= delta, 0.5 * r * r, delta * r - 0.5 * delta * delta)
     if name == "logistic":
         return np.logaddexp(0.0, -y * z)
-    return np.maximum(0.0, 1.0 - y * z)
-
-
-def _kinks(name: str, delta: float) -> tuple[float, ...]:
-    """Points in z where loss(+1, z) or loss(-1, z) is not smooth (breakpoints for quadrature)."""
     if name == "hinge":
-        return (-1.0, 1.0)
-    if name == "absolute":
-        return (-1.0, 1.0)
-    if name == "huber":
-        return (-1.0 - delta, -1.0 + delta, 1.0 - delta, 1.0 + delta)
-    return ()
+        return np.maximum(0.0, 1.0 - y * z)
+    return np.array(loss.value(y, z))
 
 
 # --- solvers ---------------------------------------------------------------------------------
 
 
-def fit(x: np.ndarray, y: np.ndarray, lam: np.ndarray, name: str, delta: float
-        ) -> tuple[np.ndarray, np.ndarray]:
+def fit(x: np.ndarray, y: np.ndarray, lam: np.ndarray, loss: Loss | str, delta: float | None = None, *,
+        generic: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Minimisers for every lam (> 0, warm-started in increasing order) and their certificates.
 
-    Returns ``(w, bound)`` of shapes (p, k) and (k,): ``bound[j]`` >= |w[:, j] - w_exact(lam_j)|.
+    Parameters
+    ----------
+    x, y : ndarray, shapes (n, p) and (n,)
+    lam : ndarray, shape (k,)
+    loss : Loss or str
+        A Loss or a name (:func:`replica_mlm.theory.sides.losses.resolve`). The specialised solver
+        of :func:`solver_of` is used, else :func:`fit_generic`.
+    delta : float, optional
+        Only with the name ``"huber"``: the loss ``Huber(delta)``. (The validation code's old
+        positional ``(name, delta)`` form; a Loss object carries its own delta.)
+    generic : bool
+        Force :func:`fit_generic` also for a loss with a specialised solver.
+
+    Returns
+    -------
+    w : ndarray, shape (p, k)
+    bound : ndarray, shape (k,)
+        ``bound[j] >= |w[:, j] - w_exact(lam_j)|``.
     """
+    loss = losses.resolve(loss)
+    if delta is not None and delta != _delta(loss):
+        if not isinstance(loss, Huber):
+            raise ValueError(f"delta is the Huber loss's parameter, got delta={delta!r} with the "
+                             f"{loss.name} loss")
+        loss = Huber(delta)
     _n, p = x.shape
+    name = "generic" if generic else solver_of(loss)
+    if name == "generic":
+        require_differentiable(loss, y)
     w = np.zeros((p, lam.size))
     bound = np.empty(lam.size)
     start = np.zeros(p)
@@ -137,19 +164,23 @@ def fit(x: np.ndarray, y: np.ndarray, lam: np.ndarray, name: str, delta: float
         if name == "logistic":
             wj = _fit_logistic(x, y, lp, start)
         elif name == "huber":
-            wj = _fit_huber(x, y, lp, delta, start)
+            wj = _fit_huber(x, y, lp, loss, start)
+        elif name == "generic":
+            wj = fit_generic(x, y, lp, loss, start)
         else:
             wj, bound[j] = _fit_dual_box(x, y, lp, name, start)
-        if name in ("logistic", "huber"):
-            bound[j] = np.linalg.norm(gradient(x, y, wj, lp, name, delta)) / lp
+        if name in ("logistic", "huber", "square"):
+            bound[j] = np.linalg.norm(gradient(x, y, wj, lp, loss)) / lp
+        elif name == "generic":
+            bound[j] = np.linalg.norm(_generic_gradient(x, y, wj, lp, loss)) / lp
         w[:, j] = wj
         start = wj
     return w, bound
 
 
-def primal(x, y, w, lp: float, name: str, delta: float) -> float:
+def primal(x, y, w, lp: float, loss: Loss) -> float:
     """sum_mu loss(y_mu, w . x_mu) + (lp / 2) |w|^2."""
-    return float(np.sum(pointwise(name, delta, y, x @ w)) + 0.5 * lp * (w @ w))
+    return float(np.sum(pointwise(loss, y, x @ w)) + 0.5 * lp * (w @ w))
 
 
 def dual(x, y, a, lp: float) -> float:
@@ -158,16 +189,95 @@ def dual(x, y, a, lp: float) -> float:
     return float(a @ y - 0.5 * (v @ v) / lp)
 
 
-def gradient(x, y, w, lp: float, name: str, delta: float) -> np.ndarray:
-    """Gradient of the primal objective for the smooth losses."""
+def gradient(x, y, w, lp: float, loss: Loss) -> np.ndarray:
+    """Gradient of the primal objective for the smooth losses (the loss's ``loss'`` for a loss
+    without a specialised solver)."""
+    name = solver_of(loss)
+    if name == "generic":
+        return _generic_gradient(x, y, w, lp, loss)
     z = x @ w
     if name == "logistic":
         dz = -y * special.expit(-y * z)
     elif name == "huber":
+        delta = _delta(loss)
         dz = -np.clip(y - z, -delta, delta)
     else:  # square
         dz = z - y
     return x.T @ dz + lp * w
+
+
+def _generic_gradient(x, y, w, lp: float, loss: Loss) -> np.ndarray:
+    return x.T @ _finite(loss.d1(y, x @ w), loss, "loss'") + lp * w
+
+
+def _finite(values: np.ndarray, loss: Loss, what: str) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"the {loss.name} loss's {what} is not finite at some training point: "
+                         "simulate needs a loss finite with its derivatives on the data")
+    return values
+
+
+def require_differentiable(loss: Loss, y: np.ndarray) -> None:
+    """ValueError unless ``loss'`` is continuous in z at every kink candidate sympy finds for the labels.
+
+    :func:`fit_generic`'s certificate |grad F| / (lam p) needs a differentiable loss; hinge-like
+    and absolute-like losses have their exact dual solvers (by name).
+    """
+    labels_ = np.unique(np.asarray(y, dtype=float))
+    for k in loss.kink_points(labels_):
+        ok = np.isfinite(k)
+        if not ok.any():
+            continue
+        yk, kk = labels_[ok], k[ok]
+        h = 1e-7 * np.maximum(1.0, np.abs(kk))
+        left, right = loss.d1(yk, kk - h), loss.d1(yk, kk + h)
+        jump = np.abs(right - left)
+        scale = 1.0 + np.abs(left) + np.abs(right)
+        bad = jump > 1e-4 * scale
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(
+                f"simulate fits the {loss.name} loss by its generic Newton solver, which needs a loss "
+                f"differentiable in z; loss' jumps by {jump[i]:.3g} at z = {kk[i]:.6g} (y = {yk[i]:g}). "
+                "Non-smooth losses are simulated by name: 'hinge', 'absolute'")
+
+
+def fit_generic(x: np.ndarray, y: np.ndarray, lp: float, loss: Loss, start: np.ndarray, *,
+                max_iter: int = 200) -> np.ndarray:
+    """Minimiser of ``sum_mu loss(y_mu, w . x_mu) + (lp / 2) |w|^2`` for any convex loss
+    differentiable in z: Newton's method with Armijo backtracking, the gradient
+    ``X^T loss'(y, X w) + lp w`` and the Hessian ``X^T diag(loss''(y, X w)) X + lp I`` from the
+    loss's sympy derivatives (semi-smooth Newton where ``loss''`` jumps, as Huber's does).
+
+    Stops when ``|grad| / lp <= GENERIC_TOL max(1, |w|)`` (the certified distance to the
+    minimiser, by lp-strong convexity), or when a step no longer changes ``w``.
+    """
+    p = x.shape[1]
+    w = start.copy()
+    f = primal(x, y, w, lp, loss)
+    for _ in range(max_iter):
+        z = x @ w
+        g = x.T @ _finite(loss.d1(y, z), loss, "loss'") + lp * w
+        if np.linalg.norm(g) / lp <= GENERIC_TOL * max(1.0, float(np.linalg.norm(w))):
+            break
+        curv = _finite(loss.d2(y, z), loss, "loss''")
+        if np.any(curv < 0):
+            raise ValueError(f"the {loss.name} loss is not convex in z on the data (loss'' = "
+                             f"{float(curv.min()):.3g} < 0)")
+        step = -np.linalg.solve((x.T * curv) @ x + lp * np.eye(p), g)
+        t, slope = 1.0, float(g @ step)
+        while True:
+            cand = w + t * step
+            fc = primal(x, y, cand, lp, loss)
+            if fc <= f + 1e-4 * t * slope or t < 1e-12:
+                break
+            t *= 0.5
+        if np.max(np.abs(cand - w)) <= 4 * np.finfo(float).eps * max(1.0, float(np.max(np.abs(w)))):
+            w = cand
+            break
+        w, f = cand, fc
+    return w
 
 
 def _box(y, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -200,38 +310,32 @@ def gap_bound(x, y, w, lp: float, name: str, tol: float = 1e-7) -> float:
         fitted = lsq_linear(x[kink].T, target, bounds=(lo[kink], hi[kink]), method="bvls",
                             tol=1e-15, lsmr_tol=None)
         a[kink] = np.clip(fitted.x, lo[kink], hi[kink])
-    gap = primal(x, y, w, lp, name, 1.0) - dual(x, y, a, lp)
+    gap = primal(x, y, w, lp, losses.resolve(name)) - dual(x, y, a, lp)
     return math.sqrt(2.0 * max(gap, 0.0) / lp)
 
 
 def _fit_logistic(x, y, lp: float, start: np.ndarray) -> np.ndarray:
-    from sklearn.linear_model import LogisticRegression
-
+    """:func:`replica_mlm.learners.logistic.fit_binary` (Newton's method, from 0 as before)."""
     if np.unique(y).size < 2:
         raise ValueError("every training label has the same sign: use more samples")
-    clf = LogisticRegression(C=1.0 / lp, fit_intercept=False, tol=1e-12, max_iter=10_000,
-                             solver="newton-cholesky")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a ConvergenceWarning is a failure, not a footnote
-        clf.fit(x, y)
-    # sklearn codes the classes in sorted order (-1, +1): coef_ is the weight of class +1
-    return clf.coef_[0].astype(float)
+    return logistic.fit_binary(x, y, lp)[0]
 
 
-def _fit_huber(x, y, lp: float, delta: float, start: np.ndarray, max_iter: int = 200) -> np.ndarray:
+def _fit_huber(x, y, lp: float, huber: Huber, start: np.ndarray, max_iter: int = 200) -> np.ndarray:
     """Semi-smooth Newton with backtracking. The objective is quadratic on each set of samples
     with |residual| <= delta, so a full step that keeps that set unchanged lands on the minimiser."""
+    delta = huber.delta
     w = start.copy()
-    f = primal(x, y, w, lp, "huber", delta)
+    f = primal(x, y, w, lp, huber)
     for _ in range(max_iter):
-        g = gradient(x, y, w, lp, "huber", delta)
+        g = gradient(x, y, w, lp, huber)
         inside = np.abs(y - x @ w) <= delta
         xa = x[inside]
         step = -np.linalg.solve(xa.T @ xa + lp * np.eye(x.shape[1]), g)
         t = 1.0
         while True:
             cand = w + t * step
-            fc = primal(x, y, cand, lp, "huber", delta)
+            fc = primal(x, y, cand, lp, huber)
             if fc <= f + 1e-4 * t * (g @ step) or t < 1e-12:
                 break
             t *= 0.5
@@ -239,7 +343,7 @@ def _fit_huber(x, y, lp: float, delta: float, start: np.ndarray, max_iter: int =
         w, f = cand, fc
         if t == 1.0 and same_set:
             # one more exact Newton step on the (unchanged) quadratic piece removes rounding
-            g = gradient(x, y, w, lp, "huber", delta)
+            g = gradient(x, y, w, lp, huber)
             return w - np.linalg.solve(xa.T @ xa + lp * np.eye(x.shape[1]), g)
     return w
 
@@ -300,114 +404,18 @@ def _partition_solve(x, y, w, lp, name, tol, lo, hi):
 # --- exact test quantities from the overlaps ---------------------------------------------------
 
 
-def positive_probability(channel: str, noise: float):
-    """nu -> P_out(+1 | nu) for the binary channels."""
-    if channel == "sign":
-        if noise == 0.0:
-            return lambda nu: np.where(nu > 0, 1.0, np.where(nu < 0, 0.0, 0.5))
-        s = math.sqrt(noise)
-        return lambda nu: special.ndtr(nu / s)
-    return special.expit
-
-
-def _gh(nodes: int):
-    z, wt = np.polynomial.hermite_e.hermegauss(nodes)
-    return z, wt / math.sqrt(2.0 * math.pi)
-
-
-def test_quantities(m: float, q: float, rho: float, noise: float, name: str, delta: float,
-                    channel: str, *, nodes: int = _GH_NODES) -> tuple[float, float]:
+def test_quantities(m: float, q: float, rho: float, noise: float, loss: Loss, channel
+                    ) -> tuple[float, float]:
     """(eg, test_loss) of an estimator with overlaps (m, q) on a fresh sample, computed exactly.
 
     The fields (nu, lambda) = (w* . x, w_hat . x) are jointly Gaussian with Var nu = rho,
-    Var lambda = q, Cov = m. eg: gaussian ``rho + sigma^2 - 2m + q``; sign
-    ``arccos(m / sqrt(q (rho + sigma^2))) / pi``; logit ``2 E[sigmoid(-nu) Phi(c nu)]``,
-    c = m / (rho sqrt(q - m^2 / rho)), by adaptive quadrature. test_loss = E loss(y, lambda):
-    gaussian channel, a 1-d integral over the residual y - lambda ~ N(0, eg); binary channels,
-    a 1-d adaptive integral over lambda (split at the loss's kinks) of
-    ``P(+1 | lambda) loss(+1, lambda) + P(-1 | lambda) loss(-1, lambda)``, where
-    P(+1 | lambda) is ``Phi(m lambda / q / sqrt(rho - m^2/q + sigma^2))`` (sign) or a
-    Gauss-Hermite average of the sigmoid over nu | lambda (logit, ``nodes`` nodes).
+    Var lambda = q, Cov = m; both are the theory's integrals
+    (:func:`replica_mlm.theory.sides.energetic.error` and
+    :func:`~replica_mlm.theory.sides.energetic.test_loss`). At q <= 0 (w_hat = 0, lambda = 0
+    surely) a binary channel's eg is 1/2 (sign(0) is a coin flip) and the gaussian one's rho + sigma^2.
     """
-    if q <= 0.0:  # w_hat = 0: lambda = 0 surely
-        if channel == "gaussian":
-            eg = rho + noise
-            return eg, _residual_loss(eg, name, delta)
-        return 0.5, float(0.5 * (pointwise(name, delta, 1.0, 0.0) + pointwise(name, delta, -1.0, 0.0)))
-    if channel == "gaussian":
-        eg = rho + noise - 2.0 * m + q
-        return eg, _residual_loss(eg, name, delta)
-    cond_var = max(rho - m * m / q, 0.0)  # Var(nu | lambda)
-    slope = m / q  # E[nu | lambda] = slope * lambda
-    if channel == "sign":
-        eg = math.acos(max(-1.0, min(1.0, m / math.sqrt(q * (rho + noise))))) / math.pi
-        spread = math.sqrt(cond_var + noise)
-
-        def p_plus(lam_):
-            return special.ndtr(slope * lam_ / spread) if spread > 0 else float(lam_ * slope > 0)
-    else:
-        eg = _logit_error(m, q, rho)
-        z, wt = _gh(nodes)
-        sd = math.sqrt(cond_var)
-
-        def p_plus(lam_):
-            return float(wt @ special.expit(slope * lam_ + sd * z))
-    sq = math.sqrt(q)
-
-    def integrand(lam_):
-        pp = p_plus(lam_)
-        mix = pp * pointwise(name, delta, 1.0, lam_) + (1.0 - pp) * pointwise(name, delta, -1.0, lam_)
-        return float(mix) * math.exp(-0.5 * lam_ * lam_ / q) / (sq * math.sqrt(2 * math.pi))
-
-    return eg, _line_integral(integrand, _kinks(name, delta), scale=sq)
-
-
-def _line_integral(fn, kinks, *, scale: float) -> float:
-    """int_R fn, split at the kinks (and 0), over a Gaussian of standard deviation ``scale``."""
-    cut = 40.0 * scale
-    pts = sorted({0.0, *[k for k in kinks if -cut < k < cut]})
-    edges = [-cut, *pts, cut]
-    total = 0.0
-    for lo, hi in itertools.pairwise(edges):
-        val, _ = integrate.quad(fn, lo, hi, **_QUAD)
-        total += val
-    return total
-
-
-def _residual_loss(var: float, name: str, delta: float) -> float:
-    """E loss(r) for a residual r = y - lambda ~ N(0, var) (regression losses, gaussian channel)."""
-    if name == "square":
-        return 0.5 * var
-    s = math.sqrt(var)
-    if name == "absolute":
-        return s * math.sqrt(2.0 / math.pi)
-    # Huber: E[r^2/2; |r|<=d] + E[d|r| - d^2/2; |r|>d], in closed form with u = d / s
-    u = delta / s
-    phi_u = math.exp(-0.5 * u * u) / math.sqrt(2 * math.pi)
-    tail = special.ndtr(-u)
-    inner = 0.5 * var * (1.0 - 2.0 * tail - 2.0 * u * phi_u)
-    outer = 2.0 * (delta * s * phi_u) - delta * delta * tail
-    return float(inner + outer)
-
-
-def _logit_error(m: float, q: float, rho: float) -> float:
-    """P(y != sign(lambda)) for the logit channel: 2 E_nu[sigmoid(-nu) P(lambda > 0 | nu)]."""
-    if rho == 0.0:
-        return 0.5
-    cond = q - m * m / rho  # Var(lambda | nu)
-    sr = math.sqrt(rho)
-    if cond <= 0.0:
-        def fn(v):
-            return (special.expit(-sr * v) * (1.0 if m * v > 0 else 0.0))
-    else:
-        c = m / rho / math.sqrt(cond)
-
-        def fn(v):
-            return special.expit(-sr * v) * special.ndtr(c * sr * v)
-
-    total = 0.0
-    for lo, hi in ((-math.inf, 0.0), (0.0, math.inf)):
-        val, _ = integrate.quad(lambda v: fn(v) * math.exp(-0.5 * v * v) / math.sqrt(2 * math.pi), lo, hi,
-                                **_QUAD)
-        total += val
-    return 2.0 * total
+    channel = channels.resolve(channel)
+    tl = energetic.test_loss(loss, channel, q=q, m=m, rho=rho, noise=noise)
+    if q <= 0.0:
+        return (rho + noise if channel.labels == "real" else 0.5), tl
+    return energetic.error(channel, q=q, m=m, rho=rho, noise=noise), tl

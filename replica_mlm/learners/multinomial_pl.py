@@ -7,8 +7,9 @@ minimises
 
     sum_mu CE(y_mu, P W^T x_mu) + (lam p / 2) |W|_F^2
 
-by Newton's method with backtracking on the ``d K`` unknowns and certifies the result by its
-Karush-Kuhn-Tucker residual. (The unreduced q-class fit of scikit-learn,
+by the learners' one logistic fitter (:func:`replica_mlm.learners.logistic.fit`: Newton's method
+with backtracking on the ``d K`` unknowns) and certifies the result by its Karush-Kuhn-Tucker
+residual. (The unreduced q-class fit of scikit-learn,
 ``LogisticRegression(C = 1 / (lam p), fit_intercept=False)``, is the same estimator:
 ``W = coef_^T P``; the tests check it.) :func:`simulate_site` draws Boltzmann sequences and
 measures the test cross-entropy and error rate with the exact conditional of the model averaged
@@ -18,9 +19,10 @@ analytically over the masked colour (Rao-Blackwellised), and ``|W - W*|_F^2``.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_softmax, softmax
+from scipy.special import log_softmax
 
 from replica_mlm import _checks
+from replica_mlm.learners import logistic
 
 #: largest KKT residual ``max |grad| / (1 + lam p max |W|)`` accepted
 KKT_TOL = 1e-9
@@ -28,41 +30,9 @@ KKT_TOL = 1e-9
 
 def fit(x: np.ndarray, y: np.ndarray, P: np.ndarray, lam: float, p: int, *,
         warm_start: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-    """``W`` (d, K) of the penalised multinomial fit and its KKT residual; ValueError above KKT_TOL."""
-    n, d = x.shape
-    K = P.shape[1]
-    W = np.zeros((d, K)) if warm_start is None else np.array(warm_start, dtype=float)
-    Y = P[y]  # (n, K): P^T e_y
-    reg = lam * p
-
-    def objective(Wt):
-        z = x @ Wt @ P.T
-        return float(-log_softmax(z, axis=1)[np.arange(n), y].sum() + reg / 2 * np.sum(Wt * Wt))
-
-    def gradient(Wt):
-        s = softmax(x @ Wt @ P.T, axis=1)
-        return x.T @ (s @ P - Y) + reg * Wt, s
-
-    f0 = objective(W)
-    for _ in range(200):
-        g, s = gradient(W)
-        sp = s @ P  # (n, K)
-        # Hessian of the data term: sum_mu (P^T (diag s - s s^T) P) kron x x^T
-        A = np.einsum("nc,ca,cb->nab", s, P, P) - sp[:, :, None] * sp[:, None, :]
-        H = np.einsum("nab,ni,nj->iajb", A, x, x).reshape(d * K, d * K) + reg * np.eye(d * K)
-        step = np.linalg.solve(H, g.ravel()).reshape(d, K)
-        t = 1.0
-        while True:
-            trial = W - t * step
-            f1 = objective(trial)
-            if f1 <= f0 + 1e-13 * abs(f0) or t < 1e-10:
-                break
-            t /= 2
-        W, f0 = trial, f1
-        if np.max(np.abs(t * step)) <= 1e-14 * (1.0 + np.max(np.abs(W))):
-            break
-    g, _ = gradient(W)
-    kkt = float(np.max(np.abs(g)) / (1.0 + reg * np.max(np.abs(W))))
+    """``W`` (d, K) of the penalised multinomial fit (:func:`replica_mlm.learners.logistic.fit`,
+    penalty ``lam p``) and its KKT residual; ValueError above KKT_TOL."""
+    W, kkt = logistic.fit(x, y, P, lam * p, warm_start=warm_start)
     if kkt > KKT_TOL:
         raise ValueError(f"multinomial fit did not converge: KKT residual {kkt:.3g} > {KKT_TOL:g}")
     return W, kkt

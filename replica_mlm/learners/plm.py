@@ -7,19 +7,15 @@ is importable from :mod:`replica_mlm.learners.attention` too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from scipy import optimize, sparse
 from scipy.special import log_softmax
 
 from replica_mlm import _checks
 from replica_mlm._checks import finite_array, nonnegative, positive, positive_int
+from replica_mlm.learners.fit_info import FitInfo
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.potts.model import nll_from_logits as _nll
-
-if TYPE_CHECKING:
-    from replica_mlm.learners.attention import FitInfo
 
 __all__ = ["FullCouplingPotts"]
 
@@ -99,8 +95,6 @@ class FullCouplingPotts:
             options={"maxiter": positive_int(max_iter, "max_iter"), "ftol": positive(tol, "tol"),
                      "gtol": 1e-8, "maxcor": 20},
         )
-        from replica_mlm.learners.attention import FitInfo
-
         gnorm = float(np.linalg.norm(res.jac))  # the objective's gradient at res.x
         W = res.x.reshape(L, q, L, q).transpose(0, 2, 1, 3).copy()
         W[np.arange(L), np.arange(L)] = 0.0

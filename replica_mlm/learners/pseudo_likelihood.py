@@ -6,8 +6,8 @@ negative log pseudo-likelihood of that site, i.e. the logistic loss of ``y = s_i
 
     sum_mu log(1 + exp(-y_mu w . x_mu)) + (lam p / 2) |w|^2
 
-with scikit-learn's ``LogisticRegression(C = 1 / (lam p), fit_intercept=False)`` (exact Newton
-steps, ``newton-cholesky``) and checks the Karush-Kuhn-Tucker residual of the returned weights
+with the learners' one logistic fitter (:func:`replica_mlm.learners.logistic.fit_binary`, Newton's
+method) and checks the Karush-Kuhn-Tucker residual of the returned weights
 itself. :func:`site_measures` evaluates the learnt weights on fresh sequences with the exact
 conditional ``P(y | x) = 1 / (1 + exp(-y w* . x))`` averaged analytically over ``y``
 (Rao-Blackwellised), which is what the replica theory predicts for the test cross-entropy and the
@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 
+from replica_mlm.learners import logistic
+
 #: largest KKT residual (max |gradient| of the objective over (lam p)) accepted from the optimiser
 KKT_TOL = 1e-7
 
@@ -27,45 +29,20 @@ def fit_site(x: np.ndarray, y: np.ndarray, lam: float, *, warm_start: np.ndarray
              ) -> tuple[np.ndarray, float]:
     """Weights of l2-penalised logistic regression (penalty ``lam p |w|^2 / 2``) and their KKT residual.
 
+    Fitted by :func:`replica_mlm.learners.logistic.fit_binary` (from ``warm_start`` if given).
     Returns ``(w, kkt)`` where ``kkt = max |grad| / (1 + max |lam p w|)`` of the full objective.
     Raises ValueError if the optimiser stops above :data:`KKT_TOL`.
     """
-    from sklearn.linear_model import LogisticRegression
-
     p = x.shape[1]
     if lam <= 0:
         raise ValueError("pseudo-likelihood fits need lam > 0 (at lam = 0 the minimiser is infinite "
                          "on separable data)")
-    if np.unique(y).size < 2:  # scikit-learn refuses a single class; the objective is still convex
-        w = _newton(x, y, lam, np.zeros(p))
-    else:
-        model = LogisticRegression(C=1.0 / (lam * p), fit_intercept=False, solver="newton-cholesky",
-                                   tol=1e-12, max_iter=500, warm_start=warm_start is not None)
-        if warm_start is not None:
-            model.coef_ = np.asarray(warm_start, dtype=float)[None, :].copy()
-        model.fit(x, y)
-        w = model.coef_[0].copy()
+    w, _ = logistic.fit_binary(x, y, lam * p, warm_start=warm_start)
     grad = -x.T @ (y * expit(-y * (x @ w))) + lam * p * w
     kkt = float(np.max(np.abs(grad)) / (1.0 + lam * p * np.max(np.abs(w))))
     if kkt > KKT_TOL:
         raise ValueError(f"logistic fit did not converge: KKT residual {kkt:.3g} > {KKT_TOL:g}")
     return w, kkt
-
-
-def _newton(x: np.ndarray, y: np.ndarray, lam: float, w: np.ndarray) -> np.ndarray:
-    """Penalised logistic regression by Newton's method from ``w``."""
-    p = x.shape[1]
-    w = w.copy()
-    for _ in range(100):
-        margin = y * (x @ w)
-        grad = -x.T @ (y * expit(-margin)) + lam * p * w
-        weight = expit(margin) * expit(-margin)
-        hess = (x.T * weight) @ x + lam * p * np.eye(p)
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) <= 1e-14 * (1 + np.max(np.abs(w))):
-            break
-    return w
 
 
 def site_measures(x: np.ndarray, teacher: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
 from replica_mlm.stats import mean_stderr
 from replica_mlm.tasks.protocol import DrawnTask
-from replica_mlm.theory.studies.curve import grid
+from replica_mlm.theory.sides import losses
 
 
 @dataclass(frozen=True)
@@ -241,10 +241,13 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     rng : int or numpy.random.Generator
         Seed; sample ``k`` uses the ``k``-th child of ``SeedSequence``-spawned generators, so
         results do not depend on how samples are split across workers.
-    loss : str or loss object, optional
+    loss : str or replica_mlm.losses.Loss, optional
         ``"square"`` (closed form), ``"absolute"``, ``"huber"`` (delta = 1, or a ``Huber(delta)``
-        object), ``"logistic"`` or ``"hinge"``; the estimator minimises
-        ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see :mod:`replica_mlm.learners.erm`).
+        object), ``"logistic"`` or ``"hinge"`` (specialised solvers), or any convex loss
+        differentiable in z, e.g. ``Loss.from_sympy(...)`` (the generic Newton solver with the
+        loss's sympy derivatives, :func:`replica_mlm.learners.erm.fit_generic`); the estimator
+        minimises ``sum_mu loss(y_mu, w . x_mu) + (lam p / 2) |w|^2`` (see
+        :mod:`replica_mlm.learners.erm`). The same Loss objects as :func:`replica_mlm.solve`'s.
         Default: the task's own, from the same place as :func:`replica_mlm.solve`'s
         (:func:`replica_mlm.theory.solve.default_loss`): ``"square"`` for a MaskedSite,
         ``"logistic"`` for an Ising model, ``"cross_entropy"`` for a Potts model with q > 2.
@@ -273,7 +276,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     """
     n_test = _checks.optional(_checks.positive_int, n_test, "n_test")
     if _checks.is_sequence(alpha):
-        alphas = grid(alpha, "alpha")
+        alphas = _checks.grid(alpha, "alpha")
         gens = _checks.as_generator(rng).spawn(alphas.size)
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
                          site=site, n_test=n_test, threads=threads)
@@ -300,13 +303,14 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     if channel is None:
         channel = site.channel
     alpha = _checks.positive(alpha, "alpha")
-    lam = grid(lam, "lam", positive=False)
+    lam = _checks.grid(lam, "lam", positive=False)
     seeds = _seed_count(seeds)
-    name, delta = erm.loss_spec(loss)
-    channel = erm.check_channel(channel, name)
-    if name != "square" and np.any(lam == 0):
+    loss = losses.resolve(loss)
+    solver = erm.solver_of(loss)
+    channel = erm.check_channel(channel, loss)
+    if solver != "square" and np.any(lam == 0):
         raise ValueError(
-            f"lam must be > 0 for the {name} loss: at lam = 0 the minimiser need not exist or be unique "
+            f"lam must be > 0 for the {loss.name} loss: at lam = 0 the minimiser need not exist or be unique "
             "(e.g. logistic regression on linearly separable data, alpha < alpha_c, diverges)"
         )
     p = site.p
@@ -328,25 +332,25 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
             # in the task's own basis (a MaskedSite: the eigenbasis of Sigma), read back by measures
             x, nu, noisy = site.draw(n, gen)
             y = erm.labels(nu, noisy, channel, gen)
-            if name == "square":
+            if solver == "square":
                 w = ridge_path(x, y, lam)
                 out["kkt_residual"][k] = 0.0
             else:
-                w, out["kkt_residual"][k] = erm.fit(x, y, lam, name, delta)
+                w, out["kkt_residual"][k] = erm.fit(x, y, lam, loss)
             z = x @ w
-            if name == "square":
+            if solver == "square":
                 out["train_loss"][k] = np.mean((y[:, None] - z) ** 2, axis=0)
             else:
-                out["train_loss"][k] = np.mean(erm.pointwise(name, delta, y[:, None], z), axis=0)
+                out["train_loss"][k] = np.mean(erm.pointwise(loss, y[:, None], z), axis=0)
             fit = site.measures(w)
             for j in range(lam.size):
                 out["eg"][k, j], out["test_loss"][k, j] = erm.test_quantities(
-                    float(fit["m"][j]), float(fit["q"][j]), rho, noise, name, delta, channel)
-            if channel == "gaussian":  # the exact quadratic form sigma^2 + d^T Sigma d
+                    float(fit["m"][j]), float(fit["q"][j]), rho, noise, loss, channel)
+            if channel.name == "gaussian":  # the exact quadratic form sigma^2 + d^T Sigma d
                 out["eg"][k] = fit["error"]
             out["estimation_error"][k] = fit["estimation_error"]
-    label = f"huber(delta={delta:g})" if name == "huber" else name  # as rm.losses names it
-    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=label, channel=channel, **out)
+    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=loss.name, channel=channel.name,
+                      **out)
 
 
 def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
@@ -357,9 +361,10 @@ def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
 
     require_ising(model, "simulate on a PottsModel")
     site = _model_site(model, site)
-    name, _ = erm.loss_spec(loss)
-    if name != "logistic":
-        raise ValueError(f"the pseudo-likelihood of an Ising site is the logistic loss, got loss={name!r}")
+    loss = losses.resolve(loss)
+    if not isinstance(loss, losses.Logistic):
+        raise ValueError("the pseudo-likelihood of an Ising site is the logistic loss, got "
+                         f"loss={loss.name!r}")
     if channel not in (None, "logit"):
         raise ValueError(f"an Ising site's labels follow the logit channel, got channel={channel!r}")
     lam, seeds, n_test, p, n = _sequence_counts(model, alpha, lam, seeds, n_test)
@@ -408,7 +413,7 @@ def _model_site(model: PottsModel, site) -> int:
 def _sequence_counts(model: PottsModel, alpha, lam, seeds, n_test):
     """Checked lam grid, seeds and n_test, and p = L - 1 and M = round(alpha p) >= 1 sequences."""
     alpha = _checks.positive(alpha, "alpha")
-    lam = grid(lam, "lam")
+    lam = _checks.grid(lam, "lam")
     seeds = _seed_count(seeds)
     n_test = N_TEST if n_test is None else _checks.positive_int(n_test, "n_test")
     p = model.L - 1

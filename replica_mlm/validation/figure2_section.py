@@ -228,7 +228,8 @@ def _fit_record(fa: FactoredAttention, test, W_true) -> dict:
 
 def _polish(st: Fig2Settings, train, x0) -> FactoredAttention:
     """``FactoredAttention.fit``'s L-BFGS and Newton polish from the parameters ``x0``."""
-    from replica_mlm.learners.attention_fit import _FAProblem, _run_lbfgs
+    from replica_mlm.learners.attention_fit import FactoredAttentionProblem as _FAProblem
+    from replica_mlm.learners.attention_fit import fit_lbfgs as _run_lbfgs
 
     problem = _FAProblem(np.asarray(train), st.q, st.lam, "linear")
     x, info = _run_lbfgs(problem, x0, max_iter=st.max_iter, tol=st.lbfgs_tol, monitor=None,
@@ -518,7 +519,7 @@ def factored_gradient(fa: FactoredAttention, train: np.ndarray, *, lam: float) -
     ``(lam p / 2)(|A|^2 + |V|^2)`` on the summed loss); returns the Euclidean norm and the largest
     component of its gradient and the norm of the parameters ``(A off the diagonal, V)``.
     """
-    from replica_mlm.learners.attention import _FAProblem
+    from replica_mlm.learners.attention_fit import FactoredAttentionProblem as _FAProblem
 
     L = fa.attention.shape[0]
     problem = _FAProblem(np.asarray(train), fa.value.shape[0], lam, "linear")
@@ -547,7 +548,7 @@ def finite_sample_excess(fa: FactoredAttention, train: np.ndarray, *, lam: float
         ``trace`` = ``tr(H^-1 G)``, ``expected_excess`` = ``trace / (2 M)`` (nats per sequence),
         ``n_parameters`` and ``M``.
     """
-    from replica_mlm.learners.attention_fit import _FAProblem
+    from replica_mlm.learners.attention_fit import FactoredAttentionProblem as _FAProblem
 
     s = np.asarray(train)
     L, q = fa.attention.shape[0], fa.value.shape[0]

@@ -139,7 +139,19 @@ def hats(loss: Loss, channel: Channel, *, alpha: float, V: float, q: float, m: f
 
 def test_loss(loss: Loss, channel: Channel, *, q: float, m: float, rho: float, noise: float,
               order: int = ORDER) -> float:
-    """``E loss(y, w_hat . x)`` on a fresh sample: (nu, lambda) Gaussian, Var lambda = q, Cov = m."""
+    """``E loss(y, w_hat . x)`` on a fresh sample: (nu, lambda) Gaussian, Var lambda = q, Cov = m.
+
+    At ``q <= 0`` (the student ``w_hat = 0``: ``lambda = 0`` surely) it is ``E_y loss(y, 0)`` over the
+    labels' marginal, ``Z(y; 0, rho)``.
+    """
+    if q <= 0.0:
+        if channel.labels == "binary":
+            return float(sum(channel.partition(label, np.zeros(1), rho, noise)[0][0]
+                             * loss.value(np.array([label]), np.zeros(1))[0] for label in (1.0, -1.0)))
+        zero = np.array([0.0])
+        breaks = [-b[0] for b in loss.kink_points(zero)] if loss.shift_invariant else []
+        yv, c = panels(np.sqrt(float(channel._numeric["var"](0.0, rho, noise))), breaks, order)
+        return float(np.dot(c, loss.value(yv, np.zeros_like(yv))))
     nd = nodes(loss, channel, V=1.0, q=q, m=m, rho=rho, noise=noise, order=order, at="loss")
     return float(np.dot(nd.cz, loss.value(nd.y, nd.w)))
 

@@ -111,16 +111,6 @@ def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = 
     return rm_io.write_csv(path, rows, columns=columns)
 
 
-def grid(values, name: str, *, positive: bool = True) -> np.ndarray:
-    """A 1-d, non-empty, finite grid (strictly positive if ``positive``), or ValueError."""
-    arr = _checks.finite_array(np.atleast_1d(_checks.real_array(values, name)), name, ndim=1)
-    if positive and np.any(arr <= 0):
-        raise ValueError(f"{name} must be > 0 everywhere, min is {arr.min():g}")
-    if not positive and np.any(arr < 0):
-        raise ValueError(f"{name} must be >= 0 everywhere, min is {arr.min():g}")
-    return arr
-
-
 def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, channel=None,
                    **options) -> LearningCurve | list[LearningCurve]:
     """Solve the saddle point at every alpha of a grid, at one ``lam`` or at each of several.
@@ -150,7 +140,8 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
     """
     if _checks.is_sequence(lam):
         return [_learning_curve(task, alpha=alpha, lam=float(lm), method=method, loss=loss,
-                                channel=channel, **options) for lm in grid(lam, "lam", positive=False)]
+                                channel=channel, **options)
+                for lm in _checks.grid(lam, "lam", positive=False)]
     return _learning_curve(task, alpha=alpha, lam=lam, method=method, loss=loss, channel=channel,
                            **options)
 
@@ -184,7 +175,7 @@ def _learning_curve(task, *, alpha, lam, method, loss, channel, **options) -> Le
     """:func:`learning_curve` at one lam."""
     from replica_mlm.theory.sides import channels, losses
     spec = spectrum_of(task)
-    alphas = grid(alpha, "alpha")
+    alphas = _checks.grid(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
     loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel, task)
     fast = loss_obj.is_square and channel_obj.name == "gaussian"

@@ -11,7 +11,6 @@ from replica_mlm import _checks
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory.solve import ConvergenceError, SaddlePoint, solve, solve_reduced
 from replica_mlm.theory.solvers.root import alpha_derivative
-from replica_mlm.theory.studies.curve import grid
 
 #: default search interval of optimal_lambda
 LAM_BOUNDS = (1e-8, 1e4)
@@ -114,7 +113,7 @@ def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
     """
     spec = spectrum_of(task)
     scalar = not _checks.is_sequence(alpha)
-    alphas = np.atleast_1d(_checks.positive(alpha, "alpha")) if scalar else grid(alpha, "alpha")
+    alphas = np.atleast_1d(_checks.positive(alpha, "alpha")) if scalar else _checks.grid(alpha, "alpha")
     if not isinstance(bounds, tuple | list) or len(bounds) != 2:
         raise TypeError(f"bounds must be a pair (low, high), got {bounds!r}")
     lo, hi = (_checks.positive(b, "bounds") for b in bounds)
