@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.stats import mean_stderr, zscore
 from replica_mlm.validation.report import Check, Section
@@ -189,18 +190,11 @@ def _compute(s: dict, rng: int, workers: int = 1, out: Path | None = None) -> tu
     # held instances first, largest first; then the figure; then the transition from the hottest
     held = sorted((k for k, b in enumerate(blocks) if b[1] not in s["hot"]), key=lambda k: -blocks[k][0])
     hot = sorted((k for k, b in enumerate(blocks) if b[1] in s["hot"]), key=lambda k: -blocks[k][1])
-    if workers <= 1:
-        done = {k: _agreement_block(*blocks[k], s, rng, out) for k in held + hot}
-        fig = _fig3_right(s, rng)
-    else:
-        from replica_mlm._pool import process_pool
-
-        with process_pool(workers) as pool:
-            futures = {k: pool.submit(_agreement_block, *blocks[k], s, rng, out) for k in held}
-            fig_future = pool.submit(_fig3_right, s, rng)
-            futures.update({k: pool.submit(_agreement_block, *blocks[k], s, rng, out) for k in hot})
-            done = {k: f.result() for k, f in futures.items()}
-            fig = fig_future.result()
+    order = [*held, None, *hot]  # None: the figure, started after the held instances
+    tasks = [Task(_fig3_right, (s, rng)) if k is None else Task(_agreement_block, (*blocks[k], s, rng, out))
+             for k in order]
+    done = dict(zip(order, run_tasks(tasks, workers=workers), strict=True))
+    fig = done.pop(None)
     return [r for k in range(len(blocks)) for r in done[k]], fig
 
 

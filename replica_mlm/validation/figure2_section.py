@@ -96,6 +96,7 @@ from pathlib import Path
 import numpy as np
 
 from replica_mlm._checks import positive_int
+from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.learners.attention import FactoredAttention, reconstruction_error
 from replica_mlm.stats import mean_stderr, zscore
@@ -269,15 +270,10 @@ def _task_reconstruction(st, train, W_true):
             "seconds": time.process_time() - t0}
 
 
-def _run_tasks(tasks: dict, workers: int) -> dict:
+def _run_keyed(tasks: dict, workers: int) -> dict:
     """``{key: fn(*args)}`` for ``tasks = {key: (fn, args)}``, in ``workers`` processes."""
-    if workers <= 1:
-        return {k: fn(*args) for k, (fn, args) in tasks.items()}
-    from replica_mlm._pool import process_pool
-
-    with process_pool(workers) as pool:
-        futures = {k: pool.submit(fn, *args) for k, (fn, args) in tasks.items()}
-        return {k: f.result() for k, f in futures.items()}
+    results = run_tasks([Task(fn, args) for fn, args in tasks.values()], workers=workers)
+    return dict(zip(tasks, results, strict=True))
 
 
 def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings | None = None,
@@ -343,7 +339,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
         if M != st.M:
             for r in range(min(st.seeds, st.M // M)):  # disjoint subsets of the training set
                 tasks[("rec", M, r)] = (_task_reconstruction, (st, train[r * M:(r + 1) * M], W_true))
-    results = _run_tasks(tasks, workers)
+    results = _run_keyed(tasks, workers)
 
     models: dict[str, dict] = {}
     maps: dict[str, np.ndarray] = {}

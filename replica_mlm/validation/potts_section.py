@@ -30,7 +30,7 @@ continue the verified pilot's chains (``PottsModel.sample(resume=...)``), and th
 ``potts.sampler.target_hamming`` requires the test set's mean Hamming distance within 0.01 of the
 target. The quick mode (L = 6, q = 4, target 0.5) keeps plain Gibbs (``tune_method="gibbs"``).
 
-Fits. Every fit is a :class:`~replica_mlm.validation.parallel.Task` seeded from the root seed and
+Fits. Every fit is a :class:`~replica_mlm._pool.Task` seeded from the root seed and
 its own key, run in ``workers`` processes (the numbers do not depend on ``workers``). Linear
 factored attention starts from the mean-field point (``init="mean-field"``), runs L-BFGS (up to
 ``max_iter``) and trust-region Newton to a tenth of the check's threshold; the full-block fit is
@@ -69,11 +69,11 @@ import numpy as np
 from scipy import stats
 
 from replica_mlm._checks import positive_int
+from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.learners.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
 from replica_mlm.potts.model import PottsModel
 from replica_mlm.stats import mean_stderr
-from replica_mlm.validation.parallel import Task, run_tasks
 from replica_mlm.validation.report import Check, Section
 
 __all__ = ["PottsSettings", "run"]
