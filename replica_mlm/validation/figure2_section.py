@@ -76,8 +76,9 @@ Checks (each can fail; a failing one means the paper's claim is not reproduced a
 
 Not a check, data in ``fig2.json`` (``finite_M_excess``): the test-loss excess that a
 well-specified model fitted on ``M`` sequences is expected to have, ``tr(H^-1 G) / (2 M)``
-per sequence (:func:`finite_sample_excess`), beside the measured excess and the standard error
-of check 1, so that a reader can see whether check 1 can hold at this ``M``.
+per sequence (``replica_mlm.learners.attention_diagnostics.finite_sample_excess``), beside the
+measured excess and the standard error of check 1, so that a reader can see whether check 1 can
+hold at this ``M``.
 
 A precondition of check 1 is checked too: ``figure2.factored_converged``, every fit of the
 factored layer (each start, and those of fig. 2c) is stationary, ``|grad F| |x| <= 0.01`` times
@@ -99,12 +100,12 @@ from replica_mlm._checks import positive_int
 from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.learners.attention import FactoredAttention, reconstruction_error
+from replica_mlm.learners.attention_diagnostics import finite_sample_excess
+from replica_mlm.potts.instances import draw_like_pilot, tuned_instance
 from replica_mlm.stats import mean_stderr, zscore
-from replica_mlm.validation.potts_section import draw_like_pilot, tuned_instance
 from replica_mlm.validation.report import Check, Section
 
-__all__ = ["Fig2Settings", "factored_gradient", "finite_sample_excess", "make_data", "run",
-           "settings_for"]
+__all__ = ["Fig2Settings", "make_data", "run", "settings_for"]
 
 #: the L-BFGS fits count as converged when ``|grad F| |x|`` is below this fraction of the
 #: standard error of the factored layer's test loss (check ``figure2.factored_converged``)
@@ -505,62 +506,6 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
         "passed": section.passed, "parameters": section.parameters,
         "checks": [vars(c) for c in section.checks], "data": d}, indent=2)
     return section
-
-
-def factored_gradient(fa: FactoredAttention, train: np.ndarray, *, lam: float) -> dict:
-    """Gradient of the fitted layer's training objective ``F`` (per sequence) at its parameters.
-
-    ``F`` is the objective ``FactoredAttention.fit`` minimises (linear variant, penalty
-    ``(lam p / 2)(|A|^2 + |V|^2)`` on the summed loss); returns the Euclidean norm and the largest
-    component of its gradient and the norm of the parameters ``(A off the diagonal, V)``.
-    """
-    from replica_mlm.learners.attention import _FAProblem
-
-    L = fa.attention.shape[0]
-    problem = _FAProblem(np.asarray(train), fa.value.shape[0], lam, "linear")
-    x = np.concatenate([fa.attention[~np.eye(L, dtype=bool)], fa.value.ravel()])
-    _, g = problem.loss_grad(x)
-    return {"norm": float(np.linalg.norm(g)), "max": float(np.abs(g).max()),
-            "parameter_norm": float(np.linalg.norm(x))}
-
-
-def finite_sample_excess(fa: FactoredAttention, train: np.ndarray, *, lam: float) -> dict:
-    """Expected test-loss excess of a fitted linear layer at finite M: ``tr(H^-1 G) / (2 M)``.
-
-    For a well-specified model (the Potts model of fig. 2 is one: ``A = beta J``, ``V = U``) the
-    parameters fitted on ``M`` sequences have, to first order in ``1/M``, an expected test loss
-    (per sequence) above the best parameters' by ``tr(H^-1 G) / (2 M)``, with ``H`` the Hessian
-    of the training objective per sequence and ``G`` the covariance of the per-sequence
-    gradients of the loss (the sandwich form: pseudo-likelihood is not a likelihood, so
-    ``G != H`` and the trace is not the number of parameters). Both are estimated at the fit on
-    the training set; ``H`` is :meth:`_FAProblem.hessian` (exact, penalty included, which gives
-    the gauge directions of zero data curvature a finite one, while ``G`` has no component
-    along them).
-
-    Returns
-    -------
-    dict
-        ``trace`` = ``tr(H^-1 G)``, ``expected_excess`` = ``trace / (2 M)`` (nats per sequence),
-        ``n_parameters`` and ``M``.
-    """
-    from replica_mlm.learners.attention_fit import _FAProblem
-
-    s = np.asarray(train)
-    L, q = fa.attention.shape[0], fa.value.shape[0]
-    problem = _FAProblem(s, q, lam, "linear")
-    M = problem.M
-    A, V = fa.attention, fa.value
-    x = problem.pack(A, V)
-    C, P, _ = problem._forward(A, V, problem.X, problem.tgt, M)
-    P.ravel()[problem.tgt] -= 1.0  # dloss/dz for every (site, sequence)
-    G3, C3 = P.reshape(L, M, q), C.reshape(L, M, q)
-    grad_V = np.einsum("ima,imc->mac", G3, C3).reshape(M, q * q)
-    grad_A = np.einsum("imb,jmb->mij", G3 @ V, problem.X)[:, problem.off]
-    grads = np.concatenate([grad_A, grad_V], axis=1)  # per-sequence gradients (M, n_params)
-    H = problem.hessian(x)
-    trace = float(np.trace(np.linalg.solve(H, np.cov(grads, rowvar=False))))
-    return {"trace": trace, "expected_excess": trace / (2 * M), "n_parameters": int(x.size),
-            "M": int(M), "per_sequence_gradients": grads}
 
 
 def _offdiag_corr(A: np.ndarray, B: np.ndarray) -> float:

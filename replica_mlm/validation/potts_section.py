@@ -21,14 +21,15 @@ with ``tune_beta(method="auto", return_result=True)`` (parallel-tempering scans,
 that must pass the mixing check and measure the Hamming distance within 0.01 with a standard error
 below 0.01 / 3; docs/potts.md, "Sampling"). Random instances differ a lot (the target lies between
 beta = 3 and beyond 20) and the sampler's cost grows with beta, so an instance is kept on the
-sampler's cost alone, before any fit (``tuned_instance``): a pre-scan (8 replicas, 200 + 200
-steps of a geometric ladder from beta = 1 to ``max_beta`` = 5, about 2 CPU seconds) must already
-cross the target; the tuner's pilot runs may record at most ``max_pilot_sweeps`` = 1600 steps; the
-tuned pilot may need at most ``max_sweeps_between`` = 40 steps between samples. Rejected instances
-and their measured reasons are listed in ``potts.json`` (``data["rejected_instances"]``). The data
-continue the verified pilot's chains (``PottsModel.sample(resume=...)``), and the check
-``potts.sampler.target_hamming`` requires the test set's mean Hamming distance within 0.01 of the
-target. The quick mode (L = 6, q = 4, target 0.5) keeps plain Gibbs (``tune_method="gibbs"``).
+sampler's cost alone, before any fit (``replica_mlm.potts.instances.tuned_instance``): a pre-scan (8
+replicas, 200 + 200 steps of a geometric ladder from beta = 1 to ``max_beta`` = 5, about 2 CPU
+seconds) must already cross the target; the tuner's pilot runs may record at most
+``max_pilot_sweeps`` = 1600 steps; the tuned pilot may need at most ``max_sweeps_between`` = 40
+steps between samples. Rejected instances and their measured reasons are listed in ``potts.json``
+(``data["rejected_instances"]``). The data continue the verified pilot's chains
+(``PottsModel.sample(resume=...)``), and the check ``potts.sampler.target_hamming`` requires the
+test set's mean Hamming distance within 0.01 of the target. The quick mode (L = 6, q = 4, target
+0.5) keeps plain Gibbs (``tune_method="gibbs"``).
 
 Fits. Every fit is a :class:`~replica_mlm._pool.Task` seeded from the root seed and
 its own key, run in ``workers`` processes (the numbers do not depend on ``workers``). Linear
@@ -72,6 +73,7 @@ from replica_mlm._checks import positive_int
 from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.learners.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
+from replica_mlm.potts.instances import draw_like_pilot, tuned_instance
 from replica_mlm.potts.model import PottsModel
 from replica_mlm.stats import mean_stderr
 from replica_mlm.validation.report import Check, Section
@@ -367,96 +369,6 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
         "passed": section.passed, "parameters": section.parameters,
         "checks": [vars(c) for c in section.checks], "data": section.data}, indent=2)
     return section
-
-
-#: the full mode's cost rule for instances (module docstring, "Instances"): the pre-scan's
-#: replicas and steps (burn-in, then recorded) over the geometric ladder from 1 to ``max_beta``
-PRESCAN_REPLICAS = 8
-PRESCAN_STEPS = 200
-
-
-def prescan(pm: PottsModel, *, max_beta: float, gen: np.random.Generator):
-    """One short parallel-tempering scan of ``pm`` from beta = 1 to ``max_beta``
-    (:func:`replica_mlm.potts.tempering.tempering_scan`, ``PRESCAN_REPLICAS`` replicas of a
-    geometric ladder, ``PRESCAN_STEPS`` steps of burn-in then recorded); the mean Hamming distance
-    at every rung. About 1.5 CPU seconds at L = q = 20."""
-    from replica_mlm.potts.tempering import geometric_ladder, tempering_scan
-
-    ladder = geometric_ladder(max_beta, None, min(1.0, max_beta), pm.L)
-    return tempering_scan(pm, ladder, gen, n_replicas=PRESCAN_REPLICAS, n_steps=PRESCAN_STEPS)
-
-
-def tuned_instance(*, L: int, q: int, target_hamming: float, method: str,
-                   gens: list[np.random.Generator], max_beta: float | None = None,
-                   max_pilot_sweeps: int | None = None, max_sweeps_between: int | None = None):
-    """A random instance whose sampler mixes at ``target_hamming`` (``tune_beta`` checks; up to five
-    instances, drawn from ``gens[0]``, tuned with ``gens[1]``).
-
-    The optional limits reject an instance on the sampler's cost alone (never on what the checks
-    later measure): ``max_beta``, a pre-scan (:func:`prescan`) whose coldest rung is still above
-    the target puts the target above ``max_beta``; ``max_pilot_sweeps``, the ``max_sweeps`` of
-    ``tune_beta`` (its pilot must mix within that many recorded steps); ``max_sweeps_between``, the
-    tuned pilot's steps between samples.
-
-    Returns the model at the tuned beta, the tempering tuner's result (None for ``method="gibbs"``)
-    and the rejected instances (dicts: attempt, reason, measured numbers, CPU seconds spent);
-    RuntimeError if none of five reaches the target.
-    """
-    tried: list[dict] = []
-    for attempt in range(5):
-        base = PottsModel.random(L=L, q=q, seed=gens[0])
-        c0 = time.process_time()
-
-        def reject(reason: str, attempt=attempt, c0=c0, **measured) -> None:
-            tried.append({"attempt": attempt, "reason": reason, **measured,
-                          "cpu_seconds": time.process_time() - c0})
-
-        if max_beta is not None:
-            sc = prescan(base, max_beta=max_beta, gen=gens[1])
-            if sc.hamming[-1] > target_hamming:
-                reject(f"pre-scan: mean Hamming distance {sc.hamming[-1]:.3f} +- "
-                       f"{sc.hamming_se[-1]:.3f} at beta = {max_beta:g} is above the target "
-                       f"{target_hamming}: the target lies above max_beta = {max_beta:g}",
-                       prescan_ladder=sc.ladder, prescan_hamming=sc.hamming)
-                continue
-        try:
-            if method == "gibbs":
-                return (base.with_beta(base.tune_beta(target_hamming=target_hamming, rng=gens[1],
-                                                      method="gibbs")), None, tried)
-            # tempering tuner: its final pilot run (mixing checked) is the sampler's
-            extra = {} if max_pilot_sweeps is None else {"max_sweeps": max_pilot_sweeps}
-            tune = base.tune_beta(target_hamming=target_hamming, rng=gens[1], method=method,
-                                  return_result=True, **extra)
-        except ValueError as exc:
-            reject(str(exc))
-            continue
-        between = tune.diagnostics.sweeps_between
-        if max_sweeps_between is not None and between > max_sweeps_between:
-            reject(f"the tuned pilot at beta = {tune.beta:.4g} needs {between} steps between "
-                   f"samples, more than max_sweeps_between = {max_sweeps_between}",
-                   beta=tune.beta, sweeps_between=between)
-            continue
-        return base.with_beta(tune.beta), tune, tried
-    raise RuntimeError("no instance reached the target Hamming distance: "
-                       + "; ".join(t["reason"] for t in tried))
-
-
-def draw_like_pilot(pm: PottsModel, tune, n: int, *, gens: list[np.random.Generator],
-                    resume: bool = False):
-    """``n`` shuffled sequences (``gens[2]`` samples, ``gens[3]`` shuffles) with the sampler settings of
-    the tuner's pilot run (its own ladder at equal swap acceptance), or of plain Gibbs diagnostics
-    where ``tune`` is None; returns the diagnostics used and the sequences. ``resume``: continue
-    the pilot's own chains (``PottsModel.sample(resume=...)``; they passed its equilibration
-    checks, so no second burn-in) instead of new chains from random sequences."""
-    diag = pm.gibbs_diagnostics(rng=gens[2], method="auto") if tune is None else tune.diagnostics
-    if resume and tune is not None:
-        data = pm.sample(n, rng=gens[2], resume=diag)
-    else:
-        data = pm.sample(n, rng=gens[2], sweeps_between=diag.sweeps_between,
-                         burn_in=diag.burn_in, method=diag.method, ladder=diag.ladder,
-                         swap_rounds=diag.swap_rounds)
-    gens[3].shuffle(data)
-    return diag, data
 
 
 def fits_converged_check(fits: list[dict], se_H: float) -> Check:
