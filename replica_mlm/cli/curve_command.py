@@ -72,11 +72,11 @@ def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss,
 
 def _title(task, curves, **where) -> str:
     """The task, and from which alpha the smallest lam beats no learning (the caption of curve.png)."""
-    from replica_mlm.plotting import _latex_number, beats_no_learning
+    from replica_mlm.plotting import beats_no_learning, latex_number
 
     first = min(curves, key=lambda c: c.lam)
     beat = beats_no_learning(first)
-    lam = rf"$\lambda = {_latex_number(first.lam)}$"
+    lam = rf"$\lambda = {latex_number(first.lam)}$"
     if beat == beat:  # not nan
         note = rf"at {lam}, $e_g < C_{{ii}}$ (no learning) only for $\alpha > {beat:.3g}$"
     else:
