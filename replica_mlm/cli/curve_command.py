@@ -31,7 +31,7 @@ from replica_mlm.cli._common import (
 @lam_option((1e-4, 1e-2, 1e-1, 1.0))
 @erm_options
 @out_option("replica-mlm-out")
-def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out):
+def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out):
     """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
 
     Solves the replica-symmetric saddle point (sympy-derived, docs/theory.md, section 3) on the
