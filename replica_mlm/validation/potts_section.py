@@ -67,15 +67,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from replica_mlm._checks import positive_int
 from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.learners.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
 from replica_mlm.potts.instances import draw_like_pilot, tuned_instance
-from replica_mlm.potts.model import PottsModel
 from replica_mlm.stats import mean_stderr
+from replica_mlm.validation.potts_checks import equivalence_check, sampler_checks
 from replica_mlm.validation.report import Check, Section
 
 __all__ = ["PottsSettings", "run"]
@@ -87,8 +86,6 @@ __all__ = ["PottsSettings", "run"]
 KKT_FRACTION = 0.01
 #: L-BFGS's relative tolerance on the objective (scipy's ftol) of the factored fits
 LBFGS_FTOL = 1e-12
-#: the data's mean Hamming distance must lie this close to the target (tune_beta's default tol)
-HAMMING_TOL = 0.01
 
 
 @dataclass
@@ -147,24 +144,6 @@ def _mean_se(x) -> tuple[float, float]:
     return mean_stderr(x, single=math.nan)
 
 
-def _chi_square_check(rng: np.random.Generator) -> dict:
-    """Sampler exactness on an enumerable model (L = 4, q = 3, 81 states)."""
-    pm = PottsModel.random(L=4, q=3, seed=rng, beta=2.0)
-    p = pm.boltzmann_probabilities()
-    n = 40_000
-    seqs, diag = pm.sample(n, rng=rng, n_chains=1000, return_diagnostics=True)
-    counts = np.bincount(np.ravel_multi_index(seqs.T, (3,) * 4), minlength=81)
-    expected = n * p
-    small = expected < 5
-    obs = np.append(counts[~small], counts[small].sum())
-    exp = np.append(expected[~small], expected[small].sum())
-    if exp[-1] == 0:
-        obs, exp = obs[:-1], exp[:-1]
-    chi2, pval = stats.chisquare(obs, exp)
-    return {"chi2": float(chi2), "dof": int(obs.size - 1), "p_value": float(pval), "n": n,
-            "tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between}
-
-
 def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Section:
     """Run the Potts / factored-attention experiments; write figures and ``potts.json``.
 
@@ -190,13 +169,25 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
 
     section = Section(name="discrete Potts model and factored attention (docs/potts.md)")
     section.parameters = {"quick": quick, "rng": rng, **{k: v for k, v in vars(st).items()}}
+    pm, tune, diag, n_train, train, test, hamming, H, per_seq_true, W_true, t_tune, t_sample = \
+        _data_step(st, gens, section, t0)
+    chi = sampler_checks(section, st, pm, tune, diag, test, hamming, gens, t_tune)
+    d_loss, d_cond = equivalence_check(section, pm, train, H, n_train)
+    results, rec, curves, fits, se_H, t_fit = _fit_step(st, train, test, W_true, per_seq_true, H,
+                                                        rng=rng, workers=workers)
+    slope, intercept = _consistency_checks(section, st, rec, fits, se_H, H)
+    _small_lam_check(section, st, results)
+    return _report(out, section, st, pm, diag, hamming, H, per_seq_true, chi, d_loss, d_cond, rec,
+                   slope, intercept, curves, fits, workers, t_tune, t_sample, t_fit, t0)
 
+
+def _data_step(st: PottsSettings, gens: list, section: Section, t0: float):
+    """Model, temperature and sampler: a tuned instance and its training and test sequences."""
     # ---- model, temperature, sampler
     pm, tune, tried = tuned_instance(L=st.L, q=st.q, target_hamming=st.target_hamming,
                                      method=st.tune_method, gens=gens, max_beta=st.max_beta,
                                      max_pilot_sweeps=st.max_pilot_sweeps,
                                      max_sweeps_between=st.max_sweeps_between)
-    beta = pm.beta
     section.data["rejected_instances"] = tried
     section.parameters["instances_rejected"] = len(tried)
     t_tune = time.perf_counter() - t0
@@ -208,56 +199,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
     per_seq_true = _per_sequence_nll(pm.logits(test), test)
     W_true = pm.coupling_tensor()
     t_sample = time.perf_counter() - t0
+    return pm, tune, diag, n_train, train, test, hamming, H, per_seq_true, W_true, t_tune, t_sample
 
-    section.checks.append(Check(
-        name="potts.sampler.mixing",
-        passed=bool(diag.window_found and diag.equilibrated),
-        value={"tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between,
-               "burn_in": diag.burn_in, "beta": beta, "mean_hamming": hamming,
-               "method": diag.method, "rungs": int(diag.ladder.size),
-               "min_swap_acceptance": (float(diag.swap_acceptance.min())
-                                       if diag.swap_acceptance.size else None),
-               "tuned_hamming": None if tune is None else tune.hamming,
-               "tuned_hamming_se": None if tune is None else tune.hamming_se,
-               "seconds_tune": t_tune},
-        threshold="Sokal window found; energy and Hamming distance of both halves within 4 s.e.",
-        detail=f"{diag.method} autocorrelation at beta = {beta:.4g} (mean Hamming {hamming:.3f}, "
-               f"target {st.target_hamming}, {diag.ladder.size} rung(s)); samples saved every "
-               f"{diag.sweeps_between} sweeps",
-    ))
-    h_se = _hamming_se(pm, test)
-    section.checks.append(Check(
-        name="potts.sampler.target_hamming",
-        passed=bool(abs(hamming - st.target_hamming) <= HAMMING_TOL),
-        value={"mean_hamming": hamming, "stderr": h_se, "target": st.target_hamming,
-               "tol": HAMMING_TOL},
-        threshold=f"|mean Hamming distance of the test set - target| <= {HAMMING_TOL}",
-        detail=f"test set ({st.n_test} sequences): mean Hamming distance {hamming:.4f} +- "
-               f"{h_se:.4f} (jackknife over 20 blocks) against the target {st.target_hamming}",
-    ))
-    chi = _chi_square_check(gens[4])
-    section.checks.append(Check(
-        name="potts.sampler.chi_square",
-        passed=chi["p_value"] > 0.01,
-        value=chi["p_value"],
-        threshold="p > 0.01",
-        detail=f"Gibbs frequencies of all 81 states of an L=4, q=3 model vs exact Boltzmann "
-               f"probabilities, n = {chi['n']}: chi2 = {chi['chi2']:.1f} on {chi['dof']} dof",
-    ))
 
-    # ---- equivalence
-    fa_true = FactoredAttention(attention=beta * pm.couplings, value=pm.colours)
-    d_loss = abs(fa_true.mlm_loss(train) - pm.neg_pseudo_loglikelihood(train))
-    d_cond = float(np.max(np.abs(fa_true.conditionals(train) - pm.conditionals(train))))
-    section.checks.append(Check(
-        name="potts.pseudolikelihood_equivalence",
-        passed=d_loss <= 1e-12 * abs(H) and d_cond <= 1e-12,
-        value={"loss_difference": d_loss, "max_conditional_difference": d_cond},
-        threshold="<= 1e-12 (relative for the loss)",
-        detail="A = beta J, V = U: MLM loss vs negative log pseudo-likelihood and per-site "
-               f"predictions vs exact conditionals on {n_train} sequences",
-    ))
-
+def _fit_step(st: PottsSettings, train, test, W_true, per_seq_true, H: float, *, rng: int,
+              workers: int):
+    """Every fit as an independent task; the reconstruction errors and excess losses per M."""
     # ---- every fit is an independent task with its own seed (results do not depend on workers)
     se_H = mean_stderr(per_seq_true).stderr
     # the linear fits aim at a tenth of the check's threshold (Newton is cheap near the optimum)
@@ -285,6 +232,13 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
     fits = [dict(results[k], task=list(map(str, k))) for k in keys]
     for f in fits:
         f.pop("curve", None)
+    return results, rec, curves, fits, se_H, t_fit
+
+
+def _consistency_checks(section: Section, st: PottsSettings, rec: dict, fits: list, se_H: float,
+                        H: float) -> tuple[float, float]:
+    """``potts.fits_converged``, ``potts.consistency.*`` and ``potts.plm_comparison``; returns the
+    log-log fit of the reconstruction error (slope, intercept)."""
     section.checks.append(fits_converged_check(fits, se_H))
     Ms = np.asarray(st.Ms, dtype=float)
     fa_mean = np.nanmean(rec["fa"], axis=1)
@@ -319,8 +273,11 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
         detail=f"plmDCA-style fit ({st.L * (st.L - 1) * st.q ** 2} parameters) vs factored attention "
                f"({st.L * (st.L - 1) + st.q ** 2}) on the same data: same optimum, slower approach",
     ))
+    return slope, intercept
 
-    # ---- small regularisation: test loss vs M (paper's fig. 3, right)
+
+def _small_lam_check(section: Section, st: PottsSettings, results: dict) -> None:
+    """Small regularisation: test loss vs M (the paper's fig. 3, right), ``section.data["small_lam"]``."""
     small = np.array([[results[("small", a, r)]["test_loss"] for r in range(st.small_lam_reps)]
                       for a in range(len(st.small_lam_Ms))])
     small_mean, small_se = mean_stderr(small, axis=1)
@@ -342,7 +299,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
                f"(parameters / L = {threshold_M:.1f})",
     ))
 
-    # ---- figures and numbers
+
+def _report(out: Path, section: Section, st: PottsSettings, pm, diag, hamming, H, per_seq_true, chi,
+            d_loss, d_cond, rec, slope, intercept, curves, fits, workers, t_tune, t_sample, t_fit,
+            t0) -> Section:
+    """The figures and ``potts.json``."""
+    beta = pm.beta
     section.data.update({
         "beta": beta, "mean_hamming": hamming, "conditional_entropy": H,
         "conditional_entropy_se": mean_stderr(per_seq_true).stderr,
@@ -453,14 +415,6 @@ def _fit_task(*, seqs, q: int, lam: float, variant: str, monitor: bool, test, W_
             "message": info.message, "seconds": time.process_time() - c0,
             "curve": ({"train": info.history, "test": info.monitor_history} if monitor
                       else None)}
-
-
-def _hamming_se(pm: PottsModel, seqs: np.ndarray, blocks: int = 20) -> float:
-    """Jackknife standard error of ``pm.mean_hamming(seqs)`` over ``blocks`` blocks of the
-    (shuffled) sequences."""
-    parts = np.array_split(np.arange(len(seqs)), blocks)
-    est = np.array([pm.mean_hamming(np.delete(seqs, p, axis=0)) for p in parts])
-    return float(math.sqrt((blocks - 1) / blocks * np.sum((est - est.mean()) ** 2)))
 
 
 def _per_sequence_nll(z: np.ndarray, s: np.ndarray) -> np.ndarray:
