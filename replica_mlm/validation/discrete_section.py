@@ -334,7 +334,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
             f"{s['cov_batches']} batches): the jackknife error of the prediction is at most {ratio:.3f} "
             f"of the simulation's standard error (it is added in quadrature to the z-scores); its "
             f"jackknife bias at most {bias:.3f} standard errors"))
-    figures = draw_figures(out, rows, fig, s, transition=_transition(rows), rel_max=REL_MAX)
+    figures = _figures(out, rows, fig, s)
     data = dict(covariance=cov, agreement=rows, fig3_right=fig, transition=_transition(rows))
     write_json(out / "discrete.json", data, indent=1)
     return Section(name="discrete", checks=checks, figures=figures, data={"file": "discrete.json"},
@@ -442,3 +442,9 @@ def _transition(rows: list[dict]) -> list[dict]:
                           f"{k}_max_z": float(np.max(np.abs([r[f"{k}_z"] for r in pts])))})
         table.append(entry)
     return table
+
+
+def _figures(out: Path, rows: list[dict], fig: dict, s: dict) -> list[str]:
+    """The section's figures (:func:`replica_mlm.validation.discrete_plots.figures`) with its
+    transition table and its threshold on the relative deviation."""
+    return draw_figures(out, rows, fig, s, transition=_transition(rows), rel_max=REL_MAX)
