@@ -17,7 +17,10 @@ fork server, which may outlive the pool's creator: the thread then polls the cre
 Caveat of ``PR_SET_PDEATHSIG``: it fires when the *thread* that started the worker ends. Create
 and use a pool in one thread that outlives it (as every ``with process_pool(...)`` block does).
 
-Only the standard library: every layer (the sweep, the validation sections) may import it.
+:func:`run_tasks` is the one runner on top of it: independent :class:`Task` objects in this process
+or in a pool, each under a BLAS-thread limit, results in the order of the tasks (the validation
+sections, the sweep). Only the standard library and the base layer (``_checks``, ``_threads``):
+every layer may import it.
 """
 
 from __future__ import annotations
@@ -28,11 +31,15 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["POLL_SECONDS", "process_pool"]
+from replica_mlm import _checks
+from replica_mlm._threads import INHERIT, blas_threads, resolve_threads
+
+__all__ = ["POLL_SECONDS", "Task", "process_pool", "run_tasks"]
 
 #: seconds between two looks at the parent by the fallback watcher thread
 POLL_SECONDS = 0.5
@@ -112,3 +119,90 @@ def _watch(creator: int, direct: bool) -> None:
     while _creator_alive(creator, direct):
         time.sleep(POLL_SECONDS)
     os._exit(1)
+
+
+# ---------------------------------------------------------------------- the one task runner
+@dataclass(frozen=True)
+class Task:
+    """One call ``func(*args, **kwargs)``; ``func`` must be a module-level (picklable) function."""
+
+    func: Callable[..., Any]
+    args: tuple = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def _run(task: Task, threads: int | None) -> Any:
+    with blas_threads(threads):
+        return task.func(*task.args, **task.kwargs)
+
+
+def run_tasks(tasks: Sequence[Task], *, workers: int = 1, threads: Any = INHERIT,
+              on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+    """Run ``tasks`` in this process (``workers=1``) or in a pool of ``workers`` processes.
+
+    Every task should carry its own seed or generator: then its result does not depend on which
+    process runs it or in which order, and ``workers=1`` and ``workers=2`` give the same numbers
+    bit for bit.
+
+    Parameters
+    ----------
+    tasks : sequence of Task
+        Submitted in this order (put the longest first: the pool starts them in order).
+    workers : int
+        Worker processes (at most one per task is started; one task or ``workers=1`` runs here).
+    threads : int, None or INHERIT
+        BLAS / OpenMP threads of each task (:func:`replica_mlm._threads.blas_threads`): by default
+        the enclosing limit of the caller (one thread outside any), so ``workers`` processes use
+        ``workers`` cores; ``None`` leaves the libraries' own setting.
+    on_result : callable, optional
+        ``on_result(k, result)`` in the calling process as soon as task ``k`` has finished (in the
+        order they finish), e.g. to write each result or advance a progress bar.
+
+    Returns
+    -------
+    list
+        The tasks' results, in the order of ``tasks`` whatever the order they finished in.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``workers`` is not an int >= 1, ``threads`` is not a thread count, or a task is not a
+        :class:`Task`.
+    Exception
+        The first task's exception to arrive: the tasks not yet started are cancelled, the running
+        ones end first (and still reach ``on_result``).
+    """
+    workers = _checks.positive_int(workers, "workers")
+    for k, task in enumerate(tasks):
+        if not isinstance(task, Task):
+            raise TypeError(f"tasks[{k}] must be a replica_mlm._pool.Task, got {type(task).__name__}")
+    threads = resolve_threads(threads)
+    results: list[Any] = [None] * len(tasks)
+    if workers == 1 or len(tasks) <= 1:
+        for k, task in enumerate(tasks):
+            results[k] = _run(task, threads)
+            if on_result is not None:
+                on_result(k, results[k])
+        return results
+    error = None
+    with process_pool(min(workers, len(tasks))) as pool:
+        pending = {pool.submit(_run, task, threads): k for k, task in enumerate(tasks)}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                k = pending.pop(fut)
+                if fut.cancelled():
+                    continue
+                exc = fut.exception()
+                if exc is not None:
+                    if error is None:  # no new task starts; the running ones finish
+                        error = exc
+                        for other in pending:
+                            other.cancel()
+                    continue
+                results[k] = fut.result()
+                if on_result is not None:
+                    on_result(k, results[k])
+    if error is not None:
+        raise error
+    return results

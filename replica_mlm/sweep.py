@@ -47,7 +47,6 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm._pool import process_pool
+from replica_mlm._pool import Task, run_tasks
 from replica_mlm._threads import INHERIT, blas_threads, resolve_threads
 from replica_mlm.io import dumps, loads, read_text_file, to_plain, write_json
 from replica_mlm.run_folder import fingerprint, fingerprint_difference, fingerprint_digest, folder_lock
@@ -365,28 +364,14 @@ def run_sweep(
 
 
 def _run_processes(func, points, todo, seed, threads, workers, finish, bar) -> None:
-    # On a failure no new point starts, but the points already running finish and are written;
-    # then the first error is raised.
-    error = None
-    with process_pool(min(workers, len(todo))) as pool:
-        pending = {pool.submit(_call, func, points[k], seed, k, threads): k for k in todo}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)  # write each point as it ends
-            for fut in done:
-                k = pending.pop(fut)
-                if fut.cancelled():
-                    continue
-                exc = fut.exception()
-                if exc is not None:
-                    if error is None:
-                        error = exc
-                        for other in pending:
-                            other.cancel()
-                    continue
-                finish(k, fut.result())
-                bar.update(1)
-    if error is not None:
-        raise error
+    # Each point is written as it ends. On a failure no new point starts, but the points already
+    # running finish and are written; then the first error is raised.
+    def done(j: int, text: str) -> None:
+        finish(todo[j], text)
+        bar.update(1)
+
+    run_tasks([Task(_call, (func, points[k], seed, k, threads)) for k in todo], workers=workers,
+              threads=threads, on_result=done)
 
 
 def _run_dask(func, points, todo, seed, threads, scheduler, finish, bar) -> str:

@@ -5,8 +5,8 @@ import pytest
 
 import replica_mlm as rm
 from replica_mlm.learners.attention import FactoredAttention
+from replica_mlm.learners.attention_diagnostics import factored_gradient
 from replica_mlm.learners.attention_fit import FactoredAttentionProblem
-from replica_mlm.validation.figure2_section import factored_gradient
 
 
 def _data():
@@ -56,7 +56,7 @@ def test_fig2c_smallest_subset_fit_is_stationary_at_the_full_settings():
 
 
 def test_per_sequence_gradients_average_to_the_objectives_gradient():
-    from replica_mlm.validation.figure2_section import finite_sample_excess
+    from replica_mlm.learners.attention_diagnostics import finite_sample_excess
 
     train = _data()
     fa = FactoredAttention.fit(train, q=3, lam=1e-2, rng=0, max_iter=3, newton_iter=0)  # not stationary
@@ -77,7 +77,8 @@ def test_expected_excess_matches_the_exact_population_excess_of_replicated_fits(
     """tr(H^-1 G) / (2M) against the exact excess (enumeration of all q^L sequences) of fits on
     independent training sets drawn exactly from a small Potts model (well-specified: A = beta J,
     V = U), averaged over replicas; agreement within 3 standard errors of the replica mean."""
-    from replica_mlm.validation.figure2_section import _nll_per_sequence, finite_sample_excess
+    from replica_mlm.learners.attention_diagnostics import finite_sample_excess
+    from replica_mlm.validation.figure2_section import _nll_per_sequence
 
     pm = rm.PottsModel.random(L=4, q=3, seed=2, beta=1.0)
     S = pm.all_sequences()

@@ -818,7 +818,7 @@ ORPHAN_SCRIPT = """
 import os, sys, time
 sys.path.insert(0, {root!r})
 from replica_mlm.sweep import run_sweep
-from replica_mlm.validation.parallel import Task, run_tasks
+from replica_mlm._pool import Task, run_tasks
 
 def nap(point, rng=None):
     os.write(1, b"%d\\n" % os.getpid())  # the worker's pid, for the test (one write)

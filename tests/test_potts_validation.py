@@ -21,9 +21,10 @@ import dataclasses  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from replica_mlm._pool import run_tasks  # noqa: E402
+from replica_mlm.potts.instances import tuned_instance  # noqa: E402
 from replica_mlm.potts.model import PottsModel  # noqa: E402
 from replica_mlm.validation import potts_section as section  # noqa: E402
-from replica_mlm.validation.parallel import run_tasks  # noqa: E402
 
 
 def _small_data():
@@ -72,5 +73,5 @@ def test_fits_converged_check_fails_on_an_unconverged_fit():
 def test_instance_rule_rejects_on_the_prescan_and_records_why():
     gens = [np.random.default_rng(s) for s in np.random.SeedSequence(0).spawn(6)]
     with pytest.raises(RuntimeError, match=r"pre-scan: mean Hamming distance .* above the target"):
-        section.tuned_instance(L=6, q=4, target_hamming=0.3, method="auto", gens=gens,
+        tuned_instance(L=6, q=4, target_hamming=0.3, method="auto", gens=gens,
                                max_beta=1.5)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import replica_mlm
+import replica_mlm._version
 from replica_mlm import io as rio
 from replica_mlm import run_folder
 from replica_mlm.sweep import BadPointFile, ResumeMismatch, ResumeRefused, point_rng, run_sweep
@@ -116,7 +117,7 @@ def test_resume_with_another_seed_function_or_version_is_refused(tmp_path, monke
     assert "\n" not in str(err.value)
     with pytest.raises(ResumeMismatch, match=r"function differs.*_draw'.*_draw_other'"):
         run_sweep(_draw_other, points, seed=7, out=tmp_path, resume=True)
-    monkeypatch.setattr(replica_mlm, "__version__", "99.0")
+    monkeypatch.setattr(replica_mlm._version, "__version__", "99.0")  # the version lives there
     with pytest.raises(ResumeMismatch, match=r"version differs: folder has '0\.1\.0', this run asks '99\.0'"):
         run_sweep(_draw, points, seed=7, out=tmp_path, resume=True)
     monkeypatch.undo()

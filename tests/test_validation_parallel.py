@@ -1,11 +1,11 @@
-"""validation.parallel.run_tasks: order, same results in one process and in a pool, bad input, errors."""
+"""_pool.run_tasks: order, same results in one process and in a pool, bad input, errors."""
 
 import os
 
 import numpy as np
 import pytest
 
-from replica_mlm.validation.parallel import Task, run_tasks
+from replica_mlm._pool import Task, run_tasks
 
 
 def _draw(seed, n=5, *, scale=1.0):
@@ -37,8 +37,27 @@ def test_bad_input_and_failing_task():
     for bad in (1.5, True, "2"):
         with pytest.raises(TypeError, match="workers"):
             run_tasks([Task(_draw, (0,))], workers=bad)
-    with pytest.raises(TypeError, match=r"tasks\[1\] must be a replica_mlm.validation.parallel.Task"):
+    with pytest.raises(TypeError, match=r"tasks\[1\] must be a replica_mlm._pool.Task"):
         run_tasks([Task(_draw, (0,)), (_draw, (1,))])
     for workers in (1, 2):
         with pytest.raises(ArithmeticError, match="task 2 fails"):
             run_tasks([Task(_fail_if, (x,)) for x in range(4)], workers=workers)
+
+
+def _scope_threads(x):
+    from replica_mlm._threads import INHERIT, resolve_threads
+
+    return x, resolve_threads(INHERIT)
+
+
+def test_on_result_sees_every_result_and_threads_reach_the_workers():
+    """The one runner (validation sections, figure 2, discrete, the sweep): each result is handed
+    to ``on_result`` as it ends, and ``threads`` is the BLAS limit every task runs under."""
+    for workers in (1, 2):
+        seen = {}
+        out = run_tasks([Task(_scope_threads, (x,)) for x in range(4)], workers=workers, threads=3,
+                        on_result=seen.__setitem__)
+        assert out == [(x, 3) for x in range(4)]
+        assert seen == dict(enumerate(out))
+    with pytest.raises(ValueError, match="threads"):
+        run_tasks([Task(_draw, (0,))], threads=0)

@@ -31,7 +31,7 @@ from replica_mlm.cli._common import (
 @lam_option((1e-4, 1e-2, 1e-1, 1.0))
 @erm_options
 @out_option("replica-mlm-out")
-def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out):
+def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out):
     """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
 
     Solves the replica-symmetric saddle point (sympy-derived, docs/theory.md, section 3) on the
@@ -72,11 +72,11 @@ def curve(L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss,
 
 def _title(task, curves, **where) -> str:
     """The task, and from which alpha the smallest lam beats no learning (the caption of curve.png)."""
-    from replica_mlm.plotting import _latex_number, beats_no_learning
+    from replica_mlm.plotting import beats_no_learning, latex_number
 
     first = min(curves, key=lambda c: c.lam)
     beat = beats_no_learning(first)
-    lam = rf"$\lambda = {_latex_number(first.lam)}$"
+    lam = rf"$\lambda = {latex_number(first.lam)}$"
     if beat == beat:  # not nan
         note = rf"at {lam}, $e_g < C_{{ii}}$ (no learning) only for $\alpha > {beat:.3g}$"
     else:

@@ -51,7 +51,7 @@ from replica_mlm.cli._common import (
               help="Progress bar on stderr [default: when stderr is a terminal].")
 @erm_options
 @out_option("replica-mlm-out")
-def phase(L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_min, lam_max, lam_points,
+def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_min, lam_max, lam_points,
           lam, shift_min, shift_max, shift_points, optimal, progress, loss, channel, out):
     """Phase diagram of the replica eg: colour map, contours, the region where more data hurts
     (d eg / d alpha > 0), the optimal-lam line, the peak of eg in alpha and the interpolation

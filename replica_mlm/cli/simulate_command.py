@@ -42,7 +42,7 @@ COLUMNS = ("alpha_target", "alpha", "n", "p", "lam", "seeds", "eg_mean", "eg_std
 @erm_options
 @scale_options
 @out_option("replica-mlm-simulate")
-def simulate(L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, channel, workers, threads,
+def simulate(*, L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, channel, workers, threads,
              scheduler, resume, progress, out):
     """Ridge / Moore-Penrose simulations of one masked site, with the replica prediction.
 

@@ -24,7 +24,7 @@ def _section_names():
               help="Root seed; every section derives its instances and samples from it.")
 @scale_options
 @out_option("validation-out")
-def validate(quick, sections, seed, workers, threads, scheduler, resume, progress, out):
+def validate(*, quick, sections, seed, workers, threads, scheduler, resume, progress, out):
     """Hold the replica theory against simulations; write report.json, report.md and figures.
 
     Sections: mlm (replica prediction vs closed-form ridge simulations on the same Gaussian Potts

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from replica_mlm._pool import Task, run_tasks
 from replica_mlm.attractor.experiments import digits_experiment
 from replica_mlm.attractor.measurements import AttractorSettings
 from replica_mlm.attractor.potts_sequences import potts_experiment
@@ -51,7 +52,6 @@ from replica_mlm.validation.attractor_plots import (
     _plot_potts,
     _plot_scan,
 )
-from replica_mlm.validation.parallel import Task, run_tasks
 from replica_mlm.validation.report import Check, Section, atomic_write_text
 
 __all__ = ["DEFAULT_SETTINGS", "digits_checks", "lifetime_scan", "potts_checks", "run"]

@@ -76,8 +76,9 @@ Checks (each can fail; a failing one means the paper's claim is not reproduced a
 
 Not a check, data in ``fig2.json`` (``finite_M_excess``): the test-loss excess that a
 well-specified model fitted on ``M`` sequences is expected to have, ``tr(H^-1 G) / (2 M)``
-per sequence (:func:`finite_sample_excess`), beside the measured excess and the standard error
-of check 1, so that a reader can see whether check 1 can hold at this ``M``.
+per sequence (``replica_mlm.learners.attention_diagnostics.finite_sample_excess``), beside the
+measured excess and the standard error of check 1, so that a reader can see whether check 1 can
+hold at this ``M``.
 
 A precondition of check 1 is checked too: ``figure2.factored_converged``, every fit of the
 factored layer (each start, and those of fig. 2c) is stationary, ``|grad F| |x| <= 0.01`` times
@@ -96,18 +97,16 @@ from pathlib import Path
 import numpy as np
 
 from replica_mlm._checks import positive_int
+from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.learners.attention import FactoredAttention, reconstruction_error
-from replica_mlm.stats import mean_stderr, zscore
-from replica_mlm.validation.potts_section import draw_like_pilot, tuned_instance
+from replica_mlm.potts.instances import draw_like_pilot, tuned_instance
+from replica_mlm.stats import zscore
+from replica_mlm.validation.figure2_checks import _se, factored_checks, transformer_checks
 from replica_mlm.validation.report import Check, Section
 
-__all__ = ["Fig2Settings", "factored_gradient", "finite_sample_excess", "make_data", "run",
-           "settings_for"]
+__all__ = ["Fig2Settings", "make_data", "run", "settings_for"]
 
-#: the L-BFGS fits count as converged when ``|grad F| |x|`` is below this fraction of the
-#: standard error of the factored layer's test loss (check ``figure2.factored_converged``)
-KKT_FRACTION = 0.01
 
 
 @dataclass
@@ -178,11 +177,6 @@ def _nll_per_sequence(z: np.ndarray, s: np.ndarray) -> np.ndarray:
     return (lse - np.take_along_axis(z, s[:, :, None], axis=2)[:, :, 0]).sum(axis=1)
 
 
-def _se(x) -> float:
-    x = np.asarray(x, dtype=float)
-    return mean_stderr(x, single=0.0).stderr
-
-
 def _compare(per_seq_a: list[np.ndarray], per_seq_b: np.ndarray | list[np.ndarray]) -> dict:
     """Mean of (a - b) over seeds and test sequences, with seed and paired test-set errors."""
     a = np.asarray(per_seq_a)  # (seeds, n_test)
@@ -228,11 +222,10 @@ def _fit_record(fa: FactoredAttention, test, W_true) -> dict:
 
 def _polish(st: Fig2Settings, train, x0) -> FactoredAttention:
     """``FactoredAttention.fit``'s L-BFGS and Newton polish from the parameters ``x0``."""
-    from replica_mlm.learners.attention_fit import FactoredAttentionProblem as _FAProblem
-    from replica_mlm.learners.attention_fit import fit_lbfgs as _run_lbfgs
+    from replica_mlm.learners.attention_fit import FactoredAttentionProblem, fit_lbfgs
 
-    problem = _FAProblem(np.asarray(train), st.q, st.lam, "linear")
-    x, info = _run_lbfgs(problem, x0, max_iter=st.max_iter, tol=st.lbfgs_tol, monitor=None,
+    problem = FactoredAttentionProblem(np.asarray(train), st.q, st.lam, "linear")
+    x, info = fit_lbfgs(problem, x0, max_iter=st.max_iter, tol=st.lbfgs_tol, monitor=None,
                          gtol=1e-7, newton_iter=st.newton_iter, init="warm start")
     A, V, _ = problem.unpack(x)
     return FactoredAttention(attention=A, value=V, fit_info=info)
@@ -270,15 +263,10 @@ def _task_reconstruction(st, train, W_true):
             "seconds": time.process_time() - t0}
 
 
-def _run_tasks(tasks: dict, workers: int) -> dict:
+def _run_keyed(tasks: dict, workers: int) -> dict:
     """``{key: fn(*args)}`` for ``tasks = {key: (fn, args)}``, in ``workers`` processes."""
-    if workers <= 1:
-        return {k: fn(*args) for k, (fn, args) in tasks.items()}
-    from replica_mlm._pool import process_pool
-
-    with process_pool(workers) as pool:
-        futures = {k: pool.submit(fn, *args) for k, (fn, args) in tasks.items()}
-        return {k: f.result() for k, f in futures.items()}
+    results = run_tasks([Task(fn, args) for fn, args in tasks.values()], workers=workers)
+    return dict(zip(tasks, results, strict=True))
 
 
 def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings | None = None,
@@ -306,6 +294,19 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
     workers = positive_int(workers, "workers")
     section = Section(name="figure2: vanilla transformers vs factored attention (Rende et al. fig. 2)")
     section.parameters = {"quick": quick, "rng": rng, **vars(st)}
+    pm, train, test, per_seq_true, W_true, seeds, d = _data_step(st, rng, section, t0)
+    results = _run_keyed(_training_tasks(st, train, test, W_true, seeds), workers)
+    models, maps, fam, best, rec_fits = _fit_step(st, seeds, results, d)
+    d["workers"] = workers
+    three_vs_one = _statistics(models, fam, per_seq_true)
+    factored_checks(section, st, models, best, rec_fits, train, test, per_seq_true, d)
+    transformer_checks(section, st, models, fam, three_vs_one)
+    return _report(out, section, st, d, pm, models, fam, three_vs_one, maps, t0)
+
+
+def _data_step(st: Fig2Settings, rng: int, section: Section, t0: float):
+    """The data (a tuned instance, training and test sequences), its summary ``d`` (the start of
+    ``fig2.json``'s data) and the check ``figure2.data.mixing``."""
     pm, diag, train, test, rejected = make_data(st, rng)
     seeds = model_seeds(rng, st.seeds)
     per_seq_true = _nll_per_sequence(pm.logits(test), test)
@@ -327,7 +328,11 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
         detail=f"{diag.method} sampler at beta = {pm.beta:.4g}, mean Hamming {hamming:.3f} "
                f"(target {st.target_hamming}); M = {st.M} train and {st.n_test} test sequences "
                "from the same chains"))
+    return pm, train, test, per_seq_true, W_true, seeds, d
 
+
+def _training_tasks(st: Fig2Settings, train, test, W_true, seeds) -> dict:
+    """``{key: (fn, args)}``: every training run and fit of the figure."""
     # ---- every training run is an independent task (same data, seeds shared between models);
     # run in ``workers`` processes, each task seeds itself: the results do not depend on ``workers``
     tasks: dict = {}
@@ -344,8 +349,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
         if M != st.M:
             for r in range(min(st.seeds, st.M // M)):  # disjoint subsets of the training set
                 tasks[("rec", M, r)] = (_task_reconstruction, (st, train[r * M:(r + 1) * M], W_true))
-    results = _run_tasks(tasks, workers)
+    return tasks
 
+
+def _fit_step(st: Fig2Settings, seeds, results: dict, d: dict):
+    """Gather the tasks' results: the models of fig. 2a/b, their attention maps, the gamma family
+    (fig. 2d), the trained factored layer and the fits of fig. 2c (``d["reconstruction_vs_M"]``)."""
     models: dict[str, dict] = {}
     maps: dict[str, np.ndarray] = {}
     for name, layers in (("transformer_1", 1), ("transformer_3", 3)):
@@ -403,9 +412,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
     fam["seconds"] = float(sum(results[k]["seconds"] for k in results
                                if k[0] == "tf" and k[2] != 1.0))
     d["seconds"]["training_cpu_tasks"] = float(sum(r["seconds"] for r in results.values()))
-    d["workers"] = workers
+    return models, maps, fam, best, rec_fits
 
-    # ---- statistics and checks
+
+def _statistics(models: dict, fam: dict, per_seq_true: np.ndarray) -> dict:
+    """Final losses, their standard errors and the paired comparisons (in place); returns the
+    comparison of three layers with one."""
     fa_ps = models["factored"]["per_seq"]
     for r in models.values():
         r["vs_entropy"] = _compare(r["per_seq"], per_seq_true)
@@ -417,79 +429,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
                                   float(np.mean([_se(p) for p in per]))) for per in fam["per_seq"]]
     fam["vs_factored"] = [_compare(per, fa_ps[0]) for per in fam["per_seq"]]
     three_vs_one = _compare(models["transformer_3"]["per_seq"], models["transformer_1"]["per_seq"])
+    return three_vs_one
 
-    c = models["factored"]["vs_entropy"]
-    se_fa = math.hypot(models["factored"]["final_se_seeds"],
-                       float(np.mean([_se(p) for p in fa_ps])))
-    # stationarity of every fit of the objective (each start, and the fits of fig. 2c):
-    # |grad F| |x| bounds the first-order change of the objective (nats per sequence) under any
-    # move of the parameters by up to their own size
-    fits = rec["starts"] + rec_fits
-    first_order = [f["stationarity"] for f in fits]
-    section.checks.append(Check(
-        name="figure2.factored_converged",
-        passed=bool(max(first_order) <= KKT_FRACTION * se_fa),
-        value={"first_order_change": first_order, "standard_error": se_fa,
-               "gradient_norm": [f["gradient_norm"] for f in fits],
-               "iterations": [f["iterations"] for f in fits],
-               "newton_iterations": [f["newton_iterations"] for f in fits]},
-        threshold=f"|grad F| |x| <= {KKT_FRACTION:g} x the test loss's standard error, every fit",
-        detail=f"{len(fits)} fits of factored attention (L-BFGS then trust-region Newton): "
-               f"|grad F| |x| at most {max(first_order):.2e} nats per sequence against the "
-               f"standard error {se_fa:.4f}; {rec['starts_at_best']} of {len(rec['starts'])} starts "
-               f"reached the lowest objective {best['objective']:.10f} (the others: "
-               + (", ".join(f"{f['objective'] - best['objective']:+.2e}" for f in rec["starts"]
-                            if f["objective"] - best["objective"] > 1e-9 * abs(best["objective"]))
-                  or "none") + ")"))
-    # data, not a check: the excess a well-specified model is expected to have at this M
-    fitted = FactoredAttention(attention=best["attention"], value=best["value"])
-    ex = finite_sample_excess(fitted, train, lam=st.lam)
-    ex.pop("per_sequence_gradients")
-    # the same trace with H and G from the test sequences (at the fit, G on the training set is
-    # biased low by the fit itself): a second estimate of the expectation at M training sequences
-    trace_test = finite_sample_excess(fitted, test, lam=st.lam)["trace"]
-    d["finite_M_excess"] = dict(
-        ex, trace_test_set=trace_test, expected_excess_test_set=trace_test / (2 * st.M),
-        measured_excess=c["difference"], measured_excess_se=c["se"],
-        test_loss_standard_error=se_fa,
-        z_measured_vs_expected=zscore(c["difference"], ex["expected_excess"], c["se"]),
-        note="expected test-loss excess over the true conditionals of a well-specified model "
-             "fitted on M sequences, tr(H^-1 G)/(2M) per sequence (H: Hessian of the training "
-             "objective, G: covariance of the per-sequence gradients, both at the fit)")
-    section.checks.append(Check(
-        name="figure2.factored_reaches_entropy", passed=c["difference"] <= se_fa,
-        value={"excess": c["difference"], "standard_error": se_fa, "test_loss": models["factored"]
-               ["final_mean"], "conditional_entropy": H, "excess_paired_se": c["se"]},
-        threshold="test loss - conditional entropy <= the test loss's standard error (test set)",
-        detail=f"factored attention (minimiser of the MLM objective, start: {rec['trained_layer']}): "
-               f"test loss {models['factored']['final_mean']:.4f} vs conditional entropy {H:.4f}: "
-               f"excess {c['difference']:.4f} (paired s.e. {c['se']:.4f}) against the test loss's "
-               f"standard error {se_fa:.4f}; a well-specified fit on M = {st.M} sequences is "
-               f"expected to exceed by tr(H^-1 G)/(2M) = {ex['expected_excess']:.4f} (H, G on the "
-               f"training set; {trace_test / (2 * st.M):.4f} with H, G on the test set; fig2.json: "
-               "finite_M_excess)"))
-    c = models["transformer_1"]["vs_entropy"]
-    section.checks.append(Check(
-        name="figure2.one_layer_gap", passed=c["z"] > 3.0, value=c,
-        threshold="(test loss - conditional entropy) / s.e. > 3",
-        detail=f"1-layer transformer: test loss {models['transformer_1']['final_mean']:.4f}, "
-               f"excess over the conditional entropy {c['difference']:.4f} +- {c['se']:.4f} "
-               f"(z = {c['z']:.1f})"))
-    section.checks.append(Check(
-        name="figure2.three_layers_improve", passed=three_vs_one["z"] < -3.0, value=three_vs_one,
-        threshold="(loss_3 - loss_1) / s.e. < -3 (paired by seed and test sequence)",
-        detail=f"3-layer minus 1-layer test loss {three_vs_one['difference']:.4f} +- "
-               f"{three_vs_one['se']:.4f} (z = {three_vs_one['z']:.1f})"))
-    zs = [f["z"] for f in fam["vs_factored"]]
-    section.checks.append(Check(
-        name="figure2.gamma_family_never_beats_factored", passed=min(zs) > -2.0,
-        value={"gamma": list(st.gammas), "z": zs,
-               "difference": [f["difference"] for f in fam["vs_factored"]]},
-        threshold="(loss_gamma - loss_factored) / s.e. > -2 for every gamma",
-        detail="test loss of one layer on E e_s + gamma p minus the factored layer's: "
-               + ", ".join(f"gamma {g:g}: {f['difference']:+.3f} (z = {f['z']:.1f})"
-                           for g, f in zip(st.gammas, fam["vs_factored"], strict=True))))
 
+def _report(out: Path, section: Section, st: Fig2Settings, d: dict, pm, models: dict, fam: dict,
+            three_vs_one: dict, maps: dict, t0: float) -> Section:
+    """The figures and ``fig2.json``."""
     for r in models.values():
         r.pop("per_seq")
     fam.pop("per_seq")
@@ -510,62 +455,6 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
         "passed": section.passed, "parameters": section.parameters,
         "checks": [vars(c) for c in section.checks], "data": d}, indent=2)
     return section
-
-
-def factored_gradient(fa: FactoredAttention, train: np.ndarray, *, lam: float) -> dict:
-    """Gradient of the fitted layer's training objective ``F`` (per sequence) at its parameters.
-
-    ``F`` is the objective ``FactoredAttention.fit`` minimises (linear variant, penalty
-    ``(lam p / 2)(|A|^2 + |V|^2)`` on the summed loss); returns the Euclidean norm and the largest
-    component of its gradient and the norm of the parameters ``(A off the diagonal, V)``.
-    """
-    from replica_mlm.learners.attention_fit import FactoredAttentionProblem as _FAProblem
-
-    L = fa.attention.shape[0]
-    problem = _FAProblem(np.asarray(train), fa.value.shape[0], lam, "linear")
-    x = np.concatenate([fa.attention[~np.eye(L, dtype=bool)], fa.value.ravel()])
-    _, g = problem.loss_grad(x)
-    return {"norm": float(np.linalg.norm(g)), "max": float(np.abs(g).max()),
-            "parameter_norm": float(np.linalg.norm(x))}
-
-
-def finite_sample_excess(fa: FactoredAttention, train: np.ndarray, *, lam: float) -> dict:
-    """Expected test-loss excess of a fitted linear layer at finite M: ``tr(H^-1 G) / (2 M)``.
-
-    For a well-specified model (the Potts model of fig. 2 is one: ``A = beta J``, ``V = U``) the
-    parameters fitted on ``M`` sequences have, to first order in ``1/M``, an expected test loss
-    (per sequence) above the best parameters' by ``tr(H^-1 G) / (2 M)``, with ``H`` the Hessian
-    of the training objective per sequence and ``G`` the covariance of the per-sequence
-    gradients of the loss (the sandwich form: pseudo-likelihood is not a likelihood, so
-    ``G != H`` and the trace is not the number of parameters). Both are estimated at the fit on
-    the training set; ``H`` is :meth:`_FAProblem.hessian` (exact, penalty included, which gives
-    the gauge directions of zero data curvature a finite one, while ``G`` has no component
-    along them).
-
-    Returns
-    -------
-    dict
-        ``trace`` = ``tr(H^-1 G)``, ``expected_excess`` = ``trace / (2 M)`` (nats per sequence),
-        ``n_parameters`` and ``M``.
-    """
-    from replica_mlm.learners.attention_fit import FactoredAttentionProblem as _FAProblem
-
-    s = np.asarray(train)
-    L, q = fa.attention.shape[0], fa.value.shape[0]
-    problem = _FAProblem(s, q, lam, "linear")
-    M = problem.M
-    A, V = fa.attention, fa.value
-    x = problem.pack(A, V)
-    C, P, _ = problem._forward(A, V, problem.X, problem.tgt, M)
-    P.ravel()[problem.tgt] -= 1.0  # dloss/dz for every (site, sequence)
-    G3, C3 = P.reshape(L, M, q), C.reshape(L, M, q)
-    grad_V = np.einsum("ima,imc->mac", G3, C3).reshape(M, q * q)
-    grad_A = np.einsum("imb,jmb->mij", G3 @ V, problem.X)[:, problem.off]
-    grads = np.concatenate([grad_A, grad_V], axis=1)  # per-sequence gradients (M, n_params)
-    H = problem.hessian(x)
-    trace = float(np.trace(np.linalg.solve(H, np.cov(grads, rowvar=False))))
-    return {"trace": trace, "expected_excess": trace / (2 * M), "n_parameters": int(x.size),
-            "M": int(M), "per_sequence_gradients": grads}
 
 
 def _offdiag_corr(A: np.ndarray, B: np.ndarray) -> float:

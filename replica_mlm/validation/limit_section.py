@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.validation.mlm_section import instance_seed
-from replica_mlm.validation.parallel import Task, run_tasks
 from replica_mlm.validation.report import Check, Section
 
 SHIFT = 3.0

@@ -21,16 +21,17 @@ with ``tune_beta(method="auto", return_result=True)`` (parallel-tempering scans,
 that must pass the mixing check and measure the Hamming distance within 0.01 with a standard error
 below 0.01 / 3; docs/potts.md, "Sampling"). Random instances differ a lot (the target lies between
 beta = 3 and beyond 20) and the sampler's cost grows with beta, so an instance is kept on the
-sampler's cost alone, before any fit (``tuned_instance``): a pre-scan (8 replicas, 200 + 200
-steps of a geometric ladder from beta = 1 to ``max_beta`` = 5, about 2 CPU seconds) must already
-cross the target; the tuner's pilot runs may record at most ``max_pilot_sweeps`` = 1600 steps; the
-tuned pilot may need at most ``max_sweeps_between`` = 40 steps between samples. Rejected instances
-and their measured reasons are listed in ``potts.json`` (``data["rejected_instances"]``). The data
-continue the verified pilot's chains (``PottsModel.sample(resume=...)``), and the check
-``potts.sampler.target_hamming`` requires the test set's mean Hamming distance within 0.01 of the
-target. The quick mode (L = 6, q = 4, target 0.5) keeps plain Gibbs (``tune_method="gibbs"``).
+sampler's cost alone, before any fit (``replica_mlm.potts.instances.tuned_instance``): a pre-scan (8
+replicas, 200 + 200 steps of a geometric ladder from beta = 1 to ``max_beta`` = 5, about 2 CPU
+seconds) must already cross the target; the tuner's pilot runs may record at most
+``max_pilot_sweeps`` = 1600 steps; the tuned pilot may need at most ``max_sweeps_between`` = 40
+steps between samples. Rejected instances and their measured reasons are listed in ``potts.json``
+(``data["rejected_instances"]``). The data continue the verified pilot's chains
+(``PottsModel.sample(resume=...)``), and the check ``potts.sampler.target_hamming`` requires the
+test set's mean Hamming distance within 0.01 of the target. The quick mode (L = 6, q = 4, target
+0.5) keeps plain Gibbs (``tune_method="gibbs"``).
 
-Fits. Every fit is a :class:`~replica_mlm.validation.parallel.Task` seeded from the root seed and
+Fits. Every fit is a :class:`~replica_mlm._pool.Task` seeded from the root seed and
 its own key, run in ``workers`` processes (the numbers do not depend on ``workers``). Linear
 factored attention starts from the mean-field point (``init="mean-field"``), runs L-BFGS (up to
 ``max_iter``) and trust-region Newton to a tenth of the check's threshold; the full-block fit is
@@ -66,14 +67,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from replica_mlm._checks import positive_int
+from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.learners.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
-from replica_mlm.potts.model import PottsModel
+from replica_mlm.potts.instances import draw_like_pilot, tuned_instance
 from replica_mlm.stats import mean_stderr
-from replica_mlm.validation.parallel import Task, run_tasks
+from replica_mlm.validation.potts_checks import equivalence_check, sampler_checks
 from replica_mlm.validation.report import Check, Section
 
 __all__ = ["PottsSettings", "run"]
@@ -85,8 +86,6 @@ __all__ = ["PottsSettings", "run"]
 KKT_FRACTION = 0.01
 #: L-BFGS's relative tolerance on the objective (scipy's ftol) of the factored fits
 LBFGS_FTOL = 1e-12
-#: the data's mean Hamming distance must lie this close to the target (tune_beta's default tol)
-HAMMING_TOL = 0.01
 
 
 @dataclass
@@ -145,24 +144,6 @@ def _mean_se(x) -> tuple[float, float]:
     return mean_stderr(x, single=math.nan)
 
 
-def _chi_square_check(rng: np.random.Generator) -> dict:
-    """Sampler exactness on an enumerable model (L = 4, q = 3, 81 states)."""
-    pm = PottsModel.random(L=4, q=3, seed=rng, beta=2.0)
-    p = pm.boltzmann_probabilities()
-    n = 40_000
-    seqs, diag = pm.sample(n, rng=rng, n_chains=1000, return_diagnostics=True)
-    counts = np.bincount(np.ravel_multi_index(seqs.T, (3,) * 4), minlength=81)
-    expected = n * p
-    small = expected < 5
-    obs = np.append(counts[~small], counts[small].sum())
-    exp = np.append(expected[~small], expected[small].sum())
-    if exp[-1] == 0:
-        obs, exp = obs[:-1], exp[:-1]
-    chi2, pval = stats.chisquare(obs, exp)
-    return {"chi2": float(chi2), "dof": int(obs.size - 1), "p_value": float(pval), "n": n,
-            "tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between}
-
-
 def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Section:
     """Run the Potts / factored-attention experiments; write figures and ``potts.json``.
 
@@ -188,13 +169,25 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
 
     section = Section(name="discrete Potts model and factored attention (docs/potts.md)")
     section.parameters = {"quick": quick, "rng": rng, **{k: v for k, v in vars(st).items()}}
+    pm, tune, diag, n_train, train, test, hamming, H, per_seq_true, W_true, t_tune, t_sample = \
+        _data_step(st, gens, section, t0)
+    chi = sampler_checks(section, st, pm, tune, diag, test, hamming, gens, t_tune)
+    d_loss, d_cond = equivalence_check(section, pm, train, H, n_train)
+    results, rec, curves, fits, se_H, t_fit = _fit_step(st, train, test, W_true, per_seq_true, H,
+                                                        rng=rng, workers=workers)
+    slope, intercept = _consistency_checks(section, st, rec, fits, se_H, H)
+    _small_lam_check(section, st, results)
+    return _report(out, section, st, pm, diag, hamming, H, per_seq_true, chi, d_loss, d_cond, rec,
+                   slope, intercept, curves, fits, workers, t_tune, t_sample, t_fit, t0)
 
+
+def _data_step(st: PottsSettings, gens: list, section: Section, t0: float):
+    """Model, temperature and sampler: a tuned instance and its training and test sequences."""
     # ---- model, temperature, sampler
     pm, tune, tried = tuned_instance(L=st.L, q=st.q, target_hamming=st.target_hamming,
                                      method=st.tune_method, gens=gens, max_beta=st.max_beta,
                                      max_pilot_sweeps=st.max_pilot_sweeps,
                                      max_sweeps_between=st.max_sweeps_between)
-    beta = pm.beta
     section.data["rejected_instances"] = tried
     section.parameters["instances_rejected"] = len(tried)
     t_tune = time.perf_counter() - t0
@@ -206,56 +199,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
     per_seq_true = _per_sequence_nll(pm.logits(test), test)
     W_true = pm.coupling_tensor()
     t_sample = time.perf_counter() - t0
+    return pm, tune, diag, n_train, train, test, hamming, H, per_seq_true, W_true, t_tune, t_sample
 
-    section.checks.append(Check(
-        name="potts.sampler.mixing",
-        passed=bool(diag.window_found and diag.equilibrated),
-        value={"tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between,
-               "burn_in": diag.burn_in, "beta": beta, "mean_hamming": hamming,
-               "method": diag.method, "rungs": int(diag.ladder.size),
-               "min_swap_acceptance": (float(diag.swap_acceptance.min())
-                                       if diag.swap_acceptance.size else None),
-               "tuned_hamming": None if tune is None else tune.hamming,
-               "tuned_hamming_se": None if tune is None else tune.hamming_se,
-               "seconds_tune": t_tune},
-        threshold="Sokal window found; energy and Hamming distance of both halves within 4 s.e.",
-        detail=f"{diag.method} autocorrelation at beta = {beta:.4g} (mean Hamming {hamming:.3f}, "
-               f"target {st.target_hamming}, {diag.ladder.size} rung(s)); samples saved every "
-               f"{diag.sweeps_between} sweeps",
-    ))
-    h_se = _hamming_se(pm, test)
-    section.checks.append(Check(
-        name="potts.sampler.target_hamming",
-        passed=bool(abs(hamming - st.target_hamming) <= HAMMING_TOL),
-        value={"mean_hamming": hamming, "stderr": h_se, "target": st.target_hamming,
-               "tol": HAMMING_TOL},
-        threshold=f"|mean Hamming distance of the test set - target| <= {HAMMING_TOL}",
-        detail=f"test set ({st.n_test} sequences): mean Hamming distance {hamming:.4f} +- "
-               f"{h_se:.4f} (jackknife over 20 blocks) against the target {st.target_hamming}",
-    ))
-    chi = _chi_square_check(gens[4])
-    section.checks.append(Check(
-        name="potts.sampler.chi_square",
-        passed=chi["p_value"] > 0.01,
-        value=chi["p_value"],
-        threshold="p > 0.01",
-        detail=f"Gibbs frequencies of all 81 states of an L=4, q=3 model vs exact Boltzmann "
-               f"probabilities, n = {chi['n']}: chi2 = {chi['chi2']:.1f} on {chi['dof']} dof",
-    ))
 
-    # ---- equivalence
-    fa_true = FactoredAttention(attention=beta * pm.couplings, value=pm.colours)
-    d_loss = abs(fa_true.mlm_loss(train) - pm.neg_pseudo_loglikelihood(train))
-    d_cond = float(np.max(np.abs(fa_true.conditionals(train) - pm.conditionals(train))))
-    section.checks.append(Check(
-        name="potts.pseudolikelihood_equivalence",
-        passed=d_loss <= 1e-12 * abs(H) and d_cond <= 1e-12,
-        value={"loss_difference": d_loss, "max_conditional_difference": d_cond},
-        threshold="<= 1e-12 (relative for the loss)",
-        detail="A = beta J, V = U: MLM loss vs negative log pseudo-likelihood and per-site "
-               f"predictions vs exact conditionals on {n_train} sequences",
-    ))
-
+def _fit_step(st: PottsSettings, train, test, W_true, per_seq_true, H: float, *, rng: int,
+              workers: int):
+    """Every fit as an independent task; the reconstruction errors and excess losses per M."""
     # ---- every fit is an independent task with its own seed (results do not depend on workers)
     se_H = mean_stderr(per_seq_true).stderr
     # the linear fits aim at a tenth of the check's threshold (Newton is cheap near the optimum)
@@ -283,6 +232,13 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
     fits = [dict(results[k], task=list(map(str, k))) for k in keys]
     for f in fits:
         f.pop("curve", None)
+    return results, rec, curves, fits, se_H, t_fit
+
+
+def _consistency_checks(section: Section, st: PottsSettings, rec: dict, fits: list, se_H: float,
+                        H: float) -> tuple[float, float]:
+    """``potts.fits_converged``, ``potts.consistency.*`` and ``potts.plm_comparison``; returns the
+    log-log fit of the reconstruction error (slope, intercept)."""
     section.checks.append(fits_converged_check(fits, se_H))
     Ms = np.asarray(st.Ms, dtype=float)
     fa_mean = np.nanmean(rec["fa"], axis=1)
@@ -317,8 +273,11 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
         detail=f"plmDCA-style fit ({st.L * (st.L - 1) * st.q ** 2} parameters) vs factored attention "
                f"({st.L * (st.L - 1) + st.q ** 2}) on the same data: same optimum, slower approach",
     ))
+    return slope, intercept
 
-    # ---- small regularisation: test loss vs M (paper's fig. 3, right)
+
+def _small_lam_check(section: Section, st: PottsSettings, results: dict) -> None:
+    """Small regularisation: test loss vs M (the paper's fig. 3, right), ``section.data["small_lam"]``."""
     small = np.array([[results[("small", a, r)]["test_loss"] for r in range(st.small_lam_reps)]
                       for a in range(len(st.small_lam_Ms))])
     small_mean, small_se = mean_stderr(small, axis=1)
@@ -340,7 +299,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
                f"(parameters / L = {threshold_M:.1f})",
     ))
 
-    # ---- figures and numbers
+
+def _report(out: Path, section: Section, st: PottsSettings, pm, diag, hamming, H, per_seq_true, chi,
+            d_loss, d_cond, rec, slope, intercept, curves, fits, workers, t_tune, t_sample, t_fit,
+            t0) -> Section:
+    """The figures and ``potts.json``."""
+    beta = pm.beta
     section.data.update({
         "beta": beta, "mean_hamming": hamming, "conditional_entropy": H,
         "conditional_entropy_se": mean_stderr(per_seq_true).stderr,
@@ -367,96 +331,6 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
         "passed": section.passed, "parameters": section.parameters,
         "checks": [vars(c) for c in section.checks], "data": section.data}, indent=2)
     return section
-
-
-#: the full mode's cost rule for instances (module docstring, "Instances"): the pre-scan's
-#: replicas and steps (burn-in, then recorded) over the geometric ladder from 1 to ``max_beta``
-PRESCAN_REPLICAS = 8
-PRESCAN_STEPS = 200
-
-
-def prescan(pm: PottsModel, *, max_beta: float, gen: np.random.Generator):
-    """One short parallel-tempering scan of ``pm`` from beta = 1 to ``max_beta``
-    (:func:`replica_mlm.potts.tempering.tempering_scan`, ``PRESCAN_REPLICAS`` replicas of a
-    geometric ladder, ``PRESCAN_STEPS`` steps of burn-in then recorded); the mean Hamming distance
-    at every rung. About 1.5 CPU seconds at L = q = 20."""
-    from replica_mlm.potts.tempering import geometric_ladder, tempering_scan
-
-    ladder = geometric_ladder(max_beta, None, min(1.0, max_beta), pm.L)
-    return tempering_scan(pm, ladder, gen, n_replicas=PRESCAN_REPLICAS, n_steps=PRESCAN_STEPS)
-
-
-def tuned_instance(*, L: int, q: int, target_hamming: float, method: str,
-                   gens: list[np.random.Generator], max_beta: float | None = None,
-                   max_pilot_sweeps: int | None = None, max_sweeps_between: int | None = None):
-    """A random instance whose sampler mixes at ``target_hamming`` (``tune_beta`` checks; up to five
-    instances, drawn from ``gens[0]``, tuned with ``gens[1]``).
-
-    The optional limits reject an instance on the sampler's cost alone (never on what the checks
-    later measure): ``max_beta``, a pre-scan (:func:`prescan`) whose coldest rung is still above
-    the target puts the target above ``max_beta``; ``max_pilot_sweeps``, the ``max_sweeps`` of
-    ``tune_beta`` (its pilot must mix within that many recorded steps); ``max_sweeps_between``, the
-    tuned pilot's steps between samples.
-
-    Returns the model at the tuned beta, the tempering tuner's result (None for ``method="gibbs"``)
-    and the rejected instances (dicts: attempt, reason, measured numbers, CPU seconds spent);
-    RuntimeError if none of five reaches the target.
-    """
-    tried: list[dict] = []
-    for attempt in range(5):
-        base = PottsModel.random(L=L, q=q, seed=gens[0])
-        c0 = time.process_time()
-
-        def reject(reason: str, attempt=attempt, c0=c0, **measured) -> None:
-            tried.append({"attempt": attempt, "reason": reason, **measured,
-                          "cpu_seconds": time.process_time() - c0})
-
-        if max_beta is not None:
-            sc = prescan(base, max_beta=max_beta, gen=gens[1])
-            if sc.hamming[-1] > target_hamming:
-                reject(f"pre-scan: mean Hamming distance {sc.hamming[-1]:.3f} +- "
-                       f"{sc.hamming_se[-1]:.3f} at beta = {max_beta:g} is above the target "
-                       f"{target_hamming}: the target lies above max_beta = {max_beta:g}",
-                       prescan_ladder=sc.ladder, prescan_hamming=sc.hamming)
-                continue
-        try:
-            if method == "gibbs":
-                return (base.with_beta(base.tune_beta(target_hamming=target_hamming, rng=gens[1],
-                                                      method="gibbs")), None, tried)
-            # tempering tuner: its final pilot run (mixing checked) is the sampler's
-            extra = {} if max_pilot_sweeps is None else {"max_sweeps": max_pilot_sweeps}
-            tune = base.tune_beta(target_hamming=target_hamming, rng=gens[1], method=method,
-                                  return_result=True, **extra)
-        except ValueError as exc:
-            reject(str(exc))
-            continue
-        between = tune.diagnostics.sweeps_between
-        if max_sweeps_between is not None and between > max_sweeps_between:
-            reject(f"the tuned pilot at beta = {tune.beta:.4g} needs {between} steps between "
-                   f"samples, more than max_sweeps_between = {max_sweeps_between}",
-                   beta=tune.beta, sweeps_between=between)
-            continue
-        return base.with_beta(tune.beta), tune, tried
-    raise RuntimeError("no instance reached the target Hamming distance: "
-                       + "; ".join(t["reason"] for t in tried))
-
-
-def draw_like_pilot(pm: PottsModel, tune, n: int, *, gens: list[np.random.Generator],
-                    resume: bool = False):
-    """``n`` shuffled sequences (``gens[2]`` samples, ``gens[3]`` shuffles) with the sampler settings of
-    the tuner's pilot run (its own ladder at equal swap acceptance), or of plain Gibbs diagnostics
-    where ``tune`` is None; returns the diagnostics used and the sequences. ``resume``: continue
-    the pilot's own chains (``PottsModel.sample(resume=...)``; they passed its equilibration
-    checks, so no second burn-in) instead of new chains from random sequences."""
-    diag = pm.gibbs_diagnostics(rng=gens[2], method="auto") if tune is None else tune.diagnostics
-    if resume and tune is not None:
-        data = pm.sample(n, rng=gens[2], resume=diag)
-    else:
-        data = pm.sample(n, rng=gens[2], sweeps_between=diag.sweeps_between,
-                         burn_in=diag.burn_in, method=diag.method, ladder=diag.ladder,
-                         swap_rounds=diag.swap_rounds)
-    gens[3].shuffle(data)
-    return diag, data
 
 
 def fits_converged_check(fits: list[dict], se_H: float) -> Check:
@@ -541,14 +415,6 @@ def _fit_task(*, seqs, q: int, lam: float, variant: str, monitor: bool, test, W_
             "message": info.message, "seconds": time.process_time() - c0,
             "curve": ({"train": info.history, "test": info.monitor_history} if monitor
                       else None)}
-
-
-def _hamming_se(pm: PottsModel, seqs: np.ndarray, blocks: int = 20) -> float:
-    """Jackknife standard error of ``pm.mean_hamming(seqs)`` over ``blocks`` blocks of the
-    (shuffled) sequences."""
-    parts = np.array_split(np.arange(len(seqs)), blocks)
-    est = np.array([pm.mean_hamming(np.delete(seqs, p, axis=0)) for p in parts])
-    return float(math.sqrt((blocks - 1) / blocks * np.sum((est - est.mean()) ** 2)))
 
 
 def _per_sequence_nll(z: np.ndarray, s: np.ndarray) -> np.ndarray:

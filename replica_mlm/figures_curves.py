@@ -1,0 +1,369 @@
+"""Learning-curve figures: test error against alpha (theory lines, simulation markers, the
+deviation panel), the excess-error decay, the z-score histogram and the ERM curves.
+
+Drawn under :data:`replica_mlm.figure_style.STYLE` and written by
+:func:`replica_mlm.figure_style.save`; the public names are listed by :mod:`replica_mlm.plotting`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey, latex_number, log_ticks, save
+
+__all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_learning_curves",
+           "plot_z_histogram"]
+
+
+def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
+                         simulations: Sequence | None = None, title: str | None = None,
+                         logy: bool = True):
+    """eg(alpha) for several lam (docs/theory.md, section 3), optionally with simulation points.
+
+    Parameters
+    ----------
+    curves : sequence of LearningCurve
+        One line per lam.
+    path : path, optional
+        Where to save (PNG and PDF).
+    simulations : sequence of Simulation or of (alpha, lam, mean, stderr) tuples, optional
+        Points with error bars, matched to curves by lam. A :class:`~replica_mlm.Simulation`
+        (e.g. from ``rm.simulate(site, alpha=[...], lam=[...])``; one alone is taken as a list of
+        one) gives one point per lam: its realised alpha, ``eg_mean`` and ``eg_stderr``. A tuple
+        is 4 finite real numbers (TypeError for other shapes, e.g. a nested list).
+    title : str, optional
+    logy : bool
+        Logarithmic eg axis (the interpolation peak spans decades at small lam).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        n = len(curves)
+        lam_index = {}
+        for i, c in enumerate(curves):
+            lam_index[c.lam] = i
+            eg = np.where(np.isfinite(c.eg), c.eg, np.nan)
+            ax.plot(c.alpha, eg, color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)],
+                    label=rf"$\lambda = {latex_number(c.lam)}$")
+        if simulations:
+            for alpha, lam, mean, err in _simulation_points(simulations):
+                i = lam_index.get(lam, 0)
+                ax.errorbar(alpha, mean, yerr=err, fmt=MARKERS[i % len(MARKERS)], ms=3.5,
+                            color=grey(i, n), mfc="white", capsize=2, lw=0.8)
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(r"$\alpha = n/p$")
+        ax.set_ylabel(r"generalisation error $e_g$")
+        legend = _mark_learning_curves(ax, curves)
+        return _finish(fig, ax, title=title, path=path, legend=legend)
+
+
+def beats_no_learning(curve) -> float:
+    """The alpha beyond the peak of ``curve.eg`` from which eg stays below C_ii = rho + sigma^2.
+
+    C_ii is the error of predicting the mean (no learning). Returns ``nan`` when the curve does not
+    get below C_ii after its peak on its alpha grid (e.g. the grid stops too early).
+
+    Parameters
+    ----------
+    curve : LearningCurve
+
+    Returns
+    -------
+    float
+    """
+    eg = np.where(np.isfinite(curve.eg), curve.eg, np.inf)
+    alpha = np.asarray(curve.alpha, dtype=float)
+    c_ii = curve.rho + curve.noise
+    start = int(np.argmax(eg))
+    above = np.nonzero(eg[start:] >= c_ii)[0]
+    first = start + (above[-1] + 1 if above.size else 0)
+    return float(alpha[first]) if first < alpha.size else float("nan")
+
+
+def _mark_learning_curves(ax, curves: Sequence) -> dict:
+    """The reference lines, annotations and legend of a learning-curve figure.
+
+    Draws C_ii (no learning), sigma^2 (Bayes floor) and the interpolation threshold alpha = 1 as
+    thin coloured lines (each in the legend), an arrow where a lam = 0 curve diverges at alpha = 1,
+    and where the smallest-lam curve first beats no learning after its peak. With simulation
+    points (error-bar containers on ``ax``), a panel below shows their relative deviation from the
+    theory line of the same lam, where the error bars are visible (on the log axis they are
+    shorter than the markers). Returns the keyword arguments of the legend (outside the axes, on
+    the right): one entry per lam, line and marker together.
+    """
+    from matplotlib.legend_handler import HandlerTuple
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import blended_transform_factory
+
+    lines = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+    handles = []
+    pairs = []
+    for ln in lines:
+        marks = [c for c in ax.containers
+                 if c.lines[0] is not None and c.lines[0].get_color() == ln.get_color()]
+        pairs += [(ln, c) for c in marks]
+        if marks:
+            m = marks[0].lines[0]
+            handles.append((ln, Line2D([], [], ls="none", marker=m.get_marker(), ms=m.get_markersize(),
+                                       color=m.get_color(), mfc=m.get_markerfacecolor())))
+        else:
+            handles.append(ln)
+    labels = [ln.get_label() for ln in lines]
+    legend = dict(handles=handles, labels=labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  handler_map={tuple: HandlerTuple(ndivide=1)})
+    if curves:
+        c0 = curves[0]
+        c_ii, noise = c0.rho + c0.noise, c0.noise
+        refs = [(c_ii, rf"$C_{{ii}} = {c_ii:.3g}$ (no learning)", "#0072B2", (0, (7, 2))),
+                (noise, rf"$\sigma^2 = {noise:.3g}$ (Bayes floor)", "#D55E00", (0, (1, 1.5)))]
+        for y, label, color, ls in refs:
+            handles.append(ax.axhline(y, color=color, lw=0.9, ls=ls, zorder=1))
+            labels.append(label)
+        handles.append(ax.axvline(1.0, color="0.6", lw=0.8, zorder=0))
+        labels.append(r"interpolation, $\alpha = 1$")
+        top = blended_transform_factory(ax.transData, ax.transAxes)
+        zero = [c for c in curves if c.lam == 0]
+        if zero and zero[0].alpha[0] < 1 < zero[0].alpha[-1]:
+            ax.annotate(r"$\lambda = 0$: $e_g \to \infty$", xy=(1.0, 1.0), xycoords=top, xytext=(12, -6),
+                        textcoords="offset points", fontsize=7.5, ha="left", va="top",
+                        arrowprops=dict(arrowstyle="->", color="0.2", lw=0.8, shrinkA=1, shrinkB=0))
+        smallest = min(curves, key=lambda c: c.lam)
+        beat = beats_no_learning(smallest)
+        if np.isfinite(beat) and beat > 1:
+            ax.annotate(rf"$e_g < C_{{ii}}$ for $\alpha > {beat:.2g}$", xy=(beat, c_ii), xytext=(0, 18),
+                        textcoords="offset points", ha="center", va="bottom", fontsize=7.5,
+                        arrowprops=dict(arrowstyle="->", color="0.2", lw=0.8, shrinkA=0, shrinkB=1))
+    if ax.get_yscale() == "log":
+        log_ticks(ax.yaxis)
+    if pairs:
+        labels.append("lines: replica theory\nmarkers: simulation\n(mean $\\pm$ s.e.)")
+        handles.append(Line2D([], [], ls="none"))
+        _deviation_panel(ax, pairs)
+    return legend
+
+
+def _deviation_panel(ax, pairs) -> None:
+    """A panel below ``ax``: (simulation - theory) / theory in %, with the error bars, per lam.
+
+    ``pairs`` are (theory Line2D, ErrorbarContainer) of the same lam; the theory is interpolated
+    linearly in log eg on the line's grid at the simulated alpha.
+    """
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    fig = ax.figure
+    fig.set_figheight(1.35 * fig.get_figheight())
+    below = make_axes_locatable(ax).append_axes("bottom", size="35%", pad=0.12, sharex=ax)
+    lo, hi = ax.get_xlim()
+    colors = list(dict.fromkeys(line.get_color() for line, _ in pairs))
+    for line, cont in pairs:
+        # points of different lam at the same alpha side by side (the offset is 1 % of the axis)
+        dodge = 0.01 * (hi - lo) * (colors.index(line.get_color()) - (len(colors) - 1) / 2)
+        xs, ys = (np.asarray(v, dtype=float) for v in cont.lines[0].get_data())
+        ga, ge = (np.asarray(v, dtype=float) for v in line.get_data())
+        ok = np.isfinite(ge) & (ge > 0)
+        theory = np.exp(np.interp(xs, ga[ok], np.log(ge[ok]), left=np.nan, right=np.nan))
+        segs = cont.lines[2][0].get_segments() if cont.lines[2] else []
+        err = np.array([abs(sg[1][1] - sg[0][1]) / 2 for sg in segs]) if segs else np.zeros_like(ys)
+        m = cont.lines[0]
+        below.errorbar(xs + dodge, 100 * (ys / theory - 1), yerr=100 * err / theory, ls="none",
+                       marker=m.get_marker(), ms=m.get_markersize(), color=m.get_color(),
+                       mfc=m.get_markerfacecolor(), capsize=2, lw=0.8)
+    below.axhline(0.0, color="0.4", lw=0.7, zorder=0)
+    below.axvline(1.0, color="0.6", lw=0.8, zorder=0)
+    below.set_ylabel("sim. $-$ theory\n(% of theory)", fontsize=8.5)
+    below.set_xlabel(ax.get_xlabel())
+    ax.set_xlabel("")
+    ax.tick_params(labelbottom=False)
+
+
+def _simulation_points(simulations: Sequence) -> list[tuple]:
+    """(alpha, lam, mean, stderr) per point: Simulation objects expanded over their lam axis.
+
+    TypeError naming ``simulations`` for anything but a sequence of Simulations and of flat
+    (alpha, lam, mean, stderr) tuples of real numbers; ValueError for non-finite numbers.
+    """
+    from replica_mlm import _checks
+    from replica_mlm.learners.simulate import Simulation
+
+    shapes = "a sequence of Simulation objects or of (alpha, lam, mean, stderr) tuples of 4 real numbers"
+    if isinstance(simulations, Simulation):
+        simulations = [simulations]
+    if isinstance(simulations, str | bytes) or not isinstance(simulations, Sequence | np.ndarray):
+        raise TypeError(f"simulations must be {shapes}, got {type(simulations).__name__}")
+    points = []
+    for k, sim in enumerate(simulations):
+        if isinstance(sim, Simulation):
+            points += [(sim.alpha, float(lam), m, e)
+                       for lam, m, e in zip(sim.lam, sim.eg_mean, sim.eg_stderr, strict=True)]
+            continue
+        row = _checks.real_array(sim, f"simulations[{k}]")  # TypeError for strings, None, complex
+        if row.shape != (4,):
+            raise TypeError(f"simulations must be {shapes}; simulations[{k}] has shape {row.shape}")
+        points.append(tuple(map(float, _checks.finite_array(row, f"simulations[{k}]"))))
+    return points
+
+
+def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
+                     title: str | None = None, bins: int = 24):
+    """Histogram of z-scores (theory against simulation) with the N(0, 1) density.
+
+    Parameters
+    ----------
+    z : array_like
+        z-scores that enter the statistical checks: 1-d, finite real numbers (ValueError for NaN
+        or inf, TypeError for complex numbers).
+    excluded : array_like, optional
+        z-scores shown for information only (e.g. points with a known finite-size bias), drawn as
+        an outline on the same bins; the same rules as ``z``.
+    path : path, optional
+        Where to save (PNG and PDF).
+    title : str, optional
+    bins : int
+        Number of bins on the symmetric range covering all z (at least [-4, 4]).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from replica_mlm._checks import finite_vector
+
+    z, excl = finite_vector(z, "z"), finite_vector([] if excluded is None else excluded, "excluded")
+    finite = np.concatenate([z, excl])
+    top = max(4.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 4.0
+    edges = np.linspace(-top, top, bins + 1)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        ax.hist(z, bins=edges, density=True, color="0.75", edgecolor="0.35", lw=0.6,
+                label=f"compared ({z.size})")
+        if excl.size:
+            # scaled so that the outline and the filled histogram share one count-per-area unit
+            w = np.full(excl.size, 1.0 / (max(z.size, 1) * (edges[1] - edges[0])))
+            ax.hist(excl, bins=edges, weights=w, histtype="step", color="0.0", ls="--", lw=1.0,
+                    label=f"excluded, finite-p bias ({excl.size})")
+        x = np.linspace(-top, top, 400)
+        ax.plot(x, np.exp(-x**2 / 2) / np.sqrt(2 * np.pi), color="0.0", lw=1.4, label=r"$\mathcal{N}(0, 1)$")
+        ax.set_xlabel(r"$z$ = (simulation $-$ replica) / standard error")
+        ax.set_ylabel("density")
+        ax.set_ylim(0, 1.45 * max(ax.get_ylim()[1], 0.4))  # room for the legend above the bars
+        return _finish(fig, ax, title=title, path=path,
+                       legend=dict(loc="upper left", ncols=2, fontsize=7.5))
+
+
+def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float, float] | None = None,
+                      simulations: Sequence | None = None, path: str | os.PathLike | None = None,
+                      title: str | None = None):
+    """Log-log plot of eg - sigma^2 against alpha, with the asymptote sigma^2 / alpha.
+
+    Parameters
+    ----------
+    curves : sequence of (lam, alpha, excess) tuples
+        ``excess = eg - sigma^2`` on the grid ``alpha``, one line per lam.
+    noise : float
+        sigma^2, the constant of the asymptote ``sigma^2 / alpha`` (docs/theory.md, section 5).
+    fit_range : (float, float), optional
+        Shaded alpha range (where the exponent is fitted).
+    simulations : sequence of (alpha, lam, mean, stderr) tuples, optional
+        Simulated ``eg - sigma^2`` (mean and standard error over training sets), drawn as markers
+        with error bars in the style of the line of the same lam.
+    path : path, optional
+        Where to save (PNG and PDF).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.legend_handler import HandlerTuple
+    from matplotlib.lines import Line2D
+
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        n = len(curves)
+        handles, labels = [], []
+        for i, (lam, alpha, excess) in enumerate(curves):
+            (line,) = ax.plot(alpha, np.where(np.asarray(excess) > 0, excess, np.nan), color=grey(i, n),
+                              ls=LINESTYLES[i % len(LINESTYLES)])
+            pts = [s for s in simulations or () if s[1] == lam]
+            handle = line
+            if pts:
+                a_s, _, m_s, e_s = (np.asarray(v, dtype=float) for v in zip(*pts, strict=True))
+                ax.errorbar(a_s, m_s, yerr=e_s, fmt=MARKERS[i % len(MARKERS)], color=grey(i, n), mfc="white",
+                            capsize=2, lw=0.8, zorder=3)
+                handle = (line, Line2D([], [], ls="none", marker=MARKERS[i % len(MARKERS)], color=grey(i, n),
+                                       mfc="white"))
+            handles.append(handle)
+            labels.append(rf"$\lambda = {latex_number(lam)}$")
+        a = np.asarray(curves[0][1]) if curves else np.geomspace(1, 1000, 10)
+        handles.append(ax.plot(a, noise / a, color="0.0", lw=0.8, ls=(0, (1, 1.5)))[0])
+        labels.append(r"$\sigma^2/\alpha$")
+        if fit_range is not None:
+            handles.append(ax.axvspan(*fit_range, color="0.92", zorder=0))
+            labels.append("fit range")
+        if simulations:
+            handles.append(Line2D([], [], ls="none"))
+            labels.append("lines: replica theory\nmarkers: simulation\n(mean $\\pm$ s.e.)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(r"$\alpha = n/p$")
+        ax.set_ylabel(r"$e_g - \sigma^2$")
+        return _finish(fig, ax, title=title, path=path,
+                       legend=dict(handles=handles, labels=labels, loc="upper left",
+                                   bbox_to_anchor=(1.01, 1.0), handler_map={tuple: HandlerTuple(ndivide=1)}))
+
+
+def plot_erm_curves(lines: dict, rows: Sequence, *, alpha_c: float | None = None,
+                    path: str | os.PathLike | None = None, title: str | None = None):
+    """eg (left) and test loss (right) against alpha for several (loss, channel) pairs.
+
+    Parameters
+    ----------
+    lines : dict
+        ``(loss, channel) -> LearningCurve`` (theory lines; columns ``eg`` and ``test_loss``).
+    rows : sequence of dict
+        Simulated points with keys ``loss``, ``channel``, ``alpha``, ``eg_mean``, ``eg_stderr``,
+        ``test_loss_mean``, ``test_loss_stderr`` (points at the curve's lam only are drawn:
+        those whose ``lam`` equals the curve's).
+    alpha_c : float, optional
+        Separability threshold, drawn as a vertical line.
+    path, title
+        As in :func:`plot_learning_curves`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
+        n = len(lines)
+        for i, ((loss, channel), c) in enumerate(lines.items()):
+            style = dict(color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)])
+            label = f"{loss} / {channel}"
+            for ax, key in zip(axes, ("eg", "test_loss"), strict=True):
+                ax.plot(c.alpha, getattr(c, key), label=label, **style)
+                pts = [r for r in rows if r["loss"] == loss and r["channel"] == channel and r["lam"] == c.lam]
+                if pts:
+                    ax.errorbar([r["alpha"] for r in pts], [r[f"{key}_mean"] for r in pts],
+                                yerr=[r[f"{key}_stderr"] for r in pts], fmt=MARKERS[i % len(MARKERS)], ms=3.5,
+                                color=grey(i, n), mfc="white", capsize=2, lw=0.8)
+        for ax, ylabel in zip(axes, ("generalisation error $e_g$", "test loss"), strict=True):
+            ax.axvline(1.0, color="0.85", lw=0.7, zorder=0)
+            if alpha_c is not None:
+                ax.axvline(alpha_c, color="0.6", lw=0.7, ls=":", zorder=0, label=r"$\alpha_c$")
+            ax.set_xlabel(r"$\alpha = n/p$")
+            ax.set_ylabel(ylabel)
+            ax.set_yscale("log")
+        axes[1].legend(loc="upper right", fontsize=7)
+        if title:
+            fig.suptitle(title, fontsize=9)
+        fig.tight_layout()
+        if path is not None:
+            save(fig, path)
+        return fig
