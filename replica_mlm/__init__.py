@@ -43,8 +43,9 @@ _EXPORTS = {
     # --- self-attention as an attractor network ---
     "AttractorNetwork": "replica_mlm.attractor.network",
 }
-#: submodules exported as such (``rm.losses``; ``rm.plotting`` imports matplotlib)
-_MODULES = ("losses", "plotting")
+#: modules exported as such: ``rm.losses`` (the convex losses: Square, Absolute, Huber, Logistic,
+#: Hinge, and Loss with Loss.from_sympy) and ``rm.plotting`` (imports matplotlib)
+_MODULES = {"losses": "replica_mlm.theory.sides.losses", "plotting": "replica_mlm.plotting"}
 
 
 def __getattr__(name: str):
@@ -53,7 +54,7 @@ def __getattr__(name: str):
         globals()[name] = value
         return value
     if name in _MODULES:
-        return _importlib.import_module(f"replica_mlm.{name}")
+        return _importlib.import_module(_MODULES[name])
     # PyTorch (the optional extra [transformer]) only when the vanilla transformer is asked for
     if name == "TransformerMLM":
         try:

@@ -32,10 +32,9 @@ Two variants:
   sign, or rows of ``J`` with different sums, are not representable: the softmax layer cannot reach
   the conditional entropy on such data (the validation entry measures the gap).
 
-Also here: :func:`reconstruction_error`, the gauge-invariant distance between coupling tensors,
-and (defined in :mod:`replica_mlm.learners.plm`, importable from here) :class:`FullCouplingPotts`,
-a plmDCA-style asymmetric pseudo-likelihood fit of full ``q x q`` coupling blocks (Ekeberg et al.
-2013).
+Also here: :func:`reconstruction_error`, the gauge-invariant distance between coupling tensors.
+The plmDCA-style fit of full ``q x q`` coupling blocks that factored attention is compared with
+(Ekeberg et al. 2013) is :class:`replica_mlm.learners.plm.FullCouplingPotts`.
 """
 
 from __future__ import annotations
@@ -58,14 +57,12 @@ from replica_mlm._checks import (
 )
 from replica_mlm.learners.attention_fit import FactoredAttentionProblem, _run_sgd, fit_lbfgs
 from replica_mlm.learners.fit_info import FitInfo
-from replica_mlm.learners.plm import FullCouplingPotts
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.potts.model import nll_from_logits as _nll
 
 __all__ = [
     "FactoredAttention",
     "FitInfo",
-    "FullCouplingPotts",
     "reconstruction_error",
     "zero_sum_gauge",
 ]

@@ -40,7 +40,8 @@ def finite_sample_excess(fa: FactoredAttention, train: np.ndarray, *, lam: float
     of the training objective per sequence and ``G`` the covariance of the per-sequence
     gradients of the loss (the sandwich form: pseudo-likelihood is not a likelihood, so
     ``G != H`` and the trace is not the number of parameters). Both are estimated at the fit on
-    the training set; ``H`` is the objective's exact Hessian (``attention_fit.FactoredAttentionProblem.hessian``,
+    the training set; ``H`` is the objective's exact Hessian
+    (``attention_fit.FactoredAttentionProblem.hessian``,
     penalty included, which gives the gauge directions of zero data curvature a finite one, while
     ``G`` has no component along them).
 

@@ -12,7 +12,7 @@ lam p-strong convexity of the objective,
 * non-smooth losses (hinge, absolute): sqrt(2 gap / (lam p)), gap = primal - dual objective at
   w_hat = X^T a / (lam p) and its dual point a.
 
-The loss and the channel are the theory's own objects (:class:`replica_mlm.losses.Loss`,
+The loss and the channel are the theory's own objects (:class:`replica_mlm.theory.sides.losses.Loss`,
 :class:`replica_mlm.theory.sides.channels.Channel`, resolved from names by their ``resolve``).
 A loss without a specialised solver (e.g. :meth:`Loss.from_sympy`) is fitted by the generic
 solver :func:`fit_generic`: damped Newton with the loss's sympy derivatives ``loss'`` and

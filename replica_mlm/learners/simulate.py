@@ -241,7 +241,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     rng : int or numpy.random.Generator
         Seed; sample ``k`` uses the ``k``-th child of ``SeedSequence``-spawned generators, so
         results do not depend on how samples are split across workers.
-    loss : str or replica_mlm.losses.Loss, optional
+    loss : str or replica_mlm.theory.sides.losses.Loss, optional
         ``"square"`` (closed form), ``"absolute"``, ``"huber"`` (delta = 1, or a ``Huber(delta)``
         object), ``"logistic"`` or ``"hinge"`` (specialised solvers), or any convex loss
         differentiable in z, e.g. ``Loss.from_sympy(...)`` (the generic Newton solver with the

@@ -71,7 +71,8 @@ import numpy as np
 from replica_mlm._checks import positive_int
 from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
-from replica_mlm.learners.attention import FactoredAttention, FullCouplingPotts, reconstruction_error
+from replica_mlm.learners.attention import FactoredAttention, reconstruction_error
+from replica_mlm.learners.plm import FullCouplingPotts
 from replica_mlm.potts.instances import draw_like_pilot, tuned_instance
 from replica_mlm.stats import mean_stderr
 from replica_mlm.validation.potts_checks import equivalence_check, sampler_checks

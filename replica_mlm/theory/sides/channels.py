@@ -284,7 +284,7 @@ def check_pair(loss, channel: Channel, *, lam: float | None = None, general: boo
 
     Parameters
     ----------
-    loss : replica_mlm.losses.Loss
+    loss : replica_mlm.theory.sides.losses.Loss
     channel : Channel
     lam : float, optional
         Checked only if given.
