@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels, losses
 from replica_mlm.theory.solvers import precise, root
@@ -36,26 +37,6 @@ from replica_mlm.theory.symbolic.compiled import compiled
 METHODS = ("root", "iterate", "general")
 #: cold start (V, q, m) of method="iterate" (init=None)
 ITERATE_INIT = (1000.0, 1e-3, 1e-3)
-
-
-class ConvergenceError(RuntimeError):
-    """The saddle-point solver did not converge.
-
-    Attributes
-    ----------
-    last : dict
-        The last iterate (order parameters by name).
-    residual : float
-        Residual at the last iterate.
-    iterations : int
-        Iterations (or function evaluations) spent.
-    """
-
-    def __init__(self, message: str, *, last: dict, residual: float, iterations: int) -> None:
-        super().__init__(f"{message} (iterations={iterations}, residual={residual:.3g})")
-        self.last = last
-        self.residual = residual
-        self.iterations = iterations
 
 
 @dataclass(frozen=True)

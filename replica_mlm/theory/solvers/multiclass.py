@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.errors import ConvergenceError
 from replica_mlm.stats import mean_stderr
 from replica_mlm.theory.sides import multiclass_channel as mc
 
@@ -236,8 +237,6 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 600) -> dict:
     """Solve one point; ``init`` a packed start (warm start) or None. Raises ConvergenceError."""
     from scipy import optimize
-
-    from replica_mlm.theory.solve import ConvergenceError
 
     x = problem.start() if init is None else np.asarray(init, dtype=float)
     errors = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, np.linalg.LinAlgError)

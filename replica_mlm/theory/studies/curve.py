@@ -9,7 +9,8 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm import io as rm_io
-from replica_mlm.theory.solve import ConvergenceError, SaddlePoint, solve, solve_reduced, spectrum_of
+from replica_mlm.errors import ConvergenceError
+from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced, spectrum_of
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.theory.solve import ConvergenceError, SaddlePoint, solve, solve_reduced, spectrum_of
+from replica_mlm.errors import ConvergenceError
+from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced, spectrum_of
 from replica_mlm.theory.solvers.root import alpha_derivative
 from replica_mlm.theory.studies.curve import grid
 
