@@ -1331,7 +1331,7 @@ def test_simulate_on_a_potts_model_takes_the_default_loss_of_its_task(model, los
     with _within():
         default = rm.simulate(model, site=0, alpha=2.0, lam=0.1, seeds=2, rng=0)
         named = rm.simulate(model, site=0, alpha=2.0, lam=0.1, seeds=2, rng=0, loss=loss)
-    from replica_mlm.theory.solve import default_loss
+    from replica_mlm.theory.sides.task_loss import default_loss
 
     assert default.loss == loss == default_loss(model)
     assert np.array_equal(default.eg, named.eg) and np.array_equal(default.test_loss, named.test_loss)

@@ -31,6 +31,7 @@ from replica_mlm import _checks
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels, losses
+from replica_mlm.theory.sides.task_loss import default_loss
 from replica_mlm.theory.solvers import precise, root
 from replica_mlm.theory.symbolic.compiled import compiled
 
@@ -131,26 +132,6 @@ def spectrum_of(task) -> Spectrum:
             f"`.spectrum` attribute), got {type(task).__name__}"
         )
     return spec
-
-
-def default_loss(task) -> str:
-    """The loss ``task`` is learnt with when none is named: the one source of the defaults of
-    :func:`solve` and :func:`replica_mlm.simulate`.
-
-    A :class:`~replica_mlm.tasks.potts_site.PottsSite`: ``"cross_entropy"`` with its softmax
-    channel, ``"square"`` with the gaussian one (the pairs its multi-class theory solves). A
-    :class:`~replica_mlm.PottsModel` (what ``simulate`` learns a site of): ``"cross_entropy"`` for
-    q > 2 colours (the task of its ``masked_site``), ``"logistic"`` for an Ising model (its
-    pseudo-likelihood, the only loss simulated there). Anything else: ``"square"``.
-    """
-    from replica_mlm.potts.model import PottsModel
-    from replica_mlm.tasks.potts_site import PottsSite
-
-    if isinstance(task, PottsSite):
-        return "cross_entropy" if task.channel == "softmax" else "square"
-    if isinstance(task, PottsModel):
-        return "cross_entropy" if task.q > 2 else "logistic"
-    return "square"
 
 
 def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,

@@ -36,6 +36,7 @@ from replica_mlm import _checks
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.stats import mean_stderr
 from replica_mlm.theory.sides import multiclass_channel as mc
+from replica_mlm.theory.sides.task_loss import default_loss
 
 #: largest relative violation of the prior-side equations for converged=True
 TOL = 1e-10
@@ -323,8 +324,6 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
         raise TypeError(f"task must be a PottsSite, got {type(task).__name__}")
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.positive(lam, "lam")
-    from replica_mlm.theory.solve import default_loss
-
     default = default_loss(task)
     loss = default if loss is None else _checks.choice(loss, LOSSES, "loss")
     if loss != default:
