@@ -32,7 +32,7 @@ from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels, losses
 from replica_mlm.theory.sides.task_loss import default_loss
-from replica_mlm.theory.solvers import precise, root
+from replica_mlm.theory.solvers import fixed_point, precise, root
 from replica_mlm.theory.symbolic.compiled import compiled
 
 METHODS = ("root", "iterate", "general")
@@ -358,40 +358,35 @@ def _solve_iterate(
     if start.shape != (3,):
         raise ValueError(f"init must be (V, q, m): three finite numbers (or None for {ITERATE_INIT}), "
                          f"got shape {start.shape}")
-    x = dict(zip("Vqm", map(float, start), strict=True))
     fns = compiled()
-    delta, it = math.inf, 0
-    try:
-        for it in range(1, max_iter + 1):
-            new = _sweep(spec, alpha, lam, x)
-            new = {k: damping * x[k] + (1 - damping) * new[k] for k in x}
-            delta = sum(abs(new[k] - x[k]) for k in x)
-            x = new
-            if not math.isfinite(delta):
-                break
-            if delta < tol:
-                hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
-                out = {name: f(*hat_args) for name, f in fns.hat.items()}
-                out.update(x, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
-                           kappa=math.nan, iterations=it)
-                out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
-                out["estimation_error"] = root.estimation_error_of_hats(spec, lam, out["V_hat"],
-                                                                         out["q_hat"], out["m_hat"])
-                out["residual"] = root.raw_residual(spec, alpha, lam, out)
-                if not out["residual"] <= max(tol, root.RESIDUAL_TOL):
-                    continue  # steps below tol, raw equations not yet: iterate on
-                return _result(
-                    spec, alpha, lam, out, method="iterate",
-                    message=f"damped iteration (damping={damping}) reached "
-                    f"|dV|+|dq|+|dm| < {tol:g}",
-                )
-        reason = "did not converge" if math.isfinite(delta) else "diverged"
-    except (OverflowError, ZeroDivisionError):
-        reason, delta = "diverged (overflow)", math.inf
-    raise ConvergenceError(
-        f"damped iteration {reason} at alpha={alpha}, lam={lam}",
-        last=x, residual=delta, iterations=it,
-    )
+
+    def image(x: np.ndarray) -> np.ndarray:
+        new = _sweep(spec, alpha, lam, dict(zip("Vqm", x.tolist(), strict=True)))
+        return np.array([new["V"], new["q"], new["m"]])
+
+    def residual(x: np.ndarray) -> tuple[float, dict]:
+        V, q, m = x.tolist()
+        hat_args = (alpha, V, q, m, spec.rho, spec.noise)
+        out = {name: f(*hat_args) for name, f in fns.hat.items()}
+        out.update(V=V, q=q, m=m, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
+                   kappa=math.nan)
+        out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
+        out["estimation_error"] = root.estimation_error_of_hats(spec, lam, out["V_hat"],
+                                                                 out["q_hat"], out["m_hat"])
+        out["residual"] = root.raw_residual(spec, alpha, lam, out)
+        return out["residual"], out
+
+    try:  # steps below tol with the raw equations not yet satisfied iterate on
+        found = fixed_point.solve(image, residual, start, tol=max(tol, root.RESIDUAL_TOL), method="damped",
+                                  damping=damping, step_tol=tol, max_iter=max_iter,
+                                  failures=(OverflowError, ZeroDivisionError))
+    except fixed_point.FixedPointFailure as failure:
+        reason = "diverged (overflow)" if failure.error is not None else failure.reason
+        raise ConvergenceError(f"damped iteration {reason} at alpha={alpha}, lam={lam}",
+                               last=dict(zip("Vqm", failure.last.tolist(), strict=True)),
+                               residual=failure.residual, iterations=failure.iterations) from None
+    return _result(spec, alpha, lam, {**found.point, "iterations": found.iterations}, method="iterate",
+                   message=f"damped iteration (damping={damping}) reached |dV|+|dq|+|dm| < {tol:g}")
 
 
 def _sweep(spec: Spectrum, alpha: float, lam: float, x: dict) -> dict:

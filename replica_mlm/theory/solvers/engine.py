@@ -32,6 +32,7 @@ from replica_mlm.theory.sides import energetic
 from replica_mlm.theory.sides.channels import Channel, check_pair
 from replica_mlm.theory.sides.convexity import NonConvexLoss
 from replica_mlm.theory.sides.losses import Loss
+from replica_mlm.theory.solvers import fixed_point
 from replica_mlm.theory.solvers.root import estimation_error_of_hats
 from replica_mlm.theory.symbolic.compiled import compiled
 
@@ -189,52 +190,28 @@ def _rel(a: float, b: float) -> float:
 
 
 def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 400) -> dict:
-    """Solve one point; ``init`` is a packed start (warm start) or None (cold start)."""
-    from scipy import optimize
+    """Solve one point; ``init`` is a packed start (warm start) or None (cold start).
 
+    The driver is :func:`.fixed_point.solve` (hybr): :data:`WARMUP` damped steps from a cold start,
+    a first pass to a relative step of :data:`XTOL` (usually a residual far below ``tol``) and,
+    only if the residual is still above ``tol``, on from there to :data:`XTOL_FINE`.
+    """
     x = problem.start() if init is None else np.asarray(init, dtype=float)
-    last = x
+    domain = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError)
     try:
-        if init is None:
-            for _ in range(WARMUP):
-                x = 0.5 * x + 0.5 * problem.image(x)
-                last = x
-        best = (math.inf, x)
-        def gap(u):
-            # outside the domain (an overflowing trial step of hybr) return a large gap: the
-            # trust region then shrinks back towards admissible points
-            try:
-                return problem.image(u) - u
-            except NonConvexLoss:
-                raise
-            except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError):
-                return np.full(u.shape, 1e3)
-
-        for attempt in range(3):
-            # a first pass to a relative step of XTOL (usually a residual far below tol), and,
-            # only if the residual is still above tol, on from there to XTOL_FINE
-            for xtol in ((XTOL, XTOL_FINE) if attempt == 0 else (XTOL_FINE,)):
-                sol = optimize.root(gap, x, method="hybr", options={"xtol": xtol, "maxfev": max_evaluations})
-                last = sol.x
-                res, point = problem.residual(sol.x)
-                if res < best[0]:
-                    best = (res, sol.x)
-                if res <= tol:
-                    return _finish(problem, point, res)
-                x = best[1]
-            # not there (x is the best point so far): a few damped iterations move away from
-            # where hybr stalled
-            for _ in range(4 * (attempt + 1)):
-                x = 0.5 * x + 0.5 * problem.image(x)
-    except NonConvexLoss:
-        raise  # a wrong loss, not a failed step: the caller's ValueError
-    except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, RuntimeError) as exc:
-        V, q, m = problem.unpack(last)
-        raise EngineFailure(f"the general engine failed: {exc}", last={"V": V, "q": q, "m": m},
-                            residual=math.inf, iterations=problem.evaluations) from None
-    res, point = problem.residual(best[1])
-    raise EngineFailure(f"residual {res:.3g} > tol {tol:g} after {problem.evaluations} evaluations",
-                        last=point, residual=res, iterations=problem.evaluations)
+        found = fixed_point.solve(
+            problem.image, problem.residual, x, tol=tol, warmup=WARMUP if init is None else 0,
+            xtols=(XTOL, XTOL_FINE), retry_xtol=XTOL_FINE, max_evaluations=max_evaluations,
+            fatal=(NonConvexLoss,), domain_errors=domain, failures=(*domain, RuntimeError))
+    except fixed_point.FixedPointFailure as failure:
+        if failure.error is not None:
+            V, q, m = problem.unpack(failure.last)
+            raise EngineFailure(f"the general engine failed: {failure.error}", last={"V": V, "q": q, "m": m},
+                                residual=math.inf, iterations=problem.evaluations) from None
+        raise EngineFailure(f"residual {failure.residual:.3g} > tol {tol:g} after {problem.evaluations} "
+                            "evaluations", last=failure.point, residual=failure.residual,
+                            iterations=problem.evaluations) from None
+    return _finish(problem, found.point, found.residual)
 
 
 def _finish(problem: Problem, point: dict, residual: float) -> dict:

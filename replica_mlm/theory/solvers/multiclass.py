@@ -37,6 +37,7 @@ from replica_mlm.errors import ConvergenceError
 from replica_mlm.stats import mean_stderr
 from replica_mlm.theory.sides import multiclass_channel as mc
 from replica_mlm.theory.sides.task_loss import default_loss
+from replica_mlm.theory.solvers import fixed_point
 
 #: largest relative violation of the prior-side equations for converged=True
 TOL = 1e-10
@@ -236,41 +237,27 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 600) -> dict:
-    """Solve one point; ``init`` a packed start (warm start) or None. Raises ConvergenceError."""
-    from scipy import optimize
+    """Solve one point; ``init`` a packed start (warm start) or None. Raises ConvergenceError.
 
+    The driver is :func:`.fixed_point.solve` (hybr, relative step 1e-14): :data:`WARMUP` damped
+    steps from a cold start, then up to three hybr runs.
+    """
     x = problem.start() if init is None else np.asarray(init, dtype=float)
     errors = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, np.linalg.LinAlgError)
-    best = (math.inf, x)
     try:
-        if init is None:
-            for _ in range(WARMUP):
-                x = 0.5 * x + 0.5 * problem.image(x)
-
-        def gap(u):
-            try:
-                return problem.image(u) - u
-            except errors:
-                return np.full(u.shape, 1e3)
-
-        for attempt in range(3):
-            sol = optimize.root(gap, x, method="hybr", options={"xtol": 1e-14, "maxfev": max_evaluations})
-            res, point = problem.residual(sol.x)
-            if res < best[0]:
-                best = (res, sol.x)
-            if res <= tol:
-                return {**point, "residual": res, "packed": sol.x}
-            x = best[1]
-            for _ in range(4 * (attempt + 1)):
-                x = 0.5 * x + 0.5 * problem.image(x)
-    except errors as exc:
-        raise ConvergenceError(f"multi-class saddle point failed at alpha={problem.alpha}, "
-                               f"lam={problem.lam}: {exc}", last={"packed": best[1]}, residual=math.inf,
+        found = fixed_point.solve(problem.image, problem.residual, x, tol=tol,
+                                  warmup=WARMUP if init is None else 0, xtols=(1e-14,), retry_xtol=1e-14,
+                                  max_evaluations=max_evaluations, domain_errors=errors, failures=errors)
+    except fixed_point.FixedPointFailure as failure:
+        if failure.error is not None:
+            raise ConvergenceError(f"multi-class saddle point failed at alpha={problem.alpha}, "
+                                   f"lam={problem.lam}: {failure.error}", last={"packed": failure.best},
+                                   residual=math.inf, iterations=problem.evaluations) from None
+        raise ConvergenceError(f"multi-class saddle point at alpha={problem.alpha}, lam={problem.lam}: "
+                               f"residual {failure.residual:.3g} > tol {tol:g} after {problem.evaluations} "
+                               "evaluations", last=failure.point, residual=failure.residual,
                                iterations=problem.evaluations) from None
-    res, point = problem.residual(best[1])
-    raise ConvergenceError(f"multi-class saddle point at alpha={problem.alpha}, lam={problem.lam}: "
-                           f"residual {res:.3g} > tol {tol:g} after {problem.evaluations} evaluations",
-                           last=point, residual=res, iterations=problem.evaluations)
+    return {**found.point, "residual": found.residual, "packed": found.x}
 
 
 def _outputs(problem: Problem, point: dict) -> dict:
