@@ -1466,3 +1466,30 @@ def test_the_one_driver_gives_the_damped_iterations_numbers(alpha, lam, damping)
         sp = rm.solve(site, alpha=alpha, lam=lam, method="iterate", damping=damping)
     assert sp.iterations == steps > 0
     _close(sp.as_dict(), out, ("V", "q", "m", "V_hat", "q_hat", "m_hat"))
+
+
+def test_one_packing_for_the_engine_and_the_multiclass_theory():
+    # issue 23: the symmetric multi-class unknowns were packed by a copy of the engine's pack
+    # (with m / sqrt(q r) for m / sqrt(q) / sqrt(r)); both now use theory/solvers/packing.py
+    from replica_mlm.theory.solvers import multiclass, packing
+
+    site = rm.PottsModel.random(L=6, q=3, seed=2, beta=0.8).masked_site(1)
+    sym = next(s for s in (site, *(rm.PottsModel(couplings=rm.PottsModel.random_ising(L=8, beta=1.0, seed=3)
+                                                  .couplings, colours=np.eye(3), beta=1.5).masked_site(i)
+                                  for i in range(3))) if s.symmetric)
+    problem = multiclass.Problem(sym, 1.0, 0.1, "cross_entropy", None)
+    r = float(sym.rho[0, 0])
+    eye = np.eye(sym.K)
+    for v, q, m in [(0.3, 0.7, 0.2), (2.0, 1e-3, -0.01), (1e-4, 5.0, 1.9)]:
+        x = problem.pack(v * eye, q * eye, m * eye)
+        assert np.array_equal(x, packing.pack(v, q, m, r))
+        c = float(np.clip(m / math.sqrt(q * r), -1 + 1e-15, 1 - 1e-15))
+        old = [math.log(v), math.log(q), math.atanh(c)]
+        assert np.allclose(x, old, rtol=1e-13, atol=0)
+        V, Q, M = problem.unpack(x)
+        assert np.allclose([V[0, 0], Q[0, 0], M[0, 0]], [v, q, m], rtol=1e-13, atol=0)
+        assert np.array_equal(V, V[0, 0] * eye)
+    general = multiclass.Problem(site, 1.0, 0.1, "cross_entropy", None)
+    A = np.array([[2.0, 0.3], [0.3, 1.0]])
+    V, Q, M = general.unpack(general.pack(A, 2 * A, A.T))
+    assert np.allclose(V, A, rtol=1e-13) and np.allclose(Q, 2 * A, rtol=1e-13) and np.array_equal(M, A.T)

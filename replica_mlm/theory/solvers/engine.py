@@ -33,6 +33,7 @@ from replica_mlm.theory.sides.channels import Channel, check_pair
 from replica_mlm.theory.sides.convexity import NonConvexLoss
 from replica_mlm.theory.sides.losses import Loss
 from replica_mlm.theory.solvers import fixed_point
+from replica_mlm.theory.solvers.packing import pack, unpack
 from replica_mlm.theory.solvers.root import estimation_error_of_hats
 from replica_mlm.theory.symbolic.compiled import compiled
 
@@ -42,8 +43,6 @@ TOL = 1e-10
 TINY = float(np.finfo(float).tiny)
 #: damped iterations before the root solver, from a cold start
 WARMUP = 8
-#: clip of m / sqrt(q rho) inside (-1, 1)
-EDGE = 1.0 - 1e-15
 #: hybr's relative step tolerance, first pass; if the residual is then above ``tol`` hybr goes on
 #: from there with :data:`XTOL_FINE` (the residual alone decides ``converged``)
 XTOL = 1e-12
@@ -61,22 +60,6 @@ ALPHA_MAX = 1e12
 #: already gives eg to ~1e-16 (16, 64, 256 and 1024 agree on logistic/sign); leggauss needs
 #: order^2 memory and order^3 time
 ORDER_MAX = 1024
-
-
-def pack(V: float, q: float, m: float, rho: float, *, edge: float = EDGE) -> np.ndarray:
-    """The engine's unknowns ``(log V, log q, artanh(m / sqrt(q rho)))`` (the last one only with a
-    signal, ``rho > 0``), the overlap ratio clipped to ``[-edge, edge]``."""
-    x = [math.log(V), math.log(q)]
-    if rho > 0:
-        x.append(math.atanh(float(np.clip(m / math.sqrt(q) / math.sqrt(rho), -edge, edge))))
-    return np.array(x)
-
-
-def unpack(x, rho: float) -> tuple[float, float, float]:
-    """``(V, q, m)`` from the unknowns of :func:`pack`."""
-    V, q = math.exp(x[0]), math.exp(x[1])
-    m = math.sqrt(q) * math.sqrt(rho) * math.tanh(x[2]) if rho > 0 else 0.0  # q rho may underflow
-    return V, q, m
 
 
 class EngineFailure(RuntimeError):

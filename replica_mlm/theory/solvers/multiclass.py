@@ -37,7 +37,7 @@ from replica_mlm.errors import ConvergenceError
 from replica_mlm.stats import mean_stderr
 from replica_mlm.theory.sides import multiclass_channel as mc
 from replica_mlm.theory.sides.task_loss import default_loss
-from replica_mlm.theory.solvers import fixed_point
+from replica_mlm.theory.solvers import fixed_point, packing
 
 #: largest relative violation of the prior-side equations for converged=True
 TOL = 1e-10
@@ -156,22 +156,18 @@ class Problem:
 
     # --- parametrisation ----------------------------------------------------------------
     def pack(self, V, Q, M) -> np.ndarray:
+        """The unknowns (:mod:`.packing`): ``(log v, log q, artanh(m / sqrt(q r)))`` of a
+        colour-symmetric task, else the Cholesky factors of V and Q and M."""
         if self.symmetric:
-            v, q, m, r = V[0, 0], Q[0, 0], M[0, 0], self.rho[0, 0]
-            c = m / math.sqrt(q * r) if r > 0 else 0.0
-            return np.array([math.log(v), math.log(q), math.atanh(float(np.clip(c, -1 + 1e-15, 1 - 1e-15)))])
-        return np.concatenate([_chol_pack(V), _chol_pack(Q), M.ravel()])
+            return packing.pack(V[0, 0], Q[0, 0], M[0, 0], self.rho[0, 0])
+        return packing.pack_matrices(V, Q, M)
 
     def unpack(self, x):
-        K = self.K
+        """``(V, Q, M)`` from the unknowns of :meth:`pack`."""
         if self.symmetric:
-            v, q = math.exp(x[0]), math.exp(x[1])
-            r = self.rho[0, 0]
-            m = math.sqrt(q * r) * math.tanh(x[2])
-            eye = np.eye(K)
-            return v * eye, q * eye, m * eye
-        n = K * (K + 1) // 2
-        return _chol_unpack(x[:n], K), _chol_unpack(x[n:2 * n], K), np.asarray(x[2 * n:]).reshape(K, K)
+            eye = np.eye(self.K)
+            return tuple(s * eye for s in packing.unpack(x, self.rho[0, 0]))
+        return packing.unpack_matrices(x, self.K)
 
     # --- the two sides ------------------------------------------------------------------
     def hats(self, V, Q, M) -> dict:
@@ -210,25 +206,6 @@ class Problem:
         V2, Q2, M2 = self.prior(h)
         res = max(_rel(V, V2), _rel(Q, Q2), _rel(M, M2))
         return res, {"V": V, "Q": Q, "M": M, **h}
-
-
-def _chol_pack(A: np.ndarray) -> np.ndarray:
-    L = np.linalg.cholesky((A + A.T) / 2)
-    idx = np.tril_indices(A.shape[0])
-    out = L[idx].copy()
-    diag = idx[0] == idx[1]
-    out[diag] = np.log(out[diag])
-    return out
-
-
-def _chol_unpack(x, K: int) -> np.ndarray:
-    idx = np.tril_indices(K)
-    L = np.zeros((K, K))
-    vals = np.array(x, dtype=float)
-    diag = idx[0] == idx[1]
-    vals[diag] = np.exp(vals[diag])
-    L[idx] = vals
-    return L @ L.T
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:

@@ -163,7 +163,7 @@ def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None
     step; otherwise the last point (None for the first). Only ``V, q, m`` of the result are
     meaningful: it is used as ``init`` and nowhere else.
     """
-    from replica_mlm.theory.solvers import engine
+    from replica_mlm.theory.solvers import packing
     if len(points) < 2:
         return points[-1] if points else None
     p0, p1 = points[-2], points[-1]
@@ -174,9 +174,9 @@ def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None
         return p1
 
     def pack(p):  # the overlap ratio kept off +-1, where a straight line would overshoot
-        return engine.pack(p.V, p.q, p.m, p.rho, edge=0.999)
+        return packing.pack(p.V, p.q, p.m, p.rho, edge=0.999)
 
-    V, q, m = engine.unpack(pack(p1) + t * (pack(p1) - pack(p0)), p1.rho)
+    V, q, m = packing.unpack(pack(p1) + t * (pack(p1) - pack(p0)), p1.rho)
     return replace(p1, alpha=alpha, V=V, q=q, m=m)
 
 
