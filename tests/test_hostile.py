@@ -1493,3 +1493,27 @@ def test_one_packing_for_the_engine_and_the_multiclass_theory():
     A = np.array([[2.0, 0.3], [0.3, 1.0]])
     V, Q, M = general.unpack(general.pack(A, 2 * A, A.T))
     assert np.allclose(V, A, rtol=1e-13) and np.allclose(Q, 2 * A, rtol=1e-13) and np.array_equal(M, A.T)
+
+
+def test_the_ridge_prior_once_scalar_and_k_by_k():
+    # issue 23: the ridge prior (engine.Problem.prior, multiclass.prior, root.estimation_error_of_hats)
+    # lives in theory/sides/prior.py; at K = 1 the K x K closed forms are the scalar ones
+    from replica_mlm.theory.sides import channels, losses, prior
+    from replica_mlm.theory.solvers import engine, multiclass
+
+    spec = rm.GaussianPotts.random(40, shift=3.0, seed=1).masked_site(0).spectrum
+    omega, theta = spec.omega, np.sqrt(spec.teacher)
+    p = 1 / spec.bulk[0]
+    assert np.allclose(spec.bulk, 1 / p, rtol=1e-15)
+    problem = engine.Problem(spec, 1.0, 0.05, losses.resolve("logistic"), channels.resolve("logit"))
+    for lam, hats in [(0.05, (0.8, 1.3, 0.6)), (2.0, (3.0, 0.2, -0.4)), (1e-4, (0.01, 5.0, 1.0))]:
+        scalar = prior.ridge(spec, lam, *hats)
+        problem.lam = lam
+        assert problem.prior(*hats) == scalar
+        matrices = [np.array([[h]]) for h in hats]
+        V, Q, M, _, _ = prior.ridge_matrices(omega, theta[:, None], p, lam, *matrices)
+        assert np.allclose([V[0, 0], Q[0, 0], M[0, 0]], scalar, rtol=1e-12, atol=0)
+        est = prior.estimation_error(spec, lam, *hats)
+        est_k = prior.estimation_error_matrices(omega, theta[:, None], p, lam, *matrices)
+        assert est == pytest.approx(est_k, rel=1e-12)
+    assert getattr(multiclass, "prior", prior) is prior and not hasattr(multiclass, "estimation_error")

@@ -30,7 +30,7 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.spectrum import Spectrum
-from replica_mlm.theory.sides import channels, losses
+from replica_mlm.theory.sides import channels, losses, prior
 from replica_mlm.theory.sides.task_loss import default_loss
 from replica_mlm.theory.solvers import fixed_point, precise, root
 from replica_mlm.theory.symbolic.compiled import compiled
@@ -371,7 +371,7 @@ def _solve_iterate(
         out.update(V=V, q=q, m=m, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
                    kappa=math.nan)
         out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
-        out["estimation_error"] = root.estimation_error_of_hats(spec, lam, out["V_hat"],
+        out["estimation_error"] = prior.estimation_error(spec, lam, out["V_hat"],
                                                                  out["q_hat"], out["m_hat"])
         out["residual"] = root.raw_residual(spec, alpha, lam, out)
         return out["residual"], out

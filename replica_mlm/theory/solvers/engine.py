@@ -28,14 +28,12 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm.tasks.spectrum import Spectrum
-from replica_mlm.theory.sides import energetic
+from replica_mlm.theory.sides import energetic, prior
 from replica_mlm.theory.sides.channels import Channel, check_pair
 from replica_mlm.theory.sides.convexity import NonConvexLoss
 from replica_mlm.theory.sides.losses import Loss
 from replica_mlm.theory.solvers import fixed_point
 from replica_mlm.theory.solvers.packing import pack, unpack
-from replica_mlm.theory.solvers.root import estimation_error_of_hats
-from replica_mlm.theory.symbolic.compiled import compiled
 
 #: residual (largest relative violation of the raw equations) required for converged=True
 TOL = 1e-10
@@ -118,11 +116,7 @@ class Problem:
         return dict(out)
 
     def prior(self, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:
-        spec = self.spec
-        terms = compiled().modes_together(spec.omega, spec.bulk, spec.teacher, self.lam, V_hat, q_hat,
-                                          m_hat)
-        V, q, m = (float(np.sum(np.broadcast_to(t, spec.omega.shape))) for t in terms)
-        return V, q, m
+        return prior.ridge(self.spec, self.lam, V_hat, q_hat, m_hat)
 
     def image(self, x) -> np.ndarray:
         """``pack(prior(hats(unpack(x))))``: the fixed-point map in the packed unknowns."""
@@ -206,7 +200,7 @@ def _finish(problem: Problem, point: dict, residual: float) -> dict:
     if loss.is_square:  # the package's MSE convention |y - X w|^2 / n, no factor 1/2
         train = 2.0 * train
     spec = problem.spec
-    est = estimation_error_of_hats(spec, problem.lam, point["V_hat"], point["q_hat"], point["m_hat"])
+    est = prior.estimation_error(spec, problem.lam, point["V_hat"], point["q_hat"], point["m_hat"])
     return {
         **point,
         "train_loss": train,

@@ -36,6 +36,7 @@ from replica_mlm import _checks
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.stats import mean_stderr
 from replica_mlm.theory.sides import multiclass_channel as mc
+from replica_mlm.theory.sides import prior
 from replica_mlm.theory.sides.task_loss import default_loss
 from replica_mlm.theory.solvers import fixed_point, packing
 
@@ -121,27 +122,6 @@ class MulticlassSaddlePoint:
         return self.Q.shape[0]
 
 
-def prior(omega: np.ndarray, theta: np.ndarray, p: int, lam: float, V_hat, Q_hat, M_hat):
-    """``(V, Q, M)`` from the hats, and the per-mode ``G_k`` and ``G_k M_hat theta_k``."""
-    K = V_hat.shape[0]
-    G = np.linalg.inv(lam * np.eye(K) + omega[:, None, None] * V_hat)
-    G = (G + np.swapaxes(G, 1, 2)) / 2
-    gm = np.einsum("kab,kb->ka", G, theta @ M_hat.T)  # G_k M_hat theta_k
-    V = np.einsum("k,kab->ab", omega, G) / p
-    M = np.einsum("k,ka,kb->ab", omega**2, gm, theta)
-    Q = (np.einsum("k,ka,kb->ab", omega**3, gm, gm)
-         + np.einsum("k,kab,bc,kdc->ad", omega**2 / p, G, Q_hat, G))
-    return (V + V.T) / 2, (Q + Q.T) / 2, M, G, gm
-
-
-def estimation_error(omega, theta, p: int, lam: float, V_hat, Q_hat, M_hat) -> float:
-    """``E |W - W*|_F^2`` from the hats (mode by mode, see the module docstring)."""
-    _, _, _, G, gm = prior(omega, theta, p, lam, V_hat, Q_hat, M_hat)
-    bias = np.sum((omega[:, None] * gm - theta) ** 2)
-    var = np.einsum("k,kab,bc,kac->", omega / p, G, Q_hat, G)
-    return float(bias + var)
-
-
 class Problem:
     """The fixed-point map of one (task, alpha, lam, loss, rule) point."""
 
@@ -179,8 +159,8 @@ class Problem:
                        P=self.P, symmetric=self.symmetric)
 
     def prior(self, h: dict):
-        V, Q, M, _, _ = prior(self.omega, self.theta, self.task.p, self.lam, h["V_hat"], h["Q_hat"],
-                              h["M_hat"])
+        V, Q, M, _, _ = prior.ridge_matrices(self.omega, self.theta, self.task.p, self.lam, h["V_hat"],
+                                             h["Q_hat"], h["M_hat"])
         if self.symmetric:  # exact projection onto multiples of I
             eye = np.eye(self.K)
             V, Q, M = (np.trace(X) / self.K * eye for X in (V, Q, M))
@@ -250,7 +230,7 @@ def _outputs(problem: Problem, point: dict) -> dict:
         rates = [mc.test_measures(mc.sobol_rule(problem.K, EG_M, 1000 + r), Q=Q, M=M, rho=problem.rho,
                                   bias=task.bias, P=problem.P)["eg"] for r in range(EG_SCRAMBLINGS)]
         meas["eg"], meas["eg_stderr"] = mean_stderr(rates)
-    est = estimation_error(problem.omega, problem.theta, task.p, problem.lam, point["V_hat"],
+    est = prior.estimation_error_matrices(problem.omega, problem.theta, task.p, problem.lam, point["V_hat"],
                            point["Q_hat"], point["M_hat"])
     return {**meas, "estimation_error": est, "train_loss": point["train_loss"]}
 
