@@ -198,11 +198,8 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     from replica_mlm.tasks.potts_site import PottsSite
 
     if isinstance(task, PottsSite):  # q > 2 colours: the multi-class theory (docs/multiclass.md)
-        from replica_mlm.theory.solvers import multiclass
-        if method not in (None, "general") or precision is not None or channel not in (None, task.channel):
-            raise ValueError("a PottsSite is solved by the multi-class theory: method, precision and "
-                             "channel take their defaults")
-        return multiclass.solve(task, alpha=alpha, lam=lam, loss=loss, **options)
+        return _solve_multiclass(task, alpha=alpha, lam=lam, method=method, precision=precision,
+                                 loss=loss, channel=channel, **options)
     spec = spectrum_of(task)
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
@@ -220,35 +217,48 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
                          f"{channel_obj.name!r}")
     channels.check_pair(loss_obj, channel_obj, lam=lam, general=method == "general")
     if precision is not None:
-        if not fast:
-            raise ValueError("precision= is available for the square loss with the gaussian channel "
-                             "only (the reduced closed forms); the general engine works in float64")
-        if method != "root":
-            raise ValueError("precision= works with method='root' and no options")
-        digits = _checks.precision_digits(precision)
-        if digits < 16:
-            raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
-        if options:
-            raise ValueError("precision= works with method='root' and no options")
-        try:
-            out = precise.solve_precise(task, spec, alpha, lam, digits)
-        except precise.PrecisionFailure as exc:
-            raise ConvergenceError(str(exc), last={"kappa": exc.kappa}, residual=float(exc.step),
-                                   iterations=exc.iterations) from None
-        if not out["converged"]:
-            raise ConvergenceError(
-                f"mpmath solution at alpha={alpha}, lam={lam} violates the raw equations beyond "
-                f"10^-{digits}", last={k: out[k] for k in ("V", "q", "m", "kappa")},
-                residual=float(out["residual"]), iterations=int(out["iterations"]))
-        return _result(spec, alpha, lam, out, method="root", convert=False,
-                       message=f"{root_message(alpha, lam)}; mpmath at {digits} digits")
+        return _solve_precise(task, spec, alpha, lam, precision, fast=fast, method=method, **options)
     if method == "root":
-        if options:
-            raise ValueError(f"method 'root' takes no options, got {sorted(options)}")
-        return _solve_root(spec, alpha, lam)
+        return _solve_root(spec, alpha, lam, **options)
     if method == "iterate":
         return _solve_iterate(spec, alpha, lam, **options)
     return solve_general(spec, alpha, lam, loss_obj, channel_obj, **options)
+
+
+def _solve_multiclass(task, *, alpha, lam, method, precision, loss, channel, **options):
+    """The route of a :class:`~replica_mlm.tasks.potts_site.PottsSite`: the multi-class theory."""
+    from replica_mlm.theory.solvers import multiclass
+    if method not in (None, "general") or precision is not None or channel not in (None, task.channel):
+        raise ValueError("a PottsSite is solved by the multi-class theory: method, precision and "
+                         "channel take their defaults")
+    return multiclass.solve(task, alpha=alpha, lam=lam, loss=loss, **options)
+
+
+def _solve_precise(task, spec: Spectrum, alpha: float, lam: float, precision, *, fast: bool, method: str,
+                   **options) -> SaddlePoint:
+    """The route of ``precision=``: the reduced equations in mpmath (:mod:`.precise`)."""
+    if not fast:
+        raise ValueError("precision= is available for the square loss with the gaussian channel "
+                         "only (the reduced closed forms); the general engine works in float64")
+    if method != "root":
+        raise ValueError("precision= works with method='root' and no options")
+    digits = _checks.precision_digits(precision)
+    if digits < 16:
+        raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
+    if options:
+        raise ValueError("precision= works with method='root' and no options")
+    try:
+        out = precise.solve_precise(task, spec, alpha, lam, digits)
+    except precise.PrecisionFailure as exc:
+        raise ConvergenceError(str(exc), last={"kappa": exc.kappa}, residual=float(exc.step),
+                               iterations=exc.iterations) from None
+    if not out["converged"]:
+        raise ConvergenceError(
+            f"mpmath solution at alpha={alpha}, lam={lam} violates the raw equations beyond "
+            f"10^-{digits}", last={k: out[k] for k in ("V", "q", "m", "kappa")},
+            residual=float(out["residual"]), iterations=int(out["iterations"]))
+    return _result(spec, alpha, lam, out, method="root", convert=False,
+                   message=f"{root_message(alpha, lam)}; mpmath at {digits} digits")
 
 
 def solve_general(spec: Spectrum, alpha: float, lam: float, loss, channel, *, init=None,
@@ -321,7 +331,10 @@ def root_message(alpha: float, lam: float, regime: int = root.NEWTON) -> str:
     return "alpha = 1, lam = 0: interpolation peak, eg = inf exactly"
 
 
-def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
+def _solve_root(spec: Spectrum, alpha: float, lam: float, **options) -> SaddlePoint:
+    """The route of ``method="root"``: the reduced scalar equation (:mod:`.root`); no options."""
+    if options:
+        raise ValueError(f"method 'root' takes no options, got {sorted(options)}")
     out = solve_reduced(spec, np.array([alpha]), lam)
     return _result(spec, alpha, lam, {k: v[0] for k, v in out.items()}, method="root",
                    message=root_message(alpha, lam, int(out["regime"][0])))
@@ -349,6 +362,7 @@ def _solve_iterate(
     max_iter: int = 100_000,
     init: tuple[float, float, float] | None = None,
 ) -> SaddlePoint:
+    """The route of ``method="iterate"``: damped iteration of the raw equations (:mod:`.fixed_point`)."""
     damping = _checks.nonnegative(damping, "damping")
     if damping >= 1:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
