@@ -129,8 +129,10 @@ def solve(image: Callable, residual: Callable, x, *, tol: float, method: str = "
                  domain_errors=domain_errors, fatal=fatal, failures=failures)
 
 
-def _hybr(image, residual, x, *, tol, damping, warmup, xtols, retry_xtol, attempts, max_evaluations,
-          domain_errors, fatal, failures) -> FixedPoint:
+def _hybr(image, residual, x, *, tol: float, damping: float = 0.5, warmup: int = 0,
+          xtols: tuple[float, ...] = (1e-12,), retry_xtol: float = 1e-15, attempts: int = 3,
+          max_evaluations: int = 400, domain_errors: tuple = (), fatal: tuple = (),
+          failures: tuple = ()) -> FixedPoint:
     from scipy import optimize
 
     last = x
@@ -169,7 +171,8 @@ def _hybr(image, residual, x, *, tol, damping, warmup, xtols, retry_xtol, attemp
     raise FixedPointFailure("tolerance", last=last, best=best[1], residual=res, point=point)
 
 
-def _damped(image, residual, x, *, tol, damping, step_tol, max_iter, fatal, failures) -> FixedPoint:
+def _damped(image, residual, x, *, tol: float, damping: float = 0.5, step_tol: float = 0.0,
+            max_iter: int = 0, fatal: tuple = (), failures: tuple = ()) -> FixedPoint:
     delta, it = math.inf, 0
     try:
         for it in range(1, max_iter + 1):
