@@ -374,25 +374,22 @@ def _solve_iterate(
                          f"got shape {start.shape}")
     fns = compiled()
 
-    def image(x: np.ndarray) -> np.ndarray:
-        new = _sweep(spec, alpha, lam, dict(zip("Vqm", x.tolist(), strict=True)))
-        return np.array([new["V"], new["q"], new["m"]])
-
-    def residual(x: np.ndarray) -> tuple[float, dict]:
-        V, q, m = x.tolist()
+    def residual(x: list) -> tuple[float, dict]:
+        V, q, m = x
         hat_args = (alpha, V, q, m, spec.rho, spec.noise)
         out = {name: f(*hat_args) for name, f in fns.hat.items()}
         out.update(V=V, q=q, m=m, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
                    kappa=math.nan)
         out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
-        out["estimation_error"] = prior.estimation_error(spec, lam, out["V_hat"],
-                                                                 out["q_hat"], out["m_hat"])
+        out["estimation_error"] = prior.estimation_error(spec, lam, out["V_hat"], out["q_hat"],
+                                                         out["m_hat"])
         out["residual"] = root.raw_residual(spec, alpha, lam, out)
         return out["residual"], out
 
     try:  # steps below tol with the raw equations not yet satisfied iterate on
-        found = fixed_point.solve(image, residual, start, tol=max(tol, root.RESIDUAL_TOL), method="damped",
-                                  damping=damping, step_tol=tol, max_iter=max_iter,
+        found = fixed_point.solve(lambda x: _sweep(spec, alpha, lam, x), residual, start,
+                                  tol=max(tol, root.RESIDUAL_TOL), method="damped", damping=damping,
+                                  step_tol=tol, max_iter=max_iter,
                                   failures=(OverflowError, ZeroDivisionError))
     except fixed_point.FixedPointFailure as failure:
         reason = "diverged (overflow)" if failure.error is not None else failure.reason
@@ -403,12 +400,14 @@ def _solve_iterate(
                    message=f"damped iteration (damping={damping}) reached |dV|+|dq|+|dm| < {tol:g}")
 
 
-def _sweep(spec: Spectrum, alpha: float, lam: float, x: dict) -> dict:
-    """One undamped pass of the raw equations: hats from (V, q, m), then (V, q, m) from hats."""
+def _sweep(spec: Spectrum, alpha: float, lam: float, x: list) -> list:
+    """One undamped pass of the raw equations: hats from ``x = [V, q, m]``, then ``[V, q, m]`` from
+    the hats."""
     fns = compiled()
-    hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
+    V, q, m = x
+    hat_args = (alpha, V, q, m, spec.rho, spec.noise)
     hats = [fns.hat[name](*hat_args) for name in ("V_hat", "q_hat", "m_hat")]
     mode_args = (spec.omega, spec.bulk, spec.teacher, lam, *hats)
     # (lam + V_hat omega)^2 may overflow at huge lam: the summand is then 0, its rounded value
     with np.errstate(over="ignore"):
-        return {name: float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")}
+        return [float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")]

@@ -12,7 +12,9 @@ violation of the equations at ``x``): a point is accepted only if it is at most 
     hybr's trust region shrinks back.
 ``method="damped"`` (``rm.solve(..., method="iterate")``)
     Damped steps until ``|x_{t+1} - x_t|_1 < step_tol`` and the residual is at most ``tol``
-    (steps below ``step_tol`` with the residual above go on), at most ``max_iter`` steps.
+    (steps below ``step_tol`` with the residual above go on), at most ``max_iter`` steps. For a
+    few unknowns: the steps are taken in Python floats, and ``image`` and ``residual`` receive
+    (and ``image`` returns) lists of floats.
 
 Failures raise :class:`FixedPointFailure`, which the callers turn into their own errors.
 """
@@ -173,22 +175,24 @@ def _hybr(image, residual, x, *, tol: float, damping: float = 0.5, warmup: int =
 
 def _damped(image, residual, x, *, tol: float, damping: float = 0.5, step_tol: float = 0.0,
             max_iter: int = 0, fatal: tuple = (), failures: tuple = ()) -> FixedPoint:
+    # a few unknowns: the steps in Python floats (overflow gives inf), image takes and returns lists
+    x, keep = x.tolist(), 1 - damping
     delta, it = math.inf, 0
     try:
         for it in range(1, max_iter + 1):
-            new = damped_step(image, x, damping)
-            delta = sum(abs(a - b) for a, b in zip(new.tolist(), x.tolist(), strict=True))
+            new = [damping * a + keep * b for a, b in zip(x, image(x), strict=True)]
+            delta = sum(abs(a - b) for a, b in zip(new, x, strict=True))
             x = new
             if not math.isfinite(delta):
                 break
             if delta < step_tol:
                 res, point = residual(x)
                 if res <= tol:
-                    return FixedPoint(x, res, point, iterations=it)
+                    return FixedPoint(np.array(x), res, point, iterations=it)
         reason = "did not converge" if math.isfinite(delta) else "diverged"
     except fatal:
         raise
     except failures as exc:
-        raise FixedPointFailure("error", error=exc, last=x, best=x, residual=math.inf,
+        raise FixedPointFailure("error", error=exc, last=np.array(x), best=np.array(x), residual=math.inf,
                                 iterations=it) from None
-    raise FixedPointFailure(reason, last=x, best=x, residual=delta, iterations=it)
+    raise FixedPointFailure(reason, last=np.array(x), best=np.array(x), residual=delta, iterations=it)
