@@ -31,7 +31,7 @@ _EXPORTS = {
     "optimal_lambda": "replica_mlm.theory.studies.phase",
     "phase_diagram": "replica_mlm.theory.studies.phase",
     "shift_phase_diagram": "replica_mlm.theory.studies.phase",
-    "ConvergenceError": "replica_mlm.theory.solve",
+    "ConvergenceError": "replica_mlm.errors",
     "SaddlePoint": "replica_mlm.theory.solve",
     "solve": "replica_mlm.theory.solve",
     "separability_threshold": "replica_mlm.theory.studies.separability",

@@ -500,3 +500,19 @@ def test_cached_expansions_are_read_only_as_sympy_constructors():
                     "Poly('x')", "Integer(1).__class__", "Add(lambda: 1)", "Symbol('x', positive=print)"]:
         with pytest.raises(ValueError, match="cached expansion"):
             compiled_cache.sympify_srepr(hostile)
+
+
+def test_the_equations_decide_when_their_cache_is_complete():
+    # issue 23: compiled.py passes its completeness test to the cache, which no longer imports it
+    import ast
+    import inspect
+
+    full = {"equations": {}, "estimation": [], **{C._sums_key(n): "" for n in C.SUM_SETS}}
+    assert C.complete(full)
+    for name in full:
+        assert not C.complete({k: v for k, v in full.items() if k != name})
+    tree = ast.parse(inspect.getsource(compiled_cache))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                for alias in node.names} | {node.module for node in ast.walk(tree)
+                                            if isinstance(node, ast.ImportFrom)}
+    assert not {"compiled", "replica_mlm.theory.symbolic.compiled"} & imported

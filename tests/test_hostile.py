@@ -1331,7 +1331,7 @@ def test_simulate_on_a_potts_model_takes_the_default_loss_of_its_task(model, los
     with _within():
         default = rm.simulate(model, site=0, alpha=2.0, lam=0.1, seeds=2, rng=0)
         named = rm.simulate(model, site=0, alpha=2.0, lam=0.1, seeds=2, rng=0, loss=loss)
-    from replica_mlm.theory.solve import default_loss
+    from replica_mlm.theory.sides.task_loss import default_loss
 
     assert default.loss == loss == default_loss(model)
     assert np.array_equal(default.eg, named.eg) and np.array_equal(default.test_loss, named.test_loss)
@@ -1382,3 +1382,183 @@ def special_expit(t):
     from scipy.special import expit
 
     return expit(t)
+
+
+# ---------------------------------------------------------------- issue 23: theory
+# One fixed-point driver (theory/solvers/fixed_point.py) replaces the three loops of engine.solve_point,
+# multiclass.solve_point and solve.py's damped iteration: the loops as they were are kept here as the
+# reference, and the driver must give their numbers (the same arithmetic: to 1e-13).
+
+
+def _old_hybr_loop(problem, init, *, tol, warmup, xtols, retry_xtol, maxfev, domain):
+    from scipy import optimize
+
+    x = problem.start() if init is None else np.asarray(init, dtype=float)
+    if init is None:
+        for _ in range(warmup):
+            x = 0.5 * x + 0.5 * problem.image(x)
+    best = (math.inf, x)
+
+    def gap(u):
+        try:
+            return problem.image(u) - u
+        except domain:
+            return np.full(u.shape, 1e3)
+
+    for attempt in range(3):
+        for xtol in (xtols if attempt == 0 else (retry_xtol,)):
+            sol = optimize.root(gap, x, method="hybr", options={"xtol": xtol, "maxfev": maxfev})
+            res, point = problem.residual(sol.x)
+            if res < best[0]:
+                best = (res, sol.x)
+            if res <= tol:
+                return res, point
+            x = best[1]
+        for _ in range(4 * (attempt + 1)):
+            x = 0.5 * x + 0.5 * problem.image(x)
+    raise AssertionError("the reference loop did not converge")
+
+
+@contextlib.contextmanager
+def _driver_used():
+    """The solver inside goes through the one driver, fixed_point.solve (exactly once)."""
+    from replica_mlm.theory.solvers import fixed_point
+
+    calls, original = [], fixed_point.solve
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("method", "hybr"))
+        return original(*args, **kwargs)
+
+    fixed_point.solve = counted
+    try:
+        yield
+    finally:
+        fixed_point.solve = original
+    assert len(calls) == 1, calls
+
+
+def _close(new: dict, old: dict, keys) -> None:
+    for k in keys:
+        a, b = np.asarray(new[k], dtype=float), np.asarray(old[k], dtype=float)
+        assert np.allclose(a, b, rtol=1e-13, atol=0), (k, a, b)
+
+
+@pytest.mark.parametrize("loss,channel,alpha,warm", [("logistic", "logit", 0.7, False),
+                                                     ("logistic", "logit", 2.5, True),
+                                                     ("hinge", "sign", 3.0, False),
+                                                     ("huber", "gaussian", 1.5, False)])
+def test_the_one_driver_gives_the_general_engines_numbers(loss, channel, alpha, warm):
+    from replica_mlm.theory.sides import channels, losses
+    from replica_mlm.theory.solvers import engine
+
+    spec = rm.GaussianPotts.random(60, shift=3.0, seed=5).masked_site(2).spectrum
+    lo, ch = losses.resolve(loss), channels.resolve(channel)
+    init = None
+    if warm:
+        init = engine.solve_point(engine.Problem(spec, 0.8 * alpha, 0.1, lo, ch))["packed"]
+    old = _old_hybr_loop(engine.Problem(spec, alpha, 0.1, lo, ch), init, tol=engine.TOL,
+                         warmup=engine.WARMUP, xtols=(engine.XTOL, engine.XTOL_FINE),
+                         retry_xtol=engine.XTOL_FINE, maxfev=400,
+                         domain=(FloatingPointError, OverflowError, ZeroDivisionError, ValueError))
+    with _driver_used():
+        new = engine.solve_point(engine.Problem(spec, alpha, 0.1, lo, ch), init=init)
+    _close(new, {**old[1], "residual": old[0]}, ("V", "q", "m", "V_hat", "q_hat", "m_hat", "residual"))
+
+
+@pytest.mark.parametrize("alpha", [0.6, 2.0])
+def test_the_one_driver_gives_the_multiclass_numbers(alpha):
+    from replica_mlm.theory.sides import multiclass_channel as mc
+    from replica_mlm.theory.solvers import multiclass
+
+    site = rm.PottsModel.random(L=6, q=3, seed=2, beta=0.8).masked_site(1)
+    rule = mc.rule_for(site.K, "hermite", order=8, seed=0)
+    errors = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, np.linalg.LinAlgError)
+    old = _old_hybr_loop(multiclass.Problem(site, alpha, 0.1, "cross_entropy", rule), None,
+                         tol=multiclass.TOL, warmup=multiclass.WARMUP, xtols=(1e-14,), retry_xtol=1e-14,
+                         maxfev=600, domain=errors)
+    with _driver_used():
+        new = multiclass.solve_point(multiclass.Problem(site, alpha, 0.1, "cross_entropy", rule))
+    _close(new, {**old[1], "residual": old[0]}, ("V", "Q", "M", "V_hat", "Q_hat", "M_hat", "residual"))
+
+
+@pytest.mark.parametrize("alpha,lam,damping", [(0.5, 0.1, 0.5), (2.0, 0.01, 0.3), (1.0, 1e-3, 0.7)])
+def test_the_one_driver_gives_the_damped_iterations_numbers(alpha, lam, damping):
+    from replica_mlm.theory.solvers import root
+    from replica_mlm.theory.symbolic.compiled import compiled
+
+    site = rm.GaussianPotts.random(40, shift=3.0, seed=1).masked_site(0)
+    spec, fns, tol = site.spectrum, compiled(), 1e-12
+    x = dict(zip("Vqm", (1000.0, 1e-3, 1e-3), strict=True))
+    steps = 0
+    for it in range(1, 100_001):  # the loop of solve.py before the driver, verbatim in its arithmetic
+        hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
+        hats = [fns.hat[name](*hat_args) for name in ("V_hat", "q_hat", "m_hat")]
+        mode_args = (spec.omega, spec.bulk, spec.teacher, lam, *hats)
+        with np.errstate(over="ignore"):
+            new = {name: float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")}
+        new = {k: damping * x[k] + (1 - damping) * new[k] for k in x}
+        delta = sum(abs(new[k] - x[k]) for k in x)
+        x = new
+        if delta < tol:
+            hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
+            out = {name: f(*hat_args) for name, f in fns.hat.items()}
+            out.update(x)
+            if root.raw_residual(spec, alpha, lam, out) <= max(tol, root.RESIDUAL_TOL):
+                steps = it
+                break
+    with _driver_used():
+        sp = rm.solve(site, alpha=alpha, lam=lam, method="iterate", damping=damping)
+    assert sp.iterations == steps > 0
+    _close(sp.as_dict(), out, ("V", "q", "m", "V_hat", "q_hat", "m_hat"))
+
+
+def test_one_packing_for_the_engine_and_the_multiclass_theory():
+    # issue 23: the symmetric multi-class unknowns were packed by a copy of the engine's pack
+    # (with m / sqrt(q r) for m / sqrt(q) / sqrt(r)); both now use theory/solvers/packing.py
+    from replica_mlm.theory.solvers import multiclass, packing
+
+    site = rm.PottsModel.random(L=6, q=3, seed=2, beta=0.8).masked_site(1)
+    sym = next(s for s in (site, *(rm.PottsModel(couplings=rm.PottsModel.random_ising(L=8, beta=1.0, seed=3)
+                                                  .couplings, colours=np.eye(3), beta=1.5).masked_site(i)
+                                  for i in range(3))) if s.symmetric)
+    problem = multiclass.Problem(sym, 1.0, 0.1, "cross_entropy", None)
+    r = float(sym.rho[0, 0])
+    eye = np.eye(sym.K)
+    for v, q, m in [(0.3, 0.7, 0.2), (2.0, 1e-3, -0.01), (1e-4, 5.0, 1.9)]:
+        x = problem.pack(v * eye, q * eye, m * eye)
+        assert np.array_equal(x, packing.pack(v, q, m, r))
+        c = float(np.clip(m / math.sqrt(q * r), -1 + 1e-15, 1 - 1e-15))
+        old = [math.log(v), math.log(q), math.atanh(c)]
+        assert np.allclose(x, old, rtol=1e-13, atol=0)
+        V, Q, M = problem.unpack(x)
+        assert np.allclose([V[0, 0], Q[0, 0], M[0, 0]], [v, q, m], rtol=1e-13, atol=0)
+        assert np.array_equal(V, V[0, 0] * eye)
+    general = multiclass.Problem(site, 1.0, 0.1, "cross_entropy", None)
+    A = np.array([[2.0, 0.3], [0.3, 1.0]])
+    V, Q, M = general.unpack(general.pack(A, 2 * A, A.T))
+    assert np.allclose(V, A, rtol=1e-13) and np.allclose(Q, 2 * A, rtol=1e-13) and np.array_equal(M, A.T)
+
+
+def test_the_ridge_prior_once_scalar_and_k_by_k():
+    # issue 23: the ridge prior (engine.Problem.prior, multiclass.prior, root.estimation_error_of_hats)
+    # lives in theory/sides/prior.py; at K = 1 the K x K closed forms are the scalar ones
+    from replica_mlm.theory.sides import channels, losses, prior
+    from replica_mlm.theory.solvers import engine, multiclass
+
+    spec = rm.GaussianPotts.random(40, shift=3.0, seed=1).masked_site(0).spectrum
+    omega, theta = spec.omega, np.sqrt(spec.teacher)
+    p = 1 / spec.bulk[0]
+    assert np.allclose(spec.bulk, 1 / p, rtol=1e-15)
+    problem = engine.Problem(spec, 1.0, 0.05, losses.resolve("logistic"), channels.resolve("logit"))
+    for lam, hats in [(0.05, (0.8, 1.3, 0.6)), (2.0, (3.0, 0.2, -0.4)), (1e-4, (0.01, 5.0, 1.0))]:
+        scalar = prior.ridge(spec, lam, *hats)
+        problem.lam = lam
+        assert problem.prior(*hats) == scalar
+        matrices = [np.array([[h]]) for h in hats]
+        V, Q, M, _, _ = prior.ridge_matrices(omega, theta[:, None], p, lam, *matrices)
+        assert np.allclose([V[0, 0], Q[0, 0], M[0, 0]], scalar, rtol=1e-12, atol=0)
+        est = prior.estimation_error(spec, lam, *hats)
+        est_k = prior.estimation_error_matrices(omega, theta[:, None], p, lam, *matrices)
+        assert est == pytest.approx(est_k, rel=1e-12)
+    assert getattr(multiclass, "prior", prior) is prior and not hasattr(multiclass, "estimation_error")

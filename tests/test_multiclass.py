@@ -10,7 +10,7 @@ import replica_mlm as rm
 from replica_mlm.learners import multinomial_pl as mpl
 from replica_mlm.tasks import potts_site as ps
 from replica_mlm.theory.sides import multiclass_channel as mc
-from replica_mlm.theory.solvers import multiclass as mcl
+from replica_mlm.theory.sides.prior import ridge_matrices
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +157,7 @@ def test_prior_reduces_to_scalar_prior_at_k1():
     gen = np.random.default_rng(4)
     omega, theta, p, lam = gen.uniform(0.2, 2, 9), gen.standard_normal(9) / 3, 9, 0.07
     vh, qh, mh = 0.8, 1.3, 0.6
-    V, Q, M, _, _ = mcl.prior(omega, theta[:, None], p, lam, np.array([[vh]]), np.array([[qh]]),
+    V, Q, M, _, _ = ridge_matrices(omega, theta[:, None], p, lam, np.array([[vh]]), np.array([[qh]]),
                               np.array([[mh]]))
     terms = compiled().modes_together(omega, np.full(9, 1 / p), theta**2, lam, vh, qh, mh)
     ref = [float(np.sum(np.broadcast_to(t, omega.shape))) for t in terms]

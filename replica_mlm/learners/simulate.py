@@ -281,7 +281,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
                          site=site, n_test=n_test, threads=threads)
                 for a, g in zip(alphas, gens, strict=True)]
-    from replica_mlm.theory.solve import default_loss
+    from replica_mlm.theory.sides.task_loss import default_loss
 
     if isinstance(task, PottsModel):  # not a task: a site of it, learnt from its Boltzmann samples
         learn_site = _simulate_potts if task.q > 2 else _simulate_ising

@@ -28,35 +28,17 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
-from replica_mlm.theory.sides import channels, losses
-from replica_mlm.theory.solvers import precise, root
+from replica_mlm.theory.sides import channels, losses, prior
+from replica_mlm.theory.sides.task_loss import default_loss
+from replica_mlm.theory.solvers import fixed_point, precise, root
 from replica_mlm.theory.symbolic.compiled import compiled
 
 METHODS = ("root", "iterate", "general")
 #: cold start (V, q, m) of method="iterate" (init=None)
 ITERATE_INIT = (1000.0, 1e-3, 1e-3)
-
-
-class ConvergenceError(RuntimeError):
-    """The saddle-point solver did not converge.
-
-    Attributes
-    ----------
-    last : dict
-        The last iterate (order parameters by name).
-    residual : float
-        Residual at the last iterate.
-    iterations : int
-        Iterations (or function evaluations) spent.
-    """
-
-    def __init__(self, message: str, *, last: dict, residual: float, iterations: int) -> None:
-        super().__init__(f"{message} (iterations={iterations}, residual={residual:.3g})")
-        self.last = last
-        self.residual = residual
-        self.iterations = iterations
 
 
 @dataclass(frozen=True)
@@ -142,26 +124,6 @@ class SaddlePoint:
         return pd.DataFrame([self.as_dict()])
 
 
-def default_loss(task) -> str:
-    """The loss ``task`` is learnt with when none is named: its ``default_loss``
-    (:class:`~replica_mlm.tasks.protocol.Task`), the one source of the defaults of :func:`solve`
-    and :func:`replica_mlm.simulate`.
-
-    ``"square"`` for a Gaussian site (MaskedSite, Spectrum, limit); for a
-    :class:`~replica_mlm.tasks.potts_site.PottsSite` ``"cross_entropy"`` with its softmax channel,
-    ``"square"`` with the gaussian one; for a :class:`~replica_mlm.PottsModel` (what ``simulate``
-    learns a site of) ``"cross_entropy"`` for q > 2 colours, ``"logistic"`` for an Ising model.
-
-    Raises
-    ------
-    TypeError
-        If ``task`` names no default loss (it is not a task).
-    """
-    loss = getattr(task, "default_loss", None)
-    if not isinstance(loss, str):
-        raise TypeError("task must be a learning task with a `default_loss` name (a MaskedSite, "
-                        f"Spectrum, GaussianPotts limit, PottsSite or PottsModel), got {type(task).__name__}")
-    return loss
 
 
 def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,
@@ -228,11 +190,8 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         If the solver does not converge (the general engine: residual above 1e-10).
     """
     if isinstance(task, MulticlassTask):  # e.g. a PottsSite: the multi-class theory (docs/multiclass.md)
-        from replica_mlm.theory.solvers import multiclass
-        if method not in (None, "general") or precision is not None or channel not in (None, task.channel):
-            raise ValueError("a PottsSite is solved by the multi-class theory: method, precision and "
-                             "channel take their defaults")
-        return multiclass.solve(task, alpha=alpha, lam=lam, loss=loss, **options)
+        return _solve_multiclass(task, alpha=alpha, lam=lam, method=method, precision=precision,
+                                 loss=loss, channel=channel, **options)
     spec = spectrum_of(task)  # a SpectralTask: the reduced solver or the general engine
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.nonnegative(lam, "lam")
@@ -250,35 +209,48 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
                          f"{channel_obj.name!r}")
     channels.check_pair(loss_obj, channel_obj, lam=lam, general=method == "general")
     if precision is not None:
-        if not fast:
-            raise ValueError("precision= is available for the square loss with the gaussian channel "
-                             "only (the reduced closed forms); the general engine works in float64")
-        if method != "root":
-            raise ValueError("precision= works with method='root' and no options")
-        digits = _checks.precision_digits(precision)
-        if digits < 16:
-            raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
-        if options:
-            raise ValueError("precision= works with method='root' and no options")
-        try:
-            out = precise.solve_precise(task, spec, alpha, lam, digits)
-        except precise.PrecisionFailure as exc:
-            raise ConvergenceError(str(exc), last={"kappa": exc.kappa}, residual=float(exc.step),
-                                   iterations=exc.iterations) from None
-        if not out["converged"]:
-            raise ConvergenceError(
-                f"mpmath solution at alpha={alpha}, lam={lam} violates the raw equations beyond "
-                f"10^-{digits}", last={k: out[k] for k in ("V", "q", "m", "kappa")},
-                residual=float(out["residual"]), iterations=int(out["iterations"]))
-        return _result(spec, alpha, lam, out, method="root", convert=False,
-                       message=f"{root_message(alpha, lam)}; mpmath at {digits} digits")
+        return _solve_precise(task, spec, alpha, lam, precision, fast=fast, method=method, **options)
     if method == "root":
-        if options:
-            raise ValueError(f"method 'root' takes no options, got {sorted(options)}")
-        return _solve_root(spec, alpha, lam)
+        return _solve_root(spec, alpha, lam, **options)
     if method == "iterate":
         return _solve_iterate(spec, alpha, lam, **options)
     return solve_general(spec, alpha, lam, loss_obj, channel_obj, **options)
+
+
+def _solve_multiclass(task, *, alpha, lam, method, precision, loss, channel, **options):
+    """The route of a :class:`~replica_mlm.tasks.potts_site.PottsSite`: the multi-class theory."""
+    from replica_mlm.theory.solvers import multiclass
+    if method not in (None, "general") or precision is not None or channel not in (None, task.channel):
+        raise ValueError("a PottsSite is solved by the multi-class theory: method, precision and "
+                         "channel take their defaults")
+    return multiclass.solve(task, alpha=alpha, lam=lam, loss=loss, **options)
+
+
+def _solve_precise(task, spec: Spectrum, alpha: float, lam: float, precision, *, fast: bool, method: str,
+                   **options) -> SaddlePoint:
+    """The route of ``precision=``: the reduced equations in mpmath (:mod:`.precise`)."""
+    if not fast:
+        raise ValueError("precision= is available for the square loss with the gaussian channel "
+                         "only (the reduced closed forms); the general engine works in float64")
+    if method != "root":
+        raise ValueError("precision= works with method='root' and no options")
+    digits = _checks.precision_digits(precision)
+    if digits < 16:
+        raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
+    if options:
+        raise ValueError("precision= works with method='root' and no options")
+    try:
+        out = precise.solve_precise(task, spec, alpha, lam, digits)
+    except precise.PrecisionFailure as exc:
+        raise ConvergenceError(str(exc), last={"kappa": exc.kappa}, residual=float(exc.step),
+                               iterations=exc.iterations) from None
+    if not out["converged"]:
+        raise ConvergenceError(
+            f"mpmath solution at alpha={alpha}, lam={lam} violates the raw equations beyond "
+            f"10^-{digits}", last={k: out[k] for k in ("V", "q", "m", "kappa")},
+            residual=float(out["residual"]), iterations=int(out["iterations"]))
+    return _result(spec, alpha, lam, out, method="root", convert=False,
+                   message=f"{root_message(alpha, lam)}; mpmath at {digits} digits")
 
 
 def solve_general(spec: Spectrum, alpha: float, lam: float, loss, channel, *, init=None,
@@ -351,7 +323,10 @@ def root_message(alpha: float, lam: float, regime: int = root.NEWTON) -> str:
     return "alpha = 1, lam = 0: interpolation peak, eg = inf exactly"
 
 
-def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
+def _solve_root(spec: Spectrum, alpha: float, lam: float, **options) -> SaddlePoint:
+    """The route of ``method="root"``: the reduced scalar equation (:mod:`.root`); no options."""
+    if options:
+        raise ValueError(f"method 'root' takes no options, got {sorted(options)}")
     out = solve_reduced(spec, np.array([alpha]), lam)
     return _result(spec, alpha, lam, {k: v[0] for k, v in out.items()}, method="root",
                    message=root_message(alpha, lam, int(out["regime"][0])))
@@ -379,6 +354,7 @@ def _solve_iterate(
     max_iter: int = 100_000,
     init: tuple[float, float, float] | None = None,
 ) -> SaddlePoint:
+    """The route of ``method="iterate"``: damped iteration of the raw equations (:mod:`.fixed_point`)."""
     damping = _checks.nonnegative(damping, "damping")
     if damping >= 1:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
@@ -388,48 +364,42 @@ def _solve_iterate(
     if start.shape != (3,):
         raise ValueError(f"init must be (V, q, m): three finite numbers (or None for {ITERATE_INIT}), "
                          f"got shape {start.shape}")
-    x = dict(zip("Vqm", map(float, start), strict=True))
     fns = compiled()
-    delta, it = math.inf, 0
-    try:
-        for it in range(1, max_iter + 1):
-            new = _sweep(spec, alpha, lam, x)
-            new = {k: damping * x[k] + (1 - damping) * new[k] for k in x}
-            delta = sum(abs(new[k] - x[k]) for k in x)
-            x = new
-            if not math.isfinite(delta):
-                break
-            if delta < tol:
-                hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
-                out = {name: f(*hat_args) for name, f in fns.hat.items()}
-                out.update(x, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
-                           kappa=math.nan, iterations=it)
-                out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
-                out["estimation_error"] = root.estimation_error_of_hats(spec, lam, out["V_hat"],
-                                                                         out["q_hat"], out["m_hat"])
-                out["residual"] = root.raw_residual(spec, alpha, lam, out)
-                if not out["residual"] <= max(tol, root.RESIDUAL_TOL):
-                    continue  # steps below tol, raw equations not yet: iterate on
-                return _result(
-                    spec, alpha, lam, out, method="iterate",
-                    message=f"damped iteration (damping={damping}) reached "
-                    f"|dV|+|dq|+|dm| < {tol:g}",
-                )
-        reason = "did not converge" if math.isfinite(delta) else "diverged"
-    except (OverflowError, ZeroDivisionError):
-        reason, delta = "diverged (overflow)", math.inf
-    raise ConvergenceError(
-        f"damped iteration {reason} at alpha={alpha}, lam={lam}",
-        last=x, residual=delta, iterations=it,
-    )
+
+    def residual(x: list) -> tuple[float, dict]:
+        V, q, m = x
+        hat_args = (alpha, V, q, m, spec.rho, spec.noise)
+        out = {name: f(*hat_args) for name, f in fns.hat.items()}
+        out.update(V=V, q=q, m=m, eg=fns.eg(*hat_args), train_loss=fns.train_loss(*hat_args),
+                   kappa=math.nan)
+        out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
+        out["estimation_error"] = prior.estimation_error(spec, lam, out["V_hat"], out["q_hat"],
+                                                         out["m_hat"])
+        out["residual"] = root.raw_residual(spec, alpha, lam, out)
+        return out["residual"], out
+
+    try:  # steps below tol with the raw equations not yet satisfied iterate on
+        found = fixed_point.solve(lambda x: _sweep(spec, alpha, lam, x), residual, start,
+                                  tol=max(tol, root.RESIDUAL_TOL), method="damped", damping=damping,
+                                  step_tol=tol, max_iter=max_iter,
+                                  failures=(OverflowError, ZeroDivisionError))
+    except fixed_point.FixedPointFailure as failure:
+        reason = "diverged (overflow)" if failure.error is not None else failure.reason
+        raise ConvergenceError(f"damped iteration {reason} at alpha={alpha}, lam={lam}",
+                               last=dict(zip("Vqm", failure.last.tolist(), strict=True)),
+                               residual=failure.residual, iterations=failure.iterations) from None
+    return _result(spec, alpha, lam, {**found.point, "iterations": found.iterations}, method="iterate",
+                   message=f"damped iteration (damping={damping}) reached |dV|+|dq|+|dm| < {tol:g}")
 
 
-def _sweep(spec: Spectrum, alpha: float, lam: float, x: dict) -> dict:
-    """One undamped pass of the raw equations: hats from (V, q, m), then (V, q, m) from hats."""
+def _sweep(spec: Spectrum, alpha: float, lam: float, x: list) -> list:
+    """One undamped pass of the raw equations: hats from ``x = [V, q, m]``, then ``[V, q, m]`` from
+    the hats."""
     fns = compiled()
-    hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
+    V, q, m = x
+    hat_args = (alpha, V, q, m, spec.rho, spec.noise)
     hats = [fns.hat[name](*hat_args) for name in ("V_hat", "q_hat", "m_hat")]
     mode_args = (spec.omega, spec.bulk, spec.teacher, lam, *hats)
     # (lam + V_hat omega)^2 may overflow at huge lam: the summand is then 0, its rounded value
     with np.errstate(over="ignore"):
-        return {name: float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")}
+        return [float(np.sum(fns.mode[name](*mode_args))) for name in ("V", "q", "m")]

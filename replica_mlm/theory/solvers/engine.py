@@ -28,12 +28,12 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm.tasks.spectrum import Spectrum
-from replica_mlm.theory.sides import energetic
+from replica_mlm.theory.sides import energetic, prior
 from replica_mlm.theory.sides.channels import Channel, check_pair
 from replica_mlm.theory.sides.convexity import NonConvexLoss
 from replica_mlm.theory.sides.losses import Loss
-from replica_mlm.theory.solvers.root import estimation_error_of_hats
-from replica_mlm.theory.symbolic.compiled import compiled
+from replica_mlm.theory.solvers import fixed_point
+from replica_mlm.theory.solvers.packing import pack, unpack
 
 #: residual (largest relative violation of the raw equations) required for converged=True
 TOL = 1e-10
@@ -41,8 +41,6 @@ TOL = 1e-10
 TINY = float(np.finfo(float).tiny)
 #: damped iterations before the root solver, from a cold start
 WARMUP = 8
-#: clip of m / sqrt(q rho) inside (-1, 1)
-EDGE = 1.0 - 1e-15
 #: hybr's relative step tolerance, first pass; if the residual is then above ``tol`` hybr goes on
 #: from there with :data:`XTOL_FINE` (the residual alone decides ``converged``)
 XTOL = 1e-12
@@ -60,22 +58,6 @@ ALPHA_MAX = 1e12
 #: already gives eg to ~1e-16 (16, 64, 256 and 1024 agree on logistic/sign); leggauss needs
 #: order^2 memory and order^3 time
 ORDER_MAX = 1024
-
-
-def pack(V: float, q: float, m: float, rho: float, *, edge: float = EDGE) -> np.ndarray:
-    """The engine's unknowns ``(log V, log q, artanh(m / sqrt(q rho)))`` (the last one only with a
-    signal, ``rho > 0``), the overlap ratio clipped to ``[-edge, edge]``."""
-    x = [math.log(V), math.log(q)]
-    if rho > 0:
-        x.append(math.atanh(float(np.clip(m / math.sqrt(q) / math.sqrt(rho), -edge, edge))))
-    return np.array(x)
-
-
-def unpack(x, rho: float) -> tuple[float, float, float]:
-    """``(V, q, m)`` from the unknowns of :func:`pack`."""
-    V, q = math.exp(x[0]), math.exp(x[1])
-    m = math.sqrt(q) * math.sqrt(rho) * math.tanh(x[2]) if rho > 0 else 0.0  # q rho may underflow
-    return V, q, m
 
 
 class EngineFailure(RuntimeError):
@@ -134,11 +116,7 @@ class Problem:
         return dict(out)
 
     def prior(self, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:
-        spec = self.spec
-        terms = compiled().modes_together(spec.omega, spec.bulk, spec.teacher, self.lam, V_hat, q_hat,
-                                          m_hat)
-        V, q, m = (float(np.sum(np.broadcast_to(t, spec.omega.shape))) for t in terms)
-        return V, q, m
+        return prior.ridge(self.spec, self.lam, V_hat, q_hat, m_hat)
 
     def image(self, x) -> np.ndarray:
         """``pack(prior(hats(unpack(x))))``: the fixed-point map in the packed unknowns."""
@@ -189,52 +167,28 @@ def _rel(a: float, b: float) -> float:
 
 
 def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 400) -> dict:
-    """Solve one point; ``init`` is a packed start (warm start) or None (cold start)."""
-    from scipy import optimize
+    """Solve one point; ``init`` is a packed start (warm start) or None (cold start).
 
+    The driver is :func:`.fixed_point.solve` (hybr): :data:`WARMUP` damped steps from a cold start,
+    a first pass to a relative step of :data:`XTOL` (usually a residual far below ``tol``) and,
+    only if the residual is still above ``tol``, on from there to :data:`XTOL_FINE`.
+    """
     x = problem.start() if init is None else np.asarray(init, dtype=float)
-    last = x
+    domain = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError)
     try:
-        if init is None:
-            for _ in range(WARMUP):
-                x = 0.5 * x + 0.5 * problem.image(x)
-                last = x
-        best = (math.inf, x)
-        def gap(u):
-            # outside the domain (an overflowing trial step of hybr) return a large gap: the
-            # trust region then shrinks back towards admissible points
-            try:
-                return problem.image(u) - u
-            except NonConvexLoss:
-                raise
-            except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError):
-                return np.full(u.shape, 1e3)
-
-        for attempt in range(3):
-            # a first pass to a relative step of XTOL (usually a residual far below tol), and,
-            # only if the residual is still above tol, on from there to XTOL_FINE
-            for xtol in ((XTOL, XTOL_FINE) if attempt == 0 else (XTOL_FINE,)):
-                sol = optimize.root(gap, x, method="hybr", options={"xtol": xtol, "maxfev": max_evaluations})
-                last = sol.x
-                res, point = problem.residual(sol.x)
-                if res < best[0]:
-                    best = (res, sol.x)
-                if res <= tol:
-                    return _finish(problem, point, res)
-                x = best[1]
-            # not there (x is the best point so far): a few damped iterations move away from
-            # where hybr stalled
-            for _ in range(4 * (attempt + 1)):
-                x = 0.5 * x + 0.5 * problem.image(x)
-    except NonConvexLoss:
-        raise  # a wrong loss, not a failed step: the caller's ValueError
-    except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, RuntimeError) as exc:
-        V, q, m = problem.unpack(last)
-        raise EngineFailure(f"the general engine failed: {exc}", last={"V": V, "q": q, "m": m},
-                            residual=math.inf, iterations=problem.evaluations) from None
-    res, point = problem.residual(best[1])
-    raise EngineFailure(f"residual {res:.3g} > tol {tol:g} after {problem.evaluations} evaluations",
-                        last=point, residual=res, iterations=problem.evaluations)
+        found = fixed_point.solve(
+            problem.image, problem.residual, x, tol=tol, warmup=WARMUP if init is None else 0,
+            xtols=(XTOL, XTOL_FINE), retry_xtol=XTOL_FINE, max_evaluations=max_evaluations,
+            fatal=(NonConvexLoss,), domain_errors=domain, failures=(*domain, RuntimeError))
+    except fixed_point.FixedPointFailure as failure:
+        if failure.error is not None:
+            V, q, m = problem.unpack(failure.last)
+            raise EngineFailure(f"the general engine failed: {failure.error}", last={"V": V, "q": q, "m": m},
+                                residual=math.inf, iterations=problem.evaluations) from None
+        raise EngineFailure(f"residual {failure.residual:.3g} > tol {tol:g} after {problem.evaluations} "
+                            "evaluations", last=failure.point, residual=failure.residual,
+                            iterations=problem.evaluations) from None
+    return _finish(problem, found.point, found.residual)
 
 
 def _finish(problem: Problem, point: dict, residual: float) -> dict:
@@ -246,7 +200,7 @@ def _finish(problem: Problem, point: dict, residual: float) -> dict:
     if loss.is_square:  # the package's MSE convention |y - X w|^2 / n, no factor 1/2
         train = 2.0 * train
     spec = problem.spec
-    est = estimation_error_of_hats(spec, problem.lam, point["V_hat"], point["q_hat"], point["m_hat"])
+    est = prior.estimation_error(spec, problem.lam, point["V_hat"], point["q_hat"], point["m_hat"])
     return {
         **point,
         "train_loss": train,

@@ -33,8 +33,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.errors import ConvergenceError
 from replica_mlm.stats import mean_stderr
 from replica_mlm.theory.sides import multiclass_channel as mc
+from replica_mlm.theory.sides import prior
+from replica_mlm.theory.sides.task_loss import default_loss
+from replica_mlm.theory.solvers import fixed_point, packing
 
 #: largest relative violation of the prior-side equations for converged=True
 TOL = 1e-10
@@ -118,27 +122,6 @@ class MulticlassSaddlePoint:
         return self.Q.shape[0]
 
 
-def prior(omega: np.ndarray, theta: np.ndarray, p: int, lam: float, V_hat, Q_hat, M_hat):
-    """``(V, Q, M)`` from the hats, and the per-mode ``G_k`` and ``G_k M_hat theta_k``."""
-    K = V_hat.shape[0]
-    G = np.linalg.inv(lam * np.eye(K) + omega[:, None, None] * V_hat)
-    G = (G + np.swapaxes(G, 1, 2)) / 2
-    gm = np.einsum("kab,kb->ka", G, theta @ M_hat.T)  # G_k M_hat theta_k
-    V = np.einsum("k,kab->ab", omega, G) / p
-    M = np.einsum("k,ka,kb->ab", omega**2, gm, theta)
-    Q = (np.einsum("k,ka,kb->ab", omega**3, gm, gm)
-         + np.einsum("k,kab,bc,kdc->ad", omega**2 / p, G, Q_hat, G))
-    return (V + V.T) / 2, (Q + Q.T) / 2, M, G, gm
-
-
-def estimation_error(omega, theta, p: int, lam: float, V_hat, Q_hat, M_hat) -> float:
-    """``E |W - W*|_F^2`` from the hats (mode by mode, see the module docstring)."""
-    _, _, _, G, gm = prior(omega, theta, p, lam, V_hat, Q_hat, M_hat)
-    bias = np.sum((omega[:, None] * gm - theta) ** 2)
-    var = np.einsum("k,kab,bc,kac->", omega / p, G, Q_hat, G)
-    return float(bias + var)
-
-
 class Problem:
     """The fixed-point map of one (task, alpha, lam, loss, rule) point."""
 
@@ -153,22 +136,18 @@ class Problem:
 
     # --- parametrisation ----------------------------------------------------------------
     def pack(self, V, Q, M) -> np.ndarray:
+        """The unknowns (:mod:`.packing`): ``(log v, log q, artanh(m / sqrt(q r)))`` of a
+        colour-symmetric task, else the Cholesky factors of V and Q and M."""
         if self.symmetric:
-            v, q, m, r = V[0, 0], Q[0, 0], M[0, 0], self.rho[0, 0]
-            c = m / math.sqrt(q * r) if r > 0 else 0.0
-            return np.array([math.log(v), math.log(q), math.atanh(float(np.clip(c, -1 + 1e-15, 1 - 1e-15)))])
-        return np.concatenate([_chol_pack(V), _chol_pack(Q), M.ravel()])
+            return packing.pack(V[0, 0], Q[0, 0], M[0, 0], self.rho[0, 0])
+        return packing.pack_matrices(V, Q, M)
 
     def unpack(self, x):
-        K = self.K
+        """``(V, Q, M)`` from the unknowns of :meth:`pack`."""
         if self.symmetric:
-            v, q = math.exp(x[0]), math.exp(x[1])
-            r = self.rho[0, 0]
-            m = math.sqrt(q * r) * math.tanh(x[2])
-            eye = np.eye(K)
-            return v * eye, q * eye, m * eye
-        n = K * (K + 1) // 2
-        return _chol_unpack(x[:n], K), _chol_unpack(x[n:2 * n], K), np.asarray(x[2 * n:]).reshape(K, K)
+            eye = np.eye(self.K)
+            return tuple(s * eye for s in packing.unpack(x, self.rho[0, 0]))
+        return packing.unpack_matrices(x, self.K)
 
     # --- the two sides ------------------------------------------------------------------
     def hats(self, V, Q, M) -> dict:
@@ -180,8 +159,8 @@ class Problem:
                        P=self.P, symmetric=self.symmetric)
 
     def prior(self, h: dict):
-        V, Q, M, _, _ = prior(self.omega, self.theta, self.task.p, self.lam, h["V_hat"], h["Q_hat"],
-                              h["M_hat"])
+        V, Q, M, _, _ = prior.ridge_matrices(self.omega, self.theta, self.task.p, self.lam, h["V_hat"],
+                                             h["Q_hat"], h["M_hat"])
         if self.symmetric:  # exact projection onto multiples of I
             eye = np.eye(self.K)
             V, Q, M = (np.trace(X) / self.K * eye for X in (V, Q, M))
@@ -209,68 +188,33 @@ class Problem:
         return res, {"V": V, "Q": Q, "M": M, **h}
 
 
-def _chol_pack(A: np.ndarray) -> np.ndarray:
-    L = np.linalg.cholesky((A + A.T) / 2)
-    idx = np.tril_indices(A.shape[0])
-    out = L[idx].copy()
-    diag = idx[0] == idx[1]
-    out[diag] = np.log(out[diag])
-    return out
-
-
-def _chol_unpack(x, K: int) -> np.ndarray:
-    idx = np.tril_indices(K)
-    L = np.zeros((K, K))
-    vals = np.array(x, dtype=float)
-    diag = idx[0] == idx[1]
-    vals[diag] = np.exp(vals[diag])
-    L[idx] = vals
-    return L @ L.T
-
-
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
     scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))
     return 0.0 if scale == 0 else float(np.max(np.abs(a - b))) / scale
 
 
 def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 600) -> dict:
-    """Solve one point; ``init`` a packed start (warm start) or None. Raises ConvergenceError."""
-    from scipy import optimize
+    """Solve one point; ``init`` a packed start (warm start) or None. Raises ConvergenceError.
 
-    from replica_mlm.theory.solve import ConvergenceError
-
+    The driver is :func:`.fixed_point.solve` (hybr, relative step 1e-14): :data:`WARMUP` damped
+    steps from a cold start, then up to three hybr runs.
+    """
     x = problem.start() if init is None else np.asarray(init, dtype=float)
     errors = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, np.linalg.LinAlgError)
-    best = (math.inf, x)
     try:
-        if init is None:
-            for _ in range(WARMUP):
-                x = 0.5 * x + 0.5 * problem.image(x)
-
-        def gap(u):
-            try:
-                return problem.image(u) - u
-            except errors:
-                return np.full(u.shape, 1e3)
-
-        for attempt in range(3):
-            sol = optimize.root(gap, x, method="hybr", options={"xtol": 1e-14, "maxfev": max_evaluations})
-            res, point = problem.residual(sol.x)
-            if res < best[0]:
-                best = (res, sol.x)
-            if res <= tol:
-                return {**point, "residual": res, "packed": sol.x}
-            x = best[1]
-            for _ in range(4 * (attempt + 1)):
-                x = 0.5 * x + 0.5 * problem.image(x)
-    except errors as exc:
-        raise ConvergenceError(f"multi-class saddle point failed at alpha={problem.alpha}, "
-                               f"lam={problem.lam}: {exc}", last={"packed": best[1]}, residual=math.inf,
+        found = fixed_point.solve(problem.image, problem.residual, x, tol=tol,
+                                  warmup=WARMUP if init is None else 0, xtols=(1e-14,), retry_xtol=1e-14,
+                                  max_evaluations=max_evaluations, domain_errors=errors, failures=errors)
+    except fixed_point.FixedPointFailure as failure:
+        if failure.error is not None:
+            raise ConvergenceError(f"multi-class saddle point failed at alpha={problem.alpha}, "
+                                   f"lam={problem.lam}: {failure.error}", last={"packed": failure.best},
+                                   residual=math.inf, iterations=problem.evaluations) from None
+        raise ConvergenceError(f"multi-class saddle point at alpha={problem.alpha}, lam={problem.lam}: "
+                               f"residual {failure.residual:.3g} > tol {tol:g} after {problem.evaluations} "
+                               "evaluations", last=failure.point, residual=failure.residual,
                                iterations=problem.evaluations) from None
-    res, point = problem.residual(best[1])
-    raise ConvergenceError(f"multi-class saddle point at alpha={problem.alpha}, lam={problem.lam}: "
-                           f"residual {res:.3g} > tol {tol:g} after {problem.evaluations} evaluations",
-                           last=point, residual=res, iterations=problem.evaluations)
+    return {**found.point, "residual": found.residual, "packed": found.x}
 
 
 def _outputs(problem: Problem, point: dict) -> dict:
@@ -286,7 +230,7 @@ def _outputs(problem: Problem, point: dict) -> dict:
         rates = [mc.test_measures(mc.sobol_rule(problem.K, EG_M, 1000 + r), Q=Q, M=M, rho=problem.rho,
                                   bias=task.bias, P=problem.P)["eg"] for r in range(EG_SCRAMBLINGS)]
         meas["eg"], meas["eg_stderr"] = mean_stderr(rates)
-    est = estimation_error(problem.omega, problem.theta, task.p, problem.lam, point["V_hat"],
+    est = prior.estimation_error_matrices(problem.omega, problem.theta, task.p, problem.lam, point["V_hat"],
                            point["Q_hat"], point["M_hat"])
     return {**meas, "estimation_error": est, "train_loss": point["train_loss"]}
 
@@ -324,8 +268,6 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
         raise TypeError(f"task must be a PottsSite, got {type(task).__name__}")
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.positive(lam, "lam")
-    from replica_mlm.theory.solve import default_loss
-
     default = default_loss(task)
     loss = default if loss is None else _checks.choice(loss, LOSSES, "loss")
     if loss != default:

@@ -25,7 +25,7 @@ import numpy as np
 
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.solvers.backend import NUMPY, Backend
-from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled, compiled_estimation
+from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled
 
 #: elements of a (points x modes) block evaluated at once
 CHUNK = 1 << 16
@@ -288,17 +288,6 @@ def estimation_error(spec: Spectrum, alpha: np.ndarray, kappa: np.ndarray, eg: n
     for i in np.flatnonzero(finite):
         out[i] = backend.estimation_sum(spec, kappa[i], eg[i], alpha[i])
     return out
-
-
-def estimation_error_of_hats(spec: Spectrum, lam: float, V_hat: float, q_hat: float, m_hat: float) -> float:
-    """E |w_hat - w*|^2 from the hats (any loss and channel: :func:`.potentials.estimation_mode`).
-
-    At huge lam the square ``(lam + V_hat omega)^2`` overflows to inf and the noise term is 0,
-    which is its value to double precision; that overflow is not reported.
-    """
-    with np.errstate(over="ignore"):
-        est = compiled_estimation()[0](spec.omega, spec.bulk, spec.teacher, lam, V_hat, q_hat, m_hat)
-    return float(np.sum(np.broadcast_to(est, spec.omega.shape)))
 
 
 def _rescaled(spec, alpha, lam, out, sums, free, large):

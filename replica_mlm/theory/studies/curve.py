@@ -9,8 +9,9 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm import io as rm_io
+from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
-from replica_mlm.theory.solve import ConvergenceError, SaddlePoint, solve, solve_reduced
+from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
@@ -154,7 +155,7 @@ def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None
     step; otherwise the last point (None for the first). Only ``V, q, m`` of the result are
     meaningful: it is used as ``init`` and nowhere else.
     """
-    from replica_mlm.theory.solvers import engine
+    from replica_mlm.theory.solvers import packing
     if len(points) < 2:
         return points[-1] if points else None
     p0, p1 = points[-2], points[-1]
@@ -165,9 +166,9 @@ def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None
         return p1
 
     def pack(p):  # the overlap ratio kept off +-1, where a straight line would overshoot
-        return engine.pack(p.V, p.q, p.m, p.rho, edge=0.999)
+        return packing.pack(p.V, p.q, p.m, p.rho, edge=0.999)
 
-    V, q, m = engine.unpack(pack(p1) + t * (pack(p1) - pack(p0)), p1.rho)
+    V, q, m = packing.unpack(pack(p1) + t * (pack(p1) - pack(p0)), p1.rho)
     return replace(p1, alpha=alpha, V=V, q=q, m=m)
 
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
-from replica_mlm.theory.solve import ConvergenceError, SaddlePoint, solve, solve_reduced
+from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
 from replica_mlm.theory.solvers.root import alpha_derivative
 
 #: default search interval of optimal_lambda

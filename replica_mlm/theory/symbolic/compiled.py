@@ -183,10 +183,18 @@ def _sums_source(names: tuple[str, ...], backend: str) -> str:
                                           backend, cse=True, rename=py_name)
 
 
+def complete(entries: dict) -> bool:
+    """Whether cache ``entries`` hold every source :func:`derive_sources` writes: the equations,
+    the estimation summands and each set of :data:`SUM_SETS`."""
+    return ("equations" in entries and "estimation" in entries
+            and all(_sums_key(names) in entries for names in SUM_SETS))
+
+
 def _from_sources(backend: str, convert: Callable[[dict], object]):
     """``convert`` of the sources of :func:`derive_sources`, from the disk cache (derived and stored
-    if absent, or if ``convert`` fails on what the cache holds)."""
-    return compiled_cache.fetch(backend, lambda: derive_sources(backend), convert=convert)
+    if absent or incomplete, or if ``convert`` fails on what the cache holds)."""
+    return compiled_cache.fetch(backend, lambda: derive_sources(backend), complete=complete,
+                                convert=convert)
 
 
 @cache

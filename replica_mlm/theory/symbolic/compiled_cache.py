@@ -144,9 +144,9 @@ def _sign(key: bytes, backend: str, name: str, value) -> str:
     return cache_guard.mac(key, backend, run_folder.fingerprint_digest(fingerprint(backend)), name, content)
 
 
-def _read(path: Path, backend: str) -> dict | None:
+def _read(path: Path, backend: str, *, whole: bool = False) -> dict | None:
     """The entries of a cache file whose MAC verifies, or None if it is missing, unreadable or
-    not ours.
+    not ours (with ``whole``: also if any of its entries fails its MAC).
 
     Raises
     ------
@@ -165,19 +165,20 @@ def _read(path: Path, backend: str) -> dict | None:
                 or not isinstance(data.get("entries"), dict) or not isinstance(data.get("macs"), dict)):
             return None
         macs = data["macs"]
-        return {name: value for name, value in data["entries"].items()
-                if isinstance(macs.get(name), str)
-                and hmac.compare_digest(macs[name].encode(), _sign(key, backend, name, value).encode())}
+        verified = {name: value for name, value in data["entries"].items()
+                    if isinstance(macs.get(name), str)
+                    and hmac.compare_digest(macs[name].encode(), _sign(key, backend, name, value).encode())}
+        return None if whole and len(verified) < len(data["entries"]) else verified
     except Exception:  # anything a file can provoke: bad UTF-8, RecursionError, MemoryError, ...
         return None
 
 
-def _read_checked(path: Path, backend: str) -> dict | None:
+def _read_checked(path: Path, backend: str, *, whole: bool = False) -> dict | None:
     """:func:`_read`, with a refused folder or file turned into no cache (and the warning)."""
     if str(cache_dir()) in _refused:
         return None
     try:
-        return _read(path, backend)
+        return _read(path, backend, whole=whole)
     except cache_guard.UnsafeCache as error:
         _refuse(error)
     except OSError:
@@ -213,15 +214,16 @@ def fetch(backend: str, derive: Callable[[], dict], *, complete: Callable[[dict]
           convert: Callable[[dict], Any] | None = None) -> Any:
     """The entries of ``backend``'s cache file; if it is unusable, ``derive()`` them and write it.
 
-    ``complete(entries)`` says whether a file read from disk holds everything (default: the
-    compiled equations' entries). With ``convert``, returns ``convert(entries)``; should it raise
-    (any exception) on entries read from disk, they are derived afresh, rewritten and converted
-    again.
+    A file is used only if every entry it holds verifies, and ``complete(entries)`` says whether
+    it holds everything (the caller knows its entries: :mod:`.compiled` passes
+    :func:`.compiled.complete`; default: no further check). With ``convert``, returns
+    ``convert(entries)``; should it raise (any exception) on entries read from disk, they are
+    derived afresh, rewritten and converted again.
     """
     path = str(cache_file(backend))
     if path not in _memory:
-        entries = _read_checked(Path(path), backend)
-        if entries is None or not (complete or _complete)(entries):
+        entries = _read_checked(Path(path), backend, whole=True)
+        if entries is None or (complete is not None and not complete(entries)):
             _derive(path, backend, derive)
         else:
             _memory[path] = entries
@@ -234,13 +236,6 @@ def fetch(backend: str, derive: Callable[[], dict], *, complete: Callable[[dict]
         if _derived.get(path) is entries:
             raise  # the derivation's own error, not the file's
     return convert(_derive(path, backend, derive))
-
-
-def _complete(entries: dict) -> bool:
-    from replica_mlm.theory.symbolic.compiled import SUM_SETS, _sums_key
-
-    return ("equations" in entries and "estimation" in entries
-            and all(_sums_key(names) in entries for names in SUM_SETS))
 
 
 def store(backend: str, new: dict) -> None:

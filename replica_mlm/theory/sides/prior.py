@@ -1,0 +1,61 @@
+"""The prior side of the saddle point: the ridge penalty ``(lam p / 2) |w|^2``, in closed form.
+
+In the eigenbasis of Sigma (eigenvalues ``omega_k``) the estimator's row ``k`` is Gaussian given
+the hats. For a scalar overlap (one output; :func:`ridge`, :func:`estimation_error`) the per-mode
+summands are those sympy derives in :func:`.potentials.derive` and :func:`.potentials.estimation`
+(compiled by :mod:`.compiled`). For K x K overlaps (K outputs, teacher rows ``theta_k`` in R^K;
+:func:`ridge_matrices`, :func:`estimation_error_matrices`), with ``G_k = (lam I + omega_k V_hat)^{-1}``,
+
+    w_k = G_k (omega_k M_hat theta_k + sqrt(omega_k / p) Q_hat^{1/2} z_k),
+
+so that ``V = (1/p) sum_k omega_k G_k``, ``M = sum_k omega_k E[w_k] theta_k^T``,
+``Q = sum_k omega_k E[w_k w_k^T]`` and ``E |W - W*|_F^2 = sum_k |omega_k G_k M_hat theta_k -
+theta_k|^2 + (omega_k / p) tr(G_k Q_hat G_k)``; at K = 1 these are the scalar forms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replica_mlm.tasks.spectrum import Spectrum
+from replica_mlm.theory.symbolic.compiled import compiled, compiled_estimation
+
+
+def ridge(spec: Spectrum, lam: float, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:
+    """``(V, q, m)`` of the ridge prior at the hats: the sums over the modes of ``spec``."""
+    terms = compiled().modes_together(spec.omega, spec.bulk, spec.teacher, lam, V_hat, q_hat, m_hat)
+    V, q, m = (float(np.sum(np.broadcast_to(t, spec.omega.shape))) for t in terms)
+    return V, q, m
+
+
+def estimation_error(spec: Spectrum, lam: float, V_hat: float, q_hat: float, m_hat: float) -> float:
+    """E |w_hat - w*|^2 from the hats (any loss and channel: :func:`.potentials.estimation_mode`).
+
+    At huge lam the square ``(lam + V_hat omega)^2`` overflows to inf and the noise term is 0,
+    which is its value to double precision; that overflow is not reported.
+    """
+    with np.errstate(over="ignore"):
+        est = compiled_estimation()[0](spec.omega, spec.bulk, spec.teacher, lam, V_hat, q_hat, m_hat)
+    return float(np.sum(np.broadcast_to(est, spec.omega.shape)))
+
+
+def ridge_matrices(omega: np.ndarray, theta: np.ndarray, p: int, lam: float, V_hat, Q_hat, M_hat):
+    """``(V, Q, M)`` of the ridge prior at K x K hats, and the per-mode ``G_k`` and
+    ``G_k M_hat theta_k`` (``theta`` holds the teacher rows, one per mode)."""
+    K = V_hat.shape[0]
+    G = np.linalg.inv(lam * np.eye(K) + omega[:, None, None] * V_hat)
+    G = (G + np.swapaxes(G, 1, 2)) / 2
+    gm = np.einsum("kab,kb->ka", G, theta @ M_hat.T)  # G_k M_hat theta_k
+    V = np.einsum("k,kab->ab", omega, G) / p
+    M = np.einsum("k,ka,kb->ab", omega**2, gm, theta)
+    Q = (np.einsum("k,ka,kb->ab", omega**3, gm, gm)
+         + np.einsum("k,kab,bc,kdc->ad", omega**2 / p, G, Q_hat, G))
+    return (V + V.T) / 2, (Q + Q.T) / 2, M, G, gm
+
+
+def estimation_error_matrices(omega, theta, p: int, lam: float, V_hat, Q_hat, M_hat) -> float:
+    """``E |W - W*|_F^2`` from K x K hats (mode by mode, see the module docstring)."""
+    _, _, _, G, gm = ridge_matrices(omega, theta, p, lam, V_hat, Q_hat, M_hat)
+    bias = np.sum((omega[:, None] * gm - theta) ** 2)
+    var = np.einsum("k,kab,bc,kac->", omega / p, G, Q_hat, G)
+    return float(bias + var)
