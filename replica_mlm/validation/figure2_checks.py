@@ -25,7 +25,7 @@ def _se(x) -> float:
     return mean_stderr(x, single=0.0).stderr
 
 
-def factored_checks(section: Section, st, models: dict, best: dict, rec_fits: list, train, test,
+def factored_checks(section: Section, *, st, models: dict, best: dict, rec_fits: list, train, test,
                     per_seq_true: np.ndarray, d: dict) -> None:
     """``figure2.factored_converged`` and ``figure2.factored_reaches_entropy`` (appended to
     ``section``); the expected finite-M excess goes to ``d["finite_M_excess"]``."""

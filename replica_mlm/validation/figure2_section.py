@@ -299,9 +299,11 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, settings: Fig2Settings |
     models, maps, fam, best, rec_fits = _fit_step(st, seeds, results, d)
     d["workers"] = workers
     three_vs_one = _statistics(models, fam, per_seq_true)
-    factored_checks(section, st, models, best, rec_fits, train, test, per_seq_true, d)
+    factored_checks(section, st=st, models=models, best=best, rec_fits=rec_fits, train=train, test=test,
+                    per_seq_true=per_seq_true, d=d)
     transformer_checks(section, st, models, fam, three_vs_one)
-    return _report(out, section, st, d, pm, models, fam, three_vs_one, maps, t0)
+    return _report(out, section, st=st, d=d, pm=pm, models=models, fam=fam, three_vs_one=three_vs_one,
+                   maps=maps, t0=t0)
 
 
 def _data_step(st: Fig2Settings, rng: int, section: Section, t0: float):
@@ -432,7 +434,7 @@ def _statistics(models: dict, fam: dict, per_seq_true: np.ndarray) -> dict:
     return three_vs_one
 
 
-def _report(out: Path, section: Section, st: Fig2Settings, d: dict, pm, models: dict, fam: dict,
+def _report(out: Path, section: Section, *, st: Fig2Settings, d: dict, pm, models: dict, fam: dict,
             three_vs_one: dict, maps: dict, t0: float) -> Section:
     """The figures and ``fig2.json``."""
     for r in models.values():

@@ -36,7 +36,7 @@ def _chi_square_check(rng: np.random.Generator) -> dict:
             "tau_int": diag.tau_int, "sweeps_between": diag.sweeps_between}
 
 
-def sampler_checks(section: Section, st, pm, tune, diag, test, hamming: float,
+def sampler_checks(section: Section, *, st, pm, tune, diag, test, hamming: float,
                     gens: list, t_tune: float) -> dict:
     """``potts.sampler.mixing``, ``.target_hamming`` and ``.chi_square``; returns the chi-square."""
     beta = pm.beta

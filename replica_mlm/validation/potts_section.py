@@ -172,14 +172,17 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
     section.parameters = {"quick": quick, "rng": rng, **{k: v for k, v in vars(st).items()}}
     pm, tune, diag, n_train, train, test, hamming, H, per_seq_true, W_true, t_tune, t_sample = \
         _data_step(st, gens, section, t0)
-    chi = sampler_checks(section, st, pm, tune, diag, test, hamming, gens, t_tune)
+    chi = sampler_checks(section, st=st, pm=pm, tune=tune, diag=diag, test=test, hamming=hamming, gens=gens,
+                         t_tune=t_tune)
     d_loss, d_cond = equivalence_check(section, pm, train, H, n_train)
     results, rec, curves, fits, se_H, t_fit = _fit_step(st, train, test, W_true, per_seq_true, H,
                                                         rng=rng, workers=workers)
     slope, intercept = _consistency_checks(section, st, rec, fits, se_H, H)
     _small_lam_check(section, st, results)
-    return _report(out, section, st, pm, diag, hamming, H, per_seq_true, chi, d_loss, d_cond, rec,
-                   slope, intercept, curves, fits, workers, t_tune, t_sample, t_fit, t0)
+    return _report(out, section, st=st, pm=pm, diag=diag, hamming=hamming, H=H, per_seq_true=per_seq_true,
+                   chi=chi, d_loss=d_loss, d_cond=d_cond, rec=rec, slope=slope, intercept=intercept,
+                   curves=curves, fits=fits, workers=workers, t_tune=t_tune, t_sample=t_sample, t_fit=t_fit,
+                   t0=t0)
 
 
 def _data_step(st: PottsSettings, gens: list, section: Section, t0: float):
@@ -301,7 +304,7 @@ def _small_lam_check(section: Section, st: PottsSettings, results: dict) -> None
     ))
 
 
-def _report(out: Path, section: Section, st: PottsSettings, pm, diag, hamming, H, per_seq_true, chi,
+def _report(out: Path, section: Section, *, st: PottsSettings, pm, diag, hamming, H, per_seq_true, chi,
             d_loss, d_cond, rec, slope, intercept, curves, fits, workers, t_tune, t_sample, t_fit,
             t0) -> Section:
     """The figures and ``potts.json``."""
