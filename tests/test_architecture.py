@@ -6,7 +6,7 @@
   imports only from its own layer or lower ones: never upwards, not even inside a function.
   Imports under ``if TYPE_CHECKING:`` (type hints only, never run) are not counted.
 * No import circles between modules, lazy imports included.
-* No private name (``_name``) is imported across a package line (from another folder).
+* No private name (``_name``) is imported or read (``module._name``) across a folder line.
 * No module over 500 lines; every file name in the package is unique.
 """
 
@@ -155,10 +155,35 @@ def _package_of(module: str) -> str:
     return ".".join(path.relative_to(PACKAGE.parent).parent.parts)
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_attributes(module: str) -> list[tuple[str, str, int]]:
+    """(module, name, line) for every ``alias._name`` where ``alias`` is a package module imported
+    by ``module`` (``from replica_mlm.x import y`` or ``import replica_mlm.x.y as y``)."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            bound.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names
+                          if f"{node.module}.{a.name}" in MODULES})
+        elif isinstance(node, ast.Import):
+            bound.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
+    return [(bound[node.value.id], node.attr, node.lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in bound and _private(node.attr)]
+
+
+ATTRIBUTES = {m: private_attributes(m) for m in MODULES}
+
+
 def test_no_private_name_crosses_a_package_line():
     crossing = [f"{m}:{line} takes {name} from {t}" for m, edges in GRAPH.items()
                 for t, names, line in edges for name in names
-                if name.startswith("_") and not name.startswith("__") and _package_of(t) != _package_of(m)]
+                if _private(name) and _package_of(t) != _package_of(m)]
+    crossing += [f"{m}:{line} reads {t}.{name}" for m, uses in ATTRIBUTES.items()
+                 for t, name, line in uses if _package_of(t) != _package_of(m)]
     assert not crossing, "\n".join(crossing)
 
 
@@ -172,9 +197,11 @@ def test_modules_are_short_and_file_names_unique():
 
 def test_the_rules_can_fail(tmp_path):
     """The checks above see what they must: an upward import, a circle and a private name."""
-    global GRAPH
-    saved = GRAPH
+    global GRAPH, ATTRIBUTES
+    saved, saved_attributes = GRAPH, ATTRIBUTES
     try:
+        ATTRIBUTES = defaultdict(list, {m: list(e) for m, e in saved_attributes.items()})
+        ATTRIBUTES["replica_mlm.cli"].append(("replica_mlm.io", "_named", 3))
         GRAPH = defaultdict(list, {m: list(e) for m, e in saved.items()})
         GRAPH["replica_mlm.tasks.spectrum"].append(("replica_mlm.cli", [], 1))
         GRAPH["replica_mlm.io"].append(("replica_mlm.stats", ["_private"], 1))
@@ -187,5 +214,12 @@ def test_the_rules_can_fail(tmp_path):
             except AssertionError:
                 continue
             raise AssertionError(f"{check.__name__} passed on a graph that breaks it")
+        GRAPH = defaultdict(list, {m: list(e) for m, e in saved.items()})  # the attribute alone
+        try:
+            test_no_private_name_crosses_a_package_line()
+        except AssertionError as exc:
+            assert "reads replica_mlm.io._named" in str(exc)
+        else:
+            raise AssertionError("a private attribute read across a folder line was not seen")
     finally:
-        GRAPH = saved
+        GRAPH, ATTRIBUTES = saved, saved_attributes
