@@ -1,7 +1,7 @@
 """The house rules of the package, read from its source (docs/architecture.md).
 
 * Layers, from the ground up: the base modules, tasks, the Potts model, the theory (symbolic,
-  sides, solvers, ``rm.solve``, studies), learners, the attractor network, and the applications
+  sides, solvers, ``rm.solve``, studies), learners, real protein families, the attractor network, and the applications
   on top (plotting, sweeps, results, validation, the command line, the package's face). A module
   imports only from its own layer or lower ones: never upwards, not even inside a function.
   Imports under ``if TYPE_CHECKING:`` (type hints only, never run) are not counted.
@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("theory.solve", ("replica_mlm.theory", "replica_mlm.theory.solve")),
     ("theory.studies", ("replica_mlm.theory.studies",)),
     ("learners", ("replica_mlm.learners",)),
+    ("proteins", ("replica_mlm.proteins",)),
     ("attractor", ("replica_mlm.attractor",)),
     ("apps", ("replica_mlm", "replica_mlm.plotting", "replica_mlm.sweep", "replica_mlm.results",
               "replica_mlm.losses", "replica_mlm.styles", "replica_mlm.validation",
