@@ -74,6 +74,12 @@ XDATA = np.stack([np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1, 0]], np.eye(2)[[1, 0, 1
 HUGE = (10**9, 10**18, 2**64, 10**100)
 CURVE_CSV = Path(tempfile.mkdtemp(prefix="replica-mlm-hostile-")) / "curve.csv"
 rm.learning_curve(SITE, alpha=[0.5, 1.0], lam=0.0).to_csv(CURVE_CSV)
+MSA_FASTA = CURVE_CSV.parent / "family.fasta"
+MSA_FASTA.write_text(">a\nACDEF-GH\n>b\nACDEY-GH\n>c\nA-DEFKGW\n>d\nMCDQF-GH\n")
+MSA4 = rm.MSA.read(MSA_FASTA)
+S8 = RNG.normal(size=(8, 8))
+S8 = S8 + S8.T
+D8 = np.abs(np.subtract.outer(np.arange(8.0), np.arange(8.0))) * 1.5  # a straight chain
 
 
 # ------------------------------------------------------------------ hostile values by kind
@@ -384,6 +390,25 @@ TARGETS = [
        real("weight_decay", 1e-3, extra=POS),
        integer("batch_size", 2, extra=POSINT, none_ok=True, huge=False),
        real("init_scale", 0.1, extra=(-1.0,)), choice("normalisation", "none"), seed("rng")),
+    # --- protein families (issue 24)
+    _t("MSA.read", lambda **k: rm.MSA.read(**k),
+       Param("path", MSA_FASTA, [None, 3, 1.5, b"family.fasta", object(), ["family.fasta"], True, "",
+                                 np.array("family.fasta")], [str(MSA_FASTA)]),
+       Param("format", None, ["nope", "", 1, b"x", ["x"], 1.5, True], ["fasta"])),
+    _t("MSA.filter", lambda **k: MSA4.filter(**k),
+       real("max_gap_fraction", 0.3, extra=(-0.1, 1.5), none_ok=True),
+       real("min_coverage", 0.5, extra=(-0.1, 1.5), none_ok=True)),
+    _t("MSA.weights", lambda **k: MSA4.weights(**k), real("identity", 0.8, extra=(-0.1, 1.5))),
+    _t("contact_precision", lambda **k: rm.contact_precision(**k), array("scores", S8),
+       Param("structure_or_distances", D8,  # NaN is a valid distance (no residue): not hostile here
+             [x for x in bad_array(D8) if not (isinstance(x, np.ndarray) and x.shape == D8.shape
+                                              and x.dtype == float and not np.isinf(x).any())],
+             equivalent_array(D8)),
+       Param("top", "L/5", ["nope", "", "L/3", None, b"x", ["x"], 1.5, True, 0, -1, math.nan], []),
+       integer("min_separation", 2, extra=POSINT, huge=False), real("cutoff", 8.0, extra=POS)),
+    _t("datasets.protein_family", lambda **k: rm.datasets.protein_family(**k),
+       Param("name", "rhomboid", list(BAD_CHOICE), ["RHOMBOID"]),
+       real("max_gap_fraction", 0.2, extra=(-0.1, 1.5), none_ok=True)),
 ]
 
 
@@ -608,8 +633,10 @@ def _hostile_value(p: Param):
     return common
 
 
+# top (contact_precision) takes "L/5"-like strings and positive ints alike: its hostile values are
+# in the table, not drawn by the kind of its valid value
 _SCALAR_TARGETS = [(t, p) for t in TARGETS for p in t.params
-                   if p.name not in ("bogus", "fit_info", "bounds", "task", "site", "path")
+                   if p.name not in ("bogus", "fit_info", "bounds", "task", "site", "path", "top")
                    and p.valid is not None]
 
 

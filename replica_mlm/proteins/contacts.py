@@ -78,7 +78,7 @@ def _distances(structure_or_distances, L: int) -> np.ndarray:
         raise ValueError(f"structure_or_distances must give an ({L}, {L}) distance matrix like "
                          f"scores, got shape {d.shape} (map the structure to the same msa)")
     if np.isinf(d).any() or (d < 0).any():
-        raise ValueError("distances must be non-negative and finite (NaN: no residue)")
+        raise ValueError("structure_or_distances must hold non-negative finite distances (NaN: no residue)")
     return d
 
 
@@ -114,8 +114,8 @@ def contact_precision(scores, structure_or_distances, *, top: str | int = "L/5",
     """
     s = _checks.finite_array(scores, "scores", ndim=2)
     L = s.shape[0]
-    if s.shape != (L, L):
-        raise ValueError(f"scores must be a square (L, L) matrix, got shape {s.shape}")
+    if s.shape != (L, L) or L < 2:
+        raise ValueError(f"scores must be a square (L, L) matrix with L >= 2, got shape {s.shape}")
     d = _distances(structure_or_distances, L)
     sep = _checks.positive_int(min_separation, "min_separation")
     cut = _checks.positive(cutoff, "cutoff")
@@ -128,6 +128,6 @@ def contact_precision(scores, structure_or_distances, *, top: str | int = "L/5",
     keep = ~np.isnan(d[i, j])
     i, j = i[keep], j[keep]
     if i.size == 0:
-        raise ValueError(f"no pair of columns with a distance and j - i >= {sep}")
+        raise ValueError(f"no pair of columns with a distance and j - i >= min_separation = {sep}")
     order = np.argsort(-s[i, j], kind="stable")[:k]
     return float(np.mean(d[i[order], j[order]] < cut))

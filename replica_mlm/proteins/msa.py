@@ -170,6 +170,8 @@ class MSA:
             Naming the file and the line: an empty file, a record before any header, sequences
             of unequal aligned lengths; or a file that is not regular, too long or not text.
         """
+        if not isinstance(path, str | os.PathLike) or (isinstance(path, str) and not path):
+            raise TypeError(f"path must be a file name (str or path-like), got {path!r}"[:200])
         path = Path(path)
         max_bytes = _checks.positive_int(max_bytes, "max_bytes")
         text = _read_text(path, max_bytes)
@@ -212,10 +214,16 @@ class MSA:
                    source=self.source, rows=self.rows[rows])
 
     def subset(self, indices) -> MSA:
-        """The MSA of the rows ``indices`` (integers or a boolean mask), all columns kept."""
-        idx = np.arange(self.N)[np.asarray(indices)]
-        if idx.ndim != 1 or idx.size == 0:
-            raise ValueError("indices must select at least one sequence (a 1-d index or mask)")
+        """The MSA of the rows ``indices`` (integers in [0, N) or a boolean mask of length N),
+        all columns kept."""
+        idx = np.asarray(indices)
+        if idx.dtype == bool and idx.shape == (self.N,):
+            idx = np.flatnonzero(idx)
+        elif idx.dtype.kind not in "iu" or idx.ndim != 1:
+            raise TypeError("indices must be a 1-d array of row numbers or a boolean mask of "
+                            f"length N = {self.N}")
+        if idx.size == 0 or idx.min() < 0 or idx.max() >= self.N:
+            raise ValueError(f"indices must select at least one row, each in [0, {self.N})")
         return self._derived(idx, np.arange(self.L))
 
     def filter(self, max_gap_fraction: float | None = None, *,
