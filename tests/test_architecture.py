@@ -1,8 +1,9 @@
 """The house rules of the package, read from its source (docs/architecture.md).
 
 * Layers, from the ground up: the base modules, tasks, the Potts model, the theory (symbolic,
-  sides, solvers, ``rm.solve``, studies), learners, real protein families, the attractor network, and the applications
-  on top (plotting, sweeps, results, validation, the command line, the package's face). A module
+  sides, solvers, ``rm.solve``, studies), learners, real protein families, the attractor network,
+  and the applications on top (plotting, sweeps, results, validation, the command line, the
+  package's face). A module
   imports only from its own layer or lower ones: never upwards, not even inside a function.
   Imports under ``if TYPE_CHECKING:`` (type hints only, never run) are not counted.
 * No import circles between modules, lazy imports included.
