@@ -18,7 +18,7 @@ _TOPS = {"L": 1, "L/2": 2, "L/5": 5, "L/10": 10}
 
 
 def apc(scores) -> np.ndarray:
-    """Average product correction: S_ij - S_i. S_.j / S_.. (means over j != i), zero diagonal.
+    """Average product correction: ``S_ij - S_i. S_.j / S_..`` (means over j != i), zero diagonal.
 
     Raises
     ------
