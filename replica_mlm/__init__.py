@@ -40,6 +40,8 @@ _EXPORTS = {
     "PottsModel": "replica_mlm.potts.model",
     "PottsSite": "replica_mlm.tasks.potts_site",
     "MulticlassSaddlePoint": "replica_mlm.theory.solvers.multiclass",
+    # --- real protein families ---
+    "fit_potts": "replica_mlm.proteins.potts_fit",
     # --- self-attention as an attractor network ---
     "AttractorNetwork": "replica_mlm.attractor.network",
 }

@@ -1,0 +1,1 @@
+"""Real protein families: alignments, structures, contacts and Potts fits on them."""
