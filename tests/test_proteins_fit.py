@@ -13,8 +13,9 @@ import replica_mlm as rm
 from replica_mlm.learners.attention import zero_sum_gauge
 from replica_mlm.proteins.contacts import coupling_scores
 from replica_mlm.proteins.factored_fit import FactoredProblem
+from replica_mlm.proteins.plm_fit import PLMProblem
 from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
-from replica_mlm.proteins.potts_fit import PLMProblem, symmetric_zero_sum
+from replica_mlm.proteins.potts_fit import symmetric_zero_sum
 
 
 class StandInMSA:
@@ -72,9 +73,18 @@ def test_plm_gradient_matches_finite_differences():
     problem = PLMProblem(data, lambda_h=0.03, lambda_J=0.05)
     x = gen.standard_normal(problem.size) * 0.5
     _finite_difference_check(problem, x, gen)
-    # the diagonal blocks W_ii do not enter: zero gradient there, no change of F
-    g = problem.loss_grad(x)[1][problem.n_h:].reshape(5, 4, 5, 4)
-    assert np.all(g[np.arange(5), :, np.arange(5), :] == 0.0)
+
+
+def test_plm_objective_in_the_span_is_plmdca_objective():
+    """F(x) = weighted pseudo-nll + lambda_h |h|^2 + (lambda_J / 2) sum_{i != j} |W_ij|^2 at unpack(x)."""
+    gen = np.random.default_rng(5)
+    data, s, w = _data(gen)
+    problem = PLMProblem(data, lambda_h=0.03, lambda_J=0.05)
+    x = gen.standard_normal(problem.size)
+    h, W = problem.unpack(x)
+    assert np.all(W[np.arange(5), np.arange(5)] == 0.0)
+    expected = pseudo_nll(W, h, s, w) + 0.03 * np.sum(h**2) + 0.025 * np.sum(W**2)
+    assert problem.loss_grad(x)[0] == pytest.approx(expected, rel=1e-12)
 
 
 def test_factored_gradient_matches_finite_differences():

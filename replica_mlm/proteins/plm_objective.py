@@ -70,23 +70,28 @@ class PseudoLikelihood:
         Z.reshape(self.M, L, q)[...] -= self_block[self.diag[None, :], :, self.s].reshape(self.M, L, q)
         return Z
 
-    def value_grad(self, Mt: np.ndarray, h: np.ndarray, *, grad: bool = True):
-        """``D`` and (if ``grad``) ``dD/dMt`` (L q, L q, zero diagonal blocks) and ``dD/dh`` (L, q)."""
+    def nll_grad(self, Z: np.ndarray, *, grad: bool = True):
+        """``D`` from the logits ``Z`` (M, L q), overwritten by ``dD/dZ = G`` if ``grad``."""
         L, q, M = self.L, self.q, self.M
-        Z = self.logits(Mt, h)
         Z3 = Z.reshape(M, L, q)
         Z3 -= Z3.max(axis=2, keepdims=True)
         picked = Z.ravel()[self.tgt].reshape(M, L)
         np.exp(Z3, out=Z3)
         tot = Z3.sum(axis=2, keepdims=True)
-        nll = np.log(tot[:, :, 0]) - picked  # (M, L)
-        value = float(self.w @ nll.sum(axis=1))
+        value = float(self.w @ (np.log(tot[:, :, 0]) - picked).sum(axis=1))
+        if not grad:
+            return value, None
+        Z3 /= tot
+        Z.ravel()[self.tgt] -= 1.0
+        Z *= self.w[:, None]
+        return value, Z
+
+    def value_grad(self, Mt: np.ndarray, h: np.ndarray, *, grad: bool = True):
+        """``D`` and (if ``grad``) ``dD/dMt`` (L q, L q, zero diagonal blocks) and ``dD/dh`` (L, q)."""
+        L, q = self.L, self.q
+        value, G = self.nll_grad(self.logits(Mt, h), grad=grad)
         if not grad:
             return value
-        Z3 /= tot
-        G = Z  # now P, turned into G in place
-        G.ravel()[self.tgt] -= 1.0
-        G *= self.w[:, None]
         dMt = G.T @ self.X
         dMt.reshape(L, q, L, q)[self.diag, :, self.diag, :] = 0.0
         dh = G.sum(axis=0).reshape(L, q)

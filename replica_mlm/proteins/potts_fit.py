@@ -17,9 +17,11 @@ of sequences ``B_eff = sum_mu w_mu``. Two parametrisations of the couplings:
   (:mod:`replica_mlm.proteins.factored_fit`), penalty ``(lambda_J / 2) sum_h (|A^h|^2 + |V^h|^2)``.
 
 Both are minimised by scipy's L-BFGS-B with the analytic gradient of
-:mod:`replica_mlm.proteins.plm_objective` (all sites at once). The fitted blocks are then symmetrised,
-``J_ij = (W_ij + W_ji^T) / 2``, and put in the zero-sum gauge, the fields shifted so that the Potts
-energy (hence every conditional of the symmetric model) is unchanged.
+:mod:`replica_mlm.proteins.plm_objective` (all sites at once; for ``"plm"`` in the data's span,
+:mod:`replica_mlm.proteins.plm_fit`, cheaper when there are fewer sequences than ``L q``). The
+fitted blocks are then symmetrised, ``J_ij = (W_ij + W_ji^T) / 2``, and put in the zero-sum
+gauge, the fields shifted so that the Potts energy (hence every conditional of the symmetric
+model) is unchanged.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from replica_mlm.learners.attention import zero_sum_gauge
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.proteins import contacts
 from replica_mlm.proteins.factored_fit import FactoredProblem
+from replica_mlm.proteins.plm_fit import PLMProblem
 from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
 
 __all__ = ["PottsFit", "fit_potts"]
@@ -186,7 +189,7 @@ def fit_potts(
     init_scale = positive(init_scale, "init_scale")
     gen = as_generator(rng)
     Lq = L * q
-    n_params = Lq + (Lq * Lq if method == "plm" else heads * (L * (L - 1) + q * q))
+    n_params = Lq + (min(N, Lq) * Lq if method == "plm" else heads * (L * (L - 1) + q * q))
     _checks.allocation(8 * ((2 * MAXCOR + 8) * n_params + 6 * Lq * Lq + 4 * N * Lq),
                        f"fit_potts(method={method!r}, heads={heads}) on N = {N} sequences of L = {L} "
                        "columns")
@@ -221,41 +224,6 @@ def fit_potts(
         cpu_seconds=time.process_time() - start, gradient_norm=gnorm, objective=float(res.fun),
         factors=factors,
     )
-
-
-class PLMProblem:
-    """plmDCA's objective ``F`` in ``x = [h.ravel(), Mt.ravel()]`` (``Mt`` as in plm_objective)."""
-
-    def __init__(self, data: PseudoLikelihood, lambda_h: float, lambda_J: float) -> None:
-        self.data = data
-        self.L, self.q = data.L, data.q
-        self.lambda_h, self.lambda_J = lambda_h, lambda_J
-        self.n_h = self.L * self.q
-        self.size = self.n_h + self.n_h**2
-
-    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Fields (L, q) and the couplings (L, L, q, q) with zero diagonal blocks (copies)."""
-        L, q = self.L, self.q
-        W = x[self.n_h:].reshape(L, q, L, q).transpose(0, 2, 1, 3).copy()
-        W[np.arange(L), np.arange(L)] = 0.0
-        return x[: self.n_h].reshape(L, q).copy(), W
-
-    def loss_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        h = x[: self.n_h].reshape(self.L, self.q)
-        Mt = x[self.n_h:].reshape(self.n_h, self.n_h)
-        value, dMt, dh = self.data.value_grad(Mt, h)
-        # the diagonal blocks never enter the objective: leave them out of the penalty too
-        Mt4 = Mt.reshape(self.L, self.q, self.L, self.q)
-        diag = np.arange(self.L)
-        jj = float(Mt.ravel() @ Mt.ravel()) - float(np.sum(Mt4[diag, :, diag, :] ** 2))
-        f = value + self.lambda_h * float(h.ravel() @ h.ravel()) + 0.5 * self.lambda_J * jj
-        g = np.empty_like(x)
-        g[: self.n_h] = (dh + 2.0 * self.lambda_h * h).ravel()
-        gM = g[self.n_h:].reshape(self.n_h, self.n_h)
-        np.multiply(Mt, self.lambda_J, out=gM)
-        gM += dMt
-        gM.reshape(self.L, self.q, self.L, self.q)[diag, :, diag, :] = 0.0
-        return f, g
 
 
 def symmetric_zero_sum(W: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
