@@ -43,6 +43,7 @@ _EXPORTS = {
     # --- real protein families (the [proteins] extra: biotite reads the structures) ---
     "MSA": "replica_mlm.proteins.msa",
     "contact_precision": "replica_mlm.proteins.contacts",
+    "fit_potts": "replica_mlm.proteins.potts_fit",
     # --- self-attention as an attractor network ---
     "AttractorNetwork": "replica_mlm.attractor.network",
 }

@@ -54,7 +54,7 @@ EXTRA_ADDRESS_SPACE = 3 * 2**30
 #: where eg has no interior maximum)
 NAN_FIELDS = {"kappa", "peak_alpha"}
 #: result fields that measure time (not compared between calls)
-TIMING_FIELDS = {"seconds_per_epoch"}
+TIMING_FIELDS = {"seconds_per_epoch", "cpu_seconds"}
 
 # ------------------------------------------------------------------ the valid objects
 RNG = np.random.default_rng(0)
@@ -72,6 +72,19 @@ NET = rm.AttractorNetwork(couplings=JNET, beta=1.0, gamma=0.5)
 X = np.eye(2)[[0, 1, 0]] * 1.0
 XDATA = np.stack([np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1, 0]], np.eye(2)[[1, 0, 1]]]) * 1.0
 HUGE = (10**9, 10**18, 2**64, 10**100)
+
+
+class _StubMSA:
+    """The MSA contract of issue 24 (``.sequences``, ``.q``, ``.weights(identity=)``) on SEQS."""
+
+    sequences, q = SEQS, 2
+
+    def weights(self, identity=0.8):
+        identical = (SEQS[:, None, :] == SEQS[None, :, :]).mean(axis=2)
+        return 1.0 / np.sum(identical >= identity, axis=1)
+
+
+MSA_STUB = _StubMSA()
 CURVE_CSV = Path(tempfile.mkdtemp(prefix="replica-mlm-hostile-")) / "curve.csv"
 rm.learning_curve(SITE, alpha=[0.5, 1.0], lam=0.0).to_csv(CURVE_CSV)
 MSA_FASTA = CURVE_CSV.parent / "family.fasta"
@@ -374,6 +387,12 @@ TARGETS = [
        real("tol", 1e-9, extra=POS), integer("epochs", 2, extra=POSINT, huge=False),
        integer("batch_size", 4, extra=POSINT, huge=False), real("lr", 0.05, extra=POS),
        real("init_scale", 0.1, extra=POS), NO_NONE(seqs("monitor", SEQS[:2]))),
+    _t("fit_potts", lambda **k: rm.fit_potts(**k),
+       Param("msa", MSA_STUB, [None, "abc", SEQS, 1.0, object(), [1, 2], b"x"], []),
+       choice("method", "factored"), integer("heads", 2, extra=POSINT, none_ok=True),
+       real("reweight", 0.8, none_ok=True, extra=(*POS, 1.5)), real("lambda_h", 0.01, extra=NONNEG),
+       real("lambda_J", 0.01, extra=NONNEG), integer("max_iter", 20, extra=POSINT, iterations=True),
+       real("tol", 1e-5, extra=POS), seed("rng"), real("init_scale", 0.01, extra=POS)),
     _t("AttractorNetwork", lambda **k: rm.AttractorNetwork(**k), array("couplings", JNET),
        real("beta", 1.0, extra=POS), real("gamma", 0.5, extra=(-0.1, 1.5))),
     *[_t(f"AttractorNetwork.{m}", lambda m=m, **k: getattr(NET, m)(**k), tokens("x", X))

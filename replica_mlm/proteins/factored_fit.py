@@ -1,0 +1,74 @@
+"""Factored attention with ``H`` heads on the weighted pseudo-likelihood (Bhattacharya et al. 2020).
+
+Couplings ``W_ij(a, b) = sum_h A^h_ij V^h_ab`` with ``A^h`` an L x L matrix with zero diagonal (the
+linear positional attention of head ``h``) and ``V^h`` a free q x q matrix, plus fields ``h_i``. The
+objective is that of :mod:`replica_mlm.proteins.plm_objective` with the penalty
+
+    lambda_h sum_i |h_i|^2 + (lambda_J / 2) sum_h ( |A^h|_F^2 + |V^h|_F^2 ),
+
+the factored analogue of plmDCA's ``(lambda_J / 2) sum_{i != j} |W_ij|_F^2``. Only ``W = sum_h A^h
+(x) V^h`` is identifiable, and at any minimiser ``|A^h| = |V^h|``, so the penalty equals ``lambda_J
+sum_h |A^h|_F |V^h|_F``. The gradient goes through the coupling tensor: ``Mt`` is built from the
+factors (``(L^2, H) (H, q^2)``, one matrix product), the data term's gradient ``dD/dMt`` comes from
+:class:`~replica_mlm.proteins.plm_objective.PseudoLikelihood`, and ``dD/dA^h_ij = sum_ab dD/dW_ij(a,
+b) V^h_ab``, ``dD/dV^h = sum_ij A^h_ij dD/dW_ij`` (two more products of ``H L^2 q^2``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replica_mlm.proteins.plm_objective import PseudoLikelihood
+
+__all__ = ["FactoredProblem"]
+
+
+class FactoredProblem:
+    """Objective ``F = D + penalty`` and its gradient in the packed factors.
+
+    Packing: ``x = [h.ravel() (L q), A[:, off] (H L (L - 1)), V.ravel() (H q^2)]``.
+    """
+
+    def __init__(self, data: PseudoLikelihood, heads: int, lambda_h: float, lambda_J: float) -> None:
+        self.data = data
+        self.L, self.q, self.H = data.L, data.q, heads
+        self.lambda_h, self.lambda_J = lambda_h, lambda_J
+        self.off = ~np.eye(self.L, dtype=bool)
+        self.n_h = self.L * self.q
+        self.n_A = heads * self.L * (self.L - 1)
+        self.size = self.n_h + self.n_A + heads * self.q * self.q
+
+    def init(self, gen: np.random.Generator, scale: float) -> np.ndarray:
+        """Zero fields, ``A`` and ``V`` with i.i.d. ``N(0, scale^2)`` entries (zero is a saddle)."""
+        x = np.zeros(self.size)
+        x[self.n_h:] = gen.standard_normal(self.size - self.n_h) * scale
+        return x
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Fields (L, q), attention (H, L, L) with zero diagonals, values (H, q, q)."""
+        L, q, H = self.L, self.q, self.H
+        h = x[: self.n_h].reshape(L, q)
+        A = np.zeros((H, L, L))
+        A[:, self.off] = x[self.n_h: self.n_h + self.n_A].reshape(H, L * (L - 1))
+        V = x[self.n_h + self.n_A:].reshape(H, q, q)
+        return h, A, V
+
+    def couplings(self, A: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """``W[i, j, a, b] = sum_h A[h, i, j] V[h, a, b]`` (L, L, q, q)."""
+        L, q, H = self.L, self.q, self.H
+        return (A.reshape(H, L * L).T @ V.reshape(H, q * q)).reshape(L, L, q, q)
+
+    def loss_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        L, q, H = self.L, self.q, self.H
+        h, A, V = self.unpack(x)
+        Mt = self.couplings(A, V).transpose(0, 2, 1, 3).reshape(L * q, L * q)
+        value, dMt, dh = self.data.value_grad(Mt, h)
+        dW = dMt.reshape(L, q, L, q).transpose(0, 2, 1, 3).reshape(L * L, q * q)
+        dA = (V.reshape(H, q * q) @ dW.T).reshape(H, L, L)
+        dV = A.reshape(H, L * L) @ dW
+        lam_h, lam_J = self.lambda_h, self.lambda_J
+        a, v = x[self.n_h: self.n_h + self.n_A], x[self.n_h + self.n_A:]
+        f = value + lam_h * float(h.ravel() @ h.ravel()) + 0.5 * lam_J * (float(a @ a) + float(v @ v))
+        g = np.concatenate([(dh + 2.0 * lam_h * h).ravel(), dA[:, self.off].ravel() + lam_J * a,
+                            dV.ravel() + lam_J * v])
+        return f, g

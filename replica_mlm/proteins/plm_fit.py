@@ -1,0 +1,80 @@
+"""plmDCA's objective in the span of the data: ``M^2 L q`` instead of ``M (L q)^2`` per evaluation.
+
+With ``M`` distinct sequences and ``L q`` one-hot states, plmDCA's minimiser has the form
+``Mt = P_off(-G^T X / lambda_J)`` (stationarity of the penalised data term; ``G`` the weighted
+residuals, ``X`` the one-hot data (M, L q), ``P_off`` zeroes the diagonal blocks ``W_ii``). Writing
+``K = X X^T = U e U^T`` (rank ``r``), ``B = U_r e_r^{1/2}`` (M, r) and ``Q = e_r^{-1/2} U_r^T X``
+(r, L q; orthonormal rows), the couplings are parametrised as
+
+    Mt = P_off(C^T Q),    C of shape (r, L q),
+
+which reaches every such minimiser and maps ``C`` isometrically onto the data's row space (before
+``P_off``), so L-BFGS sees the same geometry as on ``Mt``. Then, with ``T_i = Q_i^T C_i`` (q x q, the
+diagonal block ``i``; ``Q_i``, ``C_i`` the columns of site ``i``),
+
+    Z = B C - T_i[s_i^mu, :] + h,           |P_off(Mt)|^2 = |C|^2 - sum_i |T_i|^2,
+    dF/dC = B^T G - Q_i (R_i + lambda_J T_i) + lambda_J C,   R_i[b, a] = sum_{mu: s_i^mu = b} G[mu, (i, a)].
+
+The objective is exactly plmDCA's ``F`` of :mod:`replica_mlm.proteins.potts_fit` at ``(h, W)``
+returned by :meth:`PLMProblem.unpack`. Measured on S1A (1448 distinct sequences, 218 columns, q = 21,
+one core): a function and gradient take about 1 s instead of 3 s, and L-BFGS keeps ``r L q``
+instead of ``(L q)^2`` numbers per vector.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replica_mlm.proteins.plm_objective import PseudoLikelihood
+
+__all__ = ["PLMProblem"]
+
+
+class PLMProblem:
+    """plmDCA's ``F`` in ``x = [h.ravel() (L q), C.ravel() (r L q)]`` (module docstring)."""
+
+    def __init__(self, data: PseudoLikelihood, lambda_h: float, lambda_J: float) -> None:
+        self.data = data
+        self.L, self.q, self.M = data.L, data.q, data.M
+        self.lambda_h, self.lambda_J = lambda_h, lambda_J
+        self.n_h = self.L * self.q
+        e, U = np.linalg.eigh(data.X @ data.X.T)
+        keep = e > e[-1] * 1e-10
+        e, U = e[keep], U[:, keep]
+        self.r = int(e.size)
+        self.B = U * np.sqrt(e)
+        self.Q = (U / np.sqrt(e)).T @ data.X
+        self.X3 = data.X.reshape(self.M, self.L, self.q)
+        self.size = self.n_h + self.r * self.n_h
+        self.sites = np.arange(self.L)
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fields (L, q) and couplings ``W[i, j, a, b]`` (L, L, q, q) with zero diagonal blocks."""
+        L, q = self.L, self.q
+        C = x[self.n_h:].reshape(self.r, self.n_h)
+        W = (self.Q.T @ C).reshape(L, q, L, q).transpose(2, 0, 3, 1).copy()
+        W[self.sites, self.sites] = 0.0
+        return x[: self.n_h].reshape(L, q).copy(), W
+
+    def loss_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        L, q, M, r = self.L, self.q, self.M, self.r
+        h = x[: self.n_h].reshape(L, q)
+        C = x[self.n_h:].reshape(r, self.n_h)
+        C3, Q3 = C.reshape(r, L, q), self.Q.reshape(r, L, q)
+        T = np.matmul(Q3.transpose(1, 2, 0), C3.transpose(1, 0, 2))  # (L, q, q)
+        Z = self.B @ C
+        Z += h.reshape(1, self.n_h)
+        Z.reshape(M, L, q)[...] -= T[self.sites[None, :], self.data.s, :]
+        value, G = self.data.nll_grad(Z)
+        G3 = G.reshape(M, L, q)
+        R = np.matmul(self.X3.transpose(1, 2, 0), G3.transpose(1, 0, 2))  # (L, q, q)
+        lam = self.lambda_J
+        g = np.empty_like(x)
+        g[: self.n_h] = (G.sum(axis=0) + 2.0 * self.lambda_h * h.ravel())
+        dC = g[self.n_h:].reshape(r, self.n_h)
+        np.matmul(self.B.T, G, out=dC)
+        dC += lam * C
+        dC.reshape(r, L, q)[...] -= np.matmul(Q3.transpose(1, 0, 2), R + lam * T).transpose(1, 0, 2)
+        cc, tt = float(C.ravel() @ C.ravel()), float(T.ravel() @ T.ravel())
+        f = value + self.lambda_h * float(h.ravel() @ h.ravel()) + 0.5 * lam * (cc - tt)
+        return f, g

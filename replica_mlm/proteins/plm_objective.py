@@ -1,0 +1,112 @@
+"""The weighted pseudo-likelihood of a Potts model with fields and a free ``q x q`` block per ordered
+pair: the one piece of maths behind both :func:`replica_mlm.fit_potts` methods.
+
+For sequences ``s^mu`` with weights ``w_mu`` (``B_eff = sum_mu w_mu``), fields ``h_i(a)`` and
+couplings ``W_ij(a, b)`` (``W_ii = 0``; ``W_ij`` need not equal ``W_ji^T``: the asymmetric
+pseudo-likelihood of plmDCA, Ekeberg et al. 2013, 2014), the data term is
+
+    D(h, W) = (1 / B_eff) sum_mu w_mu sum_i -log P_i(s_i^mu | s_-i^mu),
+    P_i(a | s_-i) = softmax_a( h_i(a) + sum_{j != i} W_ij(a, s_j) ),
+
+i.e. the weighted mean over sequences of the summed per-site negative log conditionals (the MLM
+loss with every site masked in turn). All sites are computed at once: with the one-hot data
+``X`` (M, L q) and ``Mt[(i, a), (j, b)] = W_ij(a, b)``, the logits are ``Z = X Mt^T + h`` and the
+gradient is ``dD/dMt = G^T X``, ``dD/dh = sum_mu G_mu`` with ``G = diag(w / B_eff)(softmax(Z) -
+onehot)`` (two dense matrix products of ``M (L q)^2`` operations: no loop over sites).
+
+Identical sequences are merged (their weights added) before the fit: the objective is unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["PseudoLikelihood", "pseudo_nll"]
+
+
+class PseudoLikelihood:
+    """Data term ``D`` and its gradient on fixed weighted data (see the module docstring).
+
+    Parameters
+    ----------
+    s : ndarray of int, shape (M, L)
+        Sequences with colours ``0 .. q - 1`` (checked by the caller).
+    weights : ndarray, shape (M,)
+        Positive sequence weights (checked by the caller); normalised here by their sum ``B_eff``.
+    q : int
+        Number of colours.
+    merge : bool
+        Merge identical rows (adding their weights). Default True.
+    """
+
+    def __init__(self, s: np.ndarray, weights: np.ndarray, q: int, *, merge: bool = True) -> None:
+        self.B_eff = float(np.sum(weights))
+        w = np.asarray(weights, dtype=float) / self.B_eff
+        if merge:
+            s, inverse = np.unique(s, axis=0, return_inverse=True)
+            w = np.bincount(inverse.ravel(), weights=w, minlength=s.shape[0])
+        self.s = s
+        self.w = w
+        self.M, self.L = s.shape
+        self.q = q
+        Lq = self.L * q
+        self.cols = np.arange(self.L)[None, :] * q + s  # (M, L): column of s_j in the one-hot
+        self.X = np.zeros((self.M, Lq))
+        np.put_along_axis(self.X, self.cols, 1.0, axis=1)
+        self.tgt = (np.arange(self.M)[:, None] * Lq + self.cols).ravel()
+        self.diag = np.arange(self.L)
+
+    def logits(self, Mt: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """``Z`` (M, L q): ``Z[mu, (i, a)] = h_i(a) + sum_{j != i} W_ij(a, s_j^mu)``.
+
+        The diagonal blocks of ``Mt`` never enter (their contribution is subtracted).
+        """
+        L, q = self.L, self.q
+        Z = self.X @ Mt.T
+        Z += h.reshape(1, L * q)
+        # remove W_ii(a, s_i): Mt[(i, a), (i, s_i)] for every mu, i, a
+        M4 = Mt.reshape(L, q, L, q)
+        self_block = M4[self.diag, :, self.diag, :]  # (L, q, q): W_ii(a, b)
+        Z.reshape(self.M, L, q)[...] -= self_block[self.diag[None, :], :, self.s].reshape(self.M, L, q)
+        return Z
+
+    def nll_grad(self, Z: np.ndarray, *, grad: bool = True):
+        """``D`` from the logits ``Z`` (M, L q), overwritten by ``dD/dZ = G`` if ``grad``."""
+        L, q, M = self.L, self.q, self.M
+        Z3 = Z.reshape(M, L, q)
+        Z3 -= Z3.max(axis=2, keepdims=True)
+        picked = Z.ravel()[self.tgt].reshape(M, L)
+        np.exp(Z3, out=Z3)
+        tot = Z3.sum(axis=2, keepdims=True)
+        value = float(self.w @ (np.log(tot[:, :, 0]) - picked).sum(axis=1))
+        if not grad:
+            return value, None
+        Z3 /= tot
+        Z.ravel()[self.tgt] -= 1.0
+        Z *= self.w[:, None]
+        return value, Z
+
+    def value_grad(self, Mt: np.ndarray, h: np.ndarray, *, grad: bool = True):
+        """``D`` and (if ``grad``) ``dD/dMt`` (L q, L q, zero diagonal blocks) and ``dD/dh`` (L, q)."""
+        L, q = self.L, self.q
+        value, G = self.nll_grad(self.logits(Mt, h), grad=grad)
+        if not grad:
+            return value
+        dMt = G.T @ self.X
+        dMt.reshape(L, q, L, q)[self.diag, :, self.diag, :] = 0.0
+        dh = G.sum(axis=0).reshape(L, q)
+        return value, dMt, dh
+
+
+def pseudo_nll(couplings: np.ndarray, fields: np.ndarray, s: np.ndarray,
+               weights: np.ndarray | None = None) -> float:
+    """Summed per-site negative log conditional, averaged over sequences (weighted if ``weights``).
+
+    ``couplings`` (L, L, q, q) with ``couplings[i, j, a, b] = W_ij(a, b)`` (diagonal blocks ignored),
+    ``fields`` (L, q), ``s`` (M, L) checked by the caller.
+    """
+    L, _, q, _ = couplings.shape
+    w = np.ones(s.shape[0]) if weights is None else weights
+    problem = PseudoLikelihood(s, w, q, merge=False)
+    Mt = couplings.transpose(0, 2, 1, 3).reshape(L * q, L * q)
+    return problem.value_grad(Mt, fields, grad=False)

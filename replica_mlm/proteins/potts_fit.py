@@ -1,0 +1,275 @@
+"""Potts models fitted to a multiple sequence alignment: plmDCA and factored attention (issue 24).
+
+:func:`fit_potts` fits fields ``h_i(a)`` and couplings by maximising the weighted, l2-penalised
+asymmetric pseudo-likelihood (plmDCA, Ekeberg et al. 2013, 2014) in one objective over all sites,
+
+    F = (1 / B_eff) sum_mu w_mu sum_i -log P_i(s_i^mu | s_-i^mu) + lambda_h sum_i |h_i|^2 + penalty(J),
+
+the sum over sites ``r`` of plmDCA's per-site objectives ``g_r``, each divided by the effective number
+of sequences ``B_eff = sum_mu w_mu``. Two parametrisations of the couplings:
+
+* ``method="plm"``: a free ``q x q`` block ``W_ij`` per ordered pair; penalty ``(lambda_J / 2) sum_{i
+  != j} |W_ij|_F^2`` (plmDCA asymmetric v2: every coupling is estimated twice, once from each
+  site, hence the half). Defaults ``lambda_h = lambda_J = 0.01``, plmDCA's values for ``B_eff >
+  500`` (plmDCA v2 raises both linearly to 0.1 as ``B_eff`` falls to 0: pass them for small
+  families).
+* ``method="factored"``: ``W_ij(a, b) = sum_h A^h_ij V^h_ab`` with ``H`` heads
+  (:mod:`replica_mlm.proteins.factored_fit`), penalty ``(lambda_J / 2) sum_h (|A^h|^2 + |V^h|^2)``.
+
+Both are minimised by scipy's L-BFGS-B with the analytic gradient of
+:mod:`replica_mlm.proteins.plm_objective` (all sites at once; for ``"plm"`` in the data's span,
+:mod:`replica_mlm.proteins.plm_fit`, cheaper when there are fewer sequences than ``L q``). The
+fitted blocks are then symmetrised, ``J_ij = (W_ij + W_ji^T) / 2``, and put in the zero-sum
+gauge, the fields shifted so that the Potts energy (hence every conditional of the symmetric
+model) is unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize
+
+from replica_mlm import _checks
+from replica_mlm._checks import RngLike, as_generator, nonnegative, positive, positive_int
+from replica_mlm.learners.attention import zero_sum_gauge
+from replica_mlm.potts.model import check_sequences
+from replica_mlm.proteins import contacts
+from replica_mlm.proteins.factored_fit import FactoredProblem
+from replica_mlm.proteins.plm_fit import PLMProblem
+from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
+
+__all__ = ["PottsFit", "fit_potts"]
+
+METHODS = ("plm", "factored")
+#: heads of the factored model when ``heads`` is not given
+DEFAULT_HEADS = 32
+#: L-BFGS-B history length (memory: about ``2 MAXCOR`` copies of the parameter vector)
+MAXCOR = 10
+
+
+@dataclass(frozen=True, eq=False)
+class PottsFit:
+    """A Potts model fitted by :func:`fit_potts`.
+
+    Attributes
+    ----------
+    couplings : ndarray, shape (L, L, q, q)
+        ``J_ij(a, b)``, symmetric (``J_ji = J_ij^T``), zero-sum gauge, zero diagonal blocks.
+    fields : ndarray, shape (L, q)
+        ``h_i(a)``, zero sum over ``a``.
+    method : {"plm", "factored"}
+    heads : int or None
+        ``H`` of the factored model (None for ``"plm"``).
+    penalties : dict
+        ``{"lambda_h": ..., "lambda_J": ...}`` as in the module docstring.
+    reweight : float or None
+        Identity threshold of the sequence weights (None: uniform weights).
+    converged : bool
+        True only if the largest gradient component at the returned point is ``<= tol``.
+    iterations : int
+        L-BFGS iterations.
+    cpu_seconds : float
+        Process CPU time of the fit.
+    gradient_norm : float
+        Largest gradient component (infinity norm) at the returned point.
+    objective : float
+        ``F`` at the returned point.
+    factors : tuple (A, V) or None
+        Factored model: attention (H, L, L) with zero diagonals and values (H, q, q), the raw
+        (asymmetric) couplings being ``W_ij = sum_h A[h, i, j] V[h]``.
+    """
+
+    couplings: np.ndarray
+    fields: np.ndarray
+    method: str
+    heads: int | None
+    penalties: dict
+    reweight: float | None
+    converged: bool
+    iterations: int
+    cpu_seconds: float
+    gradient_norm: float = float("nan")
+    objective: float = float("nan")
+    factors: tuple | None = field(default=None, repr=False)
+
+    @property
+    def L(self) -> int:
+        return self.couplings.shape[0]
+
+    @property
+    def q(self) -> int:
+        return self.couplings.shape[2]
+
+    def mlm_loss(self, msa, *, weights=None) -> float:
+        """The MLM loss: summed per-site negative log conditional, mean over ``msa``'s sequences.
+
+        Unweighted by default (the convention of :meth:`replica_mlm.FactoredAttention.mlm_loss`:
+        sum over sites, mean over sequences); with ``weights`` (N,) the weighted mean ``sum_mu
+        w_mu nll_mu / sum_mu w_mu``, e.g. ``msa.weights(identity=0.8)``: the data term of the
+        fit's objective.
+        """
+        s = _sequences(msa, self.L, self.q)
+        w = None if weights is None else _weights(weights, s.shape[0])
+        return pseudo_nll(self.couplings, self.fields, s, w)
+
+    def contact_scores(self, *, apc: bool = True) -> np.ndarray:
+        """(L, L) contact scores over the alignment's columns.
+
+        :func:`replica_mlm.proteins.contacts.coupling_scores` of :attr:`couplings` (gap excluded,
+        average product correction if ``apc``).
+        """
+        return contacts.coupling_scores(self.couplings, apc=apc)
+
+
+def fit_potts(
+    msa,
+    method: str = "plm",
+    *,
+    heads: int | None = None,
+    reweight: float | None = 0.8,
+    lambda_h: float = 0.01,
+    lambda_J: float = 0.01,
+    max_iter: int = 500,
+    tol: float = 1e-5,
+    rng: RngLike = 0,
+    init_scale: float = 0.01,
+) -> PottsFit:
+    """Fit a Potts model to an alignment by weighted pseudo-likelihood (see the module docstring).
+
+    Parameters
+    ----------
+    msa : MSA
+        An alignment with ``.sequences`` (N, L) of colours ``0 .. q - 1`` (0 = gap), ``.q`` and,
+        if ``reweight`` is not None, ``.weights(identity=)``.
+    method : {"plm", "factored"}
+        Free blocks per pair (plmDCA) or ``heads``-head factored attention.
+    heads : int, optional
+        Number of heads ``H`` of the factored model (default 32); only for ``"factored"``.
+    reweight : float in (0, 1] or None
+        Identity threshold of the sequence weights ``msa.weights(identity=reweight)``; None for
+        uniform weights. Default 0.8.
+    lambda_h, lambda_J : float >= 0
+        Penalties on the fields and the couplings (module docstring); default 0.01 each.
+    max_iter : int
+        L-BFGS iterations at most (default 500).
+    tol : float
+        Stop, and report ``converged``, when every gradient component is ``<= tol`` (default 1e-5).
+    rng : int, Generator or None
+        Seeds the factored model's initialisation: ``A`` and ``V`` i.i.d. ``N(0, init_scale^2)``
+        (zero is a saddle point of the bilinear form); fields start at zero. The plm fit starts at
+        zero and uses no randomness. Default 0.
+    init_scale : float
+        Standard deviation of the factored initialisation (default 0.01).
+
+    Returns
+    -------
+    PottsFit
+    """
+    method = _checks.choice(method, METHODS, "method")
+    if method == "plm":
+        if heads is not None:
+            raise ValueError("heads applies to method='factored' only; leave it None for 'plm'")
+    else:
+        heads = DEFAULT_HEADS if heads is None else positive_int(heads, "heads")
+    q = _alphabet_size(msa)
+    if not hasattr(msa, "sequences"):
+        raise TypeError(f"msa must be an MSA with .sequences, got {type(msa).__name__}")
+    s = check_sequences(msa.sequences, L=np.shape(msa.sequences)[-1], q=q, name="msa.sequences")
+    N, L = s.shape
+    if L < 2:
+        raise ValueError(f"msa must have at least 2 columns, got L = {L}")
+    reweight = _identity(reweight)
+    lambda_h = nonnegative(lambda_h, "lambda_h")
+    lambda_J = nonnegative(lambda_J, "lambda_J")
+    max_iter = positive_int(max_iter, "max_iter")
+    tol = positive(tol, "tol")
+    init_scale = positive(init_scale, "init_scale")
+    gen = as_generator(rng)
+    Lq = L * q
+    n_params = Lq + (min(N, Lq) * Lq if method == "plm" else heads * (L * (L - 1) + q * q))
+    _checks.allocation(8 * ((2 * MAXCOR + 8) * n_params + 6 * Lq * Lq + 4 * N * Lq),
+                       f"fit_potts(method={method!r}, heads={heads}) on N = {N} sequences of L = {L} "
+                       "columns")
+    _checks.work(max_iter * 10 * N * Lq * Lq, f"fit_potts(max_iter={max_iter}) on N = {N}, L = {L}")
+    w = np.ones(N) if reweight is None else _weights(msa.weights(identity=reweight), N,
+                                                      name="msa.weights(identity=reweight)")
+
+    start = time.process_time()
+    data = PseudoLikelihood(s, w, q)
+    if method == "plm":
+        problem = PLMProblem(data, lambda_h, lambda_J)
+        x0 = np.zeros(problem.size)
+    else:
+        problem = FactoredProblem(data, heads, lambda_h, lambda_J)
+        x0 = problem.init(gen, init_scale)
+    res = optimize.minimize(problem.loss_grad, x0, jac=True, method="L-BFGS-B",
+                            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-15,
+                                     "maxcor": MAXCOR, "maxfun": 2 * max_iter + 20})
+    gnorm = float(np.max(np.abs(res.jac)))
+    if method == "plm":
+        h, W = problem.unpack(res.x)
+        factors = None
+    else:
+        h, A, V = problem.unpack(res.x)
+        W = problem.couplings(A, V)
+        factors = (A, V)
+    J, fields = symmetric_zero_sum(W, h)
+    return PottsFit(
+        couplings=J, fields=fields, method=method, heads=heads if method == "factored" else None,
+        penalties={"lambda_h": lambda_h, "lambda_J": lambda_J}, reweight=reweight,
+        converged=bool(np.isfinite(gnorm) and gnorm <= tol), iterations=int(res.nit),
+        cpu_seconds=time.process_time() - start, gradient_norm=gnorm, objective=float(res.fun),
+        factors=factors,
+    )
+
+
+def symmetric_zero_sum(W: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``J = zero_sum((W + W^T) / 2)`` and fields shifted so that the Potts energy is unchanged.
+
+    With ``r_ij(a) = mean_b J_ij(a, b)``, the fields become ``h_i(a) + sum_{j != i} r_ij(a)``, then
+    centred over ``a`` (the energy changes by a constant only).
+    """
+    L = W.shape[0]
+    Ws = 0.5 * (W + W.transpose(1, 0, 3, 2))
+    Ws[np.arange(L), np.arange(L)] = 0.0
+    fields = h + Ws.mean(axis=3).sum(axis=1)
+    fields -= fields.mean(axis=1, keepdims=True)
+    J = zero_sum_gauge(Ws)
+    return 0.5 * (J + J.transpose(1, 0, 3, 2)), fields  # symmetric to the last bit
+
+
+# ---------------------------------------------------------------------- argument checks
+def _alphabet_size(msa) -> int:
+    if isinstance(msa, np.ndarray | list | tuple | str | bytes) or not hasattr(msa, "q"):
+        raise TypeError(f"msa must be an MSA (with .sequences and .q), got {type(msa).__name__}")
+    q = positive_int(msa.q, "msa.q")
+    if q < 2:
+        raise ValueError(f"msa.q must be >= 2, got {q}")
+    return q
+
+
+def _sequences(msa, L: int, q: int) -> np.ndarray:
+    if _alphabet_size(msa) != q or not hasattr(msa, "sequences"):
+        raise ValueError(f"msa must be an alignment of q = {q} colours with .sequences")
+    return check_sequences(msa.sequences, L=L, q=q, name="msa.sequences")
+
+
+def _identity(reweight) -> float | None:
+    if reweight is None:
+        return None
+    value = positive(reweight, "reweight")
+    if value > 1.0:
+        raise ValueError(f"reweight must be an identity threshold in (0, 1] or None, got {value}")
+    return value
+
+
+def _weights(weights, N: int, *, name: str = "weights") -> np.ndarray:
+    w = _checks.finite_array(weights, name, ndim=1)
+    if w.shape != (N,):
+        raise ValueError(f"{name} must have shape ({N},), one per sequence, got {w.shape}")
+    if np.any(w <= 0.0):
+        raise ValueError(f"{name} must be positive")
+    return w

@@ -1,0 +1,200 @@
+"""rm.fit_potts (issue 24): plmDCA and H-head factored attention on an alignment.
+
+The alignment is a stand-in with the contract's attributes (``.sequences``, ``.q``, ``.L``, ``.N``,
+``.weights(identity=)``), filled with sequences sampled from a known sparse Potts model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import replica_mlm as rm
+from replica_mlm.learners.attention import zero_sum_gauge
+from replica_mlm.proteins.contacts import coupling_scores
+from replica_mlm.proteins.factored_fit import FactoredProblem
+from replica_mlm.proteins.plm_fit import PLMProblem
+from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
+from replica_mlm.proteins.potts_fit import symmetric_zero_sum
+
+
+class StandInMSA:
+    """The contract's MSA attributes; ``weights`` returns the given array (default: ones)."""
+
+    def __init__(self, sequences, q, weights=None):
+        self.sequences = np.asarray(sequences)
+        self.q = q
+        self.N, self.L = self.sequences.shape
+        self._w = np.ones(self.N) if weights is None else np.asarray(weights, dtype=float)
+
+    def weights(self, identity=0.8):
+        return self._w.copy()
+
+
+L_TRUE, Q_TRUE = 9, 4
+#: the true contacts: a chain i - i+1 and two long-range pairs
+CONTACTS = [(i, i + 1) for i in range(L_TRUE - 1)] + [(0, 5), (2, 7)]
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    gen = np.random.default_rng(3)
+    J = np.zeros((L_TRUE, L_TRUE))
+    for i, j in CONTACTS:
+        J[i, j] = J[j, i] = gen.choice([-1.0, 1.0]) * gen.uniform(0.8, 1.2)
+    U = np.eye(Q_TRUE) * 1.5 - 0.5
+    model = rm.PottsModel(couplings=J, colours=U, beta=1.0)
+    seqs = model.sample(1500, rng=1, n_chains=100, sweeps_between=3, burn_in=100)
+    return J, StandInMSA(seqs, Q_TRUE, weights=gen.uniform(0.3, 1.0, seqs.shape[0]))
+
+
+def _finite_difference_check(problem, x, gen, eps=1e-5):
+    _, g = problem.loss_grad(x)
+    d = gen.standard_normal(x.size)
+    numeric = (problem.loss_grad(x + eps * d)[0] - problem.loss_grad(x - eps * d)[0]) / (2 * eps)
+    assert numeric == pytest.approx(float(g @ d), rel=1e-6)
+    for k in gen.choice(x.size, 12, replace=False):
+        e = np.zeros(x.size)
+        e[k] = eps
+        numeric = (problem.loss_grad(x + e)[0] - problem.loss_grad(x - e)[0]) / (2 * eps)
+        assert numeric == pytest.approx(g[k], rel=1e-6, abs=1e-6 * np.max(np.abs(g)))
+
+
+def _data(gen, M=30, L=5, q=4):
+    s = gen.integers(0, q, (M, L))
+    s[1] = s[0]  # a duplicate: merged with the weights added
+    w = gen.uniform(0.5, 2.0, M)
+    return PseudoLikelihood(s, w, q), s, w
+
+
+def test_plm_gradient_matches_finite_differences():
+    gen = np.random.default_rng(0)
+    data, _, _ = _data(gen)
+    problem = PLMProblem(data, lambda_h=0.03, lambda_J=0.05)
+    x = gen.standard_normal(problem.size) * 0.5
+    _finite_difference_check(problem, x, gen)
+
+
+def test_plm_objective_in_the_span_is_plmdca_objective():
+    """F(x) = weighted pseudo-nll + lambda_h |h|^2 + (lambda_J / 2) sum_{i != j} |W_ij|^2 at unpack(x)."""
+    gen = np.random.default_rng(5)
+    data, s, w = _data(gen)
+    problem = PLMProblem(data, lambda_h=0.03, lambda_J=0.05)
+    x = gen.standard_normal(problem.size)
+    h, W = problem.unpack(x)
+    assert np.all(W[np.arange(5), np.arange(5)] == 0.0)
+    expected = pseudo_nll(W, h, s, w) + 0.03 * np.sum(h**2) + 0.025 * np.sum(W**2)
+    assert problem.loss_grad(x)[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_factored_gradient_matches_finite_differences():
+    gen = np.random.default_rng(1)
+    data, _, _ = _data(gen)
+    problem = FactoredProblem(data, heads=3, lambda_h=0.03, lambda_J=0.05)
+    _finite_difference_check(problem, problem.init(gen, 0.5), gen)
+
+
+def test_data_term_is_the_weighted_mlm_loss():
+    """The objective's data term is the weighted mean over sequences of the summed per-site nll."""
+    gen = np.random.default_rng(2)
+    data, s, w = _data(gen)
+    problem = PLMProblem(data, lambda_h=0.0, lambda_J=0.0)
+    x = gen.standard_normal(problem.size)
+    h, W = problem.unpack(x)
+    weighted = PseudoLikelihood(s, w, 4, merge=False)
+    Mt = W.transpose(0, 2, 1, 3).reshape(20, 20)
+    logits = weighted.logits(Mt, h).reshape(-1, 5, 4)
+    logp = logits - np.log(np.exp(logits).sum(axis=2, keepdims=True))
+    per_sequence = -np.take_along_axis(logp, weighted.s[:, :, None], axis=2).sum(axis=(1, 2))
+    assert pseudo_nll(W, h, s, w) == pytest.approx(float(weighted.w @ per_sequence), rel=1e-12)
+    # merging the duplicate rows (weights added) leaves it unchanged; unpenalised, F is the data term
+    assert data.M == s.shape[0] - 1
+    assert problem.loss_grad(x)[0] == pytest.approx(pseudo_nll(W, h, s, w), rel=1e-12)
+
+
+def test_plm_recovers_the_true_contacts(sampled):
+    J, msa = sampled
+    fit = rm.fit_potts(msa, method="plm", reweight=0.8, max_iter=300)
+    assert fit.converged and fit.gradient_norm <= 1e-5
+    scores = fit.contact_scores(apc=True)
+    iu = np.triu_indices(L_TRUE, 1)
+    top = np.argsort(scores[iu])[::-1][: len(CONTACTS)]
+    true = J[iu] != 0.0
+    precision = true[top].mean()
+    chance = true.mean()  # 10 of 36 pairs
+    assert precision >= 0.9 > 3 * chance
+    np.testing.assert_array_equal(scores, coupling_scores(fit.couplings, apc=True))
+
+
+def test_couplings_zero_sum_gauge_and_symmetry(sampled):
+    _, msa = sampled
+    for method, kw in (("plm", {}), ("factored", {"heads": 2})):
+        fit = rm.fit_potts(msa, method=method, max_iter=60, **kw)
+        J = fit.couplings
+        assert np.max(np.abs(J.sum(axis=2))) < 1e-12 and np.max(np.abs(J.sum(axis=3))) < 1e-12
+        assert np.max(np.abs(fit.fields.sum(axis=1))) < 1e-12
+        np.testing.assert_array_equal(J, J.transpose(1, 0, 3, 2))
+        assert np.all(J[np.arange(L_TRUE), np.arange(L_TRUE)] == 0.0)
+
+
+def test_factored_couplings_have_the_stated_form(sampled):
+    _, msa = sampled
+    fit = rm.fit_potts(msa, method="factored", heads=3, max_iter=80, rng=5)
+    A, V = fit.factors
+    assert A.shape == (3, L_TRUE, L_TRUE) and V.shape == (3, Q_TRUE, Q_TRUE) and fit.heads == 3
+    assert np.all(A[:, np.arange(L_TRUE), np.arange(L_TRUE)] == 0.0)
+    W = np.einsum("hij,hab->ijab", A, V)
+    J, _ = symmetric_zero_sum(W, np.zeros((L_TRUE, Q_TRUE)))
+    np.testing.assert_allclose(fit.couplings, J, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fit.couplings, zero_sum_gauge(0.5 * (W + W.transpose(1, 0, 3, 2))),
+                               rtol=0, atol=1e-12)
+    # the factored fit explains the data: lower MLM loss than independent sites
+    independent = rm.fit_potts(msa, method="factored", heads=1, max_iter=1, init_scale=1e-8)
+    assert fit.mlm_loss(msa) < independent.mlm_loss(msa)
+
+
+def test_mlm_loss_is_unchanged_by_symmetrisation_gauge(sampled):
+    """Zero-sum gauge + field shift leave the symmetric model's conditionals (hence the loss) alone."""
+    _, msa = sampled
+    gen = np.random.default_rng(4)
+    W = gen.standard_normal((L_TRUE, L_TRUE, Q_TRUE, Q_TRUE))
+    W[np.arange(L_TRUE), np.arange(L_TRUE)] = 0.0
+    h = gen.standard_normal((L_TRUE, Q_TRUE))
+    Ws = 0.5 * (W + W.transpose(1, 0, 3, 2))
+    J, fields = symmetric_zero_sum(W, h)
+    w = msa.weights(identity=0.8)
+    assert pseudo_nll(J, fields, msa.sequences, w) == pytest.approx(
+        pseudo_nll(Ws, h, msa.sequences, w), rel=1e-12)
+    fit = rm.fit_potts(msa, method="plm", max_iter=40)
+    assert fit.mlm_loss(msa, weights=w) == pytest.approx(
+        pseudo_nll(fit.couplings, fit.fields, msa.sequences, w), rel=1e-14)
+    assert fit.mlm_loss(msa) == pytest.approx(pseudo_nll(fit.couplings, fit.fields, msa.sequences),
+                                              rel=1e-14)
+
+
+def test_unit_weights_equal_the_unweighted_fit(sampled):
+    _, msa = sampled
+    ones = StandInMSA(msa.sequences, Q_TRUE)
+    for method in ("plm", "factored"):
+        a = rm.fit_potts(ones, method=method, reweight=0.8, max_iter=30)
+        b = rm.fit_potts(ones, method=method, reweight=None, max_iter=30)
+        np.testing.assert_array_equal(a.couplings, b.couplings)
+        np.testing.assert_array_equal(a.fields, b.fields)
+        assert (a.reweight, b.reweight) == (0.8, None)
+
+
+def test_fit_potts_refuses_bad_arguments(sampled):
+    _, msa = sampled
+    with pytest.raises(ValueError, match="method"):
+        rm.fit_potts(msa, method="mf")
+    with pytest.raises(ValueError, match="heads"):
+        rm.fit_potts(msa, method="plm", heads=4)
+    with pytest.raises(TypeError, match="msa"):
+        rm.fit_potts(msa.sequences)
+    with pytest.raises(ValueError, match="reweight"):
+        rm.fit_potts(msa, reweight=1.5)
+    with pytest.raises(ValueError, match="lambda_J"):
+        rm.fit_potts(msa, lambda_J=-1.0)
+    bad = StandInMSA(msa.sequences, Q_TRUE, weights=np.zeros(msa.N))
+    with pytest.raises(ValueError, match="weights"):
+        rm.fit_potts(bad)
