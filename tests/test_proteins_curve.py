@@ -71,3 +71,13 @@ def test_bad_arguments_are_refused(small):
         site_learning_curve(msa, 0, M=[5], lam=0.1, columns=[1, 2])
     with pytest.raises(TypeError, match="msa"):
         site_learning_curve(np.zeros((3, 3)), 0, M=[5], lam=0.1)
+
+
+def test_figure_is_written(small, tmp_path):
+    from replica_mlm.figures_proteins import plot_site_learning_curves
+
+    fig = plot_site_learning_curves([small], path=tmp_path / "curve")
+    assert (tmp_path / "curve.png").stat().st_size > 0 and (tmp_path / "curve.pdf").stat().st_size > 0
+    assert len(fig.axes[0].lines) >= 2
+    with pytest.raises(ValueError, match="curves"):
+        plot_site_learning_curves([])

@@ -148,9 +148,12 @@ def theory_loss(sigma: np.ndarray, teacher: np.ndarray, noise: np.ndarray, *, M,
                 p: int) -> np.ndarray:
     """Replica test loss of the square-loss Gaussian reduction: the sum over the K columns of the
     scalar ridge predictions (``rm.solve`` on a MaskedSite per column, ``alpha = M / d``, ridge
-    ``lam p / d``), for each training-set size in ``M``."""
+    ``lam p / d``), for each training-set size in ``M``. Computed in the eigenbasis of ``Sigma``
+    (the prediction is invariant under a rotation of the inputs)."""
     d = sigma.shape[0]
-    tasks = [MaskedSite(covariance=sigma, teacher=teacher[:, a], noise=float(noise[a]))
+    omega, u = np.linalg.eigh(sigma)  # once: the theory depends on Sigma and W* through these
+    cov, theta = np.diag(omega), u.T @ teacher
+    tasks = [MaskedSite(covariance=cov, teacher=theta[:, a], noise=float(noise[a]))
              for a in range(teacher.shape[1])]
     return np.array([sum(solve(t, alpha=m / d, lam=lam * p / d).test_loss for t in tasks)
                      for m in np.atleast_1d(M)])
