@@ -1,0 +1,245 @@
+"""The learning curve of one site of a real protein family against the replica prediction.
+
+For site ``i`` of an alignment, :func:`site_learning_curve` measures the test loss of the site's
+regression on the other columns against the number ``M`` of training sequences, by subsampling the
+alignment, and puts beside it the replica prediction that uses the family's own statistics.
+
+The inputs are those of the multi-class theory (:mod:`replica_mlm.tasks.potts_site`): with ``P`` the
+q x K simplex basis (q = 21, K = 20), column ``j != i`` contributes ``x_j = P^T e_{s_j} - mean_j``,
+so ``x`` has ``d = (L - 1) K`` components (:func:`replica_mlm.learners.multinomial_pl.reduced_inputs`);
+the label is ``y = P^T e_{s_i} - mean_i`` in R^K. ``mean`` and ``Sigma = Cov(x)`` are the plain
+(unweighted) mean and covariance over the *pool*: the alignment minus the held-out test rows.
+``Sigma`` gets a ridge ``RIDGE * tr(Sigma) / d`` so that it is positive definite (a colour absent
+from a column makes it singular).
+
+The estimator and the theory are the *Gaussian reduction* of the multi-class theory: the square
+loss (ridge regression of the K label components, ``sum_mu |y_mu - W^T x_mu|^2 / 2 + (lam p / 2)
+|W|_F^2``, p = L - 1, no bias) with the gaussian channel. Its theory decouples into K scalar ridge
+problems with the same ``Sigma`` (tests/test_multiclass.py checks this against the general K x K
+solver), each solved by the exact fast path of :class:`~replica_mlm.tasks.masked_site.MaskedSite`
+at ``alpha = M / d`` and ridge ``lam p / d`` (its own normalisation). The teacher ``W*`` is the
+same ridge fit on the whole pool and the noise variance of column ``a`` its mean squared residual
+there. (The cross-entropy theory at q = 21 needs the general K x K solver, 2K^2 + K = 820
+unknowns with 2K-dimensional integrals: out of reach, see docs/multiclass.md; even its square-loss
+route through that solver took 160 CPU-s at d = 180, against well under a second here.)
+
+The held-out test rows are never used for ``Sigma``, the teacher or any training set: the teacher
+is fitted on the pool only, the clean variant of "the full-alignment fit as the teacher", so that
+its loss on the test rows (``teacher_floor``) is an honest M -> infinity floor on real residues.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm.learners.multinomial_pl import reduced_inputs
+from replica_mlm.tasks.masked_site import MaskedSite
+from replica_mlm.tasks.potts_site import simplex_basis
+from replica_mlm.theory.solve import solve
+
+#: relative ridge added to Sigma (times its mean eigenvalue) to make it positive definite
+RIDGE = 1e-6
+
+
+@dataclass(frozen=True)
+class SiteLearningCurve:
+    """Measured and predicted test loss of one site against the number of training sequences.
+
+    Attributes
+    ----------
+    site : int
+        The site, an index into ``columns``'s source alignment columns (``msa.columns[site]``).
+    columns : ndarray of int
+        The alignment columns used (indices into the MSA given), the site among them.
+    lam : float
+        Ridge (penalty ``(lam p / 2) |W|_F^2``).
+    p, d : int
+        ``L - 1`` (columns used minus the site) and ``d = p K``.
+    M : ndarray of int
+        Training-set sizes.
+    losses : ndarray, shape (len(M), subsamples)
+        Square test loss ``mean |y - W^T x|^2 / 2`` on the held-out rows, per training subsample.
+    theory : ndarray, shape (len(M),)
+        The replica prediction (expected test loss on labels drawn from the teacher's channel).
+    teacher_floor : float
+        The teacher's own square loss on the held-out rows (real residues).
+    noise_floor : float
+        The theory's M -> infinity limit, ``sum_a noise_a / 2`` (the teacher's loss on the pool).
+    n_pool, n_test : int
+        Rows available for training (and used for Sigma and the teacher) and held-out rows.
+    entropy : float
+        Entropy (nats) of the site's colour frequencies in the pool (gap included).
+    sigma, teacher, noise : ndarray
+        The task of the theory: ``Sigma`` (d, d), ``W*`` (d, K) and the noise variance of each
+        label component (K,).
+    """
+
+    site: int
+    columns: np.ndarray
+    lam: float
+    p: int
+    d: int
+    M: np.ndarray
+    losses: np.ndarray
+    theory: np.ndarray
+    teacher_floor: float
+    noise_floor: float
+    n_pool: int
+    n_test: int
+    entropy: float
+    sigma: np.ndarray = field(repr=False)
+    teacher: np.ndarray = field(repr=False)
+    noise: np.ndarray = field(repr=False)
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Mean measured test loss over the subsamples, per M."""
+        return self.losses.mean(axis=1)
+
+    @property
+    def stderr(self) -> np.ndarray:
+        """Its standard error (ddof = 1 over the subsamples)."""
+        return self.losses.std(axis=1, ddof=1) / np.sqrt(self.losses.shape[1])
+
+    @property
+    def z(self) -> np.ndarray:
+        """``(theory - mean) / stderr`` per M."""
+        return (self.theory - self.mean) / self.stderr
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per M: M, alpha (= M / p), measured, se, theory, z,
+        teacher_floor, noise_floor, site, lam."""
+        import pandas as pd
+
+        return pd.DataFrame({"M": self.M, "alpha": self.M / self.p, "measured": self.mean,
+                             "se": self.stderr, "theory": self.theory, "z": self.z,
+                             "teacher_floor": self.teacher_floor, "noise_floor": self.noise_floor,
+                             "site": self.site, "lam": self.lam})
+
+
+def ridge_fit(x: np.ndarray, y: np.ndarray, lam: float, p: int) -> np.ndarray:
+    """``W`` (d, K) minimising ``sum |y - W^T x|^2 / 2 + (lam p / 2) |W|_F^2``."""
+    a = x.T @ x
+    a[np.diag_indices_from(a)] += lam * p
+    return np.linalg.solve(a, x.T @ y)
+
+
+def _square_loss(x: np.ndarray, y: np.ndarray, W: np.ndarray) -> float:
+    return float(np.mean(np.sum((y - x @ W) ** 2, axis=1)) / 2)
+
+
+def _columns(columns, L: int, site: int) -> np.ndarray:
+    if columns is None:
+        return np.arange(L)
+    cols = np.asarray(columns)
+    if cols.ndim != 1 or cols.dtype.kind not in "iu" or cols.size < 2:
+        raise TypeError("columns must be a 1-d array of at least 2 column indices")
+    if cols.min() < 0 or cols.max() >= L or np.unique(cols).size != cols.size:
+        raise ValueError(f"columns must be distinct indices in [0, {L})")
+    if site not in cols:
+        raise ValueError(f"columns must contain the site {site}")
+    return np.sort(cols)
+
+
+def theory_loss(sigma: np.ndarray, teacher: np.ndarray, noise: np.ndarray, *, M, lam: float,
+                p: int) -> np.ndarray:
+    """Replica test loss of the square-loss Gaussian reduction: the sum over the K columns of the
+    scalar ridge predictions (``rm.solve`` on a MaskedSite per column, ``alpha = M / d``, ridge
+    ``lam p / d``), for each training-set size in ``M``. Computed in the eigenbasis of ``Sigma``
+    (the prediction is invariant under a rotation of the inputs)."""
+    d = sigma.shape[0]
+    omega, u = np.linalg.eigh(sigma)  # once: the theory depends on Sigma and W* through these
+    cov, theta = np.diag(omega), u.T @ teacher
+    tasks = [MaskedSite(covariance=cov, teacher=theta[:, a], noise=float(noise[a]))
+             for a in range(teacher.shape[1])]
+    return np.array([sum(solve(t, alpha=m / d, lam=lam * p / d).test_loss for t in tasks)
+                     for m in np.atleast_1d(M)])
+
+
+def site_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 5,
+                        test_fraction: float = 0.2, rng: _checks.RngLike = 0,
+                        columns=None) -> SiteLearningCurve:
+    """Test loss of ``site`` against the number of training sequences, measured and predicted.
+
+    Parameters
+    ----------
+    msa : MSA
+        The alignment (:class:`replica_mlm.proteins.msa.MSA`).
+    site : int
+        Column of ``msa`` whose residue is predicted.
+    M : sequence of int
+        Training-set sizes, each at most the pool size (``N`` minus the test rows).
+    lam : float
+        Ridge strength (> 0), the same for the student and the teacher.
+    subsamples : int
+        Random training sets per M (>= 2: the standard error is their spread).
+    test_fraction : float in (0, 1)
+        Fraction of the rows held out (drawn once) for testing.
+    rng : int, Generator or None
+        Draws the test rows and the subsamples.
+    columns : sequence of int, optional
+        The columns used as inputs and the site (a window around it keeps ``d`` small); default
+        all. Theory and measurement use the same ones.
+
+    Returns
+    -------
+    SiteLearningCurve
+
+    Raises
+    ------
+    ValueError
+        For a site or column outside the alignment, an M larger than the pool, ``subsamples`` < 2
+        or ``test_fraction`` outside (0, 1).
+    """
+    from replica_mlm.proteins.msa import MSA
+
+    if not isinstance(msa, MSA):
+        raise TypeError(f"msa must be an MSA, got {type(msa).__name__}")
+    site = _checks.site_index(site, msa.L)
+    lam = _checks.positive(lam, "lam")
+    subsamples = _checks.positive_int(subsamples, "subsamples")
+    if subsamples < 2:
+        raise ValueError(f"subsamples must be >= 2 (the error bar is their spread), got {subsamples}")
+    frac = _checks.as_scalar(test_fraction, "test_fraction")
+    if not 0 < frac < 1:
+        raise ValueError(f"test_fraction must be in (0, 1), got {frac}")
+    gen = _checks.as_generator(rng)
+    cols = _columns(columns, msa.L, site)
+    sizes = np.atleast_1d(np.asarray(M))
+    if sizes.ndim != 1 or sizes.dtype.kind not in "iu" or sizes.size == 0:
+        raise TypeError("M must be an int or a 1-d sequence of ints")
+    seqs = msa.sequences[:, cols].astype(np.intp)
+    local = int(np.flatnonzero(cols == site)[0])
+    order = gen.permutation(msa.N)
+    n_test = max(1, round(frac * msa.N))
+    test, pool = seqs[order[:n_test]], seqs[order[n_test:]]
+    if sizes.min() < 1 or sizes.max() > pool.shape[0]:
+        raise ValueError(f"M must be in [1, {pool.shape[0]}] (the pool: N minus the test rows)")
+
+    P = simplex_basis(msa.q)
+    p = cols.size - 1
+    mean = P[pool].mean(axis=0)  # (L, K): centres inputs and label alike
+    x, xt = reduced_inputs(pool, local, P, mean), reduced_inputs(test, local, P, mean)
+    y, yt = P[pool[:, local]] - mean[local], P[test[:, local]] - mean[local]
+    d = x.shape[1]
+    sigma = x.T @ x / x.shape[0]
+    sigma[np.diag_indices_from(sigma)] += RIDGE * np.trace(sigma) / d
+    teacher = ridge_fit(x, y, lam, p)
+    noise = np.mean((y - x @ teacher) ** 2, axis=0)
+    theory = theory_loss(sigma, teacher, noise, M=sizes, lam=lam, p=p)
+
+    losses = np.empty((sizes.size, subsamples))
+    for k, m in enumerate(sizes):
+        for s in range(subsamples):
+            rows = gen.choice(pool.shape[0], size=int(m), replace=False)
+            losses[k, s] = _square_loss(xt, yt, ridge_fit(x[rows], y[rows], lam, p))
+    freq = np.bincount(pool[:, local], minlength=msa.q) / pool.shape[0]
+    entropy = float(-np.sum(freq[freq > 0] * np.log(freq[freq > 0])))
+    return SiteLearningCurve(site=site, columns=cols, lam=lam, p=p, d=d, M=sizes, losses=losses,
+                             theory=theory, teacher_floor=_square_loss(xt, yt, teacher),
+                             noise_floor=float(noise.sum() / 2), n_pool=pool.shape[0],
+                             n_test=n_test, entropy=entropy, sigma=sigma,
+                             teacher=teacher, noise=noise)
