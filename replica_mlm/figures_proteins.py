@@ -1,4 +1,5 @@
-"""Figures of real protein families: a site's learning curve beside the replica prediction.
+"""Figures of real protein families: a site's learning curve beside the replica prediction, and
+predicted contacts over a structure's contact map.
 
 Drawn under :data:`replica_mlm.figure_style.STYLE` and written by
 :func:`replica_mlm.figure_style.save`; the public names are listed by :mod:`replica_mlm.plotting`.
@@ -14,7 +15,7 @@ import numpy as np
 
 from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey
 
-__all__ = ["plot_site_learning_curves"]
+__all__ = ["plot_contact_map", "plot_site_learning_curves"]
 
 
 def plot_site_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
@@ -51,3 +52,57 @@ def plot_site_learning_curves(curves: Sequence, *, path: str | os.PathLike | Non
         ax.set_ylabel(r"test loss $\frac{1}{2}|y - W^\top x|^2$")
         ax.set_xlim(0.8 * min(np.min(c.M) for c in curves), 1.25 * max(np.max(c.M) for c in curves))
         return _finish(fig, ax, title=title, path=path, legend={"fontsize": 7})
+
+
+def plot_contact_map(scores, distances, *, top: int, cutoff: float = 8.0, min_separation: int = 6,
+                     path: str | os.PathLike | None = None, title: str | None = None):
+    """Predicted contacts (upper triangle) over the structure's contact map (both triangles).
+
+    Parameters
+    ----------
+    scores : array (L, L)
+        Pair scores over the alignment's columns
+        (:func:`replica_mlm.proteins.contacts.coupling_scores`).
+    distances : array (L, L)
+        C-beta distances over the same columns (NaN where a column has no residue).
+    top : int
+        How many of the highest-scoring pairs with ``j - i >= min_separation`` to draw: filled
+        black where the structure has a contact (distance < ``cutoff``), open where it has not
+        (ties broken by (i, j), as :func:`replica_mlm.contact_precision` does).
+    path : path, optional
+        Where to save (PNG and PDF).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    s = np.asarray(scores, dtype=float)
+    dist = np.asarray(distances, dtype=float)
+    if s.ndim != 2 or s.shape[0] != s.shape[1] or dist.shape != s.shape:
+        raise ValueError(f"scores and distances must be (L, L) of one shape, got {s.shape} and {dist.shape}")
+    L = s.shape[0]
+    i, j = np.triu_indices(L, k=min_separation)
+    keep = np.isfinite(dist[i, j])
+    i, j = i[keep], j[keep]
+    order = np.lexsort((j, i, -s[i, j]))[:top]
+    pi, pj = i[order], j[order]
+    hit = dist[pi, pj] < cutoff
+    far = np.abs(np.subtract.outer(np.arange(L), np.arange(L))) >= min_separation
+    ci, cj = np.nonzero((np.nan_to_num(dist, nan=np.inf) < cutoff) & far)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(5.0, 5.6))
+        ax.scatter(cj, ci, s=5, color="0.78", marker="s", linewidths=0,
+                   label=f"structure: C$\\beta$ distance < {cutoff:g} \u00c5")
+        ax.scatter(pj[hit], pi[hit], s=14, color="black", marker="o",
+                   label=f"top {len(pi)} predicted, in contact ({int(hit.sum())})")
+        ax.scatter(pj[~hit], pi[~hit], s=14, facecolors="none", edgecolors="black", marker="o",
+                   label=f"top {len(pi)} predicted, not in contact ({int((~hit).sum())})")
+        ax.plot([-0.5, L - 0.5], [-0.5, L - 0.5], color="0.5", linewidth=0.6)
+        ax.set_xlim(-0.5, L - 0.5)
+        ax.set_ylim(L - 0.5, -0.5)
+        ax.set_aspect("equal")
+        ax.set_xlabel("alignment column $j$")
+        ax.set_ylabel("alignment column $i$")
+        legend = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.13), "fontsize": "small"}
+        return _finish(fig, ax, title=title, path=path, legend=legend)

@@ -75,6 +75,7 @@ def main() -> None:
 def _register() -> None:
     # one import and one add_command per subcommand module
     from replica_mlm.cli.attractor_command import attractor
+    from replica_mlm.cli.contacts_command import contacts
     from replica_mlm.cli.curve_command import curve
     from replica_mlm.cli.equations_command import equations
     from replica_mlm.cli.paper_fig2_command import paper_fig2
@@ -91,6 +92,7 @@ def _register() -> None:
     main.add_command(potts)
     main.add_command(phase)
     main.add_command(paper_fig2)
+    main.add_command(contacts)
 
 
 _register()

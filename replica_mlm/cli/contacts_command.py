@@ -1,0 +1,103 @@
+"""``replica-mlm contacts``: contacts of a protein family predicted from its alignment (docs/proteins.md)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from replica_mlm.cli._common import out_option, output_set, write_metadata
+
+FAMILIES = ("S1A", "DHFR", "rhomboid")
+TOPS = ("L/5", "L/2", "L")
+
+
+@click.command()
+@click.argument("family_or_file")
+@click.option("--pdb", "pdb", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Structure (PDB) of the family, for the precision and the contact map. A family "
+                   "name brings its own.")
+@click.option("--method", type=click.Choice(["mean-field", "plm", "factored"]), default="mean-field",
+              show_default=True, help="Mean-field DCA, plmDCA, or factored attention with --heads heads.")
+@click.option("--heads", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Heads of factored attention (--method factored).")
+@click.option("--max-gap-fraction", type=click.FloatRange(0.0, 1.0), default=0.2, show_default=True,
+              help="Keep the alignment columns with at most this fraction of gaps.")
+@click.option("--max-iter", type=click.IntRange(min=1), default=500, show_default=True,
+              help="L-BFGS iterations at most (plm, factored).")
+@out_option("replica-mlm-contacts")
+def contacts(*, family_or_file, pdb, method, heads, max_gap_fraction, max_iter, out):
+    """Predict the contacts of a protein family from its multiple sequence alignment.
+
+    FAMILY_OR_FILE is S1A, DHFR or rhomboid (alignments and structures shipped with the
+    [proteins] extra) or an alignment file (FASTA, .gz, A2M/A3M, Stockholm). Couplings by
+    mean-field DCA, plmDCA or factored attention (80 % identity reweighting); scores: Frobenius
+    norm over the amino acids in the zero-sum gauge with the average product correction. With a
+    structure, the precision of the top L/5, L/2 and L pairs (C-beta < 8 A, j - i >= 6).
+    Writes contacts.csv (every pair: columns, score, distance), a contact map (PNG, PDF) when a
+    structure is known, and contacts.json (metadata, precisions) last.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    import replica_mlm as rm
+    from replica_mlm.figures_proteins import plot_contact_map
+    from replica_mlm.io import write_csv
+    from replica_mlm.proteins.contacts import coupling_scores
+    from replica_mlm.proteins.mean_field import mean_field_couplings
+    from replica_mlm.proteins.structure import Structure
+
+    started = time.time()
+    name = next((f for f in FAMILIES if f.lower() == family_or_file.lower()), None)
+    if name is not None:
+        if pdb is not None:
+            raise click.UsageError(f"{name} brings its own structure: leave out --pdb")
+        msa, structure = rm.datasets.protein_family(name, max_gap_fraction=max_gap_fraction)
+    else:
+        path = Path(family_or_file)
+        if not path.is_file():
+            raise click.BadParameter(f"{family_or_file!r} is neither a family ({', '.join(FAMILIES)}) nor a "
+                                     "file", param_hint="FAMILY_OR_FILE")
+        msa = rm.MSA.read(path).filter(max_gap_fraction=max_gap_fraction)
+        structure = None if pdb is None else Structure.read(pdb).map_to(msa, reference="best")
+    t0 = time.process_time()
+    if method == "mean-field":
+        couplings = mean_field_couplings(msa, reweight=0.8, pseudocount=0.5)
+        fit_info = {}
+    else:
+        fit = rm.fit_potts(msa, method=method, reweight=0.8, max_iter=max_iter,
+                           **({"heads": heads} if method == "factored" else {}))
+        couplings = fit.couplings
+        fit_info = {"converged": fit.converged, "iterations": fit.iterations,
+                    "gradient_norm": fit.gradient_norm}
+    scores = coupling_scores(couplings, apc=True)
+    cpu = time.process_time() - t0
+    L = msa.L
+    dist = structure.distances if structure is not None else np.full((L, L), np.nan)
+    i, j = np.triu_indices(L, k=1)
+    rows = [{"i": int(a), "j": int(b), "column_i": int(msa.columns[a]), "column_j": int(msa.columns[b]),
+             "score": float(scores[a, b]), "distance": float(dist[a, b])} for a, b in zip(i, j, strict=True)]
+    precision = ({top: rm.contact_precision(scores, structure, top=top) for top in TOPS}
+                 if structure is not None else {})
+    files = [out / "contacts.csv"]
+    with output_set(out, "contacts"):
+        write_csv(out / "contacts.csv", rows, columns=["i", "j", "column_i", "column_j", "score", "distance"])
+        if structure is not None:
+            label = name or Path(family_or_file).name
+            fig = plot_contact_map(scores, dist, top=L, path=out / "contact_map",
+                                   title=f"{label} ({method}): precision {precision['L']:.2f} at top L, "
+                                         f"{precision['L/5']:.2f} at top L/5")
+            plt.close(fig)
+            files += [out / "contact_map.png", out / "contact_map.pdf"]
+        parameters = dict(family_or_file=family_or_file, pdb=None if pdb is None else str(pdb), method=method,
+                          heads=heads if method == "factored" else None, max_gap_fraction=max_gap_fraction,
+                          max_iter=max_iter)
+        write_metadata(out, "contacts", parameters,
+                       started=started, files=files, rows={"contacts.csv": len(rows)},
+                       extra={"L": L, "N": msa.N, "effective_size": float(msa.effective_size),
+                              "mapping_identity": None if structure is None else float(structure.identity),
+                              "precision": precision, "cpu_seconds": cpu, **fit_info})
+    for top, value in precision.items():
+        click.echo(f"top-{top} precision: {value:.3f}")
+    click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'contacts.json'}")
