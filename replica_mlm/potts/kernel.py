@@ -10,23 +10,38 @@ its public attributes (``couplings``, ``colours``, ``beta``, ``L``, ``q``); the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from replica_mlm.potts.model import PottsModel
-
-__all__ = ["colour_fields", "energies_from_fields", "gibbs_sweep", "init_fields"]
+__all__ = ["PottsLike", "colour_fields", "energies_from_fields", "gibbs_sweep", "init_fields"]
 
 
-def colour_fields(model: PottsModel, s: np.ndarray) -> np.ndarray:
+class PottsLike(Protocol):
+    """What the samplers read of a Potts model: :class:`~replica_mlm.potts.model.PottsModel` is one.
+
+    The kernel, the pilot runs, the samplers and the tuner take the model as an argument and use
+    only these, so none of them imports the model's module (which builds on them).
+    """
+
+    L: int
+    q: int
+    beta: float
+    couplings: np.ndarray
+    colours: np.ndarray
+
+    def with_beta(self, beta: float) -> PottsLike: ...
+
+    def gibbs_diagnostics(self, **options: Any) -> Any: ...
+
+
+def colour_fields(model: PottsLike, s: np.ndarray) -> np.ndarray:
     """``N[n, i, b] = sum_k J_ik [s_k == b]`` for checked sequences ``s`` (n, L): shape (n, L, q)."""
     X = np.eye(model.q)[s]  # (n, L, q) one-hot
     return np.matmul(model.couplings, X)
 
 
-def init_fields(model: PottsModel, s: np.ndarray) -> np.ndarray:
+def init_fields(model: PottsLike, s: np.ndarray) -> np.ndarray:
     """Colour-major fields ``Nq[c, b, i] = sum_k J_ik [s_ck == b]``, shape (C, q, L).
 
     With this layout the update after a colour change of site ``k`` in chain ``c`` touches two
@@ -35,13 +50,13 @@ def init_fields(model: PottsModel, s: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(colour_fields(model, s).transpose(0, 2, 1))
 
 
-def energies_from_fields(model: PottsModel, s: np.ndarray, Nq: np.ndarray) -> np.ndarray:
+def energies_from_fields(model: PottsLike, s: np.ndarray, Nq: np.ndarray) -> np.ndarray:
     """``H(s_c) = -1/2 sum_i sum_b Nq[c, b, i] U[s_ci, b]`` of every chain, shape (C,), without beta."""
     Ug = model.colours[s]  # (C, L, q): U[s_ci, b]
     return -0.5 * np.einsum("cbi,cib->c", Nq, Ug)
 
 
-def gibbs_sweep(model: PottsModel, s: np.ndarray, Nq: np.ndarray, gen: np.random.Generator,
+def gibbs_sweep(model: PottsLike, s: np.ndarray, Nq: np.ndarray, gen: np.random.Generator,
                 betas: np.ndarray | None = None) -> None:
     """One systematic-scan Gibbs sweep of all chains, in place, with incremental fields.
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,16 +26,13 @@ from replica_mlm.potts.diagnostics import (
     hamming_drift,
     log,
 )
-from replica_mlm.potts.kernel import energies_from_fields, gibbs_sweep, init_fields
+from replica_mlm.potts.kernel import PottsLike, energies_from_fields, gibbs_sweep, init_fields
 from replica_mlm.stats import mean_stderr
-
-if TYPE_CHECKING:  # pragma: no cover
-    from replica_mlm.potts.model import PottsModel
 
 __all__ = ["check_pilot_size", "pilot_gibbs", "pilot_run"]
 
 
-def pilot_gibbs(model: PottsModel, gen, n_chains, n_sweeps, max_sweeps) -> GibbsDiagnostics:
+def pilot_gibbs(model: PottsLike, gen, n_chains, n_sweeps, max_sweeps) -> GibbsDiagnostics:
     """Pilot run of ``n_chains`` independent Gibbs chains (see ``PottsModel.gibbs_diagnostics``)."""
     s = gen.integers(0, model.q, size=(n_chains, model.L))
     Nq = init_fields(model, s)
@@ -51,7 +47,7 @@ def pilot_gibbs(model: PottsModel, gen, n_chains, n_sweeps, max_sweeps) -> Gibbs
     return d
 
 
-def pilot_run(model: PottsModel, step: Callable, n_chains: int, n_sweeps: int, max_sweeps: int,
+def pilot_run(model: PottsLike, step: Callable, n_chains: int, n_sweeps: int, max_sweeps: int,
               tally: np.ndarray | None, burnt: int = 0, *,
               keep_record: bool = False) -> GibbsDiagnostics:
     """Burn in, record, measure tau; double the run until it is >= 50 tau.
@@ -148,7 +144,7 @@ def pilot_run(model: PottsModel, step: Callable, n_chains: int, n_sweeps: int, m
     )
 
 
-def check_pilot_size(model: PottsModel, n_chains, n_sweeps, max_sweeps, n_rungs, what=None) -> None:
+def check_pilot_size(model: PottsLike, n_chains, n_sweeps, max_sweeps, n_rungs, what=None) -> None:
     """Refuse a pilot run whose recorded states or sweeps the machine cannot afford."""
     C = 64 if n_chains is None else n_chains
     K = TEMPERING_MAX_RUNGS if n_rungs is None else n_rungs

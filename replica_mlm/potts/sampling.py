@@ -11,23 +11,19 @@ in :mod:`replica_mlm.potts.diagnostics`.
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm.potts.diagnostics import METHODS, GibbsDiagnostics
-from replica_mlm.potts.kernel import gibbs_sweep, init_fields
+from replica_mlm.potts.kernel import PottsLike, gibbs_sweep, init_fields
 from replica_mlm.potts.tempering import checked_ladder, tempering_step
-
-if TYPE_CHECKING:  # pragma: no cover
-    from replica_mlm.potts.model import PottsModel
 
 __all__ = ["draw"]
 
 
 # ---------------------------------------------------------------------- sampling
-def _resume_from(model: PottsModel, d, n_chains):
+def _resume_from(model: PottsLike, d, n_chains):
     """Check that ``d`` is a pilot run of this model that kept its chains; its chains to continue."""
     if not isinstance(d, GibbsDiagnostics):
         raise TypeError(f"resume must be the GibbsDiagnostics of a pilot run (e.g. "
@@ -49,7 +45,7 @@ def _resume_from(model: PottsModel, d, n_chains):
     return s, who, R
 
 
-def draw(model: PottsModel, n, rng, *, n_chains, sweeps_between, burn_in, return_diagnostics,
+def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_diagnostics,
          method, n_rungs, beta_hot, ladder, swap_rounds, resume=None):
     """The body of :meth:`PottsModel.sample <replica_mlm.potts.model.PottsModel.sample>`."""
     if resume is not None:
@@ -139,7 +135,7 @@ def draw(model: PottsModel, n, rng, *, n_chains, sweeps_between, burn_in, return
     return seqs
 
 
-def _draw_resumed(model: PottsModel, n, rng, d, *, n_chains, sweeps_between, burn_in,
+def _draw_resumed(model: PottsLike, n, rng, d, *, n_chains, sweeps_between, burn_in,
                   return_diagnostics):
     """Continue the chains of pilot run ``d`` and save every ``sweeps_between`` steps."""
     n = _checks.positive_int(n, "n")

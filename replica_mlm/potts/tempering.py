@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import erfcinv
@@ -34,11 +33,8 @@ from replica_mlm.potts.diagnostics import (
     GibbsDiagnostics,
     cross_chain_hamming,
 )
-from replica_mlm.potts.kernel import energies_from_fields, gibbs_sweep, init_fields
+from replica_mlm.potts.kernel import PottsLike, energies_from_fields, gibbs_sweep, init_fields
 from replica_mlm.potts.pilot import check_pilot_size, pilot_gibbs, pilot_run
-
-if TYPE_CHECKING:  # pragma: no cover
-    from replica_mlm.potts.model import PottsModel
 
 __all__ = [
     "TemperingScan",
@@ -65,7 +61,7 @@ def _swap_log_ratio(beta_lo, beta_hi, e_lo, e_hi) -> np.ndarray:
 
 
 def tempering_step(
-    model: PottsModel,
+    model: PottsLike,
     s: np.ndarray,
     Nq: np.ndarray,
     who: np.ndarray,
@@ -125,7 +121,7 @@ def geometric_ladder(beta: float, n_rungs: int | None, beta_hot: float, L: int) 
     return ladder
 
 
-def checked_ladder(model: PottsModel, ladder, n_rungs, beta_hot) -> np.ndarray:
+def checked_ladder(model: PottsLike, ladder, n_rungs, beta_hot) -> np.ndarray:
     """An explicit ladder (checked: increasing, positive, ending at beta) or a geometric one."""
     beta = model.beta
     if ladder is None:
@@ -216,7 +212,7 @@ def warm_start_allowed(start: GibbsDiagnostics, ladder: np.ndarray, R: int) -> b
     return bool(math.log(ladder[-1]) <= top + 1e-12)
 
 
-def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
+def pilot_tempering(model: PottsLike, gen, R, ladder, n_sweeps, max_sweeps,
                     swap_rounds: int = 1, *, start: GibbsDiagnostics | None = None,
                     keep_record: bool = False) -> GibbsDiagnostics:
     """Pilot run of ``R`` replicas of ``ladder`` (see ``PottsModel.gibbs_diagnostics``).
@@ -296,7 +292,7 @@ def pilot_tempering(model: PottsModel, gen, R, ladder, n_sweeps, max_sweeps,
     return d
 
 
-def diagnose(model: PottsModel, rng, *, n_chains, n_sweeps, max_sweeps, method, n_rungs,
+def diagnose(model: PottsLike, rng, *, n_chains, n_sweeps, max_sweeps, method, n_rungs,
              beta_hot, ladder, swap_rounds) -> GibbsDiagnostics:
     """The body of ``PottsModel.gibbs_diagnostics``: Gibbs pilot, then tempering with ladder growth."""
     method = _checks.choice(method, METHODS, "method")
@@ -356,7 +352,7 @@ class TemperingScan:
     n_steps: int
 
 
-def tempering_scan(model: PottsModel, ladder: np.ndarray, gen: np.random.Generator, *,
+def tempering_scan(model: PottsLike, ladder: np.ndarray, gen: np.random.Generator, *,
                    n_replicas: int = 8, n_steps: int = 300,
                    swap_rounds: int = 1) -> TemperingScan:
     """Run ``n_replicas`` replicas of ``ladder``: ``n_steps`` steps of burn-in, ``n_steps`` recorded.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from replica_mlm.potts.diagnostics import (
     GibbsDiagnostics,
     log,
 )
+from replica_mlm.potts.kernel import PottsLike
 from replica_mlm.potts.pilot import check_pilot_size, pilot_gibbs
 from replica_mlm.potts.reweighting import reweighted_beta
 from replica_mlm.potts.tempering import (
@@ -32,9 +32,6 @@ from replica_mlm.potts.tempering import (
     tempering_scan,
     warm_start_allowed,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from replica_mlm.potts.model import PottsModel
 
 __all__ = ["TuneResult", "colour_symmetry", "tune", "tune_gibbs", "tune_with_tempering"]
 
@@ -96,7 +93,7 @@ def colour_symmetry(J: np.ndarray, U: np.ndarray) -> str | None:
     return None
 
 
-def tune(model: PottsModel, target_hamming, rng, *, n_samples, tol, max_iter, method, n_replicas,
+def tune(model: PottsLike, target_hamming, rng, *, n_samples, tol, max_iter, method, n_replicas,
          max_sweeps, swap_rounds, beta_hot, return_result) -> float | TuneResult:
     """Check the arguments of ``tune_beta`` and run the tuner the method asks for."""
     method = _checks.choice(method, METHODS, "method")
@@ -139,7 +136,7 @@ def tune(model: PottsModel, target_hamming, rng, *, n_samples, tol, max_iter, me
     return tune_gibbs(model, target, rng, n_samples=n_samples, tol=tol, max_iter=max_iter)
 
 
-def tune_gibbs(model: PottsModel, target: float, rng, *, n_samples: int, tol: float,
+def tune_gibbs(model: PottsLike, target: float, rng, *, n_samples: int, tol: float,
                max_iter: int) -> float:
     """Bisection on ``log beta`` with plain Gibbs (``tune_beta(method="gibbs")``).
 
@@ -209,7 +206,7 @@ def _crossing(scan: TemperingScan, target: float) -> tuple[float, float]:
     return float(math.exp(xb)), max(slope, 0.1 * mean_slope, 1e-3)
 
 
-def _scan_to_target(model: PottsModel, target: float, gen: np.random.Generator, *,
+def _scan_to_target(model: PottsLike, target: float, gen: np.random.Generator, *,
                     beta_hot: float, n_replicas: int, acceptance: float, swap_rounds: int,
                     max_iter: int) -> tuple[list[TemperingScan], float]:
     """Step 1 of :func:`tune_with_tempering`: scans until the Hamming distance crosses the target.
@@ -243,7 +240,7 @@ def _scan_to_target(model: PottsModel, target: float, gen: np.random.Generator, 
                      f"not cross the target between beta={b_lo:.3g} and beta={b_top:.3g}")
 
 
-def _verification_run(model: PottsModel, beta: float, gen: np.random.Generator, *,
+def _verification_run(model: PottsLike, beta: float, gen: np.random.Generator, *,
                       b_lo: float, ref: TemperingScan, R: int, T: int, max_sweeps: int,
                       acceptance: float, swap_rounds: int,
                       prev: GibbsDiagnostics | None) -> GibbsDiagnostics:
@@ -316,7 +313,7 @@ def _moved_beta(d: GibbsDiagnostics, beta: float, target: float, slope: float, q
 
 
 def tune_with_tempering(
-    model: PottsModel,
+    model: PottsLike,
     target: float,
     gen: np.random.Generator,
     *,
