@@ -29,8 +29,10 @@ class FactoredProblem:
     Packing: ``x = [h.ravel() (L q), A[:, off] (H L (L - 1)), V.ravel() (H q^2)]``.
     """
 
-    def __init__(self, data: PseudoLikelihood, heads: int, lambda_h: float, lambda_J: float) -> None:
+    def __init__(self, data: PseudoLikelihood, heads: int, lambda_h: float, lambda_J: float, *,
+                 dtype=np.float64) -> None:
         self.data = data
+        self.dtype = np.dtype(dtype)  # of the two products with the one-hot data
         self.L, self.q, self.H = data.L, data.q, heads
         self.lambda_h, self.lambda_J = lambda_h, lambda_J
         self.off = ~np.eye(self.L, dtype=bool)
@@ -62,7 +64,7 @@ class FactoredProblem:
         L, q, H = self.L, self.q, self.H
         h, A, V = self.unpack(x)
         Mt = self.couplings(A, V).transpose(0, 2, 1, 3).reshape(L * q, L * q)
-        value, dMt, dh = self.data.value_grad(Mt, h)
+        value, dMt, dh = self.data.value_grad(Mt, h, dtype=self.dtype)
         dW = dMt.reshape(L, q, L, q).transpose(0, 2, 1, 3).reshape(L * L, q * q)
         dA = (V.reshape(H, q * q) @ dW.T).reshape(H, L, L)
         dV = A.reshape(H, L * L) @ dW

@@ -136,6 +136,7 @@ def fit_potts(
     tol: float = 1e-5,
     rng: RngLike = 0,
     init_scale: float = 0.01,
+    precision: str = "double",
 ) -> PottsFit:
     """Fit a Potts model to an alignment by weighted pseudo-likelihood (see the module docstring).
 
@@ -163,6 +164,10 @@ def fit_potts(
         zero and uses no randomness. Default 0.
     init_scale : float
         Standard deviation of the factored initialisation (default 0.01).
+    precision : {"double", "single"}
+        Precision of the large matrix products with the data (``"single"``: float32, about 2.5
+        times faster on one core; the softmax, the objective's sums and L-BFGS stay in float64).
+        Default ``"double"`` (exact to rounding; the gradient tests use it).
 
     Returns
     -------
@@ -187,6 +192,8 @@ def fit_potts(
     max_iter = positive_int(max_iter, "max_iter")
     tol = positive(tol, "tol")
     init_scale = positive(init_scale, "init_scale")
+    dtype = {"double": np.float64, "single": np.float32}[
+        _checks.choice(precision, ("double", "single"), "precision")]
     gen = as_generator(rng)
     Lq = L * q
     n_params = Lq + (min(N, Lq) * Lq if method == "plm" else heads * (L * (L - 1) + q * q))
@@ -200,10 +207,10 @@ def fit_potts(
     start = time.process_time()
     data = PseudoLikelihood(s, w, q)
     if method == "plm":
-        problem = PLMProblem(data, lambda_h, lambda_J)
+        problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype)
         x0 = np.zeros(problem.size)
     else:
-        problem = FactoredProblem(data, heads, lambda_h, lambda_J)
+        problem = FactoredProblem(data, heads, lambda_h, lambda_J, dtype=dtype)
         x0 = problem.init(gen, init_scale)
     res = optimize.minimize(problem.loss_grad, x0, jac=True, method="L-BFGS-B",
                             options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-15,
