@@ -100,14 +100,15 @@ class PseudoLikelihood:
     def value_grad(self, Mt: np.ndarray, h: np.ndarray, *, grad: bool = True, dtype=np.float64):
         """``D`` and (if ``grad``) ``dD/dMt`` (L q, L q, zero diagonal blocks) and ``dD/dh`` (L, q).
 
-        The two products with the one-hot data run in ``dtype``; ``D`` is summed in float64.
+        The two products with the one-hot data run in ``dtype`` (``dD/dMt`` is returned in it);
+        ``D`` and ``dD/dh`` are summed in float64.
         """
         L, q = self.L, self.q
         value, G = self.nll_grad(self.logits(Mt, h, dtype=dtype), grad=grad)
         if not grad:
             return value
         dtype = np.dtype(dtype)
-        dMt = (G.astype(dtype).T @ self._X(dtype)).astype(np.float64, copy=False)
+        dMt = G.astype(dtype, copy=False).T @ self._X(dtype)
         dMt.reshape(L, q, L, q)[self.diag, :, self.diag, :] = 0.0
         dh = G.sum(axis=0).reshape(L, q)
         return value, dMt, dh
