@@ -198,3 +198,36 @@ def test_fit_potts_refuses_bad_arguments(sampled):
     bad = StandInMSA(msa.sequences, Q_TRUE, weights=np.zeros(msa.N))
     with pytest.raises(ValueError, match="weights"):
         rm.fit_potts(bad)
+
+
+def test_single_precision_products_match_double():
+    """precision="single": only the big products in float32; objective and gradient agree with double."""
+    gen = np.random.default_rng(7)
+    data, _, _ = _data(gen, M=40, L=6, q=5)
+    for make in (lambda dt: PLMProblem(data, 0.03, 0.05, dtype=dt),
+                 lambda dt: FactoredProblem(data, 3, 0.03, 0.05, dtype=dt)):
+        double, single = make(np.float64), make(np.float32)
+        x = gen.standard_normal(double.size) * 0.5
+        f64, g64 = double.loss_grad(x)
+        f32, g32 = single.loss_grad(x)
+        assert f32 != f64 and f32 == pytest.approx(f64, rel=1e-6)
+        np.testing.assert_allclose(g32, g64, rtol=0, atol=1e-5 * np.max(np.abs(g64)))
+
+
+def test_single_precision_fit_and_plateau_stop(sampled):
+    _, msa = sampled
+    double = rm.fit_potts(msa, method="plm", max_iter=300)
+    single = rm.fit_potts(msa, method="plm", max_iter=300, precision="single", tol=1e-4)
+    assert double.stop == "gradient" and single.converged and single.gradient_norm <= 1e-4
+    assert abs(single.objective - double.objective) <= 1e-5 * abs(double.objective)
+    np.testing.assert_allclose(single.couplings, double.couplings, rtol=0, atol=1e-3)
+    # the plateau rule stops early and does not claim convergence
+    plateau = rm.fit_potts(msa, method="plm", max_iter=300, tol=1e-12, ftol=1e-3)
+    assert plateau.stop == "objective" and not plateau.converged
+    assert plateau.iterations < double.iterations
+    assert plateau.gradient_norm > 1e-12
+    assert plateau.objective - double.objective < 10 * 1e-3 * abs(double.objective)
+    with pytest.raises(ValueError, match="precision"):
+        rm.fit_potts(msa, precision="half")
+    with pytest.raises(ValueError, match="ftol"):
+        rm.fit_potts(msa, ftol=-1.0)

@@ -29,8 +29,10 @@ class FactoredProblem:
     Packing: ``x = [h.ravel() (L q), A[:, off] (H L (L - 1)), V.ravel() (H q^2)]``.
     """
 
-    def __init__(self, data: PseudoLikelihood, heads: int, lambda_h: float, lambda_J: float) -> None:
+    def __init__(self, data: PseudoLikelihood, heads: int, lambda_h: float, lambda_J: float, *,
+                 dtype=np.float64) -> None:
         self.data = data
+        self.dtype = np.dtype(dtype)  # of the two products with the one-hot data
         self.L, self.q, self.H = data.L, data.q, heads
         self.lambda_h, self.lambda_J = lambda_h, lambda_J
         self.off = ~np.eye(self.L, dtype=bool)
@@ -61,11 +63,16 @@ class FactoredProblem:
     def loss_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         L, q, H = self.L, self.q, self.H
         h, A, V = self.unpack(x)
-        Mt = self.couplings(A, V).transpose(0, 2, 1, 3).reshape(L * q, L * q)
-        value, dMt, dh = self.data.value_grad(Mt, h)
+        dt = self.dtype  # the (L q)^2 arrays live in it (no float64 copies at float32)
+        W = A.reshape(H, L * L).T.astype(dt) @ V.reshape(H, q * q).astype(dt)
+        Mt = W.reshape(L, L, q, q).transpose(0, 2, 1, 3).reshape(L * q, L * q)
+        del W
+        value, dMt, dh = self.data.value_grad(Mt, h, dtype=dt)
+        del Mt
         dW = dMt.reshape(L, q, L, q).transpose(0, 2, 1, 3).reshape(L * L, q * q)
-        dA = (V.reshape(H, q * q) @ dW.T).reshape(H, L, L)
-        dV = A.reshape(H, L * L) @ dW
+        del dMt
+        dA = (V.reshape(H, q * q).astype(dt) @ dW.T).astype(np.float64).reshape(H, L, L)
+        dV = (A.reshape(H, L * L).astype(dt) @ dW).astype(np.float64)
         lam_h, lam_J = self.lambda_h, self.lambda_J
         a, v = x[self.n_h: self.n_h + self.n_A], x[self.n_h + self.n_A:]
         f = value + lam_h * float(h.ravel() @ h.ravel()) + 0.5 * lam_J * (float(a @ a) + float(v @ v))
