@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey
+from replica_mlm.proteins.contacts import ranked_pairs
 
 __all__ = ["plot_contact_map", "plot_site_learning_curves"]
 
@@ -68,7 +69,8 @@ def plot_contact_map(scores, distances, *, top: int, cutoff: float = 8.0, min_se
     top : int
         How many of the highest-scoring pairs with ``j - i >= min_separation`` to draw: filled
         black where the structure has a contact (distance < ``cutoff``), open where it has not
-        (ties broken by (i, j), as :func:`replica_mlm.contact_precision` does).
+        (:func:`replica_mlm.proteins.contacts.ranked_pairs`, the ranking
+        :func:`replica_mlm.contact_precision` counts).
     path : path, optional
         Where to save (PNG and PDF).
     title : str, optional
@@ -82,11 +84,8 @@ def plot_contact_map(scores, distances, *, top: int, cutoff: float = 8.0, min_se
     if s.ndim != 2 or s.shape[0] != s.shape[1] or dist.shape != s.shape:
         raise ValueError(f"scores and distances must be (L, L) of one shape, got {s.shape} and {dist.shape}")
     L = s.shape[0]
-    i, j = np.triu_indices(L, k=min_separation)
-    keep = np.isfinite(dist[i, j])
-    i, j = i[keep], j[keep]
-    order = np.lexsort((j, i, -s[i, j]))[:top]
-    pi, pj = i[order], j[order]
+    pi, pj = ranked_pairs(s, dist, min_separation=min_separation)
+    pi, pj = pi[:top], pj[:top]
     hit = dist[pi, pj] < cutoff
     far = np.abs(np.subtract.outer(np.arange(L), np.arange(L))) >= min_separation
     ci, cj = np.nonzero((np.nan_to_num(dist, nan=np.inf) < cutoff) & far)

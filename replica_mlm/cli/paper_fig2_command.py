@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from replica_mlm.cli._common import OutFolder
+from replica_mlm.cli._common import OutFolder, echo_section
 
 
 @click.command("paper-fig2",
@@ -32,12 +32,6 @@ def paper_fig2(quick: bool, out: Path, seed: int, workers: int) -> None:
     if importlib.util.find_spec("torch") is None:
         raise click.UsageError('paper-fig2 needs PyTorch: pip install "replica-mlm[transformer]"')
     from replica_mlm.validation.figure2_section import run
-    from replica_mlm.validation.report import summary
 
     section = run(out, quick=quick, rng=seed, workers=workers)
-    for c in section.checks:
-        click.echo(f"[{c.label}] {c.name}: {c.detail}")
-    click.echo(summary(section.checks))
-    click.echo(f"fig2a-d (PNG, PDF) and fig2.json written to {out}")
-    if not section.passed:
-        raise SystemExit(1)
+    echo_section(section, f"fig2a-d (PNG, PDF) and fig2.json written to {out}")

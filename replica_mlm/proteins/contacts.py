@@ -124,10 +124,27 @@ def contact_precision(scores, structure_or_distances, *, top: str | int = "L/5",
         k = max(1, L // _TOPS[top])
     else:
         k = _checks.positive_int(top, "top")
-    i, j = np.triu_indices(L, k=sep)
-    keep = ~np.isnan(d[i, j])
-    i, j = i[keep], j[keep]
+    i, j = ranked_pairs(s, d, min_separation=sep)
     if i.size == 0:
         raise ValueError(f"no pair of columns with a distance and j - i >= min_separation = {sep}")
-    order = np.argsort(-s[i, j], kind="stable")[:k]
-    return float(np.mean(d[i[order], j[order]] < cut))
+    return float(np.mean(d[i[:k], j[:k]] < cut))
+
+
+def ranked_pairs(scores: np.ndarray, distances: np.ndarray, *,
+                 min_separation: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs ``(i, j)``, ``j - i >= min_separation``, with a distance, by decreasing score.
+
+    Ties are broken by ``(i, j)`` order (a stable sort of the upper triangle, row by row): the
+    ranking :func:`contact_precision` counts and the contact map draws.
+
+    Parameters
+    ----------
+    scores, distances : array (L, L)
+        Checked by the caller; pairs with a NaN distance are left out.
+    min_separation : int
+    """
+    i, j = np.triu_indices(scores.shape[0], k=min_separation)
+    keep = ~np.isnan(distances[i, j])
+    i, j = i[keep], j[keep]
+    order = np.argsort(-scores[i, j], kind="stable")
+    return i[order], j[order]
