@@ -35,6 +35,8 @@ _EXPORTS = {
     "SaddlePoint": "replica_mlm.theory.solve",
     "solve": "replica_mlm.theory.solve",
     "separability_threshold": "replica_mlm.theory.studies.separability",
+    "bayes_optimal": "replica_mlm.theory.studies.bayes_optimal",
+    "bayes_optimal_curve": "replica_mlm.theory.studies.bayes_optimal",
     # --- discrete generalised Potts model and factored self-attention ---
     "FactoredAttention": "replica_mlm.learners.attention",
     "PottsModel": "replica_mlm.potts.model",

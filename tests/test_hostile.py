@@ -331,6 +331,13 @@ TARGETS = [
        Param("precision", None, [*NOT_NONE(bad_int()), 0, -1, *HUGE], [])),
     _t("expansions", lambda **k: rm.expansions(**k), Param("bogus", None, [1], [])),
     _t("equations", lambda **k: rm.equations(**k), flag("latex", False)),
+    # --- the Bayes-optimal error (issue 25)
+    _t("bayes_optimal", lambda **k: rm.bayes_optimal(**k), task(), real("alpha", 0.7, extra=(*POS, 1e9)),
+       choice("prior", "gaussian"), integer("order", 16, extra=(*POSINT, 257), huge=False)),
+    _t("bayes_optimal_curve", lambda **k: rm.bayes_optimal_curve(**k), task(),
+       grid("alpha", np.array([0.5, 1.5])), choice("prior", "gaussian")),
+    _t("equations(bayes_optimal)", lambda **k: rm.equations(channel="sign", **k),
+       flag("bayes_optimal", True)),
     _t("separability_threshold", lambda **k: rm.separability_threshold(**k), task(),
        Param("channel", "sign", NOT_NONE(list(BAD_CHOICE)), [None])),
     _t("TransformerMLM", lambda **k: rm.TransformerMLM(**k), integer("L", 3, extra=(1, *POSINT)),

@@ -5,10 +5,12 @@ from __future__ import annotations
 import sympy as sp
 
 from replica_mlm import _checks
+from replica_mlm.theory.studies.bayes_equations import bayes_equations
 from replica_mlm.theory.symbolic import potentials as P
 
 
-def equations(*, latex: bool = False, loss=None, channel=None) -> dict[str, sp.Eq] | str:
+def equations(*, latex: bool = False, loss=None, channel=None,
+              bayes_optimal: bool = False) -> dict[str, sp.Eq] | str:
     """The replica-symmetric saddle-point equations, as derived by sympy.
 
     Without ``loss`` and ``channel``: the equations of ridge MLM (square loss, gaussian channel)
@@ -28,6 +30,10 @@ def equations(*, latex: bool = False, loss=None, channel=None) -> dict[str, sp.E
         Return one LaTeX ``aligned`` block instead of sympy objects.
     loss : str or rm.losses.Loss, optional
     channel : {"gaussian", "sign", "logit"}, optional
+    bayes_optimal : bool
+        The Bayes-optimal equations of ``channel`` instead (docs/bayes_optimal.md, "The
+        equations"): ``P_out``, ``Z``, ``dZ``, the fields, ``q_hat``, ``q``, ``V``, ``m`` and the
+        estimation error (no loss: ``loss`` must then be None).
 
     Returns
     -------
@@ -37,6 +43,10 @@ def equations(*, latex: bool = False, loss=None, channel=None) -> dict[str, sp.E
         "V", "q", "m", "estimation_error"`` (general engine).
     """
     latex = _checks.flag(latex, "latex")
+    if _checks.flag(bayes_optimal, "bayes_optimal"):
+        if loss is not None:
+            raise ValueError("bayes_optimal=True takes no loss: the Bayes-optimal estimator has none")
+        return _render(bayes_equations(channel), latex)
     eqs = P.derive()
     p = sp.Symbol("p", positive=True, integer=True)
     k = sp.Symbol("k", integer=True, positive=True)
@@ -61,6 +71,10 @@ def equations(*, latex: bool = False, loss=None, channel=None) -> dict[str, sp.E
         for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):
             out[name] = sp.Eq(sym, mode_sum(eqs.mode[sym]))
         out["estimation_error"] = sp.Eq(sp.Symbol(r"E|\hat{w} - w^*|^2"), mode_sum(P.estimation()[0]))
+    return _render(out, latex)
+
+
+def _render(out: dict[str, sp.Eq], latex: bool) -> dict[str, sp.Eq] | str:
     if not latex:
         return out
     rows = [rf"{sp.latex(e.lhs)} &= {sp.latex(e.rhs)}" for e in out.values()]

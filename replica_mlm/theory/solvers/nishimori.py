@@ -1,0 +1,115 @@
+"""The Bayes-optimal fixed point on the Nishimori line: one overlap ``q`` and its conjugate.
+
+``q -> q_hat`` (channel side) and ``q_hat -> (q, V)`` (prior side) of :mod:`.bayes_sides`
+compose into a map on the single unknown ``x = log(q / V)`` (``V = rho - q``, both kept as their
+own mode sums, so that neither is a difference of near-equal numbers), solved by the package's
+fixed-point driver (:func:`.fixed_point.solve`, MINPACK's hybr after a few damped steps from the
+uninformed start ``q_hat = 0``; from a warm start directly). The residual is the relative
+violation of the two prior-side equations, ``max(|q - q'| / q, |V - V'| / V)`` with ``(q', V')``
+the prior side at the channel side of ``(q, V)``: ``converged`` is True only when it is at most
+:data:`TOL`. See docs/bayes_optimal.md, section "Solving".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from replica_mlm.errors import ConvergenceError
+from replica_mlm.tasks.spectrum import Spectrum
+from replica_mlm.theory.sides import bayes_sides, energetic
+from replica_mlm.theory.sides.channels import Channel
+from replica_mlm.theory.solvers import fixed_point
+
+#: residual required for converged=True
+TOL = 1e-10
+#: damped steps from the cold start
+WARMUP = 6
+#: the smallest signal-to-noise of the cold start (q_hat = 0 would put q = 0, log(q / V) = -inf)
+COLD_Q_HAT = 1e-8
+
+
+class Problem:
+    """The fixed-point map of one (prior spectrum, alpha, channel) point."""
+
+    def __init__(self, prior: Spectrum, alpha: float, channel: Channel, *, order: int = energetic.ORDER):
+        self.prior, self.alpha, self.channel, self.order = prior, float(alpha), channel, order
+        self.rho, self.noise = prior.rho, prior.noise
+        self.evaluations = 0
+
+    def unpack(self, x) -> tuple[float, float]:
+        t = float(np.ravel(x)[0])
+        # q = rho sigmoid(t), V = rho sigmoid(-t), each without cancellation
+        return self.rho / (1.0 + math.exp(-t)), self.rho / (1.0 + math.exp(t))
+
+    @staticmethod
+    def pack(q: float, V: float) -> np.ndarray:
+        return np.array([math.log(q) - math.log(V)])
+
+    def q_hat(self, q: float, V: float) -> float:
+        self.evaluations += 1
+        return bayes_sides.channel_hat(self.channel, alpha=self.alpha, q=q, V=V, noise=self.noise,
+                                       order=self.order)
+
+    def image(self, x) -> np.ndarray:
+        q, V = self.unpack(x)
+        if not (q > 0 and V > 0):
+            raise FloatingPointError(f"q or V left (0, rho): q={q:.3g}, V={V:.3g}")
+        qh = self.q_hat(q, V)
+        if not (math.isfinite(qh) and qh >= 0):
+            raise FloatingPointError(f"q_hat = {qh} at q = {q:.3g}")
+        return self.pack(*bayes_sides.prior_side(self.prior, qh))
+
+    def start(self) -> np.ndarray:
+        return self.pack(*bayes_sides.prior_side(self.prior, COLD_Q_HAT * self.alpha))
+
+    def residual(self, x) -> tuple[float, dict]:
+        q, V = self.unpack(x)
+        qh = self.q_hat(q, V)
+        q2, V2 = bayes_sides.prior_side(self.prior, qh)
+        res = max(abs(q - q2) / max(q, q2), abs(V - V2) / max(V, V2))
+        return res, {"q": q, "V": V, "q_hat": qh}
+
+
+def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 400) -> dict:
+    """Solve one point; ``init`` a packed start (warm) or None (cold). ConvergenceError otherwise."""
+    x = problem.start() if init is None else np.asarray(init, dtype=float)
+    domain = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError)
+    try:
+        found = fixed_point.solve(problem.image, problem.residual, x, tol=tol,
+                                  warmup=WARMUP if init is None else 0, xtols=(1e-13, 1e-15),
+                                  retry_xtol=1e-15, max_evaluations=max_evaluations,
+                                  domain_errors=domain, failures=(*domain, RuntimeError))
+    except fixed_point.FixedPointFailure as failure:
+        last = dict(zip(("q", "V"), problem.unpack(failure.best), strict=True))
+        raise ConvergenceError(f"the Bayes-optimal fixed point was not reached at alpha = {problem.alpha:g} "
+                               f"({failure})", last=last,
+                               residual=failure.residual, iterations=problem.evaluations) from None
+    point = found.point
+    q, V, qh = point["q"], point["V"], point["q_hat"]
+    args = dict(q=q, V=V, noise=problem.noise, order=problem.order)
+    return {
+        "q": q, "m": q, "V": V, "q_hat": qh,
+        "eg": bayes_sides.error(problem.channel, **args),
+        "test_loss": bayes_sides.test_loss(problem.channel, **args),
+        "estimation_error": bayes_sides.estimation_error(problem.prior, qh),
+        "residual": found.residual, "iterations": problem.evaluations, "packed": found.x,
+    }
+
+
+def evolution(problem: Problem, steps: int) -> np.ndarray:
+    """State evolution from the uninformed start: ``q_t`` for ``t = 0..steps`` (``q_0 = 0``).
+
+    One step is the channel side then the prior side, ``q_{t+1} = q(q_hat(q_t))``: the overlap
+    that AMP's posterior-mean estimate reaches after ``t + 1`` iterations
+    (:func:`replica_mlm.learners.amp.amp`).
+    """
+    qs = [0.0]
+    q, V = 0.0, problem.rho
+    for _ in range(steps):
+        qh = bayes_sides.channel_hat(problem.channel, alpha=problem.alpha, q=q, V=V,
+                                     noise=problem.noise, order=problem.order)
+        q, V = bayes_sides.prior_side(problem.prior, qh)
+        qs.append(q)
+    return np.array(qs)

@@ -1,0 +1,238 @@
+"""The Bayes-optimal error of a task: the state evolution's fixed point (docs/bayes_optimal.md).
+
+:func:`bayes_optimal` solves the Nishimori saddle point (:mod:`.nishimori`) of a task's channel
+under a Gaussian prior on the teacher; :func:`bayes_optimal_curve` does so along a grid of alpha
+with warm starts. The prior is isotropic, ``w* ~ N(0, (tau / p) I)``:
+
+``prior="gaussian"``
+    ``tau = rho / ((1/p) tr Sigma)``: the prior's mean signal ``E w*^T Sigma w*`` is the task's
+    ``rho``. It assumes the teacher has no preferred alignment with the eigenvectors of Sigma
+    (teacher weights ``b_k tau``); the task's own teacher weights enter only through ``rho``.
+``prior="sk"``
+    The Sherrington-Kirkpatrick ensemble of an Ising site, ``w* = 2 beta J`` with couplings of
+    variance ``1 / L``: ``tau = 4 beta^2 p / L`` with ``L = p + 1`` (``4 beta^2`` for a task
+    without a finite ``p``). Needs ``beta``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from replica_mlm import _checks
+from replica_mlm.errors import ConvergenceError
+from replica_mlm.tasks.protocol import spectrum_of
+from replica_mlm.tasks.spectrum import Spectrum
+from replica_mlm.theory.sides import bayes_sides, channels, energetic
+from replica_mlm.theory.solvers import nishimori
+
+PRIORS = ("gaussian", "sk")
+#: per-point fields of a BayesOptimal stored as arrays in a BayesOptimalCurve
+COLUMNS = ("alpha", "eg", "test_loss", "estimation_error", "m", "q", "V", "q_hat", "residual", "iterations")
+
+
+@dataclass(frozen=True)
+class BayesOptimal:
+    """The Bayes-optimal estimator at one alpha (docs/bayes_optimal.md).
+
+    Attributes
+    ----------
+    alpha : float
+        Sample ratio n/p.
+    eg : float
+        The channel's natural error of the Bayes-optimal prediction: ``rho + sigma^2 - q`` (gaussian
+        channel, no factor 1/2), the classification error ``arccos(sqrt(q / rho)) / pi`` (sign) or
+        ``P(y != sign(w_hat . x))`` (logit), with ``w_hat`` the posterior mean.
+    test_loss : float
+        The predictive log-loss ``-E log p(y | x, data)`` in nats.
+    estimation_error : float
+        ``E |w_hat - w*|^2`` of the posterior mean (the summed posterior variances).
+    m, q, V, q_hat : float
+        Overlaps on the Nishimori line (``m = q``, ``V = rho - q``) and the conjugate of ``q``.
+    converged : bool
+        True: a point whose residual is above 1e-10 raises :class:`ConvergenceError`.
+    residual : float
+        Largest relative violation of the fixed-point equations at the solution.
+    iterations : int
+        Channel-side evaluations.
+    rho, noise, tau : float
+        The prior's signal ``E w*^T Sigma w*``, the label noise and ``E |w*|^2`` of the prior.
+    prior, channel : str
+    """
+
+    alpha: float
+    eg: float
+    test_loss: float
+    estimation_error: float
+    m: float
+    q: float
+    V: float
+    q_hat: float
+    converged: bool
+    residual: float
+    iterations: int
+    rho: float
+    noise: float
+    tau: float
+    prior: str
+    channel: str
+
+    def as_dict(self) -> dict:
+        """The fields as a dict."""
+        return asdict(self)
+
+    def to_frame(self):
+        """A one-row pandas DataFrame of the fields."""
+        import pandas as pd
+
+        return pd.DataFrame([self.as_dict()])
+
+
+@dataclass(frozen=True)
+class BayesOptimalCurve:
+    """Bayes-optimal points along a grid of alpha; the columns of :class:`BayesOptimal` as arrays."""
+
+    alpha: np.ndarray
+    eg: np.ndarray
+    test_loss: np.ndarray
+    estimation_error: np.ndarray
+    m: np.ndarray
+    q: np.ndarray
+    V: np.ndarray
+    q_hat: np.ndarray
+    residual: np.ndarray
+    iterations: np.ndarray
+    rho: float
+    noise: float
+    tau: float
+    prior: str
+    channel: str
+    converged: bool = True
+
+    def __len__(self) -> int:
+        return len(self.alpha)
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per alpha, with the per-curve fields repeated."""
+        import pandas as pd
+
+        frame = pd.DataFrame({c: getattr(self, c) for c in COLUMNS})
+        for f in fields(self):
+            if f.name not in COLUMNS:
+                frame[f.name] = getattr(self, f.name)
+        return frame
+
+
+def prior_spectrum(task, *, prior: str = "gaussian", beta: float | None = None) -> tuple[Spectrum, float]:
+    """The prior's spectrum (teacher weights ``b_k tau``) and ``tau = E |w*|^2`` for a task."""
+    spec = spectrum_of(task)
+    prior = _checks.choice(prior, PRIORS, "prior")
+    if prior == "gaussian":
+        if beta is not None:
+            raise ValueError("beta is used by prior='sk' only; the gaussian prior takes its variance "
+                             "from the task")
+        if not spec.rho > 0:
+            raise ValueError(f"the gaussian prior matched to the task needs a teacher signal rho > 0, "
+                             f"got rho = {spec.rho:g}")
+        tau = spec.rho / spec.mean_omega
+    else:
+        if beta is None:
+            raise ValueError("prior='sk' needs the inverse temperature beta (couplings of variance "
+                             "4 beta^2 / L)")
+        beta = _checks.positive(beta, "beta")
+        p = getattr(task, "p", None)
+        tau = 4.0 * beta**2 * (p / (p + 1.0) if isinstance(p, int | np.integer) else 1.0)
+    return bayes_sides.gaussian_prior(spec, tau), float(tau)
+
+
+def _setup(task, prior, channel, beta, order):
+    spec, tau = prior_spectrum(task, prior=prior, beta=beta)
+    chan = channels.resolve(channel, task)
+    order = _checks.positive_int(order, "order")
+    _checks.at_most(order, 256, "order", "Gauss-Legendre nodes per panel, 1 to 256")
+    return spec, tau, chan, order
+
+
+def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, beta: float | None = None,
+                  order: int = energetic.ORDER, init=None) -> BayesOptimal:
+    """The Bayes-optimal error of ``task`` at one alpha (docs/bayes_optimal.md).
+
+    Parameters
+    ----------
+    task : MaskedSite, limit or Spectrum
+        The covariance (its spectrum) and the channel; its teacher sets ``rho`` for the gaussian prior.
+    alpha : float
+        Sample ratio n/p > 0.
+    prior : {"gaussian", "sk"}
+        Isotropic Gaussian prior on the teacher (see the module docstring).
+    channel : {"gaussian", "sign", "logit"}, optional
+        The label channel (default: the task's own).
+    beta : float, optional
+        Inverse temperature, for ``prior="sk"`` only.
+    order : int
+        Gauss-Legendre nodes per panel of the channel-side quadrature.
+    init : BayesOptimal, optional
+        A warm start.
+
+    Returns
+    -------
+    BayesOptimal
+
+    Raises
+    ------
+    ConvergenceError
+        If the residual stays above 1e-10.
+    """
+    alpha = _checks.positive(alpha, "alpha")
+    _checks.at_most(alpha, 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
+    spec, tau, chan, order = _setup(task, prior, channel, beta, order)
+    if init is not None and not isinstance(init, BayesOptimal):
+        raise TypeError(f"init must be a BayesOptimal, got {type(init).__name__}")
+    return _point(spec, tau, prior, chan, order, alpha, None if init is None else _pack(init))
+
+
+def _pack(point) -> np.ndarray:
+    return nishimori.Problem.pack(point.q, point.V)
+
+
+def _point(spec, tau, prior, chan, order, alpha, start) -> BayesOptimal:
+    problem = nishimori.Problem(spec, alpha, chan, order=order)
+    out = nishimori.solve_point(problem, init=start)
+    return BayesOptimal(
+        alpha=float(alpha), eg=out["eg"], test_loss=out["test_loss"],
+        estimation_error=out["estimation_error"], m=out["m"], q=out["q"], V=out["V"], q_hat=out["q_hat"],
+        converged=True, residual=out["residual"], iterations=out["iterations"], rho=spec.rho,
+        noise=spec.noise, tau=tau, prior=prior, channel=chan.name)
+
+
+def bayes_optimal_curve(task, *, alpha, prior: str = "gaussian", channel=None, beta: float | None = None,
+                        order: int = energetic.ORDER) -> BayesOptimalCurve:
+    """:func:`bayes_optimal` at every alpha of a grid (in the order given), each point
+    warm-started from the previous ones (extrapolated linearly in ``log(q / V)`` from the last two);
+    a point that fails from the warm start is retried from the cold start."""
+    alphas = _checks.grid(alpha, "alpha")
+    _checks.at_most(float(alphas.max()), 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
+    spec, tau, chan, order = _setup(task, prior, channel, beta, order)
+    points: list[BayesOptimal] = []
+    for a in alphas:
+        starts = []
+        if len(points) >= 2:
+            p0, p1 = points[-2], points[-1]
+            t = (a - p1.alpha) / (p1.alpha - p0.alpha) if p1.alpha != p0.alpha else 0.0
+            if 0.0 < t <= 2.0:
+                starts.append(_pack(p1) + t * (_pack(p1) - _pack(p0)))
+        if points:
+            starts.append(_pack(points[-1]))
+        starts.append(None)
+        for k, start in enumerate(starts):
+            try:
+                pt = _point(spec, tau, prior, chan, order, float(a), start)
+                break
+            except ConvergenceError:
+                if k == len(starts) - 1:
+                    raise
+        points.append(pt)
+    cols = {c: np.array([getattr(p, c) for p in points]) for c in COLUMNS}
+    return BayesOptimalCurve(**cols, rho=spec.rho, noise=spec.noise, tau=tau, prior=prior, channel=chan.name,
+                             converged=all(p.converged for p in points))
