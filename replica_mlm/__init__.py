@@ -37,6 +37,7 @@ _EXPORTS = {
     "separability_threshold": "replica_mlm.theory.studies.separability",
     "bayes_optimal": "replica_mlm.theory.studies.bayes_optimal",
     "bayes_optimal_curve": "replica_mlm.theory.studies.bayes_optimal",
+    "amp": "replica_mlm.learners.amp",
     # --- discrete generalised Potts model and factored self-attention ---
     "FactoredAttention": "replica_mlm.learners.attention",
     "PottsModel": "replica_mlm.potts.model",

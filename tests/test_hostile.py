@@ -62,6 +62,7 @@ GP = rm.GaussianPotts.random(L=5, shift=3.0, seed=0)
 SITE = GP.masked_site(0)
 LIMIT = rm.GaussianPotts.limit(shift=3.0)
 SPEC = SITE.spectrum
+AMP_X, AMP_Y = SITE.sample(12, rng=5)
 PM = rm.PottsModel.random(L=3, q=2, seed=0, beta=0.5)
 SEQS = RNG.integers(0, 2, size=(8, 3))
 A3 = np.array([[0.0, 0.5, -0.2], [0.3, 0.0, 0.1], [-0.4, 0.2, 0.0]])
@@ -336,6 +337,9 @@ TARGETS = [
        choice("prior", "gaussian"), integer("order", 16, extra=(*POSINT, 257), huge=False)),
     _t("bayes_optimal_curve", lambda **k: rm.bayes_optimal_curve(**k), task(),
        grid("alpha", np.array([0.5, 1.5])), choice("prior", "gaussian")),
+    _t("amp", lambda **k: rm.amp(site=SITE, **k), array("X", AMP_X), array("y", AMP_Y),
+       integer("max_iter", 5, extra=POSINT, huge=False), real("tol", 1e-8, extra=POS),
+       real("damping", 0.0, extra=(-0.1, 1.0, 1.5))),
     _t("equations(bayes_optimal)", lambda **k: rm.equations(channel="sign", **k),
        flag("bayes_optimal", True)),
     _t("separability_threshold", lambda **k: rm.separability_threshold(**k), task(),

@@ -96,3 +96,21 @@ def error(channel: Channel, *, q: float, V: float, noise: float, order: int = en
 
 def _label_variance(channel: Channel, V: float, noise: float) -> float:
     return float(channel._numeric["var"](0.0, V, noise))
+
+
+def output_denoiser(channel: Channel, y: np.ndarray, omega: np.ndarray, V: float, noise: float) -> np.ndarray:
+    """``g = d log Z(y; omega, V) / d omega`` per sample: AMP's output step (the channel's Z and dZ).
+
+    Non-finite values (Z underflowing to 0 far on the wrong side of a noiseless sign channel)
+    are returned as they are, for the caller to refuse.
+    """
+    if channel.labels == "real":
+        return np.asarray(channel._numeric["score"](y, omega, V, noise), dtype=float) * np.ones_like(omega)
+    g = np.empty_like(omega)
+    for label in (1.0, -1.0):
+        mask = y == label
+        if np.any(mask):
+            zv, dz = channel.partition(label, omega[mask], V, noise)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                g[mask] = dz / zv
+    return g
