@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey, latex_number, log_ticks, save
+from replica_mlm.theory.studies.bayes_optimal import BayesOptimalCurve
 
 __all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_learning_curves",
            "plot_z_histogram"]
@@ -21,7 +22,7 @@ __all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_le
 
 def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
                          simulations: Sequence | None = None, title: str | None = None,
-                         logy: bool = True):
+                         logy: bool = True, bayes_optimal=None):
     """eg(alpha) for several lam (docs/theory.md, section 3), optionally with simulation points.
 
     Parameters
@@ -38,6 +39,9 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
     title : str, optional
     logy : bool
         Logarithmic eg axis (the interpolation peak spans decades at small lam).
+    bayes_optimal : BayesOptimalCurve, optional
+        The Bayes-optimal error (:func:`replica_mlm.bayes_optimal_curve`) drawn as a solid green
+        line beside the ERM curves (docs/bayes_optimal.md).
 
     Returns
     -------
@@ -52,6 +56,8 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
             eg = np.where(np.isfinite(c.eg), c.eg, np.nan)
             ax.plot(c.alpha, eg, color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)],
                     label=rf"$\lambda = {latex_number(c.lam)}$")
+        if bayes_optimal is not None:
+            _draw_bayes_optimal(ax, bayes_optimal)
         if simulations:
             for alpha, lam, mean, err in _simulation_points(simulations):
                 i = lam_index.get(lam, 0)
@@ -63,6 +69,14 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
         ax.set_ylabel(r"generalisation error $e_g$")
         legend = _mark_learning_curves(ax, curves)
         return _finish(fig, ax, title=title, path=path, legend=legend)
+
+
+def _draw_bayes_optimal(ax, bo) -> None:
+    if not isinstance(bo, BayesOptimalCurve):
+        raise TypeError(f"bayes_optimal must be a BayesOptimalCurve (rm.bayes_optimal_curve), got "
+                        f"{type(bo).__name__}")
+    # wide and light, under the ERM lines, so that an ERM line on top of it stays visible
+    ax.plot(bo.alpha, bo.eg, color="#009E73", lw=3.2, alpha=0.55, ls="-", zorder=1.5, label="Bayes-optimal")
 
 
 def beats_no_learning(curve) -> float:
@@ -91,7 +105,8 @@ def beats_no_learning(curve) -> float:
 def _mark_learning_curves(ax, curves: Sequence) -> dict:
     """The reference lines, annotations and legend of a learning-curve figure.
 
-    Draws C_ii (no learning), sigma^2 (Bayes floor) and the interpolation threshold alpha = 1 as
+    Draws C_ii (no learning), sigma^2 (Bayes floor) and the interpolation threshold alpha = 1 (for
+    binary channels only chance, eg = 1/2, instead) as
     thin coloured lines (each in the legend), an arrow where a lam = 0 curve diverges at alpha = 1,
     and where the smallest-lam curve first beats no learning after its peak. With simulation
     points (error-bar containers on ``ax``), a panel below shows their relative deviation from the
@@ -119,7 +134,11 @@ def _mark_learning_curves(ax, curves: Sequence) -> dict:
     labels = [ln.get_label() for ln in lines]
     legend = dict(handles=handles, labels=labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   handler_map={tuple: HandlerTuple(ndivide=1)})
-    if curves:
+    if curves and getattr(curves[0], "channel", "gaussian") != "gaussian":
+        # classification error: chance is 1/2; C_ii, sigma^2 and alpha = 1 belong to the regression
+        handles.append(ax.axhline(0.5, color="#0072B2", lw=0.9, ls=(0, (7, 2)), zorder=1))
+        labels.append(r"$e_g = 1/2$ (chance)")
+    elif curves:
         c0 = curves[0]
         c_ii, noise = c0.rho + c0.noise, c0.noise
         refs = [(c_ii, rf"$C_{{ii}} = {c_ii:.3g}$ (no learning)", "#0072B2", (0, (7, 2))),

@@ -134,3 +134,35 @@ def test_sk_prior_variance():
     bo = rm.bayes_optimal(site, alpha=1.0, prior="sk", beta=0.5)
     assert bo.tau == pytest.approx(4 * 0.25 * 9 / 10, rel=1e-15)
     assert bo.to_frame().shape[0] == 1
+
+
+def test_plot_draws_the_bayes_optimal_line(tmp_path):
+    import matplotlib.pyplot as plt
+
+    spec = _iso(0.0)
+    alpha = np.array([0.5, 1.0, 2.0])
+    curves = rm.learning_curve(spec, alpha=alpha, lam=[0.01, 0.1], loss="logistic", channel="sign")
+    bo = rm.bayes_optimal_curve(spec, alpha=alpha, channel="sign")
+    fig = rm.plotting.plot_learning_curves(curves, bayes_optimal=bo, path=tmp_path / "bo")
+    (line,) = [ln for ln in fig.axes[0].get_lines() if ln.get_label() == "Bayes-optimal"]
+    np.testing.assert_array_equal(line.get_ydata(), bo.eg)
+    assert (tmp_path / "bo.png").exists()
+    plt.close(fig)
+    with pytest.raises(TypeError, match="BayesOptimalCurve"):
+        rm.plotting.plot_learning_curves(curves, bayes_optimal=curves[0])
+
+
+def test_cli_curve_bayes_optimal(tmp_path):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    res = CliRunner().invoke(main, ["curve", "--L", "60", "--points", "5", "--lam", "0.01",
+                                    "--bayes-optimal", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    bo = pd.read_csv(tmp_path / "bayes_optimal.csv")
+    assert len(bo) == 5 and bool(bo.converged.all())
+    site = rm.GaussianPotts.random(L=60, shift=3.0, seed=0).masked_site(0)
+    lib = rm.bayes_optimal_curve(site, alpha=bo.alpha.to_numpy())
+    np.testing.assert_allclose(bo.eg, lib.eg, rtol=1e-14)

@@ -31,7 +31,11 @@ from replica_mlm.cli._common import (
 @lam_option((1e-4, 1e-2, 1e-1, 1.0))
 @erm_options
 @out_option("replica-mlm-out")
-def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out):
+@click.option("--bayes-optimal", "bayes_optimal", is_flag=True,
+              help="Also draw the Bayes-optimal error (docs/bayes_optimal.md; Gaussian prior matched to "
+                   "the task's rho) and write it to bayes_optimal.csv.")
+def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out,
+          bayes_optimal=False):
     """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
 
     Solves the replica-symmetric saddle point (sympy-derived, docs/theory.md, section 3) on the
@@ -42,6 +46,8 @@ def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, lo
     then the channel's natural error (classification error for sign and logit).
     Writes curve.csv, curve.json (metadata), curve.png and curve.pdf into --out, all or none (a
     failure, e.g. a full disk, leaves the folder's previous files; curve.json is written last).
+    With --bayes-optimal the Bayes-optimal curve of the same channel is drawn beside them and
+    written to bayes_optimal.csv.
     """
     from replica_mlm.plotting import plot_learning_curves
     from replica_mlm.theory.studies.curve import curves_to_csv, learning_curve
@@ -52,20 +58,31 @@ def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, lo
     alphas = alpha_grid(alpha_min, alpha_max, points)
     curves = [learning_curve(task, alpha=alphas, lam=lam, loss=loss, channel=channel)
               for lam in sorted(set(lams))]
+    bo = None
+    if bayes_optimal:
+        from replica_mlm.theory.studies.bayes_optimal import bayes_optimal_curve
+        bo = bayes_optimal_curve(task, alpha=alphas, channel=channel)
     csv_path = out / "curve.csv"
     files = [csv_path, out / "curve.png", out / "curve.pdf"]
+    if bo is not None:
+        files.append(out / "bayes_optimal.csv")
+    rows = {csv_path.name: sum(len(c) for c in curves)}
+    if bo is not None:
+        rows["bayes_optimal.csv"] = len(bo)
     with output_set(out, "curve"):  # all four files or none; curve.json last
         curves_to_csv(curves, csv_path)
-        fig = plot_learning_curves(curves, path=out / "curve", title=_title(task, curves, L=L, shift=shift,
-                                                                         site=site, limit=limit))
+        if bo is not None:
+            bo.to_csv(out / "bayes_optimal.csv")
+        title = _title(task, curves, L=L, shift=shift, site=site, limit=limit)
+        fig = plot_learning_curves(curves, path=out / "curve", bayes_optimal=bo, title=title)
         import matplotlib.pyplot as plt
 
         plt.close(fig)
         write_metadata(out, "curve", dict(L=None if limit else L, limit=limit, shift=shift, seed=seed,
                                           site=site, alpha_min=alpha_min,
                                           alpha_max=alpha_max, points=points, lam=sorted(set(lams)),
-                                          loss=loss, channel=channel),
-                       started=started, files=files, rows={csv_path.name: sum(len(c) for c in curves)},
+                                          loss=loss, channel=channel, bayes_optimal=bayes_optimal),
+                       started=started, files=files, rows=rows,
                        extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii})
     click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'curve.json'}")
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm import io as rm_io
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
@@ -112,6 +113,17 @@ class BayesOptimalCurve:
 
     def __len__(self) -> int:
         return len(self.alpha)
+
+    def to_csv(self, path=None) -> str:
+        """The rows of :meth:`to_frame` as CSV (written atomically by :func:`replica_mlm.io.write_csv`
+        when ``path`` is given); returns the text."""
+        names = [f.name for f in fields(self) if f.name not in COLUMNS]
+        rows = [[*(getattr(self, c)[i] for c in COLUMNS), *(getattr(self, n) for n in names)]
+                for i in range(len(self))]
+        columns = [*COLUMNS, *names]
+        if path is None:
+            return rm_io.csv_text(rows, columns=columns)
+        return rm_io.write_csv(path, rows, columns=columns)
 
     def to_frame(self):
         """A pandas DataFrame, one row per alpha, with the per-curve fields repeated."""
