@@ -78,7 +78,7 @@ def test_perceptron_large_alpha_constant():
 def test_perceptron_gap_to_logistic_at_best_lambda_is_positive():
     """(2) ERM(logistic, best lam) - BO > 0 on a grid (tiny: Aubin et al. 2020 find it so)."""
     spec = _iso(0.0)
-    grid = np.array([0.5, 2.0, 4.0])
+    grid = np.array([0.5, 4.0])
     bo = rm.bayes_optimal_curve(spec, alpha=grid, channel="sign")
     erm = rm.optimal_lambda(spec, alpha=grid, loss="logistic", channel="sign")
     gap = erm.eg_opt - bo.eg
@@ -108,17 +108,24 @@ def test_bayes_equations_are_printable():
 
 
 def test_bo_below_erm_on_ising_logit_site():
-    """(3) The logit channel of an Ising site: BO below logistic ERM at every lam of a grid."""
-    model = rm.PottsModel.random_ising(L=12, beta=0.6, rng=1)
-    from replica_mlm.tasks.ising_site import ising_site, spin_covariance
-
-    site = ising_site(model, 0, spin_covariance(model, samples=4000, batches=4, rng=2))
-    grid = np.array([0.5, 2.0])
-    bo = rm.bayes_optimal_curve(site, alpha=grid)
-    assert bo.channel == "logit"
-    for lam in (0.01, 0.1, 1.0):
-        erm = rm.learning_curve(site, alpha=grid, lam=lam, loss="logistic")
-        assert np.all(erm.eg > bo.eg), (lam, erm.eg, bo.eg)
+    """(3) The logit channel of an SK Ising site (L = 16, exact covariance). With teachers drawn from
+    the prior (the site's eigenvalues, teacher weights b_k tau) BO lies below logistic ERM at every
+    (alpha, lam) of a grid, at beta = 0.4 and 0.6; on the site's own teacher at beta = 0.4 too (at
+    beta = 0.6 it does not: docs/bayes_optimal.md, the teacher is aligned with Sigma)."""
+    grid = np.array([0.5, 2.0, 5.0])
+    lams = [1e-3, 0.1, 1.0]
+    for beta in (0.4, 0.6):
+        site = rm.PottsModel.random_ising(L=16, beta=beta, rng=1).masked_site(0)
+        bo = rm.bayes_optimal_curve(site, alpha=grid)
+        assert bo.channel == "logit"
+        spec = site.spectrum
+        model = rm.Spectrum(omega=spec.omega, bulk=spec.bulk, teacher=spec.bulk * bo.tau, noise=0.0)
+        for lam in lams:
+            erm = rm.learning_curve(model, alpha=grid, lam=lam, loss="logistic", channel="logit")
+            assert np.all(erm.eg > bo.eg), (beta, lam, erm.eg - bo.eg)
+            if beta == 0.4:
+                own = rm.learning_curve(site, alpha=grid, lam=lam, loss="logistic")
+                assert np.all(own.eg > bo.eg), (lam, own.eg - bo.eg)
 
 
 @pytest.mark.parametrize("bad, err", [({"prior": "laplace"}, ValueError), ({"prior": 3}, TypeError),
@@ -140,8 +147,8 @@ def test_plot_draws_the_bayes_optimal_line(tmp_path):
     import matplotlib.pyplot as plt
 
     spec = _iso(0.0)
-    alpha = np.array([0.5, 1.0, 2.0])
-    curves = rm.learning_curve(spec, alpha=alpha, lam=[0.01, 0.1], loss="logistic", channel="sign")
+    alpha = np.array([0.5, 2.0])
+    curves = rm.learning_curve(spec, alpha=alpha, lam=[0.1], loss="logistic", channel="sign")
     bo = rm.bayes_optimal_curve(spec, alpha=alpha, channel="sign")
     fig = rm.plotting.plot_learning_curves(curves, bayes_optimal=bo, path=tmp_path / "bo")
     (line,) = [ln for ln in fig.axes[0].get_lines() if ln.get_label() == "Bayes-optimal"]
