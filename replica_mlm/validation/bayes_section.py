@@ -18,7 +18,12 @@ Checks (each with its number and threshold):
   margin at beta = 0.6, negative, is reported in the detail (the SK teacher is aligned with Sigma);
 * ``bayes.amp_state_evolution``: AMP on instances of an Ising site's covariance (p = 100 quick,
   300 full; 8 / 16 seeds): the per-iteration overlaps ``q_t`` and ``m_t`` within 3 standard errors
-  of the state evolution at each of the first 8 iterations.
+  of the state evolution at each of the first 8 iterations;
+* ``bayes.sampler_state_evolution``: the posterior mean by HMC
+  (:mod:`replica_mlm.learners.posterior_sampler`) on the same instances: its overlaps within 3
+  standard errors of the Bayes-optimal fixed point;
+* ``bayes.sampler_vs_amp``: the HMC posterior mean and AMP's estimate differ by less than 1 % of
+  ``w^T Sigma w`` (mean over instances).
 """
 
 from __future__ import annotations
@@ -118,24 +123,35 @@ def _ising(out: Path) -> tuple[dict, list[str]]:
 def _amp(quick: bool, rng: int) -> dict:
     import replica_mlm as rm
     from replica_mlm.learners.amp import instance
+    from replica_mlm.learners.posterior_sampler import posterior_mean
     from replica_mlm.tasks.ising_site import ising_site, spin_covariance
 
     L, seeds = (101, 8) if quick else (301, 16)
     model = rm.PottsModel.random_ising(L=L, beta=0.5, rng=rng + 1)
     site = ising_site(model, 0, spin_covariance(model, samples=2000, batches=4, rng=rng + 2))
-    p = site.p
-    qs, ms = [], []
+    p, S = site.p, site.covariance
+    qs, ms, hq, hm, gap, acc = [], [], [], [], [], []
     for seed in range(seeds):
         X, y, w_star = instance(site, 2 * p, rng=rng * 1000 + seed)
-        _, info = rm.amp(X, y, site=site, teacher=w_star, max_iter=ITERATIONS, tol=1e-300)
+        w_amp, info = rm.amp(X, y, site=site, teacher=w_star, max_iter=ITERATIONS, tol=1e-300)
         qs.append(info.q)
         ms.append(info.m)
+        w_hmc, hinfo = posterior_mean(X, y, site=site, samples=1000 if quick else 2000, burn_in=300,
+                                      step=0.15, leapfrog=10, rng=rng * 1000 + seed)
+        hq.append(float(w_hmc @ S @ w_hmc))
+        hm.append(float(w_hmc @ S @ w_star))
+        d = w_hmc - w_amp
+        gap.append(float(d @ S @ d) / hq[-1])
+        acc.append(hinfo.acceptance)
     qs, ms = np.array(qs), np.array(ms)
     z = [np.abs(a.mean(0) - info.se_q) / (a.std(0, ddof=1) / math.sqrt(seeds)) for a in (qs, ms)]
+    zh = [abs(np.mean(a) - info.fixed_point_q) / (np.std(a, ddof=1) / math.sqrt(seeds)) for a in (hq, hm)]
     return dict(L=L, p=p, seeds=seeds, alpha=2.0, se_q=info.se_q.tolist(), q_mean=qs.mean(0).tolist(),
                 q_se=(qs.std(0, ddof=1) / math.sqrt(seeds)).tolist(), m_mean=ms.mean(0).tolist(),
                 m_se=(ms.std(0, ddof=1) / math.sqrt(seeds)).tolist(),
-                max_z=float(max(z[0].max(), z[1].max())), fixed_point_q=info.fixed_point_q)
+                max_z=float(max(z[0].max(), z[1].max())), fixed_point_q=info.fixed_point_q,
+                sampler_q=hq, sampler_m=hm, sampler_max_z=float(max(zh)), sampler_vs_amp=gap,
+                sampler_acceptance=acc)
 
 
 def _plot_amp(am: dict, out: Path) -> list[str]:
@@ -198,6 +214,13 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
         Check("bayes.amp_state_evolution", am["max_z"] < 3, am["max_z"], 3,
               f"AMP on {am['seeds']} instances (p = {am['p']}, alpha = 2): largest |mean - SE| / s.e. of "
               f"q_t and m_t over t = 1..{ITERATIONS}"),
+        Check("bayes.sampler_state_evolution", am["sampler_max_z"] < 3, am["sampler_max_z"], 3,
+              f"HMC posterior mean on the same {am['seeds']} instances: largest |mean - SE| / s.e. of "
+              "w^T Sigma w and w^T Sigma w* against the Bayes-optimal fixed point"),
+        Check("bayes.sampler_vs_amp", float(np.mean(am["sampler_vs_amp"])) < 0.01,
+              float(np.mean(am["sampler_vs_amp"])), 0.01,
+              "mean over instances of (w_HMC - w_AMP)^T Sigma (w_HMC - w_AMP) / (w_HMC^T Sigma w_HMC): "
+              "AMP's estimate is the posterior mean"),
     ]
     data = dict(ridge=ri, perceptron=pe, ising=ising, amp=am)
     write_json(out / "bayes.json", data, indent=2)

@@ -17,6 +17,7 @@ log Z`` (nats; for real labels the differential entropy of ``N(mu, Var(y | mu))`
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import numpy as np
 
@@ -114,3 +115,23 @@ def output_denoiser(channel: Channel, y: np.ndarray, omega: np.ndarray, V: float
             with np.errstate(divide="ignore", invalid="ignore"):
                 g[mask] = dz / zv
     return g
+
+
+@cache
+def log_likelihood(channel: Channel):
+    """``(y, nu, sigma^2) -> (log P_out(y | nu), d log P_out / d nu)`` from the channel's sympy
+    ``P_out`` (derivative by sympy), compiled once per channel: the posterior sampler's likelihood."""
+    import sympy as sp
+
+    from replica_mlm.theory.symbolic import potentials as P
+    from replica_mlm.theory.symbolic.expressions import lambdify, nu, y
+
+    log_p = sp.log(channel.p_out)
+    fn = lambdify((y, nu, P.noise), [log_p, sp.simplify(sp.diff(log_p, nu))], cse=True)
+
+    def evaluate(yv, nuv, noise):
+        with np.errstate(divide="ignore"):
+            lp, dlp = fn(yv, nuv, noise)
+        return np.broadcast_to(lp, np.shape(nuv)), np.broadcast_to(dlp, np.shape(nuv))
+
+    return evaluate
