@@ -16,6 +16,9 @@ Checks (each with its number and threshold):
   weights ``b_k tau``): BO below logistic ERM at every (alpha, lam) of a grid;
 * ``bayes.ising_below_erm_own_teacher``: the same at beta = 0.4 on the site's own teacher; the
   margin at beta = 0.6, negative, is reported in the detail (the SK teacher is aligned with Sigma);
+* ``bayes.fig3_right_test_loss``: the quantities of fig. 3 (right) at q = 2: the Bayes-optimal
+  predictive log-loss below logistic ERM's test cross-entropy on the same grid (own teacher and
+  prior's model);
 * ``bayes.amp_state_evolution``: AMP on instances of an Ising site's covariance (p = 100 quick,
   300 full; 8 / 16 seeds): the per-iteration overlaps ``q_t`` and ``m_t`` within 3 standard errors
   of the state evolution at each of the first 8 iterations;
@@ -110,14 +113,45 @@ def _ising(out: Path) -> tuple[dict, list[str]]:
         key = f"beta_{beta:g}"
         data[key] = dict(eg_bayes=bo.eg.tolist(), eg_erm=[c.eg.tolist() for c in curves],
                          own_teacher_margin=float(np.min([c.eg - bo.eg for c in curves])),
-                         prior_model_margin=float(np.min([c.eg - bo.eg for c in in_model])))
+                         prior_model_margin=float(np.min([c.eg - bo.eg for c in in_model])),
+                         test_loss_bayes=bo.test_loss.tolist(),
+                         test_loss_erm=[c.test_loss.tolist() for c in curves],
+                         test_loss_margin=float(np.min([c.test_loss - bo.test_loss
+                                                        for c in (*curves, *in_model)])))
         if beta == 0.4:
             fig = rm.plotting.plot_learning_curves(
                 curves, bayes_optimal=bo, path=out / "bayes_ising", logy=True,
                 title=rf"SK Ising site, $L = 16$, $\beta = {beta:g}$: logistic ERM and Bayes-optimal")
             plt.close(fig)
             figures += ["bayes_ising.png", "bayes_ising.pdf"]
+            figures += _plot_fig3_right(alpha, bo, curves, beta, out)
     return data, figures
+
+
+def _plot_fig3_right(alpha, bo, curves, beta, out: Path) -> list[str]:
+    """The quantities of the paper's fig. 3 (right) at q = 2: logistic ERM's test cross-entropy beside
+    the Bayes-optimal predictive log-loss."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    from replica_mlm.plotting import LINESTYLES, STYLE, save
+
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        ax.plot(alpha, bo.test_loss, color="#009E73", lw=3.2, alpha=0.55, label="Bayes-optimal (predictive)")
+        for i, c in enumerate(curves):
+            ax.plot(alpha, c.test_loss, color="black", ls=LINESTYLES[i % len(LINESTYLES)], lw=1.1,
+                    label=rf"logistic ERM, $\lambda = {c.lam:g}$")
+        ax.set_xscale("log")
+        ax.set_xticks([0.3, 0.5, 1, 2, 4, 6], ["0.3", "0.5", "1", "2", "4", "6"])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(r"$\alpha = M/p$")
+        ax.set_ylabel("test cross-entropy (nats)")
+        ax.set_title(rf"SK Ising site, $L = 16$, $\beta = {beta:g}$ (fig. 3 right, $q = 2$)", fontsize=9)
+        ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        save(fig, out / "bayes_fig3_right")
+        plt.close(fig)
+    return ["bayes_fig3_right.png", "bayes_fig3_right.pdf"]
 
 
 def _amp(quick: bool, rng: int) -> dict:
@@ -188,6 +222,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
     am = _amp(quick, rng)
     figures += _plot_amp(am, out)
     excess = min(ri["site_excess"])
+    ising_loss = min(ising["beta_0.4"]["test_loss_margin"], ising["beta_0.6"]["test_loss_margin"])
     ising_model = min(ising["beta_0.4"]["prior_model_margin"], ising["beta_0.6"]["prior_model_margin"])
     checks = [
         Check("bayes.ridge_equivalence", ri["max_rel"] < 1e-10, ri["max_rel"], 1e-10,
@@ -211,6 +246,9 @@ def run(out: Path, *, quick: bool = True, rng: int = 0) -> Section:
               "the same at beta = 0.4 on the site's own teacher (2 beta J); at beta = 0.6 the margin is "
               f"{ising['beta_0.6']['own_teacher_margin']:.2e}: the SK teacher is aligned with Sigma, which "
               "the isotropic prior does not assume (docs/bayes_optimal.md)"),
+        Check("bayes.fig3_right_test_loss", ising_loss > 0, ising_loss, "> 0",
+              "the Bayes-optimal predictive log-loss below logistic ERM's test cross-entropy at every alpha "
+              "and lam, beta = 0.4 and 0.6, on the site's own teacher and with teachers from the prior"),
         Check("bayes.amp_state_evolution", am["max_z"] < 3, am["max_z"], 3,
               f"AMP on {am['seeds']} instances (p = {am['p']}, alpha = 2): largest |mean - SE| / s.e. of "
               f"q_t and m_t over t = 1..{ITERATIONS}"),
