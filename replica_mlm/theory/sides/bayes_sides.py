@@ -74,7 +74,7 @@ def channel_hat(channel: Channel, *, alpha: float, q: float, V: float, noise: fl
     total = 0.0
     for _, c, zv, dz in _binary_nodes(channel, q, V, noise, order):
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(zv > 0, dz * dz / zv, 0.0)
+            ratio = np.where(zv > 0, bayes_potentials.compiled_hat_integrand()(zv, dz), 0.0)
         total += float(np.dot(c, ratio))
     return alpha * total
 

@@ -91,12 +91,27 @@ def derive() -> BayesEquations:
     return BayesEquations(q=q_mode, V=V_mode, estimation=est_mode)
 
 
+#: the channel's partition function and its mu-derivative at one node, as plain symbols
+Z_node, dZ_node = sp.symbols("Z dZ", positive=True)
+
+
+def hat_integrand() -> sp.Expr:
+    """The integrand of ``q_hat / alpha`` at one node: ``dZ^2 / Z`` (the one place it is written)."""
+    return dZ_node**2 / Z_node
+
+
 def channel_hat() -> sp.Expr:
-    """The integrand of ``q_hat / alpha``: ``(dZ/dmu)^2 / Z`` in the channel's symbols."""
+    """:func:`hat_integrand` in the channel's symbols, ``(dZ/dmu)^2 / Z(y, mu, v)``, for printing."""
     from replica_mlm.theory.symbolic.expressions import mu, v, y
 
     Z = sp.Function("Z")(y, mu, v)
-    return sp.Derivative(Z, mu) ** 2 / Z
+    return hat_integrand().subs({dZ_node: sp.Derivative(Z, mu), Z_node: Z}, simultaneous=True)
+
+
+@cache
+def compiled_hat_integrand():
+    """:func:`hat_integrand` as a numpy function of ``(Z, dZ)``, lambdified once."""
+    return sp.lambdify((Z_node, dZ_node), hat_integrand(), "numpy")
 
 
 @cache
