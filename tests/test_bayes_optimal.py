@@ -58,6 +58,21 @@ def test_anisotropic_posterior_mean_is_a_ridge_never_below_optimal_lambda():
     np.testing.assert_allclose(bo.eg, rm.optimal_lambda(matched, alpha=grid).eg_opt, rtol=1e-10)
 
 
+def test_thermodynamic_limit_prior_model_and_own_teacher():
+    """(1) The L -> infinity limit (s = 3): in the prior's model BO == optimal_lambda (to 1e-10) at
+    lam = sigma^2 / tau; on the limit's own teacher that ridge is never below optimal_lambda."""
+    lim = rm.GaussianPotts.limit(shift=3.0)
+    grid = np.array([0.5, 2.0])
+    bo = rm.bayes_optimal_curve(lim, alpha=grid)
+    spec = lim.spectrum
+    model = rm.Spectrum(omega=spec.omega, bulk=spec.bulk, teacher=spec.bulk * bo.tau, noise=spec.noise)
+    opt_model = rm.optimal_lambda(model, alpha=grid)
+    np.testing.assert_allclose(bo.eg, opt_model.eg_opt, rtol=1e-10)
+    np.testing.assert_allclose(opt_model.lam_opt, spec.noise / bo.tau, rtol=1e-6)
+    own = rm.learning_curve(lim, alpha=grid, lam=spec.noise / bo.tau)
+    assert np.all(own.eg >= rm.optimal_lambda(lim, alpha=grid).eg_opt * (1 - 1e-12))
+
+
 def test_perceptron_large_alpha_constant():
     """(2) Noiseless sign channel: eg alpha -> 1 / (sqrt(2 pi) int phi^2 / Phi) = 0.44170 (Engel & Van
     den Broeck's 0.442); fitted as A + B / alpha on alpha in [200, 3200]."""
