@@ -161,10 +161,10 @@ def test_sk_prior_variance():
 def test_plot_draws_the_bayes_optimal_line(tmp_path):
     import matplotlib.pyplot as plt
 
-    spec = _iso(0.0)
+    spec = _iso(0.2)
     alpha = np.array([0.5, 2.0])
-    curves = rm.learning_curve(spec, alpha=alpha, lam=[0.1], loss="logistic", channel="sign")
-    bo = rm.bayes_optimal_curve(spec, alpha=alpha, channel="sign")
+    curves = rm.learning_curve(spec, alpha=alpha, lam=[0.1])
+    bo = rm.bayes_optimal_curve(spec, alpha=alpha)
     fig = rm.plotting.plot_learning_curves(curves, bayes_optimal=bo, path=tmp_path / "bo")
     (line,) = [ln for ln in fig.axes[0].get_lines() if ln.get_label() == "Bayes-optimal"]
     np.testing.assert_array_equal(line.get_ydata(), bo.eg)
