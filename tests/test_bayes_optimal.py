@@ -151,6 +151,12 @@ def test_refuses(bad, err):
         rm.bayes_optimal(_iso(0.1), alpha=1.0, **bad)
 
 
+def test_noiseless_regression_beyond_alpha_1_is_refused_with_the_reason():
+    assert rm.bayes_optimal(_iso(0.0), alpha=0.5).eg == pytest.approx(0.5, rel=1e-10)  # rho (1 - alpha)
+    with pytest.raises(ValueError, match="recovers the teacher exactly"):
+        rm.bayes_optimal(_iso(0.0), alpha=2.0)
+
+
 def test_sk_prior_variance():
     site = rm.MaskedSite(covariance=np.eye(9), teacher=np.full(9, 0.2), noise=0.0, channel="logit")
     bo = rm.bayes_optimal(site, alpha=1.0, prior="sk", beta=0.5)

@@ -195,6 +195,9 @@ def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, 
     ------
     ConvergenceError
         If the residual stays above 1e-10.
+    ValueError
+        For the gaussian channel without label noise at alpha > 1, where the teacher is recovered
+        exactly (the fixed point ``V = 0`` lies on the boundary).
     """
     alpha = _checks.positive(alpha, "alpha")
     _checks.at_most(alpha, 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
@@ -209,6 +212,11 @@ def _pack(point) -> np.ndarray:
 
 
 def _point(spec, tau, prior, chan, order, alpha, start) -> BayesOptimal:
+    if chan.labels == "real" and spec.noise == 0 and alpha > float(np.sum(spec.bulk[spec.teacher > 0])):
+        # V -> V / alpha near V = 0: the fixed point is V = 0, on the boundary of the unknowns
+        raise ValueError(f"the {chan.name} channel without label noise at alpha = {alpha:g} > 1 recovers the "
+                         "teacher exactly (eg = 0, V = 0, an infinite predictive log-density): give the "
+                         "task some label noise, or take alpha <= 1")
     problem = nishimori.Problem(spec, alpha, chan, order=order)
     out = nishimori.solve_point(problem, init=start)
     return BayesOptimal(
