@@ -14,7 +14,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey, latex_number, log_ticks, save
-from replica_mlm.theory.studies.bayes_optimal import BayesOptimalCurve
 
 __all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_learning_curves",
            "plot_z_histogram"]
@@ -72,6 +71,9 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
 
 
 def _draw_bayes_optimal(ax, bo) -> None:
+    # imported here: the Bayes-optimal solver derives with sympy, which plotting alone does not need
+    from replica_mlm.theory.studies.bayes_optimal import BayesOptimalCurve
+
     if not isinstance(bo, BayesOptimalCurve):
         raise TypeError(f"bayes_optimal must be a BayesOptimalCurve (rm.bayes_optimal_curve), got "
                         f"{type(bo).__name__}")
