@@ -10,7 +10,7 @@ from replica_mlm import _checks
 from replica_mlm._threads import INHERIT, blas_threads
 from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
-from replica_mlm.stats import mean_stderr
+from replica_mlm.stats import mean_stderr, zscore
 from replica_mlm.tasks.protocol import DrawnTask
 from replica_mlm.theory.sides import losses
 
@@ -44,6 +44,15 @@ class Simulation:
         Loss and label channel.
     eg_mean, eg_stderr, train_loss_mean, ..., estimation_error_stderr : ndarray, shape (k,)
         Means over seeds and their standard errors (std with ddof=1 over sqrt(seeds)).
+    eg_theory, train_loss_theory : ndarray, shape (k,), or None
+        The replica prediction (:func:`replica_mlm.solve`) on the same task at the realised alpha
+        = n / p and each lam, with the same loss and channel (docs/theory.md, section 3): the
+        p -> infinity value, so expect an O(1/p) difference, larger near alpha = 1 at small lam.
+        NaN where the saddle point does not converge. None for simulations on a PottsModel
+        (its site's theory needs the sampled covariance: ``rm.solve(model.masked_site(i), ...)``).
+    z : ndarray, shape (k,), or None
+        ``(eg_mean - eg_theory) / eg_stderr`` per lam (:func:`replica_mlm.stats.zscore`; the
+        ``z`` column of ``replica-mlm simulate``); None where ``eg_theory`` is.
     """
 
     alpha: float
@@ -58,6 +67,13 @@ class Simulation:
     kkt_residual: np.ndarray | None = None
     loss: str = "square"
     channel: str = "gaussian"
+    eg_theory: np.ndarray | None = None
+    train_loss_theory: np.ndarray | None = None
+
+    @property
+    def z(self) -> np.ndarray | None:
+        return None if self.eg_theory is None else np.asarray(zscore(self.eg_mean, self.eg_theory,
+                                                                        self.eg_stderr), dtype=float)
 
     def to_frame(self):
         """A pandas DataFrame, one row per (training set, lam): columns alpha, n, p, sample (the
@@ -318,6 +334,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         raise ValueError(f"alpha = {alpha:g} gives alpha * p = {alpha * p:.3g} < 1 sample for p = {p} "
                          f"inputs: alpha must be >= 1/p = {1 / p:.6g}")
     n = round(alpha * p)
+    theory = _theory(site, n / p, lam, loss, channel)
     # per seed: a child generator (about 1 KiB) and two rows of results; one sample at a time,
     # with its SVD and the ridge path
     _checks.allocation(seeds * (1024 + 16 * lam.size) + 8 * (6 * n * p + 2 * p * p + 3 * p * lam.size),
@@ -350,7 +367,22 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
                 out["eg"][k] = fit["error"]
             out["estimation_error"][k] = fit["estimation_error"]
     return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=loss.name, channel=channel.name,
-                      **out)
+                      eg_theory=theory[0], train_loss_theory=theory[1], **out)
+
+
+def _theory(task, alpha: float, lam: np.ndarray, loss, channel) -> tuple[np.ndarray, np.ndarray]:
+    """The replica eg and training loss at (alpha, each lam), NaN where the solver fails."""
+    from replica_mlm.errors import ConvergenceError
+    from replica_mlm.theory.solve import solve
+
+    eg, et = np.full(lam.size, np.nan), np.full(lam.size, np.nan)
+    for j, lm in enumerate(lam):
+        try:
+            sp = solve(task, alpha=alpha, lam=float(lm), loss=loss, channel=channel.name)
+        except ConvergenceError:
+            continue
+        eg[j], et[j] = sp.eg, sp.train_loss
+    return eg, et
 
 
 def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,

@@ -20,7 +20,7 @@ the expansion parameter is tiny).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 
 import mpmath
@@ -201,6 +201,12 @@ class Asymptotics:
     peak_exponent: float
     peak_constant: float
     lam: float
+
+    def to_frame(self):
+        """A one-row pandas DataFrame of the fields (mpmath numbers as floats)."""
+        import pandas as pd
+
+        return pd.DataFrame([{f.name: float(getattr(self, f.name)) for f in fields(self)}])
 
 
 def asymptotics(task, *, lam: float, precision: int | None = None) -> Asymptotics:

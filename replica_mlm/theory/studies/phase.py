@@ -256,6 +256,23 @@ class PhaseDiagram:
         """Boolean mask of the grid where d eg / d alpha > 0."""
         return self.deg_dalpha > 0
 
+    def to_frame(self):
+        """A pandas DataFrame, one row per grid point (row by row): alpha, lam, shift, eg,
+        train_loss, deg_dalpha, more_data_hurts, the row's peak_alpha, rho and noise, and the
+        column's optimal_lam and optimal_eg (NaN on shift diagrams)."""
+        import pandas as pd
+
+        n_y, n_a = self.eg.shape
+        per_row = lambda v: np.repeat(np.broadcast_to(np.asarray(v, dtype=float), (n_y,)), n_a)  # noqa: E731
+        per_col = lambda v: np.tile(np.full(n_a, np.nan) if v is None else np.asarray(v, dtype=float), n_y)  # noqa: E731
+        return pd.DataFrame({
+            "alpha": np.tile(self.alpha, n_y), "lam": per_row(self.lam),
+            "shift": per_row(np.nan if self.shift is None else self.shift),
+            "eg": self.eg.ravel(), "train_loss": self.train_loss.ravel(),
+            "deg_dalpha": self.deg_dalpha.ravel(), "more_data_hurts": self.more_data_hurts.ravel(),
+            "peak_alpha": per_row(self.peak_alpha), "rho": per_row(self.rho), "noise": per_row(self.noise),
+            "optimal_lam": per_col(self.optimal_lam), "optimal_eg": per_col(self.optimal_eg)})
+
 
 def increasing_grid(values, name: str, *, positive: bool = True) -> np.ndarray:
     """A non-empty, finite, strictly increasing 1-d grid (strictly positive if ``positive``)."""
