@@ -78,7 +78,8 @@ def _title(task, curves, **where) -> str:
     beat = beats_no_learning(first)
     lam = rf"$\lambda = {latex_number(first.lam)}$"
     if beat == beat:  # not nan
-        note = rf"at {lam}, $e_g < C_{{ii}}$ (no learning) only for $\alpha > {beat:.3g}$"
+        note = rf"At {lam}, learning beats no learning ($e_g < C_{{ii}}$) only for $\alpha > {beat:.3g}$"
     else:
-        note = rf"at {lam}, $e_g \geq C_{{ii}}$ (no learning) for every $\alpha \leq {first.alpha[-1]:g}$"
-    return f"{task_title(task, **where)}\n{note}"
+        note = (rf"At {lam}, learning never beats no learning ($e_g < C_{{ii}}$) up to "
+                rf"$\alpha = {first.alpha[-1]:g}$")
+    return f"{note}\n{task_title(task, **where)}"
