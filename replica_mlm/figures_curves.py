@@ -88,10 +88,6 @@ def _split_optimal(curves, optimal):
                         f"got {type(curves).__name__}")
     found = [c for c in curves if isinstance(c, OptimalLambda)]
     curves = [c for c in curves if not isinstance(c, OptimalLambda)]
-    bad = [type(c).__name__ for c in curves if not isinstance(c, LearningCurve)]
-    if bad:
-        raise TypeError(f"curves must hold LearningCurve objects (rm.learning_curve) or an OptimalLambda "
-                        f"(rm.optimal_lambda), got {bad[0]}")
     if optimal is not None and not isinstance(optimal, OptimalLambda):
         raise TypeError(f"optimal must be an OptimalLambda (rm.optimal_lambda), got {type(optimal).__name__}")
     if len(found) + (optimal is not None) > 1:

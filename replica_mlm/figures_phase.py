@@ -70,7 +70,7 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         # right-hand part is the peak line: drawing both would put one line on top of the other
         handles = [Patch(facecolor="0.3", edgecolor="0.85", hatch="////",
                          label=r"more data hurts: $\partial e_g/\partial\alpha > 0$"),
-                   Line2D([], [], color="0.5", ls="-", lw=0.7, label=r"contours of $e_g$ (labelled)")]
+                   _contour_handle(colors)]
         ax.axvline(pd.interpolation_alpha, color="white", ls="-", lw=2.2)
         ax.axvline(pd.interpolation_alpha, color="black", ls=":", lw=1.0)
         handles.append(Line2D([], [], color="black", ls=":", lw=1.0, label=r"interpolation, $\alpha = 1$"))
@@ -101,6 +101,18 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         return _finish(fig, ax, title=title, path=path,
                        legend=dict(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14),
                                    ncol=2, fontsize=7.5, frameon=False))
+
+
+def _contour_handle(colors: list[str]):
+    """The legend entry of the eg contours: black (as drawn on light colours), or white with a
+    black edge if every contour is white (as drawn on dark colours)."""
+    from matplotlib import patheffects
+    from matplotlib.lines import Line2D
+
+    if "black" in colors:
+        return Line2D([], [], color="black", ls="-", lw=0.7, label=r"contours of $e_g$ (labelled)")
+    return Line2D([], [], color="white", ls="-", lw=0.7, label=r"contours of $e_g$ (labelled)",
+                  path_effects=[patheffects.withStroke(linewidth=1.8, foreground="black")])
 
 
 def _label_contours_apart(ax, cs, avoid: np.ndarray) -> None:
