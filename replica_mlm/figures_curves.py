@@ -13,12 +13,14 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from replica_mlm._keywords import keywords
 from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey, latex_number, log_ticks, save
 
 __all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_learning_curves",
            "plot_z_histogram"]
 
 
+@keywords
 def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
                          simulations: Sequence | None = None, optimal=None, title: str | None = None,
                          logy: bool = True):
@@ -98,6 +100,7 @@ def _split_optimal(curves, optimal):
     return curves, optimal
 
 
+@keywords
 def beats_no_learning(curve) -> float:
     """The alpha beyond the peak of ``curve.eg`` from which eg stays below C_ii = rho + sigma^2.
 
@@ -284,6 +287,7 @@ def _simulation_points(simulations: Sequence) -> list[tuple]:
     return points
 
 
+@keywords
 def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
                      title: str | None = None, bins: int = 24):
     """Histogram of z-scores (theory against simulation) with the N(0, 1) density.
@@ -330,6 +334,7 @@ def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
                        legend=dict(loc="upper left", ncols=2, fontsize=7.5))
 
 
+@keywords
 def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float, float] | None = None,
                       simulations: Sequence | None = None, path: str | os.PathLike | None = None,
                       title: str | None = None):
@@ -392,6 +397,7 @@ def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float,
                                    bbox_to_anchor=(1.01, 1.0), handler_map={tuple: HandlerTuple(ndivide=1)}))
 
 
+@keywords
 def plot_erm_curves(lines: dict, rows: Sequence, *, alpha_c: float | None = None,
                     path: str | os.PathLike | None = None, title: str | None = None):
     """eg (left) and test loss (right) against alpha for several (loss, channel) pairs.

@@ -11,11 +11,13 @@ import os
 import matplotlib.pyplot as plt
 import numpy as np
 
+from replica_mlm._keywords import keywords
 from replica_mlm.figure_style import STYLE, _finish, latex_number, log_ticks
 
 __all__ = ["plot_phase_diagram"]
 
 
+@keywords
 def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str | None = None,
                        levels: int = 7):
     """Phase diagram of eg over (alpha, lam) or (alpha, shift).

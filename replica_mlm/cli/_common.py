@@ -28,7 +28,15 @@ class FiniteFloat(click.FloatRange):
 
     name = "finite float"
 
+    def _describe_range(self) -> str:
+        # click shows "x<=None" for a range without bounds: say nothing then
+        return "" if self.min is None and self.max is None else super()._describe_range()
+
     def convert(self, value, param, ctx):
+        if isinstance(value, str) and param is not None and param.multiple and "," in value:
+            flag = param.opts[0] if param.opts else param.name
+            parts = " ".join(f"{flag} {v.strip()}" for v in value.split(",") if v.strip())
+            self.fail(f"{value!r} is not one number: repeat {flag} for several values ({parts}).", param, ctx)
         rv = super().convert(value, param, ctx)
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number.", param, ctx)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm._threads import INHERIT, blas_threads
 from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
@@ -225,6 +226,7 @@ def _ridge_gram(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray | N
     return out
 
 
+@keywords
 def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
              loss=None, channel: str | None = None, site: int | None = None,
              n_test: int | None = None, threads=INHERIT) -> Simulation | list[Simulation]:

@@ -28,6 +28,7 @@ import numpy as np
 import sympy as sp
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory.solvers.precise import PreciseSpectrum, precise_spectrum
 from replica_mlm.theory.symbolic import potentials as P
@@ -209,6 +210,7 @@ class Asymptotics:
         return pd.DataFrame([{f.name: float(getattr(self, f.name)) for f in fields(self)}])
 
 
+@keywords
 def asymptotics(task, *, lam: float, precision: int | None = None) -> Asymptotics:
     """Evaluate the sympy expansions of :func:`expansions` for ``task`` at ridge ``lam``.
 

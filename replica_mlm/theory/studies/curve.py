@@ -9,9 +9,10 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm import io as rm_io
+from replica_mlm._keywords import keywords
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
-from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
+from replica_mlm.theory.solve import SOLVER_OPTIONS, SaddlePoint, solve, solve_reduced
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
@@ -112,6 +113,7 @@ def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = 
     return rm_io.write_csv(path, rows, columns=columns)
 
 
+@keywords(options=SOLVER_OPTIONS)
 def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, channel=None,
                    **options) -> LearningCurve | list[LearningCurve]:
     """Solve the saddle point at every alpha of a grid, at one ``lam`` or at each of several.

@@ -7,6 +7,7 @@ import re
 import sympy as sp
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm.theory.symbolic import potentials as P
 
 
@@ -33,6 +34,7 @@ def _plain(expr) -> str:
     return re.sub(r"\\([A-Za-z]+)", r"\1", text).replace("**", "^")
 
 
+@keywords
 def equations(*, latex: bool = False, loss=None, channel=None) -> Equations | str:
     """The replica-symmetric saddle-point equations, as derived by sympy.
 

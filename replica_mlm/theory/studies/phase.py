@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
@@ -82,6 +83,7 @@ class OptimalLambda:
         return frame
 
 
+@keywords
 def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
                    xatol: float = 1e-9, loss=None, channel=None) -> OptimalLambda:
     """The ridge strength that minimises eg, at one alpha or at every alpha of a grid.
@@ -348,6 +350,7 @@ def peak_alpha(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray,
     return float(optimize.brentq(d_general, alphas[j], alphas[j + 1], xtol=1e-9, rtol=1e-8))
 
 
+@keywords
 def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = False,
                   loss=None, channel=None) -> PhaseDiagram:
     """eg over a grid of alpha and lam, with d eg / d alpha, the optimal-lam line and the peak.
@@ -395,6 +398,7 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
                         rho=spec.rho, noise=spec.noise)
 
 
+@keywords
 def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> PhaseDiagram:
     """eg over a grid of alpha and Potts shift s > 2 in the thermodynamic limit, at one lam."""
     from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
