@@ -26,7 +26,7 @@ TOPS = ("L/5", "L/2", "L")
               help="Keep the alignment columns with at most this fraction of gaps.")
 @click.option("--max-iter", type=click.IntRange(min=1), default=500, show_default=True,
               help="L-BFGS iterations at most (plm, factored).")
-@out_option("replica-mlm-contacts")
+@out_option("contacts")
 def contacts(*, family_or_file, pdb, method, heads, max_gap_fraction, max_iter, out):
     """Predict the contacts of a protein family from its multiple sequence alignment.
 

@@ -30,7 +30,7 @@ from replica_mlm.cli._common import (
 @functools.partial(alpha_range_options, alpha_max=12.0, points=300)
 @lam_option((1e-4, 1e-2, 1e-1, 1.0))
 @erm_options
-@out_option("replica-mlm-out")
+@out_option("curve")
 def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out):
     """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
 

@@ -50,7 +50,7 @@ from replica_mlm.cli._common import (
 @click.option("--progress/--no-progress", "progress", default=None,
               help="Progress bar on stderr [default: when stderr is a terminal].")
 @erm_options
-@out_option("replica-mlm-out")
+@out_option("phase")
 def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_min, lam_max, lam_points,
           lam, shift_min, shift_max, shift_points, optimal, progress, loss, channel, out):
     """Phase diagram of the replica eg: colour map, contours, the region where more data hurts
