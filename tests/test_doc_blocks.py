@@ -88,7 +88,7 @@ def test_the_blocks_of_a_page_run_in_order(page, tmp_path, monkeypatch):
         finally:
             plt.close("all")
         print(f"{page.name}:{line}: {time.perf_counter() - started:.1f} s")
-    assert not list(ROOT.glob("replica-mlm-out")) or True  # the repository's own folder is not touched here
+
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
