@@ -23,8 +23,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "replica_mlm"
 #: prefix it starts with
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("replica_mlm._version", "replica_mlm._checks", "replica_mlm._keywords",
-              "replica_mlm._threads", "replica_mlm._pool", "replica_mlm.io", "replica_mlm.run_folder",
-              "replica_mlm.stats", "replica_mlm.errors")),
+              "replica_mlm._progress", "replica_mlm._threads", "replica_mlm._pool", "replica_mlm.io",
+              "replica_mlm.run_folder", "replica_mlm.stats", "replica_mlm.errors")),
     ("tasks", ("replica_mlm.tasks",)),
     ("potts", ("replica_mlm.potts",)),
     ("theory.symbolic", ("replica_mlm.theory.symbolic",)),

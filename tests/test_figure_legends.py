@@ -284,3 +284,13 @@ def test_command_line_figures(args, tmp_path):
         res = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "out")])
         assert res.exit_code == 0, res.output
     _assert_clean(found, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("section", ["mlm", "limit", "erm", "discrete", "potts", "attractor"])
+def test_validation_figures(section, tmp_path):
+    """The validation's figures, section by section at the quick settings (minutes: opt-in)."""
+    with checked() as found:
+        res = CliRunner().invoke(main, ["validate", "--quick", "--section", section, "--out", str(tmp_path)])
+        assert res.exit_code in (0, 1), res.output  # a failed claim is the report's business, not this test's
+    _assert_clean(found, 1)

@@ -8,6 +8,7 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm._keywords import keywords
+from replica_mlm._progress import bar, shown
 from replica_mlm._threads import INHERIT, blas_threads
 from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
@@ -229,7 +230,8 @@ def _ridge_gram(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray | N
 @keywords
 def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
              loss=None, channel: str | None = None, site: int | None = None,
-             n_test: int | None = None, threads=INHERIT) -> Simulation | list[Simulation]:
+             n_test: int | None = None, threads=INHERIT, progress: bool | None = None
+             ) -> Simulation | list[Simulation]:
     """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
 
     Parameters
@@ -286,6 +288,9 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         faster on one thread than with threads fighting over a busy machine. ``None`` leaves
         the BLAS libraries' own setting. The numbers do not depend on it beyond rounding. At most
         ``MAX_THREADS`` (1024).
+    progress : bool or None
+        A progress bar on stderr over the training sets (over the alphas for a sequence); None:
+        only when stderr is a terminal (:mod:`replica_mlm._progress`).
 
     Returns
     -------
@@ -293,12 +298,13 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         One Simulation for a scalar ``alpha``; ``[sim(alpha_0), sim(alpha_1), ...]`` for a sequence.
     """
     n_test = _checks.optional(_checks.positive_int, n_test, "n_test")
+    shown(progress)  # TypeError for anything but None, True, False
     if _checks.is_sequence(alpha):
         alphas = _checks.grid(alpha, "alpha")
         gens = _checks.as_generator(rng).spawn(alphas.size)
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
-                         site=site, n_test=n_test, threads=threads)
-                for a, g in zip(alphas, gens, strict=True)]
+                         site=site, n_test=n_test, threads=threads, progress=False)
+                for a, g in zip(bar(alphas, progress=progress, desc="simulate: alphas"), gens, strict=True)]
     from replica_mlm.theory.sides.task_loss import default_loss
 
     if isinstance(task, PottsModel):  # not a task: a site of it, learnt from its Boltzmann samples
@@ -347,7 +353,8 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
            ("eg", "train_loss", "test_loss", "estimation_error", "kkt_residual")}
     rho, noise = site.rho, site.noise
     with blas_threads(threads):
-        for k, gen in enumerate(children):
+        for k, gen in enumerate(bar(children, progress=progress, desc=f"simulate: alpha = {alpha:g}",
+                                    unit="training set")):
             # in the task's own basis (a MaskedSite: the eigenbasis of Sigma), read back by measures
             x, nu, noisy = site.draw(n, gen)
             y = erm.labels(nu, noisy, channel, gen)
