@@ -183,7 +183,7 @@ def _mark_learning_curves(ax, curves: Sequence, *, reference=None) -> dict:
         if curves or reference is not None:
             _band_inset(ax, lines, ref_lines)
     if pairs:
-        labels.append("lines: replica theory; markers: simulation (mean $\\pm$ s.e.)")
+        labels.append("lines: replica; markers: simulation $\\pm$ s.e.")
         handles.append(Line2D([], [], ls="none"))
         below = _deviation_panel(ax, pairs)
         legend.update(bbox_to_anchor=(0.5, -0.42), bbox_transform=below.transAxes)
