@@ -60,15 +60,20 @@ def _colour(c) -> tuple:
 
 
 def _line_styles(ax) -> set:
-    """(colour, dashes, marker) of every line drawn on ``ax``: lines, error bars, contours."""
+    """What the lines drawn on ``ax`` look like: ("line", colour, width, dashes) for each line with
+    a line (lines, error bars, contours) and ("marker", colour, marker) for each with markers."""
     out = set()
     for ln in ax.get_lines():
-        out.add(_look(ln))
+        colour, width, dashes, marker = _look(ln)
+        if dashes != "none":
+            out.add(("line", colour, width, dashes))
+        if marker not in ("None", "none", ""):
+            out.add(("marker", colour, marker))
     for coll in ax.collections:
         colors = coll.get_edgecolor() if len(coll.get_edgecolor()) else coll.get_facecolor()
         widths = np.atleast_1d(coll.get_linewidth())
         for k, c in enumerate(colors):
-            out.add((_colour(c), _width(widths[k % len(widths)]), _dashes(coll, k), "None"))
+            out.add(("line", _colour(c), _width(widths[k % len(widths)]), _dashes(coll, k)))
     return out
 
 
@@ -117,9 +122,13 @@ def legend_problems(fig) -> list[str]:
                     continue
                 if _dashes(handle) == "none" and str(handle.get_marker()) in ("None", "none", ""):
                     continue  # an empty handle: a note in the legend
-                look = _look(handle)
-                if look not in drawn:
-                    problems.append(f"{label!r}: legend line {look} matches no line drawn")
+                colour, width, dashes, marker = _look(handle)
+                # an error bar's entry draws its line and its marker apart: each must be drawn so
+                wanted = ([("line", colour, width, dashes)] if dashes != "none" else []) + (
+                    [("marker", colour, marker)] if marker not in ("None", "none", "") else [])
+                for look in wanted:
+                    if look not in drawn:
+                        problems.append(f"{label!r}: legend {look} matches no line drawn")
     return problems
 
 
