@@ -22,6 +22,8 @@ CALLS = {
     "shift_phase_diagram": lambda progress: rm.shift_phase_diagram(alpha=[0.5, 2.0], shift=[3.0, 4.0],
                                                                    lam=0.1, progress=progress),
     "masked_site": lambda progress: ISING.masked_site(2, samples=400, progress=progress),
+    "learning_curve (general engine)": lambda progress: rm.learning_curve(
+        SITE, alpha=[1.5, 2.0], lam=0.1, loss="logistic", channel="sign", progress=progress),
 }
 
 
