@@ -80,6 +80,20 @@ def test_simulation_carries_the_replica_value_and_z():
     assert all(s.eg_theory.shape == (1,) and s.z.shape == (1,) for s in sims)
 
 
+def test_simulation_replica_values_follow_the_loss_and_survive_pickling():
+    import pickle
+
+    huber = rm.losses.Huber(2.0)
+    sim = rm.simulate(SITE, alpha=2.0, lam=[0.1], seeds=3, rng=0, loss=huber)
+    back = pickle.loads(pickle.dumps(sim))  # the Loss object does not pickle: its values do
+    expected = rm.solve(SITE, alpha=sim.alpha, lam=0.1, loss=huber).eg
+    assert back.eg_theory[0] == sim.eg_theory[0] == expected
+    assert expected != rm.solve(SITE, alpha=sim.alpha, lam=0.1).eg  # not the square loss's
+    ising = rm.PottsModel.random_ising(L=8, beta=0.3, rng=0)
+    on_model = rm.simulate(ising, site=1, alpha=2.0, lam=[0.1], seeds=2, rng=0, n_test=50)
+    assert on_model.eg_theory is None and on_model.z is None
+
+
 def test_equations_print_and_stay_a_mapping(capsys):
     eqs = rm.equations()
     print(eqs)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -50,8 +51,14 @@ class Simulation:
         The replica prediction (:func:`replica_mlm.solve`) on the same task at the realised alpha
         = n / p and each lam, with the same loss and channel (docs/theory.md, section 3): the
         p -> infinity value, so expect an O(1/p) difference, larger near alpha = 1 at small lam.
+        Solved on first access and kept (a few milliseconds per lam for ridge; the general engine
+        takes longer, and a simulation whose replica values are never asked for costs nothing).
         NaN where the saddle point does not converge. None for simulations on a PottsModel
         (its site's theory needs the sampled covariance: ``rm.solve(model.masked_site(i), ...)``).
+    task : object or None
+        The task simulated (the replica values are solved on it); None for a PottsModel.
+    loss_object : Loss or None
+        The loss trained (a ``rm.losses.Loss``, e.g. a ``Huber(delta)``), for the replica values.
     z : ndarray, shape (k,), or None
         ``(eg_mean - eg_theory) / eg_stderr`` per lam (:func:`replica_mlm.stats.zscore`; the
         ``z`` column of ``replica-mlm simulate``); None where ``eg_theory`` is.
@@ -69,8 +76,31 @@ class Simulation:
     kkt_residual: np.ndarray | None = None
     loss: str = "square"
     channel: str = "gaussian"
-    eg_theory: np.ndarray | None = None
-    train_loss_theory: np.ndarray | None = None
+    task: object = field(default=None, repr=False, compare=False)
+    loss_object: object = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def _replica(self) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.task is None:
+            return None
+        loss = self.loss if self.loss_object is None else self.loss_object
+        return _theory(self.task, self.alpha, self.lam, loss, self.channel)
+
+    def __getstate__(self) -> dict:
+        # a Loss object holds compiled functions that do not pickle: solve the replica values
+        # with it first and pickle them instead
+        state = dict(self.__dict__)
+        if state.get("loss_object") is not None:
+            state["_replica"], state["loss_object"] = self._replica, None
+        return state
+
+    @property
+    def eg_theory(self) -> np.ndarray | None:
+        return None if self._replica is None else self._replica[0]
+
+    @property
+    def train_loss_theory(self) -> np.ndarray | None:
+        return None if self._replica is None else self._replica[1]
 
     @property
     def z(self) -> np.ndarray | None:
@@ -329,6 +359,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.grid(lam, "lam", positive=False)
     seeds = _seed_count(seeds)
+    named = isinstance(loss, str)  # a named loss is its default instance: the name says it all
     loss = losses.resolve(loss)
     solver = erm.solver_of(loss)
     channel = erm.check_channel(channel, loss)
@@ -342,7 +373,6 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         raise ValueError(f"alpha = {alpha:g} gives alpha * p = {alpha * p:.3g} < 1 sample for p = {p} "
                          f"inputs: alpha must be >= 1/p = {1 / p:.6g}")
     n = round(alpha * p)
-    theory = _theory(site, n / p, lam, loss, channel)
     # per seed: a child generator (about 1 KiB) and two rows of results; one sample at a time,
     # with its SVD and the ridge path
     _checks.allocation(seeds * (1024 + 16 * lam.size) + 8 * (6 * n * p + 2 * p * p + 3 * p * lam.size),
@@ -376,10 +406,10 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
                 out["eg"][k] = fit["error"]
             out["estimation_error"][k] = fit["estimation_error"]
     return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=loss.name, channel=channel.name,
-                      eg_theory=theory[0], train_loss_theory=theory[1], **out)
+                      task=site, loss_object=None if named else loss, **out)
 
 
-def _theory(task, alpha: float, lam: np.ndarray, loss, channel) -> tuple[np.ndarray, np.ndarray]:
+def _theory(task, alpha: float, lam: np.ndarray, loss, channel: str) -> tuple[np.ndarray, np.ndarray]:
     """The replica eg and training loss at (alpha, each lam), NaN where the solver fails."""
     from replica_mlm.errors import ConvergenceError
     from replica_mlm.theory.solve import solve
@@ -387,7 +417,7 @@ def _theory(task, alpha: float, lam: np.ndarray, loss, channel) -> tuple[np.ndar
     eg, et = np.full(lam.size, np.nan), np.full(lam.size, np.nan)
     for j, lm in enumerate(lam):
         try:
-            sp = solve(task, alpha=alpha, lam=float(lm), loss=loss, channel=channel.name)
+            sp = solve(task, alpha=alpha, lam=float(lm), loss=loss, channel=channel)
         except ConvergenceError:
             continue
         eg[j], et[j] = sp.eg, sp.train_loss
