@@ -51,10 +51,8 @@ class Simulation:
         The replica prediction (:func:`replica_mlm.solve`) on the same task at the realised alpha
         = n / p and each lam, with the same loss and channel (docs/theory.md, section 3): the
         p -> infinity value, so expect an O(1/p) difference, larger near alpha = 1 at small lam.
-        Solved on first access and kept (a few milliseconds per lam for ridge; the general engine
-        takes longer, and a simulation whose replica values are never asked for costs nothing).
-        NaN where the saddle point does not converge. None for simulations on a PottsModel
-        (its site's theory needs the sampled covariance: ``rm.solve(model.masked_site(i), ...)``).
+        Solved on first access and kept; NaN where the saddle point does not converge; None on a
+        PottsModel (its site's theory needs the sampled covariance: ``model.masked_site(i)``).
     task : object or None
         The task simulated (the replica values are solved on it); None for a PottsModel.
     loss_object : Loss or None
@@ -86,21 +84,14 @@ class Simulation:
         loss = self.loss if self.loss_object is None else self.loss_object
         return _theory(self.task, self.alpha, self.lam, loss, self.channel)
 
-    def __getstate__(self) -> dict:
-        # a Loss object holds compiled functions that do not pickle: solve the replica values
-        # with it first and pickle them instead
+    def __getstate__(self) -> dict:  # a Loss object does not pickle: its replica values do
         state = dict(self.__dict__)
         if state.get("loss_object") is not None:
             state["_replica"], state["loss_object"] = self._replica, None
         return state
 
-    @property
-    def eg_theory(self) -> np.ndarray | None:
-        return None if self._replica is None else self._replica[0]
-
-    @property
-    def train_loss_theory(self) -> np.ndarray | None:
-        return None if self._replica is None else self._replica[1]
+    eg_theory = property(lambda self: None if self._replica is None else self._replica[0])
+    train_loss_theory = property(lambda self: None if self._replica is None else self._replica[1])
 
     @property
     def z(self) -> np.ndarray | None:
