@@ -16,6 +16,9 @@ import numpy as np
 from replica_mlm._keywords import keywords
 from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey, latex_number, log_ticks, save
 
+#: width (inches) of a learning-curve figure, whose legend sits below the axes in two columns
+LEGEND_BELOW_WIDTH = 5.4
+
 __all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_learning_curves",
            "plot_z_histogram"]
 
@@ -52,7 +55,8 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
     """
     curves, optimal = _split_optimal(curves, optimal)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots()
+        # wider than the style's column: the legend goes below the axes, in two columns
+        fig, ax = plt.subplots(figsize=(LEGEND_BELOW_WIDTH, STYLE["figure.figsize"][1]))
         n = len(curves)
         lam_index = {}
         for i, c in enumerate(curves):
