@@ -17,7 +17,7 @@ from replica_mlm._keywords import keywords
 from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey, latex_number, log_ticks, save
 
 #: width (inches) of a learning-curve figure, whose legend sits below the axes in two columns
-LEGEND_BELOW_WIDTH = 5.4
+LEGEND_BELOW_WIDTH = 5.8
 
 __all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_learning_curves",
            "plot_z_histogram"]
