@@ -17,6 +17,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from replica_mlm._keywords import keywords
 from replica_mlm.io import atomic_open
 
 __all__ = ["FORMATS", "LINESTYLES", "MARKERS", "STYLE", "STYLE_FILE", "STYLE_NAME", "grey",
@@ -43,6 +44,7 @@ def style():
     return plt.rc_context(STYLE)
 
 
+@keywords
 def styled(draw):
     """Decorator: run a function that draws figures inside :func:`style` (the package's style).
 
@@ -58,6 +60,7 @@ def styled(draw):
     return wrapper
 
 
+@keywords
 def grey(i: int, n: int) -> str:
     """The i-th of n greys from black to mid-grey (distinct when printed without colour)."""
     return str(0.6 * i / max(n - 1, 1))
@@ -152,6 +155,7 @@ def _finish(fig, ax, *, title: str | None, path, legend: dict | None = None):
     return fig
 
 
+@keywords
 def log_ticks(axis) -> None:
     """Plain-number labels (0.3, 0.5, 1, 2, ...) on a logarithmic axis, as many as fit.
 
@@ -173,6 +177,7 @@ def log_ticks(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+@keywords
 def latex_number(x: float) -> str:
     """``x`` as LaTeX math text: ``10^{e}`` for a power of ten, ``x:g`` for ``1e-2 <= |x| < 1e3``,
     else ``m\\times 10^{e}`` (the legends' lambda labels)."""

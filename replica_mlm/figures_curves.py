@@ -13,14 +13,19 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from replica_mlm._keywords import keywords
 from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey, latex_number, log_ticks, save
+
+#: width (inches) of a learning-curve figure, whose legend sits below the axes in two columns
+LEGEND_BELOW_WIDTH = 5.8
 
 __all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_learning_curves",
            "plot_z_histogram"]
 
 
+@keywords
 def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
-                         simulations: Sequence | None = None, title: str | None = None,
+                         simulations: Sequence | None = None, optimal=None, title: str | None = None,
                          logy: bool = True, bayes_optimal=None):
     """eg(alpha) for several lam (docs/theory.md, section 3), optionally with simulation points.
 
@@ -35,6 +40,11 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
         (e.g. from ``rm.simulate(site, alpha=[...], lam=[...])``; one alone is taken as a list of
         one) gives one point per lam: its realised alpha, ``eg_mean`` and ``eg_stderr``. A tuple
         is 4 finite real numbers (TypeError for other shapes, e.g. a nested list).
+    optimal : OptimalLambda, optional
+        The error at the optimal ridge strength, ``eg_opt`` against ``alpha`` (from
+        ``rm.optimal_lambda(site, alpha=grid)``; docs/limit.md, optimal regularisation): drawn as a
+        coloured line, the lower envelope of every fixed-lam curve. An OptimalLambda among
+        ``curves`` is taken as ``optimal``, so ``plot_learning_curves([best])`` draws it alone.
     title : str, optional
     logy : bool
         Logarithmic eg axis (the interpolation peak spans decades at small lam).
@@ -46,8 +56,10 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
     -------
     matplotlib.figure.Figure
     """
+    curves, optimal = _split_optimal(curves, optimal)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots()
+        # wider than the style's column: the legend goes below the axes, in two columns
+        fig, ax = plt.subplots(figsize=(LEGEND_BELOW_WIDTH, STYLE["figure.figsize"][1]))
         n = len(curves)
         lam_index = {}
         for i, c in enumerate(curves):
@@ -57,6 +69,10 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
                     label=rf"$\lambda = {latex_number(c.lam)}$")
         if bayes_optimal is not None:
             _draw_bayes_optimal(ax, bayes_optimal)
+        if optimal is not None:
+            order = np.argsort(np.ravel(optimal.alpha))
+            ax.plot(np.ravel(optimal.alpha)[order], np.ravel(optimal.eg_opt)[order], color="#CC79A7",
+                    ls="-", lw=2.2, zorder=3, label=r"$e_g$ at the optimal $\lambda^*(\alpha)$")
         if simulations:
             for alpha, lam, mean, err in _simulation_points(simulations):
                 i = lam_index.get(lam, 0)
@@ -66,7 +82,7 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
             ax.set_yscale("log")
         ax.set_xlabel(r"$\alpha = n/p$")
         ax.set_ylabel(r"generalisation error $e_g$")
-        legend = _mark_learning_curves(ax, curves)
+        legend = _mark_learning_curves(ax, curves, reference=optimal)
         return _finish(fig, ax, title=title, path=path, legend=legend)
 
 
@@ -81,6 +97,30 @@ def _draw_bayes_optimal(ax, bo) -> None:
     ax.plot(bo.alpha, bo.eg, color="#009E73", lw=3.2, alpha=0.55, ls="-", zorder=1.5, label="Bayes-optimal")
 
 
+def _split_optimal(curves, optimal):
+    """The fixed-lam curves and the OptimalLambda (``optimal=`` or one found among ``curves``);
+    TypeError naming the argument for anything else."""
+    from replica_mlm.theory.studies.curve import LearningCurve
+    from replica_mlm.theory.studies.phase import OptimalLambda
+
+    if isinstance(curves, LearningCurve | OptimalLambda):
+        curves = [curves]
+    if isinstance(curves, str | bytes) or not isinstance(curves, Sequence):
+        raise TypeError(f"curves must be a sequence of LearningCurve (and at most one OptimalLambda), "
+                        f"got {type(curves).__name__}")
+    found = [c for c in curves if isinstance(c, OptimalLambda)]
+    curves = [c for c in curves if not isinstance(c, OptimalLambda)]
+    if optimal is not None and not isinstance(optimal, OptimalLambda):
+        raise TypeError(f"optimal must be an OptimalLambda (rm.optimal_lambda), got {type(optimal).__name__}")
+    if len(found) + (optimal is not None) > 1:
+        raise ValueError("give at most one OptimalLambda (optimal= or among curves)")
+    optimal = optimal if optimal is not None else (found[0] if found else None)
+    if not curves and optimal is None:
+        raise ValueError("curves is empty: give at least one LearningCurve or an OptimalLambda")
+    return curves, optimal
+
+
+@keywords
 def beats_no_learning(curve) -> float:
     """The alpha beyond the peak of ``curve.eg`` from which eg stays below C_ii = rho + sigma^2.
 
@@ -104,7 +144,7 @@ def beats_no_learning(curve) -> float:
     return float(alpha[first]) if first < alpha.size else float("nan")
 
 
-def _mark_learning_curves(ax, curves: Sequence) -> dict:
+def _mark_learning_curves(ax, curves: Sequence, *, reference=None) -> dict:
     """The reference lines, annotations and legend of a learning-curve figure.
 
     Draws C_ii (no learning), sigma^2 (Bayes floor) and the interpolation threshold alpha = 1 (for
@@ -134,23 +174,25 @@ def _mark_learning_curves(ax, curves: Sequence) -> dict:
         else:
             handles.append(ln)
     labels = [ln.get_label() for ln in lines]
-    legend = dict(handles=handles, labels=labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+    legend = dict(handles=handles, labels=labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
                   handler_map={tuple: HandlerTuple(ndivide=1)})
-    if curves and getattr(curves[0], "channel", "gaussian") != "gaussian":
+    binary = bool(curves) and getattr(curves[0], "channel", "gaussian") != "gaussian"
+    if binary:
         # classification error: chance is 1/2; C_ii, sigma^2 and alpha = 1 belong to the regression
         handles.append(ax.axhline(0.5, color="#0072B2", lw=0.9, ls=(0, (7, 2)), zorder=1))
         labels.append(r"$e_g = 1/2$ (chance)")
-    elif curves:
-        c0 = curves[0]
+    elif curves or reference is not None:
+        c0 = curves[0] if curves else reference  # rho and noise of the task (an OptimalLambda has them)
         c_ii, noise = c0.rho + c0.noise, c0.noise
         refs = [(c_ii, rf"$C_{{ii}} = {c_ii:.3g}$ (no learning)", "#0072B2", (0, (7, 2))),
                 (noise, rf"$\sigma^2 = {noise:.3g}$ (Bayes floor)", "#D55E00", (0, (1, 1.5)))]
-        for y, label, color, ls in refs:
-            handles.append(ax.axhline(y, color=color, lw=0.9, ls=ls, zorder=1))
-            labels.append(label)
-        handles.append(ax.axvline(1.0, color="0.6", lw=0.8, zorder=0))
+        ref_lines = [ax.axhline(y, color=color, lw=0.9, ls=ls, zorder=1) for y, _, color, ls in refs]
+        handles += ref_lines
+        labels += [label for _, label, _, _ in refs]
+        handles.append(ax.axvline(1.0, color="0.6", ls="-", lw=0.8, zorder=0))
         labels.append(r"interpolation, $\alpha = 1$")
         top = blended_transform_factory(ax.transData, ax.transAxes)
+    if curves and not binary:
         zero = [c for c in curves if c.lam == 0]
         if zero and zero[0].alpha[0] < 1 < zero[0].alpha[-1]:
             ax.annotate(r"$\lambda = 0$: $e_g \to \infty$", xy=(1.0, 1.0), xycoords=top, xytext=(12, -6),
@@ -164,14 +206,52 @@ def _mark_learning_curves(ax, curves: Sequence) -> dict:
                         arrowprops=dict(arrowstyle="->", color="0.2", lw=0.8, shrinkA=0, shrinkB=1))
     if ax.get_yscale() == "log":
         log_ticks(ax.yaxis)
+        if not binary and (curves or reference is not None):
+            _band_inset(ax, lines, ref_lines)
     if pairs:
-        labels.append("lines: replica theory\nmarkers: simulation\n(mean $\\pm$ s.e.)")
+        labels.append("lines: replica; markers: simulation $\\pm$ s.e.")
         handles.append(Line2D([], [], ls="none"))
-        _deviation_panel(ax, pairs)
+        below = _deviation_panel(ax, pairs)
+        legend.update(bbox_to_anchor=(0.5, -0.42), bbox_transform=below.transAxes)
     return legend
 
 
-def _deviation_panel(ax, pairs) -> None:
+def _band_inset(ax, lines, refs) -> None:
+    """A linear-axis inset (upper right, where the curves have come down) of the band between the
+    Bayes floor sigma^2 and C_ii, which a log axis spanning the interpolation peak squeezes into a
+    few points: the theory ``lines`` beyond the last alpha at which one of them is above the band
+    (by more than its width), with ticks at sigma^2 and C_ii (``refs``: their two lines on ``ax``).
+    Nothing when no curve stays in it."""
+    c_ii, noise = (float(ln.get_ydata()[0]) for ln in refs)
+    width = c_ii - noise
+    if not width > 0:
+        return
+    top, start, stop = c_ii + 1.5 * width, -np.inf, -np.inf
+    for ln in lines:
+        x, y = (np.asarray(v, dtype=float) for v in ln.get_data())
+        above = np.nonzero(~(y <= top) & (x > 0))[0]
+        if above.size:
+            start = max(start, x[above[-1]])
+        stop = max(stop, x[-1])
+    if not (np.isfinite(start) and start < 0.7 * stop):
+        return
+    inset = ax.inset_axes([0.5, 0.5, 0.47, 0.42])
+    from matplotlib.lines import Line2D
+
+    for ln in [*lines, *refs]:  # same dashes (get_linestyle says "--")
+        copy = Line2D(*ln.get_data())
+        copy.update_from(ln)
+        copy.set_transform(inset.transData if ln in lines else inset.get_yaxis_transform())
+        copy.set_label("_copy")
+        inset.add_line(copy)
+    inset.set_xlim(start, stop)
+    inset.set_ylim(noise - 0.3 * width, top)
+    inset.set_yticks([noise, c_ii], [r"$\sigma^2$", r"$C_{ii}$"])
+    inset.tick_params(labelsize=7.5, length=2.5)
+    inset.set_title(r"zoom: $\sigma^2 \leq e_g \leq C_{ii}$ (linear axis)", fontsize=7.5, pad=3)
+
+
+def _deviation_panel(ax, pairs):
     """A panel below ``ax``: (simulation - theory) / theory in %, with the error bars, per lam.
 
     ``pairs`` are (theory Line2D, ErrorbarContainer) of the same lam; the theory is interpolated
@@ -203,6 +283,7 @@ def _deviation_panel(ax, pairs) -> None:
     below.set_xlabel(ax.get_xlabel())
     ax.set_xlabel("")
     ax.tick_params(labelbottom=False)
+    return below
 
 
 def _simulation_points(simulations: Sequence) -> list[tuple]:
@@ -232,6 +313,7 @@ def _simulation_points(simulations: Sequence) -> list[tuple]:
     return points
 
 
+@keywords
 def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
                      title: str | None = None, bins: int = 24):
     """Histogram of z-scores (theory against simulation) with the N(0, 1) density.
@@ -278,6 +360,7 @@ def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
                        legend=dict(loc="upper left", ncols=2, fontsize=7.5))
 
 
+@keywords
 def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float, float] | None = None,
                       simulations: Sequence | None = None, path: str | os.PathLike | None = None,
                       title: str | None = None):
@@ -340,6 +423,7 @@ def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float,
                                    bbox_to_anchor=(1.01, 1.0), handler_map={tuple: HandlerTuple(ndivide=1)}))
 
 
+@keywords
 def plot_erm_curves(lines: dict, rows: Sequence, *, alpha_c: float | None = None,
                     path: str | os.PathLike | None = None, title: str | None = None):
     """eg (left) and test loss (right) against alpha for several (loss, channel) pairs.

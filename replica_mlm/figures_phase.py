@@ -11,11 +11,13 @@ import os
 import matplotlib.pyplot as plt
 import numpy as np
 
-from replica_mlm.figure_style import STYLE, _finish, log_ticks
+from replica_mlm._keywords import keywords
+from replica_mlm.figure_style import STYLE, _finish, latex_number, log_ticks
 
 __all__ = ["plot_phase_diagram"]
 
 
+@keywords
 def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str | None = None,
                        levels: int = 7):
     """Phase diagram of eg over (alpha, lam) or (alpha, shift).
@@ -55,7 +57,9 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         cmap = plt.get_cmap("cividis")
         mesh = ax.pcolormesh(pd.alpha, pd.y, eg, norm=norm, cmap=cmap, shading="nearest", rasterized=True)
         cbar = fig.colorbar(mesh, ax=ax, pad=0.02, extend="max" if np.nanmax(eg) > vmax else "neither")
-        cbar.set_label(r"generalisation error $e_g$")
+        # a shift diagram is drawn at one lam: say which
+        at = "" if pd.axis == "lam" else rf" at $\lambda = {latex_number(float(pd.lam))}$"
+        cbar.set_label(r"generalisation error $e_g$" + at)
         log_ticks(cbar.ax.yaxis)
         lv = np.geomspace(vmin, vmax, levels + 2)[1:-1]
         # contour colour against the colour under it: white on the dark half of cividis
@@ -63,27 +67,29 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         cs = ax.contour(pd.alpha, pd.y, eg, levels=lv, colors=colors, linewidths=0.7)
         hurts = (pd.deg_dalpha > 0).astype(float)
         ax.contourf(pd.alpha, pd.y, hurts, levels=[0.5, 1.5], colors="none", hatches=["////"])
-        ax.contour(pd.alpha, pd.y, pd.deg_dalpha, levels=[0.0], colors="white", linewidths=2.4)
-        ax.contour(pd.alpha, pd.y, pd.deg_dalpha, levels=[0.0], colors="black", linewidths=1.1,
-                   linestyles=[(0, (4, 2))])
+        # every line with its own explicit linestyle (the style's cycler cycles linestyles), the
+        # legend's proxy drawn with the same; d eg/d alpha = 0 is the hatched region's edge, whose
+        # right-hand part is the peak line: drawing both would put one line on top of the other
         handles = [Patch(facecolor="0.3", edgecolor="0.85", hatch="////",
                          label=r"more data hurts: $\partial e_g/\partial\alpha > 0$"),
-                   Line2D([], [], color="black", ls=(0, (4, 2)), lw=1.1,
-                          label=r"$\partial e_g/\partial\alpha = 0$"),
-                   Line2D([], [], color="0.5", lw=0.7, label=r"contours of $e_g$ (labelled)")]
-        ax.axvline(pd.interpolation_alpha, color="white", lw=2.2)
+                   _contour_handle(colors)]
+        ax.axvline(pd.interpolation_alpha, color="white", ls="-", lw=2.2)
         ax.axvline(pd.interpolation_alpha, color="black", ls=":", lw=1.0)
         handles.append(Line2D([], [], color="black", ls=":", lw=1.0, label=r"interpolation, $\alpha = 1$"))
         ok = np.isfinite(pd.peak_alpha)
+        peak_xy = np.column_stack([pd.peak_alpha[ok], pd.y[ok]])
         if ok.any():
-            ax.plot(pd.peak_alpha[ok], pd.y[ok], color="white", lw=2.6)
-            ax.plot(pd.peak_alpha[ok], pd.y[ok], color="black", lw=1.2, ls="-.")
-            handles.append(Line2D([], [], color="black", ls="-.", lw=1.2, label=r"peak of $e_g$ in $\alpha$"))
+            ax.plot(pd.peak_alpha[ok], pd.y[ok], color="white", ls="-", lw=2.6)
+            ax.plot(pd.peak_alpha[ok], pd.y[ok], color="black", ls="-.", lw=1.2)
+            handles.append(Line2D([], [], color="black", ls="-.", lw=1.2,
+                                  label=r"peak of $e_g$ in $\alpha$ ($\partial e_g/\partial\alpha = 0$)"))
         if pd.optimal_lam is not None:
             inside = (pd.optimal_lam >= pd.y[0]) & (pd.optimal_lam <= pd.y[-1])
-            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="white", lw=2.6)
-            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="black", lw=1.2)
-            handles.append(Line2D([], [], color="black", lw=1.2, label=r"optimal $\lambda^*(\alpha)$"))
+            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="white", ls="-", lw=2.6)
+            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="black", ls="-", lw=1.2)
+            handles.append(Line2D([], [], color="black", ls="-", lw=1.2,
+                                  label=r"optimal $\lambda^*(\alpha)$"))
+            peak_xy = np.vstack([peak_xy, np.column_stack([pd.alpha[inside], pd.optimal_lam[inside]])])
         if pd.axis == "lam":
             ax.set_yscale("log")
             ax.set_ylabel(r"ridge strength $\lambda$")
@@ -92,33 +98,55 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         ax.set_xlabel(r"$\alpha = n/p$")
         ax.set_xlim(pd.alpha[0], pd.alpha[-1])
         ax.set_ylim(pd.y[0], pd.y[-1])
-        _label_contours_on_ray(ax, cs, (pd.interpolation_alpha, pd.y[0]))
+        avoid = np.vstack([peak_xy, [[pd.interpolation_alpha, v] for v in pd.y]])
+        _label_contours_apart(ax, cs, avoid)
         return _finish(fig, ax, title=title, path=path,
                        legend=dict(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14),
                                    ncol=2, fontsize=7.5, frameon=False))
 
 
-def _label_contours_on_ray(ax, cs, origin: tuple[float, float]) -> None:
-    """Label each contour level once, where it crosses a ray at 62 degrees from ``origin``.
+def _contour_handle(colors: list[str]):
+    """The legend entry of the eg contours: black (as drawn on light colours), or white with a
+    black edge if every contour is white (as drawn on dark colours)."""
+    from matplotlib import patheffects
+    from matplotlib.lines import Line2D
 
-    The eg contours of a phase diagram are nested arcs around the interpolation peak (``origin``,
-    at alpha = 1 and the bottom of the diagram): along a ray leaving it up and to the right they
-    cross one after the other, so their labels are spread out instead of crowding at alpha = 1.
+    if "black" in colors:
+        return Line2D([], [], color="black", ls="-", lw=0.7, label=r"contours of $e_g$ (labelled)")
+    return Line2D([], [], color="white", ls="-", lw=0.7, label=r"contours of $e_g$ (labelled)",
+                  path_effects=[patheffects.withStroke(linewidth=1.8, foreground="black")])
+
+
+def _label_contours_apart(ax, cs, avoid: np.ndarray) -> None:
+    """Label each contour level once, as far as possible from the lines in ``avoid`` and from the
+    labels placed before it.
+
+    The eg contours of a phase diagram are nested arcs around the interpolation peak, which the
+    peak line, the optimal-lam line and alpha = 1 cross: each label goes to the point of its
+    contour (inside the axes, away from the edges) whose distance, in axes coordinates, to the
+    points of ``avoid`` (data coordinates) and to the labels already placed is largest (the
+    smallest contours first: they have the least room).
     """
     to_axes = ax.transData + ax.transAxes.inverted()
-    ox, oy = to_axes.transform(origin)
-    manual = []
-    for path in _contour_paths(cs):
+    taken = list(to_axes.transform(avoid)) if len(avoid) else []
+    chosen = []
+    for path in _contour_paths(cs)[::-1]:
         v = to_axes.transform(path.vertices)
-        dx, dy = v[:, 0] - ox, v[:, 1] - oy
-        ok = (dx > 0.02) & (v[:, 0] < 0.97) & (v[:, 1] > 0.03) & (v[:, 1] < 0.97)
+        ok = (v[:, 0] > 0.06) & (v[:, 0] < 0.94) & (v[:, 1] > 0.06) & (v[:, 1] < 0.94)
         if ok.sum() < 3:
             continue
-        angle = np.where(ok, np.arctan2(dy, dx), np.inf)
-        k = int(np.argmin(np.abs(angle - np.deg2rad(62))))
-        manual.append(tuple(path.vertices[k]))
-    if manual:
-        ax.clabel(cs, fmt=lambda v: f"{v:.2g}", fontsize=6.5, inline=True, manual=manual)
+        cand, data = v[ok], path.vertices[ok]
+        if taken:
+            far = np.min(np.hypot(cand[:, None, 0] - np.asarray(taken)[None, :, 0],
+                                  cand[:, None, 1] - np.asarray(taken)[None, :, 1]), axis=1)
+        else:
+            far = np.ones(len(cand))
+        k = int(np.argmax(far))
+        chosen.append(tuple(data[k]))
+        # a label is about 0.08 x 0.03 of the axes: block its neighbourhood for the next ones
+        taken += [cand[k] + d for d in ((0, 0), (0.04, 0), (-0.04, 0), (0, 0.02), (0, -0.02))]
+    if chosen:
+        ax.clabel(cs, fmt=lambda v: f"{v:.2g}", fontsize=6.5, inline=True, manual=chosen[::-1])
 
 
 def _contour_paths(cs) -> list:

@@ -13,12 +13,14 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from replica_mlm._keywords import keywords
 from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey
 from replica_mlm.proteins.contacts import ranked_pairs
 
 __all__ = ["plot_contact_map", "plot_site_learning_curves"]
 
 
+@keywords
 def plot_site_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
                               title: str | None = None):
     """Measured test loss (markers, standard errors) and replica prediction (lines) against M.
@@ -55,6 +57,7 @@ def plot_site_learning_curves(curves: Sequence, *, path: str | os.PathLike | Non
         return _finish(fig, ax, title=title, path=path, legend={"fontsize": 7})
 
 
+@keywords
 def plot_contact_map(scores, distances, *, top: int, cutoff: float = 8.0, min_separation: int = 6,
                      path: str | os.PathLike | None = None, title: str | None = None):
     """Predicted contacts (upper triangle) over the structure's contact map (both triangles).

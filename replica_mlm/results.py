@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from replica_mlm import io
+from replica_mlm._keywords import keywords
 
 __all__ = ["load"]
 
@@ -27,6 +28,7 @@ MAX_BYTES = 2**30
 _INT = re.compile(r"0|-?[1-9][0-9]*")
 
 
+@keywords
 def load(path: str | os.PathLike):
     """Read a file written by ``replica-mlm`` (or by the package's ``to_csv``) back into Python.
 

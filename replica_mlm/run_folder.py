@@ -89,7 +89,11 @@ def folder_lock(folder: str | os.PathLike) -> Iterator[Path]:
 
     The lock is the file ``folder/.replica-mlm.lock`` locked with ``filelock`` (``flock`` on
     POSIX); it does not block: if another process holds it, :class:`FolderBusy` is raised at once.
-    The operating system releases the lock when the holder exits, even by ``SIGKILL``.
+    The operating system releases the lock when the holder exits, even by ``SIGKILL``. The file is
+    removed, still locked, when the block ends, so a folder keeps no lock file after a run; a
+    process that opened the old file before it went and locks it afterwards sees that the name
+    no longer leads to the file it holds, and tries again with the new one (so two runs never hold
+    two different files of the same name).
 
     Raises
     ------
@@ -108,14 +112,40 @@ def folder_lock(folder: str | os.PathLike) -> Iterator[Path]:
     except OSError as exc:
         raise type(exc)(exc.errno, f"not a writable folder (cannot create {LOCK_NAME} in it: "
                                    f"{exc.strerror})", os.fspath(folder)) from None
-    lock = FileLock(folder / LOCK_NAME, timeout=0, is_singleton=False, thread_local=False)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise FolderBusy(
-            f"another run is writing into {folder} (it holds {folder / LOCK_NAME}); wait for it to "
-            f"finish or choose another output folder") from None
+    path = folder / LOCK_NAME
+    for _ in range(LOCK_ATTEMPTS):
+        lock = FileLock(path, timeout=0, is_singleton=False, thread_local=False)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise FolderBusy(
+                f"another run is writing into {folder} (it holds {path}); wait for it to "
+                f"finish or choose another output folder") from None
+        if _same_file(path, lock):
+            break
+        lock.release()  # the file was removed (a run ended) between opening and locking it
+    else:  # pragma: no cover - runs ending and starting in the same microseconds, again and again
+        raise FolderBusy(f"the lock of {folder} keeps changing hands; try again")
     try:
         yield folder
     finally:
+        with contextlib.suppress(OSError):  # removed while still held: no run can hold it since
+            path.unlink()
         lock.release()
+
+
+#: times :func:`folder_lock` takes a lock whose file was removed meanwhile before it gives up
+LOCK_ATTEMPTS = 100
+
+
+def _same_file(path: Path, lock) -> bool:
+    """Whether the name ``path`` still leads to the file ``lock`` holds open (not removed since)."""
+    fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    if fd is None:  # pragma: no cover - a filelock without the descriptor: trust the name
+        return True
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)

@@ -22,9 +22,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "replica_mlm"
 #: layers from the ground up: (name, module prefixes); a module belongs to the last layer whose
 #: prefix it starts with
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("replica_mlm._version", "replica_mlm._checks", "replica_mlm._threads",
-              "replica_mlm._pool", "replica_mlm.io", "replica_mlm.run_folder", "replica_mlm.stats",
-              "replica_mlm.errors")),
+    ("base", ("replica_mlm._version", "replica_mlm._checks", "replica_mlm._keywords",
+              "replica_mlm._progress", "replica_mlm._threads", "replica_mlm._pool", "replica_mlm.io",
+              "replica_mlm.run_folder", "replica_mlm.stats", "replica_mlm.errors")),
     ("tasks", ("replica_mlm.tasks",)),
     ("potts", ("replica_mlm.potts",)),
     ("theory.symbolic", ("replica_mlm.theory.symbolic",)),

@@ -1028,7 +1028,8 @@ def test_a_full_disk_names_the_file_and_leaves_the_previous_set(tmp_path, monkey
     for folder, n in [(out, 1), (out, n_writes // 2), (out, n_writes), (tmp_path / "fresh", n_writes)]:
         calls.clear()
         monkeypatch.setattr(os, "write", full_at(n))
-        res = CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(folder)])
+        # --overwrite: a second run into a folder that holds a set is refused without it (issue 28)
+        res = CliRunner().invoke(main, [*CURVE_ARGS, "--out", str(folder), "--overwrite"])
         assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1, (n, res.output)
         named = re.fullmatch(rf"Error: {re.escape(str(folder))}/curve\.(csv|png|pdf|json): "
                              rf"{os.strerror(errno.ENOSPC)}", res.stderr.strip())

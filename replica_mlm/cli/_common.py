@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import platform
 import sys
 import time
@@ -28,7 +29,15 @@ class FiniteFloat(click.FloatRange):
 
     name = "finite float"
 
+    def _describe_range(self) -> str:
+        # click shows "x<=None" for a range without bounds: say nothing then
+        return "" if self.min is None and self.max is None else super()._describe_range()
+
     def convert(self, value, param, ctx):
+        if isinstance(value, str) and param is not None and param.multiple and "," in value:
+            flag = param.opts[0] if param.opts else param.name
+            parts = " ".join(f"{flag} {v.strip()}" for v in value.split(",") if v.strip())
+            self.fail(f"{value!r} is not one number: repeat {flag} for several values ({parts}).", param, ctx)
         rv = super().convert(value, param, ctx)
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
@@ -127,6 +136,7 @@ def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started:
 def output_set(out: Path, name: str):
     """The files of command ``name`` in ``out`` as one set, ``<name>.json`` (the metadata) last:
     :func:`replica_mlm.io.output_set`. A failure (a full disk) leaves the folder's previous set."""
+    claim_out()
     return io.output_set(out, manifest=f"{name}.json")
 
 
@@ -157,24 +167,78 @@ def alpha_range_options(f, *, alpha_min: float = 0.05, alpha_max: float = 4.0, p
     return f
 
 
-def out_option(default: str, help: str = "Output folder (created if missing)."):
-    """``--out DIR``: the output folder, created and locked while the command runs.
+#: where every command writes unless given --out: one folder per command under one git-ignored root
+OUT_ROOT = Path("replica-mlm-out")
+
+
+def default_out(command: str) -> Path:
+    """The default output folder of ``command``: ``replica-mlm-out/<command>``."""
+    return OUT_ROOT / command
+
+
+def out_option(command: str, help: str = "Output folder (created if missing)."):
+    """``--out DIR`` (default :func:`default_out` of ``command``) and ``--overwrite``.
 
     The command body runs inside :func:`replica_mlm.run_folder.folder_lock`: a second run into the same
-    folder at the same time stops at once with a one-line error (exit status 2).
+    folder at the same time stops at once with a one-line error (exit status 2). A folder that
+    already holds files is refused (exit status 2) unless ``--overwrite`` is given, or ``--resume``
+    for the commands that have it: a second run never replaces a first one's files unasked. The
+    refusal comes from :func:`claim_out`, which the command calls before it writes anything (after
+    checking its options, so a bad option is reported as such).
     """
     def decorate(f):
         @functools.wraps(f)
-        def locked(*args, **kwargs):
+        def locked(*args, overwrite: bool, **kwargs):
             with folder_lock(kwargs["out"]):
+                click.get_current_context().meta[OUT_CLAIM] = {
+                    "out": kwargs["out"], "overwrite": overwrite or bool(kwargs.get("resume")),
+                    "resumable": "resume" in kwargs, "claimed": False}
                 return f(*args, **kwargs)
 
+        with_flag = click.option("--overwrite", is_flag=True, default=False,
+                                 help="Write into --out even if it holds files (they are replaced).")(locked)
         return click.option(
-            "--out", type=OutFolder(), default=Path(default),
+            "--out", type=OutFolder(), default=default_out(command),
             show_default=True, help=f"{help} Locked while the command runs: one run per folder at a time.",
-        )(locked)
+        )(with_flag)
 
     return decorate
+
+
+#: key of ``click.Context.meta``: the --out folder of the running command and whether it may be written
+OUT_CLAIM = "replica_mlm.out_claim"
+
+
+def claim_out(*, subfolders: tuple[str, ...] = ()) -> None:
+    """Before a command's first write: refuse an --out that holds files unless --overwrite (or
+    --resume) was given (:func:`refuse_non_empty`), and a file where one of ``subfolders`` goes (the
+    one-line OSError of a file where a folder is needed). Once per run; nothing outside a command."""
+    import errno
+
+    ctx = click.get_current_context(silent=True)
+    claim = ctx.meta.get(OUT_CLAIM) if ctx is not None else None
+    if claim is None or claim["claimed"]:
+        return
+    for name in subfolders:
+        sub = Path(claim["out"]) / name
+        if sub.exists() and not sub.is_dir():
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(sub))
+    refuse_non_empty(claim["out"], overwrite=claim["overwrite"], resumable=claim["resumable"])
+    claim["claimed"] = True
+
+
+def refuse_non_empty(out: Path, *, overwrite: bool, resumable: bool = False) -> None:
+    """A usage error (exit status 2) if ``out`` holds files and ``overwrite`` is False."""
+    from replica_mlm.run_folder import LOCK_NAME
+
+    if overwrite:
+        return
+    held = sorted(p.name for p in Path(out).iterdir() if p.name != LOCK_NAME)
+    if held:
+        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        also = " (or --resume to continue a half-finished run)" if resumable else ""
+        raise click.UsageError(f"--out {out} already holds files ({shown}): add --overwrite to replace "
+                               f"them{also}, or choose another --out")
 
 
 def resume_labels(**labels: str) -> None:
@@ -225,9 +289,10 @@ def section_command(name: str, *, doc: str, quick_help: str, seed_help: str) -> 
     @click.command(name, help=doc)
     @click.option("--quick/--full", default=True, show_default=True, help=quick_help)
     @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help=seed_help)
-    @out_option(f"{name}_out", help=f"Folder for the figures (PNG, PDF) and {name}.json.")
+    @out_option(name, help=f"Folder for the figures (PNG, PDF) and {name}.json.")
     def command(quick: bool, seed: int, out: Path) -> None:
         module = importlib.import_module(f"replica_mlm.validation.{name}_section")
+        claim_out()
         section = module.run(out, quick=quick, rng=seed)
         echo_section(section, f"figures and {name}.json written to {out}")
 

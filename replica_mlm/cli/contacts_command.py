@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from replica_mlm.cli._common import out_option, output_set, write_metadata
+from replica_mlm.cli._common import claim_out, out_option, output_set, write_metadata
 
 FAMILIES = ("S1A", "DHFR", "rhomboid")
 TOPS = ("L/5", "L/2", "L")
@@ -26,7 +26,7 @@ TOPS = ("L/5", "L/2", "L")
               help="Keep the alignment columns with at most this fraction of gaps.")
 @click.option("--max-iter", type=click.IntRange(min=1), default=500, show_default=True,
               help="L-BFGS iterations at most (plm, factored).")
-@out_option("replica-mlm-contacts")
+@out_option("contacts")
 def contacts(*, family_or_file, pdb, method, heads, max_gap_fraction, max_iter, out):
     """Predict the contacts of a protein family from its multiple sequence alignment.
 
@@ -61,6 +61,7 @@ def contacts(*, family_or_file, pdb, method, heads, max_gap_fraction, max_iter, 
                                      "file", param_hint="FAMILY_OR_FILE")
         msa = rm.MSA.read(path).filter(max_gap_fraction=max_gap_fraction)
         structure = None if pdb is None else Structure.read(pdb).map_to(msa, reference="best")
+    claim_out()  # before the fit: a folder with another run's files is refused now, not after it
     t0 = time.process_time()
     if method == "mean-field":
         couplings = mean_field_couplings(msa, reweight=0.8, pseudocount=0.5)

@@ -30,7 +30,7 @@ from replica_mlm.cli._common import (
 @functools.partial(alpha_range_options, alpha_max=12.0, points=300)
 @lam_option((1e-4, 1e-2, 1e-1, 1.0))
 @erm_options
-@out_option("replica-mlm-out")
+@out_option("curve")
 @click.option("--bayes-optimal", "bayes_optimal", is_flag=True,
               help="Also draw the Bayes-optimal error (docs/bayes_optimal.md; Gaussian prior matched to "
                    "the task's rho) and write it to bayes_optimal.csv.")
@@ -95,7 +95,8 @@ def _title(task, curves, **where) -> str:
     beat = beats_no_learning(first)
     lam = rf"$\lambda = {latex_number(first.lam)}$"
     if beat == beat:  # not nan
-        note = rf"at {lam}, $e_g < C_{{ii}}$ (no learning) only for $\alpha > {beat:.3g}$"
+        note = rf"At {lam}, learning beats no learning ($e_g < C_{{ii}}$) only for $\alpha > {beat:.3g}$"
     else:
-        note = rf"at {lam}, $e_g \geq C_{{ii}}$ (no learning) for every $\alpha \leq {first.alpha[-1]:g}$"
-    return f"{task_title(task, **where)}\n{note}"
+        note = (rf"At {lam}, learning never beats no learning ($e_g < C_{{ii}}$) up to "
+                rf"$\alpha = {first.alpha[-1]:g}$")
+    return f"{note}\n{task_title(task, **where)}"

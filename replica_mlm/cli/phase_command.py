@@ -14,6 +14,7 @@ from replica_mlm.cli._common import (
     alpha_grid,
     alpha_range_options,
     check_erm,
+    claim_out,
     erm_options,
     limit_option,
     make_task,
@@ -50,7 +51,7 @@ from replica_mlm.cli._common import (
 @click.option("--progress/--no-progress", "progress", default=None,
               help="Progress bar on stderr [default: when stderr is a terminal].")
 @erm_options
-@out_option("replica-mlm-out")
+@out_option("phase")
 def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, lam_min, lam_max, lam_points,
           lam, shift_min, shift_max, shift_points, optimal, progress, loss, channel, out):
     """Phase diagram of the replica eg: colour map, contours, the region where more data hurts
@@ -77,6 +78,7 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
     if axis == "shift":
         if not shift_min < shift_max:
             raise click.UsageError(f"need --shift-min < --shift-max, got {shift_min}, {shift_max}")
+        claim_out()  # before the computation: a folder with another run's files is refused now
         pd = shift_phase_diagram(alpha=alphas, shift=np.linspace(shift_min, shift_max, shift_points),
                                  lam=lam, progress=show)
         title = rf"Gaussian Potts, $L \to \infty$, $\lambda = {lam:g}$"
@@ -85,6 +87,7 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
             raise click.UsageError(f"need --lam-min < --lam-max, got {lam_min}, {lam_max}")
         task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
         title = task_title(task, L=L, shift=shift, site=site, limit=limit)
+        claim_out()
         pd = phase_diagram(task, alpha=alphas, lam=np.geomspace(lam_min, lam_max, lam_points),
                            optimal=optimal, progress=show, loss=loss, channel=channel)
 

@@ -12,6 +12,7 @@ from replica_mlm.cli._common import (
     FiniteFloat,
     check_erm,
     check_scheduler,
+    claim_out,
     erm_options,
     lam_option,
     make_task,
@@ -41,7 +42,7 @@ COLUMNS = ("alpha_target", "alpha", "n", "p", "lam", "seeds", "eg_mean", "eg_std
                    "spawn_key=(k,)), so results do not depend on --workers.")
 @erm_options
 @scale_options
-@out_option("replica-mlm-simulate")
+@out_option("simulate")
 def simulate(*, L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, channel, workers, threads,
              scheduler, resume, progress, out):
     """Ridge / Moore-Penrose simulations of one masked site, with the replica prediction.
@@ -84,6 +85,7 @@ def simulate(*, L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, ch
                   L="--L", instance_seed="--seed", shift="--shift", site="--site", alpha="--alpha",
                   lams="--lam", seeds="--seeds", loss="--loss",
                   channel="--channel")
+    claim_out(subfolders=("simulate_points",))
     try:
         sweep = run_sweep(simulate_point, points, seed=sample_seed, workers=workers, scheduler=scheduler,
                           out=out / "simulate_points", resume=resume, progress=progress, desc="simulate",

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from replica_mlm.cli._common import CONVENTIONS, check_scheduler, out_option, resume_labels, scale_options
+from replica_mlm.cli._common import (
+    CONVENTIONS,
+    check_scheduler,
+    claim_out,
+    out_option,
+    resume_labels,
+    scale_options,
+)
 
 
 def _section_names():
@@ -23,7 +30,7 @@ def _section_names():
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Root seed; every section derives its instances and samples from it.")
 @scale_options
-@out_option("validation-out")
+@out_option("validate")
 def validate(*, quick, sections, seed, workers, threads, scheduler, resume, progress, out):
     """Hold the replica theory against simulations; write report.json, report.md and figures.
 
@@ -45,6 +52,7 @@ def validate(*, quick, sections, seed, workers, threads, scheduler, resume, prog
     resume_labels(seed="--seed", function="the point function", version="the package version",
                   L="--quick/--full", seeds="--quick/--full", alpha="--quick/--full", lams="--quick/--full",
                   instance_seed="--seed")
+    claim_out()
     try:
         # sweeps inside inherit the limit for their workers; the rest runs under it in this process
         with blas_threads(threads):

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
+from replica_mlm._progress import bar, shown
 from replica_mlm._threads import INHERIT, blas_threads
 from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
-from replica_mlm.stats import mean_stderr
+from replica_mlm.stats import mean_stderr, zscore
 from replica_mlm.tasks.protocol import DrawnTask
 from replica_mlm.theory.sides import losses
 
@@ -44,6 +47,19 @@ class Simulation:
         Loss and label channel.
     eg_mean, eg_stderr, train_loss_mean, ..., estimation_error_stderr : ndarray, shape (k,)
         Means over seeds and their standard errors (std with ddof=1 over sqrt(seeds)).
+    eg_theory, train_loss_theory : ndarray, shape (k,), or None
+        The replica prediction (:func:`replica_mlm.solve`) on the same task at the realised alpha
+        = n / p and each lam, with the same loss and channel (docs/theory.md, section 3): the
+        p -> infinity value, so expect an O(1/p) difference, larger near alpha = 1 at small lam.
+        Solved on first access and kept; NaN where the saddle point does not converge; None on a
+        PottsModel (its site's theory needs the sampled covariance: ``model.masked_site(i)``).
+    task : object or None
+        The task simulated (the replica values are solved on it); None for a PottsModel.
+    loss_object : Loss or None
+        The loss trained (a ``rm.losses.Loss``, e.g. a ``Huber(delta)``), for the replica values.
+    z : ndarray, shape (k,), or None
+        ``(eg_mean - eg_theory) / eg_stderr`` per lam (:func:`replica_mlm.stats.zscore`; the
+        ``z`` column of ``replica-mlm simulate``); None where ``eg_theory`` is.
     """
 
     alpha: float
@@ -58,6 +74,29 @@ class Simulation:
     kkt_residual: np.ndarray | None = None
     loss: str = "square"
     channel: str = "gaussian"
+    task: object = field(default=None, repr=False, compare=False)
+    loss_object: object = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def _replica(self) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.task is None:
+            return None
+        loss = self.loss if self.loss_object is None else self.loss_object
+        return _theory(self.task, self.alpha, self.lam, loss, self.channel)
+
+    def __getstate__(self) -> dict:  # a Loss object does not pickle: its replica values do
+        state = dict(self.__dict__)
+        if state.get("loss_object") is not None:
+            state["_replica"], state["loss_object"] = self._replica, None
+        return state
+
+    eg_theory = property(lambda self: None if self._replica is None else self._replica[0])
+    train_loss_theory = property(lambda self: None if self._replica is None else self._replica[1])
+
+    @property
+    def z(self) -> np.ndarray | None:
+        return None if self.eg_theory is None else np.asarray(zscore(self.eg_mean, self.eg_theory,
+                                                                        self.eg_stderr), dtype=float)
 
     def to_frame(self):
         """A pandas DataFrame, one row per (training set, lam): columns alpha, n, p, sample (the
@@ -209,9 +248,11 @@ def _ridge_gram(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray | N
     return out
 
 
+@keywords
 def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
              loss=None, channel: str | None = None, site: int | None = None,
-             n_test: int | None = None, threads=INHERIT) -> Simulation | list[Simulation]:
+             n_test: int | None = None, threads=INHERIT, progress: bool | None = None
+             ) -> Simulation | list[Simulation]:
     """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
 
     Parameters
@@ -268,6 +309,9 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         faster on one thread than with threads fighting over a busy machine. ``None`` leaves
         the BLAS libraries' own setting. The numbers do not depend on it beyond rounding. At most
         ``MAX_THREADS`` (1024).
+    progress : bool or None
+        A progress bar on stderr over the training sets (over the alphas for a sequence); None:
+        only when stderr is a terminal (:mod:`replica_mlm._progress`).
 
     Returns
     -------
@@ -275,12 +319,13 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         One Simulation for a scalar ``alpha``; ``[sim(alpha_0), sim(alpha_1), ...]`` for a sequence.
     """
     n_test = _checks.optional(_checks.positive_int, n_test, "n_test")
+    shown(progress)  # TypeError for anything but None, True, False
     if _checks.is_sequence(alpha):
         alphas = _checks.grid(alpha, "alpha")
         gens = _checks.as_generator(rng).spawn(alphas.size)
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
-                         site=site, n_test=n_test, threads=threads)
-                for a, g in zip(alphas, gens, strict=True)]
+                         site=site, n_test=n_test, threads=threads, progress=False)
+                for a, g in zip(bar(alphas, progress=progress, desc="simulate: alphas"), gens, strict=True)]
     from replica_mlm.theory.sides.task_loss import default_loss
 
     if isinstance(task, PottsModel):  # not a task: a site of it, learnt from its Boltzmann samples
@@ -305,6 +350,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.grid(lam, "lam", positive=False)
     seeds = _seed_count(seeds)
+    named = isinstance(loss, str)  # a named loss is its default instance: the name says it all
     loss = losses.resolve(loss)
     solver = erm.solver_of(loss)
     channel = erm.check_channel(channel, loss)
@@ -328,7 +374,8 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
            ("eg", "train_loss", "test_loss", "estimation_error", "kkt_residual")}
     rho, noise = site.rho, site.noise
     with blas_threads(threads):
-        for k, gen in enumerate(children):
+        for k, gen in enumerate(bar(children, progress=progress, desc=f"simulate: alpha = {alpha:g}",
+                                    unit="training set")):
             # in the task's own basis (a MaskedSite: the eigenbasis of Sigma), read back by measures
             x, nu, noisy = site.draw(n, gen)
             y = erm.labels(nu, noisy, channel, gen)
@@ -350,7 +397,22 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
                 out["eg"][k] = fit["error"]
             out["estimation_error"][k] = fit["estimation_error"]
     return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=loss.name, channel=channel.name,
-                      **out)
+                      task=site, loss_object=None if named else loss, **out)
+
+
+def _theory(task, alpha: float, lam: np.ndarray, loss, channel: str) -> tuple[np.ndarray, np.ndarray]:
+    """The replica eg and training loss at (alpha, each lam), NaN where the solver fails."""
+    from replica_mlm.errors import ConvergenceError
+    from replica_mlm.theory.solve import solve
+
+    eg, et = np.full(lam.size, np.nan), np.full(lam.size, np.nan)
+    for j, lm in enumerate(lam):
+        try:
+            sp = solve(task, alpha=alpha, lam=float(lm), loss=loss, channel=channel)
+        except ConvergenceError:
+            continue
+        eg[j], et[j] = sp.eg, sp.train_loss
+    return eg, et
 
 
 def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,

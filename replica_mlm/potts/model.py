@@ -176,7 +176,7 @@ class PottsModel(PottsSampler):
         J = np.triu(gen.standard_normal((L, L)) / math.sqrt(L), 1)
         return cls.ising(couplings=J + J.T, beta=beta)
 
-    def masked_site(self, i: int, rng: RngLike = 0, *, samples: int = 20000):
+    def masked_site(self, i: int, rng: RngLike = 0, *, samples: int = 20000, progress: bool | None = None):
         """Site ``i`` of an Ising model as a :class:`MaskedSite` with the logit channel; for
         q > 2 colours a :class:`~replica_mlm.tasks.potts_site.PottsSite` (softmax channel,
         covariance of the reduced one-hot colours, exact when ``q**L <= 2**22``).
@@ -186,7 +186,8 @@ class PottsModel(PottsSampler):
         parallel tempering where Gibbs does not mix); the teacher is ``2 beta J_{i,-i}``. ``rng``
         and ``samples`` are checked also where the enumeration leaves them unused. For the
         covariance with its standard error and batch estimates, use
-        :func:`replica_mlm.tasks.ising_site.spin_covariance`.
+        :func:`replica_mlm.tasks.ising_site.spin_covariance`. ``progress``: a bar on stderr while
+        the sampler draws (None: only when stderr is a terminal).
         """
         from replica_mlm.tasks.ising_site import ising_site, require_ising, spin_covariance
 
@@ -194,10 +195,10 @@ class PottsModel(PottsSampler):
             from replica_mlm.tasks.potts_site import colour_covariance, potts_site
 
             i = _checks.site_index(i, self.L)
-            return potts_site(self, i, colour_covariance(self, samples=samples, rng=rng))
+            return potts_site(self, i, colour_covariance(self, samples=samples, rng=rng, progress=progress))
         require_ising(self, "masked_site")
         i = _checks.site_index(i, self.L)
-        return ising_site(self, i, spin_covariance(self, samples=samples, rng=rng))
+        return ising_site(self, i, spin_covariance(self, samples=samples, rng=rng, progress=progress))
 
     def with_beta(self, beta: float) -> PottsModel:
         """The same couplings and colours at inverse temperature ``beta``."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm._checks import RngLike, positive, positive_int
+from replica_mlm._progress import shown
 from replica_mlm.potts import kernel, sampling, tempering, tuning
 from replica_mlm.potts.diagnostics import (
     TEMPERING_BETA_HOT,
@@ -180,6 +181,7 @@ class PottsSampler:
         ladder=None,
         swap_rounds: int = TEMPERING_SWAP_ROUNDS,
         resume: GibbsDiagnostics | None = None,
+        progress: bool | None = None,
     ) -> np.ndarray | tuple[np.ndarray, GibbsDiagnostics | None]:
         """Draw ``n`` sequences by Gibbs sampling with the exact conditionals.
 
@@ -207,6 +209,9 @@ class PottsSampler:
             pilot's equilibration checks, so ``burn_in`` defaults to 0 and ``sweeps_between`` to
             the pilot's. ``n_chains`` (default: all of the pilot's) takes the first replicas;
             ``method``, ``n_rungs``, ``beta_hot``, ``ladder`` and ``swap_rounds`` are not used.
+        progress : bool or None
+            A progress bar on stderr over the sweeps that save samples (not the pilot run's);
+            None: only when stderr is a terminal (:mod:`replica_mlm._progress`).
 
         Returns
         -------
@@ -216,7 +221,7 @@ class PottsSampler:
         return sampling.draw(self, n, rng, n_chains=n_chains, sweeps_between=sweeps_between,
                         burn_in=burn_in, return_diagnostics=return_diagnostics, method=method,
                         n_rungs=n_rungs, beta_hot=beta_hot, ladder=ladder, swap_rounds=swap_rounds,
-                        resume=resume)
+                        resume=resume, progress=shown(progress))
 
 
     def tune_beta(

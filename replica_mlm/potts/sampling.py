@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._progress import bar
 from replica_mlm.potts.diagnostics import METHODS, GibbsDiagnostics
 from replica_mlm.potts.kernel import PottsLike, gibbs_sweep, init_fields
 from replica_mlm.potts.tempering import checked_ladder, tempering_step
@@ -46,7 +47,7 @@ def _resume_from(model: PottsLike, d, n_chains):
 
 
 def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_diagnostics,
-         method, n_rungs, beta_hot, ladder, swap_rounds, resume=None):
+         method, n_rungs, beta_hot, ladder, swap_rounds, resume=None, progress=False):
     """The body of :meth:`PottsModel.sample <replica_mlm.potts.model.PottsModel.sample>`."""
     if resume is not None:
         return _draw_resumed(model, n, rng, resume, n_chains=n_chains,
@@ -120,14 +121,19 @@ def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_
         def current() -> np.ndarray:
             return s
     per_chain = -(-n // C)
+    steps = bar(progress=progress, desc=f"sampling {n} sequences", total=burn + (per_chain - 1) * between,
+                unit="sweep")
     for _ in range(burn):
         advance()
+        steps.update()
     out = np.empty((per_chain, C, L), dtype=np.intp)
     for k in range(per_chain):
         if k > 0:
             for _ in range(between):
                 advance()
+            steps.update(between)
         out[k] = current()
+    steps.close()
     # interleave chains so that the first n rows come from as many chains as possible
     seqs = out.reshape(per_chain * C, L)[:n].copy()
     if return_diagnostics:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm.proteins.structure import MappedStructure, Structure
 
 _TOPS = {"L": 1, "L/2": 2, "L/5": 5, "L/10": 10}
@@ -82,6 +83,7 @@ def _distances(structure_or_distances, L: int) -> np.ndarray:
     return d
 
 
+@keywords
 def contact_precision(scores, structure_or_distances, *, top: str | int = "L/5",
                       min_separation: int = 6, cutoff: float = 8.0) -> float:
     """Fraction of true contacts among the highest-scoring pairs of columns.

@@ -34,6 +34,7 @@ from scipy import optimize
 
 from replica_mlm import _checks
 from replica_mlm._checks import RngLike, as_generator, nonnegative, positive, positive_int
+from replica_mlm._keywords import keywords
 from replica_mlm.learners.attention import zero_sum_gauge
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.proteins import contacts
@@ -131,6 +132,7 @@ class PottsFit:
         return contacts.coupling_scores(self.couplings, apc=apc)
 
 
+@keywords
 def fit_potts(
     msa,
     method: str = "plm",

@@ -84,7 +84,8 @@ class SpinCovariance:
 
 
 def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
-                    rng: _checks.RngLike = 0, exact: bool | None = None) -> SpinCovariance:
+                    rng: _checks.RngLike = 0, exact: bool | None = None,
+                    progress: bool | None = None) -> SpinCovariance:
     """Measure ``Sigma = E[s s^T]`` of an Ising model.
 
     Parameters
@@ -101,6 +102,8 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
         Seed of the sampler.
     exact : bool, optional
         Enumerate all ``2**L`` configurations (default: when ``L <= 16``).
+    progress : bool or None
+        A progress bar on stderr while sampling; None: only when stderr is a terminal.
     """
     require_ising(model, "spin_covariance")
     L = model.L
@@ -123,7 +126,7 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
     if batches < 2 or samples < 2 * batches:
         raise ValueError(f"need batches >= 2 and samples >= 2 * batches, got samples={samples}, "
                          f"batches={batches}")
-    seqs, diag = equilibrium_sample(model, samples, rng, what="spin covariance")
+    seqs, diag = equilibrium_sample(model, samples, rng, what="spin covariance", progress=progress)
     s = spins(seqs)
     cov = s.T @ s / samples
     np.fill_diagonal(cov, 1.0)
@@ -154,7 +157,7 @@ def ising_site(model, i: int, covariance: SpinCovariance) -> MaskedSite:
     return MaskedSite(covariance=sigma, teacher=teacher, noise=0.0, channel="logit")
 
 
-def equilibrium_sample(model, samples: int, rng, *, what: str):
+def equilibrium_sample(model, samples: int, rng, *, what: str, progress: bool | None = None):
     """``model.sample(samples, method="auto", return_diagnostics=True)``, with the sampler's
     RuntimeWarning (it could not verify mixing) raised as a ValueError naming ``what`` was measured."""
     import warnings
@@ -162,6 +165,7 @@ def equilibrium_sample(model, samples: int, rng, *, what: str):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         try:
-            return model.sample(samples, rng=rng, method="auto", return_diagnostics=True)
+            return model.sample(samples, rng=rng, method="auto", return_diagnostics=True,
+                                progress=progress)
         except RuntimeWarning as exc:
             raise ValueError(f"cannot measure the {what}: {exc}") from None

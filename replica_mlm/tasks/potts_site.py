@@ -214,7 +214,7 @@ def all_colours_alike(model) -> bool:
 
 
 def colour_covariance(model, *, samples: int = 20000, rng: _checks.RngLike = 0,
-                      exact: bool | None = None) -> ColourCovariance:
+                      exact: bool | None = None, progress: bool | None = None) -> ColourCovariance:
     """``E[x]`` and ``Cov(x)`` of the reduced one-hot colours of a Potts model.
 
     Exact by enumeration when ``q**L <= 2**22`` (default), else from ``samples`` sequences of
@@ -240,7 +240,7 @@ def colour_covariance(model, *, samples: int = 20000, rng: _checks.RngLike = 0,
     else:
         from replica_mlm.tasks.ising_site import equilibrium_sample
 
-        seqs, diag = equilibrium_sample(model, samples, rng, what="colour covariance")
+        seqs, diag = equilibrium_sample(model, samples, rng, what="colour covariance", progress=progress)
         prob = np.full(seqs.shape[0], 1.0 / seqs.shape[0])
         method, n = diag.method, samples
     x = P[seqs].reshape(seqs.shape[0], L * K)  # (n, L K), site-major

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
@@ -37,6 +38,9 @@ from replica_mlm.theory.solvers import fixed_point, precise, root
 from replica_mlm.theory.symbolic.compiled import compiled
 
 METHODS = ("root", "iterate", "general")
+#: the keywords ``**options`` of :func:`solve` passes on: to method="iterate", to the general engine
+#: and to a PottsSite's multi-class solver
+SOLVER_OPTIONS = ("damping", "tol", "max_iter", "init", "order", "integration", "randomisations", "seed")
 #: cold start (V, q, m) of method="iterate" (init=None)
 ITERATE_INIT = (1000.0, 1e-3, 1e-3)
 
@@ -126,6 +130,7 @@ class SaddlePoint:
 
 
 
+@keywords(options=SOLVER_OPTIONS)
 def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,
           loss=None, channel=None, **options) -> SaddlePoint:
     """Solve the replica saddle point at sample ratio ``alpha`` and ridge ``lam``.
@@ -326,7 +331,11 @@ def root_message(alpha: float, lam: float, regime: int = root.NEWTON) -> str:
 def _solve_root(spec: Spectrum, alpha: float, lam: float, **options) -> SaddlePoint:
     """The route of ``method="root"``: the reduced scalar equation (:mod:`.root`); no options."""
     if options:
-        raise ValueError(f"method 'root' takes no options, got {sorted(options)}")
+        raise ValueError(
+            f"solve() with method='root' (the default for the square loss and the gaussian channel) takes "
+            f"no options, got {sorted(options)}: damping, tol, max_iter and init are options of "
+            f"method='iterate'; order and init of the general engine; integration, randomisations and seed "
+            f"of a PottsSite's multi-class solver")
     out = solve_reduced(spec, np.array([alpha]), lam)
     return _result(spec, alpha, lam, {k: v[0] for k, v in out.items()}, method="root",
                    message=root_message(alpha, lam, int(out["regime"][0])))

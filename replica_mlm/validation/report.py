@@ -177,8 +177,7 @@ def write_report(out: str | os.PathLike, sections: list[Section], **metadata: An
             lines += ["", "Known deviations (measured, not reproduced; the run passes while they fail):", ""]
             lines += [f"* `{c.name}`: {c.known_deviation}." for c in known]
         lines.append("")
-        for fig in s.figures:
-            lines.append(f"![{Path(fig).stem}]({fig})")
+        lines += _figure_links(s.figures)
         lines.append("")
     atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
     return report
@@ -193,9 +192,42 @@ def _fmt_s(seconds: float | None) -> str:
     return "n/a" if seconds is None else f"{seconds:.1f}"
 
 
+#: significant digits of the numbers in report.md (report.json keeps every digit)
+DIGITS = 4
+#: entries of a list shown in report.md before the rest is counted
+LIST_SHOWN = 8
+
+
 def _fmt(v: Any) -> str:
+    """A value or threshold for a Markdown table cell: numbers to :data:`DIGITS` significant
+    digits, dicts as ``key: value`` pairs, long lists cut after :data:`LIST_SHOWN` entries."""
+    if isinstance(v, bool | np.bool_):
+        return str(bool(v))
+    if isinstance(v, int | np.integer):
+        return str(int(v))
     if isinstance(v, float | np.floating):
-        return f"{float(v):.6g}"
+        return f"{float(v):.{DIGITS}g}"
+    if isinstance(v, np.ndarray):
+        return _fmt(v.tolist())
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items())
     if isinstance(v, list | tuple):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    return str(v)
+        shown = ", ".join(_fmt(x) for x in v[:LIST_SHOWN])
+        more = f", ... ({len(v)} values)" if len(v) > LIST_SHOWN else ""
+        return f"[{shown}{more}]"
+    return str(v).replace("|", "\\|")
+
+
+def _figure_links(figures: list[str]) -> list[str]:
+    """Markdown for a section's figure files: each PNG shown (viewers render PNG, not PDF), with a
+    link to its PDF beside it; a PDF without a PNG is linked."""
+    names = list(dict.fromkeys(figures))
+    out = []
+    for fig in names:
+        path = Path(fig)
+        pdf = str(path.with_suffix(".pdf"))
+        if path.suffix.lower() == ".png":
+            out.append(f"![{path.stem}]({fig})" + (f" ([PDF]({pdf}))" if pdf in names else ""))
+        elif path.suffix.lower() != ".pdf" or str(path.with_suffix(".png")) not in names:
+            out.append(f"[{path.name}]({fig})")
+    return out

@@ -28,7 +28,7 @@ scramblings of a Sobol' rule. See docs/multiclass.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -120,6 +120,24 @@ class MulticlassSaddlePoint:
     @property
     def K(self) -> int:
         return self.Q.shape[0]
+
+    def to_frame(self):
+        """A one-row pandas DataFrame: the scalar fields, and each K x K matrix as its trace
+        (column ``tr_Q``, ...) and as the nested list of its entries (column ``Q``, ...)."""
+        import pandas as pd
+
+        row = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray):
+                row[f"tr_{f.name}"] = float(np.trace(v))
+                row[f.name] = v.tolist()
+            elif isinstance(v, dict):
+                row.update({f"integration_error_{k}": e for k, e in v.items()})
+            else:
+                row[f.name] = v
+        row["K"] = self.K
+        return pd.DataFrame([row])
 
 
 class Problem:

@@ -20,7 +20,7 @@ the expansion parameter is tiny).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 
 import mpmath
@@ -28,6 +28,7 @@ import numpy as np
 import sympy as sp
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory.solvers.precise import PreciseSpectrum, precise_spectrum
 from replica_mlm.theory.symbolic import potentials as P
@@ -202,7 +203,14 @@ class Asymptotics:
     peak_constant: float
     lam: float
 
+    def to_frame(self):
+        """A one-row pandas DataFrame of the fields (mpmath numbers as floats)."""
+        import pandas as pd
 
+        return pd.DataFrame([{f.name: float(getattr(self, f.name)) for f in fields(self)}])
+
+
+@keywords
 def asymptotics(task, *, lam: float, precision: int | None = None) -> Asymptotics:
     """Evaluate the sympy expansions of :func:`expansions` for ``task`` at ridge ``lam``.
 

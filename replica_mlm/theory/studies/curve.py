@@ -9,9 +9,11 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm import io as rm_io
+from replica_mlm._keywords import keywords
+from replica_mlm._progress import bar, shown
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
-from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
+from replica_mlm.theory.solve import SOLVER_OPTIONS, SaddlePoint, solve, solve_reduced
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
@@ -112,8 +114,9 @@ def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = 
     return rm_io.write_csv(path, rows, columns=columns)
 
 
+@keywords(options=SOLVER_OPTIONS)
 def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, channel=None,
-                   **options) -> LearningCurve | list[LearningCurve]:
+                   progress: bool | None = None, **options) -> LearningCurve | list[LearningCurve]:
     """Solve the saddle point at every alpha of a grid, at one ``lam`` or at each of several.
 
     Parameters
@@ -133,18 +136,22 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
         curve continuously); a point that fails from the warm start is retried from a cold start.
         The loss and channel are checked once, before any point is solved, by
         :func:`replica_mlm.theory.sides.channels.check_pair` (ValueError, as in :func:`solve`).
+    progress : bool or None
+        A progress bar on stderr over the alphas of the general engine (point by point; the fast
+        path solves every alpha at once); None: only when stderr is a terminal.
 
     Returns
     -------
     LearningCurve or list of LearningCurve
         One curve for a scalar ``lam``; ``[curve(lam_0), curve(lam_1), ...]`` for a sequence.
     """
+    shown(progress)  # TypeError for anything but None, True, False
     if _checks.is_sequence(lam):
         return [_learning_curve(task, alpha=alpha, lam=float(lm), method=method, loss=loss,
-                                channel=channel, **options)
+                                channel=channel, progress=progress, **options)
                 for lm in _checks.grid(lam, "lam", positive=False)]
     return _learning_curve(task, alpha=alpha, lam=lam, method=method, loss=loss, channel=channel,
-                           **options)
+                           progress=progress, **options)
 
 
 def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None:
@@ -172,7 +179,7 @@ def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None
     return replace(p1, alpha=alpha, V=V, q=q, m=m)
 
 
-def _learning_curve(task, *, alpha, lam, method, loss, channel, **options) -> LearningCurve:
+def _learning_curve(task, *, alpha, lam, method, loss, channel, progress=None, **options) -> LearningCurve:
     """:func:`learning_curve` at one lam."""
     from replica_mlm.theory.sides import channels, losses
     spec = spectrum_of(task)
@@ -191,7 +198,7 @@ def _learning_curve(task, *, alpha, lam, method, loss, channel, **options) -> Le
         if "init" in options:
             raise ValueError("learning_curve warm-starts each point itself; do not pass init")
         points = []
-        for a in alphas:
+        for a in bar(alphas, progress=progress, desc=f"learning curve at lam = {lam:g}", unit="alpha"):
             # starts in turn: extrapolated from the last two points, the last point, cold
             starts = [_extrapolated(points, float(a)), points[-1] if points else None, None]
             starts = [x for i, x in enumerate(starts) if all(x is not y for y in starts[:i])]

@@ -2,15 +2,42 @@
 
 from __future__ import annotations
 
+import re
+
 import sympy as sp
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm.theory.studies.bayes_equations import bayes_equations
 from replica_mlm.theory.symbolic import potentials as P
 
 
+class Equations(dict):
+    """The equations by name (a dict of ``sympy.Eq``) that prints as plain text, one per line.
+
+    ``print(rm.equations())`` shows ``lhs = rhs`` lines (with the key where it is not the
+    left-hand side) (sympy's text form, LaTeX names such as
+    ``\\hat{V}`` written ``V_hat``); ``eqs["V"]`` and every other dict access work as on a dict.
+    """
+
+    def __str__(self) -> str:
+        lines = []
+        for key, eq in self.items():
+            lhs = _plain(eq.lhs)
+            lines.append(f"  {lhs} = {_plain(eq.rhs)}" + ("" if lhs == key else f"    [{key!r}]"))
+        return "\n".join(["replica-symmetric saddle-point equations (docs/theory.md):", *lines])
+
+
+def _plain(expr) -> str:
+    """``expr`` as one line of text, LaTeX symbol names made plain (``\\hat{V}`` -> ``V_hat``)."""
+    text = sp.sstr(expr)
+    text = re.sub(r"\\hat\{([^{}]+)\}", r"\1_hat", text)
+    return re.sub(r"\\([A-Za-z]+)", r"\1", text).replace("**", "^")
+
+
+@keywords
 def equations(*, latex: bool = False, loss=None, channel=None,
-              bayes_optimal: bool = False) -> dict[str, sp.Eq] | str:
+              bayes_optimal: bool = False) -> Equations | str:
     """The replica-symmetric saddle-point equations, as derived by sympy.
 
     Without ``loss`` and ``channel``: the equations of ridge MLM (square loss, gaussian channel)
@@ -37,7 +64,7 @@ def equations(*, latex: bool = False, loss=None, channel=None,
 
     Returns
     -------
-    dict of sympy.Eq, or str
+    Equations (a dict of sympy.Eq that prints as text), or str
         Keys ``"V_hat", "q_hat", "m_hat", "V", "q", "m", "eg", "train_loss"`` (ridge MLM), or
         ``"loss", "prox", "f", "d_w f", "P_out", "Z", "dZ", "fields", "m_hat", "q_hat", "V_hat",
         "V", "q", "m", "estimation_error"`` (general engine).
@@ -58,7 +85,7 @@ def equations(*, latex: bool = False, loss=None, channel=None,
         summand = sp.factor(expr.subs(finite) * p)
         return sp.Mul(1 / p, sp.Sum(summand, (k, 1, p)), evaluate=False)
 
-    out: dict[str, sp.Eq] = {}
+    out = Equations()
     if loss is None and channel is None:
         for sym, name in ((P.V_hat, "V_hat"), (P.q_hat, "q_hat"), (P.m_hat, "m_hat")):
             out[name] = sp.Eq(sym, eqs.hat[sym])
@@ -74,9 +101,9 @@ def equations(*, latex: bool = False, loss=None, channel=None,
     return _render(out, latex)
 
 
-def _render(out: dict[str, sp.Eq], latex: bool) -> dict[str, sp.Eq] | str:
+def _render(out: dict[str, sp.Eq], latex: bool) -> Equations | str:
     if not latex:
-        return out
+        return Equations(out)
     rows = [rf"{sp.latex(e.lhs)} &= {sp.latex(e.rhs)}" for e in out.values()]
     return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
+from replica_mlm._progress import bar, shown
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
@@ -82,8 +84,10 @@ class OptimalLambda:
         return frame
 
 
+@keywords
 def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
-                   xatol: float = 1e-9, loss=None, channel=None) -> OptimalLambda:
+                   xatol: float = 1e-9, loss=None, channel=None,
+                   progress: bool | None = None) -> OptimalLambda:
     """The ridge strength that minimises eg, at one alpha or at every alpha of a grid.
 
     ``loss`` and ``channel`` are as in :func:`solve`; with the general engine the scan is solved
@@ -105,6 +109,8 @@ def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
         Search interval ``0 < low < high`` of lam.
     xatol : float
         Absolute tolerance of Brent's method in ``log lam``, in (0, 1].
+    progress : bool or None
+        A progress bar on stderr over the alphas; None: only when stderr is a terminal.
 
     Returns
     -------
@@ -124,7 +130,7 @@ def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
     if xatol > 1.0:
         raise ValueError(f"xatol (tolerance in log lam) must be in (0, 1], got {xatol}")
     kind = _Kind(loss, channel, task)
-    found = _optimal(task, spec, alphas, (lo, hi), xatol, kind)
+    found = _optimal(task, spec, alphas, (lo, hi), xatol, kind, progress=shown(progress))
     shape = () if scalar else alphas.shape
     points = tuple(sp for _, sp, _, _ in found)
 
@@ -158,7 +164,8 @@ class _Kind:
 
 
 def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
-             kind: _Kind | None = None) -> list[tuple[float, SaddlePoint, bool, bool]]:
+             kind: _Kind | None = None, *, progress: bool | None = False
+             ) -> list[tuple[float, SaddlePoint, bool, bool]]:
     """optimal_lambda at every alpha: a scan over (alpha, lam) (vectorised on the fast path),
     then Brent per alpha. Per alpha: (lam*, saddle point, Brent converged, at a bound)."""
     from scipy import optimize  # imported here: scipy.optimize costs ~0.5 s at package import
@@ -179,7 +186,8 @@ def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
                 scan[i, j] = prev.eg
             starts.append(row)
     results = []
-    for alpha, row, start in zip(alphas, scan, starts, strict=True):
+    for alpha, row, start in bar(zip(alphas, scan, starts, strict=True), progress=progress,
+                                 desc="optimal lam", total=alphas.size, unit="alpha"):
         alpha = float(alpha)
         j = int(np.argmin(row))
         if j in (0, logs.size - 1):
@@ -256,6 +264,23 @@ class PhaseDiagram:
         """Boolean mask of the grid where d eg / d alpha > 0."""
         return self.deg_dalpha > 0
 
+    def to_frame(self):
+        """A pandas DataFrame, one row per grid point (row by row): alpha, lam, shift, eg,
+        train_loss, deg_dalpha, more_data_hurts, the row's peak_alpha, rho and noise, and the
+        column's optimal_lam and optimal_eg (NaN on shift diagrams)."""
+        import pandas as pd
+
+        n_y, n_a = self.eg.shape
+        per_row = lambda v: np.repeat(np.broadcast_to(np.asarray(v, dtype=float), (n_y,)), n_a)  # noqa: E731
+        per_col = lambda v: np.tile(np.full(n_a, np.nan) if v is None else np.asarray(v, dtype=float), n_y)  # noqa: E731
+        return pd.DataFrame({
+            "alpha": np.tile(self.alpha, n_y), "lam": per_row(self.lam),
+            "shift": per_row(np.nan if self.shift is None else self.shift),
+            "eg": self.eg.ravel(), "train_loss": self.train_loss.ravel(),
+            "deg_dalpha": self.deg_dalpha.ravel(), "more_data_hurts": self.more_data_hurts.ravel(),
+            "peak_alpha": per_row(self.peak_alpha), "rho": per_row(self.rho), "noise": per_row(self.noise),
+            "optimal_lam": per_col(self.optimal_lam), "optimal_eg": per_col(self.optimal_eg)})
+
 
 def increasing_grid(values, name: str, *, positive: bool = True) -> np.ndarray:
     """A non-empty, finite, strictly increasing 1-d grid (strictly positive if ``positive``)."""
@@ -331,6 +356,7 @@ def peak_alpha(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray,
     return float(optimize.brentq(d_general, alphas[j], alphas[j + 1], xtol=1e-9, rtol=1e-8))
 
 
+@keywords
 def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = False,
                   loss=None, channel=None) -> PhaseDiagram:
     """eg over a grid of alpha and lam, with d eg / d alpha, the optimal-lam line and the peak.
@@ -352,7 +378,7 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
     optimal : bool
         Also compute the optimal lam at each alpha (:func:`optimal_lambda`).
     progress : bool
-        Show a progress bar over rows.
+        A progress bar on stderr over rows (and over the alphas of the optimal lam).
     """
     spec = spectrum_of(task)
     optimal = _checks.flag(optimal, "optimal")
@@ -370,7 +396,7 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
                       for i, lm in enumerate(_progress(lams, progress, "peak per lam"))])
     opt_lam = opt_eg = None
     if optimal:
-        pairs = _optimal(task, spec, alphas, LAM_BOUNDS, 1e-9, kind)
+        pairs = _optimal(task, spec, alphas, LAM_BOUNDS, 1e-9, kind, progress=progress)
         opt_lam = np.array([p[0] for p in pairs])
         opt_eg = np.array([p[1].eg for p in pairs])
     return PhaseDiagram(alpha=alphas, axis="lam", y=lams, lam=lams, shift=None, eg=eg, train_loss=et,
@@ -378,8 +404,11 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
                         rho=spec.rho, noise=spec.noise)
 
 
+@keywords
 def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> PhaseDiagram:
-    """eg over a grid of alpha and Potts shift s > 2 in the thermodynamic limit, at one lam."""
+    """eg over a grid of alpha and Potts shift s > 2 in the thermodynamic limit, at one lam.
+
+    ``progress``: a bar on stderr over the shift rows."""
     from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
 
     progress = _checks.flag(progress, "progress")
@@ -401,9 +430,5 @@ def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> 
                         peak_alpha=peaks, rho=rho, noise=noise)
 
 
-def _progress(values, show: bool, desc: str):
-    if not show:
-        return values
-    from tqdm.auto import tqdm
-
-    return tqdm(values, desc=desc, leave=False)
+def _progress(values, show: bool | None, desc: str):
+    return bar(values, progress=show, desc=desc)

@@ -41,6 +41,7 @@ import math
 import numpy as np
 from scipy import integrate, optimize, special
 
+from replica_mlm._keywords import keywords
 from replica_mlm.tasks.spectrum import Spectrum
 
 #: label channels with binary labels, for which separability is defined
@@ -115,6 +116,7 @@ def _noise_of(task, channel: str) -> tuple[float, float]:
     return rho, noise
 
 
+@keywords
 def separability_threshold(task, channel: str | None = None) -> float:
     """Sample ratio alpha_c above which binary labels are no longer linearly separable.
 

@@ -1,0 +1,104 @@
+"""The Python of README.md and docs/*.md runs as a reader would run it, and the names it mentions
+exist.
+
+Each file's ```python blocks run in order, in one namespace, in a temporary folder (so nothing is
+written into the repository), with matplotlib's Agg backend. A block is skipped only if the line
+just before its fence (blank lines aside) is ``<!-- skip-test: reason -->``, the documented
+convention (docs/getting_started.md, "Examples in the docs"); skips are few and counted here.
+Every ``rm.<name>`` and ``rm.<name>.<attribute>...`` in those files must resolve.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import replica_mlm as rm
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SKIP = re.compile(r"<!--\s*skip-test:\s*(.+?)\s*-->")
+#: blocks skipped on purpose, at most (each with its reason in the page)
+MAX_SKIPS = 3
+
+
+def blocks(page: Path) -> list[tuple[int, str, str | None]]:
+    """(line number, code, skip reason or None) of each ```python block of ``page``."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == "```python":
+            j = i - 1
+            while j >= 0 and not lines[j].strip():
+                j -= 1
+            reason = SKIP.search(lines[j]).group(1) if j >= 0 and SKIP.search(lines[j]) else None
+            end = i + 1
+            while end < len(lines) and lines[end].strip() != "```":
+                end += 1
+            out.append((i + 1, "\n".join(lines[i + 1:end]), reason))
+            i = end
+        i += 1
+    return out
+
+
+def resolve(dotted: str):
+    """``rm.a.b.c`` as an attribute chain from ``rm``, importing ``replica_mlm.a.b`` where needed."""
+    parts = dotted.split(".")
+    obj = rm
+    for k, part in enumerate(parts):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            obj = importlib.import_module("replica_mlm." + ".".join(parts[:k + 1]))
+    return obj
+
+
+PAGES_WITH_CODE = [p for p in PAGES if blocks(p)]
+
+
+def test_the_pages_have_code_and_few_skips():
+    assert {p.name for p in PAGES_WITH_CODE} >= {"README.md", "getting_started.md"}
+    skipped = [(p.name, line, why) for p in PAGES for line, _, why in blocks(p) if why]
+    assert len(skipped) <= MAX_SKIPS, skipped
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: p.name)
+def test_the_blocks_of_a_page_run_in_order(page, tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+    namespace: dict = {"__name__": "__docs__"}
+    for line, code, reason in blocks(page):
+        if reason:
+            continue
+        started = time.perf_counter()
+        try:
+            exec(compile(code, f"{page.name}:{line}", "exec"), namespace)
+        except Exception as exc:  # the page and line, not a traceback into exec
+            pytest.fail(f"{page.name}, block at line {line}: {type(exc).__name__}: {exc}")
+        finally:
+            plt.close("all")
+        print(f"{page.name}:{line}: {time.perf_counter() - started:.1f} s")
+
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_rm_name_a_page_mentions_exists(page):
+    text = page.read_text(encoding="utf-8")
+    names = sorted(set(re.findall(r"(?<![\w.])rm\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)", text)))
+    missing = []
+    for name in names:
+        try:
+            resolve(name)
+        except (AttributeError, ImportError):
+            missing.append(f"rm.{name}")
+    assert not missing, f"{page.name} names what does not exist: {missing}"

@@ -1,0 +1,296 @@
+"""Every figure the package draws: each legend entry looks like the artist it labels (line
+style, width, marker, colour: some line of its axes is drawn so), and no two texts overlap (their
+extents as Agg renders them).
+
+Figures are checked where they are written: :func:`checked` wraps ``Figure.savefig``, so the
+plotting functions, the command line (``replica-mlm curve``, ``phase``, ``simulate``) and the
+validation figures are checked as they are drawn, on small inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+from matplotlib.legend import Legend
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.text import Text
+
+import replica_mlm as rm
+from replica_mlm import plotting
+from replica_mlm.cli import main
+from replica_mlm.figures_proteins import plot_contact_map
+
+
+def _dashes(artist, k: int = 0):
+    """The unscaled dash pattern of a line or of a collection's k-th line: None if solid."""
+    if isinstance(artist, Line2D):
+        if artist.get_linestyle() in ("None", "none", " ", ""):
+            return "none"
+        offset, seq = artist._unscaled_dash_pattern
+    else:
+        styles = artist._us_linestyles
+        offset, seq = styles[k % len(styles)]
+    return None if not seq else (round(float(offset), 3), tuple(round(float(s), 3) for s in seq))
+
+
+def _look(ln: Line2D) -> tuple:
+    """(colour, width, dashes, marker) of a line; no width for markers without a line."""
+    dashes = _dashes(ln)
+    width = None if dashes == "none" else _width(ln.get_linewidth())
+    return _colour(ln.get_color()), width, dashes, str(ln.get_marker())
+
+
+def _width(w) -> float:
+    return round(float(w), 1)
+
+
+def _colour(c) -> tuple:
+    return tuple(round(v, 3) for v in to_rgba(c))
+
+
+def _line_styles(ax) -> set:
+    """What the lines drawn on ``ax`` look like: ("line", colour, width, dashes) for each line with
+    a line (lines, error bars, contours) and ("marker", colour, marker) for each with markers."""
+    out = set()
+    for ln in ax.get_lines():
+        colour, width, dashes, marker = _look(ln)
+        if dashes != "none":
+            out.add(("line", colour, width, dashes))
+        if marker not in ("None", "none", ""):
+            out.add(("marker", colour, marker))
+    for coll in ax.collections:
+        colors = coll.get_edgecolor() if len(coll.get_edgecolor()) else coll.get_facecolor()
+        widths = np.atleast_1d(coll.get_linewidth())
+        for k, c in enumerate(colors):
+            out.add(("line", _colour(c), _width(widths[k % len(widths)]), _dashes(coll, k)))
+    return out
+
+
+def _hatches(ax) -> set:
+    found = set()
+    for a in [*ax.collections, *ax.patches]:
+        found |= {h for h in [a.get_hatch(), *(getattr(a, "hatches", None) or [])] if h}
+    return found
+
+
+def _legends(fig) -> list[tuple[Legend, list]]:
+    """Each legend of ``fig`` with the axes whose artists it may label."""
+    out = []
+    for ax in fig.axes:
+        if ax.get_legend() is not None:
+            out.append((ax.get_legend(), [ax]))
+    out += [(leg, list(fig.axes)) for leg in fig.legends]
+    return out
+
+
+def _entries(leg: Legend) -> list[tuple]:
+    """(the drawing area of the handle, the label) of each entry of a legend."""
+    from matplotlib.offsetbox import DrawingArea, HPacker, TextArea
+
+    out = []
+    for packer in leg._legend_handle_box.findobj(lambda a: isinstance(a, HPacker)):
+        kids = packer.get_children()
+        if len(kids) == 2 and isinstance(kids[0], DrawingArea) and isinstance(kids[1], TextArea):
+            out.append((kids[0], kids[1].get_text()))
+    return out
+
+
+def legend_problems(fig) -> list[str]:
+    """Legend entries whose look no artist of the axes they label has."""
+    problems = []
+    for leg, axes in _legends(fig):
+        drawn = set().union(*(_line_styles(ax) for ax in axes))
+        hatches = set().union(*(_hatches(ax) for ax in axes))
+        for box, label in _entries(leg):
+            for handle in box.findobj(lambda a: isinstance(a, Line2D | Patch)):
+                if isinstance(handle, Patch):
+                    if handle.get_hatch() and handle.get_hatch() not in hatches:
+                        problems.append(f"{label!r}: hatch {handle.get_hatch()!r} is drawn nowhere")
+                    continue
+                if len(handle.get_xdata()) == 0 and str(handle.get_marker()) in ("None", "none", ""):
+                    continue
+                if _dashes(handle) == "none" and str(handle.get_marker()) in ("None", "none", ""):
+                    continue  # an empty handle: a note in the legend
+                colour, width, dashes, marker = _look(handle)
+                # an error bar's entry draws its line and its marker apart: each must be drawn so
+                wanted = ([("line", colour, width, dashes)] if dashes != "none" else []) + (
+                    [("marker", colour, marker)] if marker not in ("None", "none", "") else [])
+                for look in wanted:
+                    if look not in drawn:
+                        problems.append(f"{label!r}: legend {look} matches no line drawn")
+    return problems
+
+
+def _texts(fig, renderer) -> list[tuple[str, object]]:
+    """Every text drawn: titles, labels, tick labels in view, annotations, legend and contour texts."""
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        bbox = t.get_window_extent(renderer)
+        if bbox.width < 1 or bbox.height < 1:
+            continue
+        out.append((t, bbox))
+    for ax in fig.axes:  # tick labels: only those of the ticks in view
+        for axis in (ax.xaxis, ax.yaxis):
+            shown = {id(lab) for tick in axis._update_ticks() for lab in (tick.label1, tick.label2)}
+            out = [(t, b) for t, b in out if not _is_tick_label(t, axis) or id(t) in shown]
+    return out
+
+
+def _is_tick_label(t, axis) -> bool:
+    return any(t is tick.label1 or t is tick.label2 for tick in [*axis.majorTicks, *axis.minorTicks])
+
+
+def overlap_problems(fig) -> list[str]:
+    """Pairs of texts whose extents overlap by more than a pixel each way."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    texts = _texts(fig, renderer)
+    problems = []
+    for i, (a, ba) in enumerate(texts):
+        for b, bb in texts[i + 1:]:
+            w = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
+            h = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
+            if w > 1 and h > 1:
+                problems.append(f"texts {a.get_text()!r} and {b.get_text()!r} overlap ({w:.0f} x {h:.0f} px)")
+    return problems
+
+
+@contextlib.contextmanager
+def checked():
+    """Check every figure written in the block (``Figure.savefig``); yields the problems found."""
+    found: dict[str, list[str]] = {}
+    original = Figure.savefig
+
+    def savefig(self, fname, *args, **kwargs):
+        fmt = kwargs.get("format") or str(getattr(fname, "name", fname)).rsplit(".", 1)[-1]
+        if fmt != "pdf":  # the PNG and the PDF are one figure
+            title = next((ax.get_title() for ax in self.axes if ax.get_title()), "")
+            found[f"figure {len(found)} ({title[:40]!r})"] = legend_problems(self) + overlap_problems(self)
+        return original(self, fname, *args, **kwargs)
+
+    Figure.savefig = savefig
+    try:
+        yield found
+    finally:
+        Figure.savefig = original
+        plt.close("all")
+
+
+def _assert_clean(found: dict, at_least: int) -> None:
+    assert len(found) >= at_least, f"only {len(found)} figures were written: {sorted(found)}"
+    bad = {name: p for name, p in found.items() if p}
+    assert not bad, "\n".join(f"{name}: {p}" for name, ps in bad.items() for p in ps)
+
+
+# --- the checks catch what they are for ---------------------------------------------------
+
+
+def test_the_checks_see_a_wrong_legend_and_an_overlap():
+    with plt.rc_context(plotting.STYLE):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, 1], color="black")  # the cycler's first style: solid
+        ax.plot([0, 1], [1, 0], color="black")  # the cycler's second: dashed, not asked for
+        ax.legend(handles=[Line2D([], [], color="black", ls="-", label="a"),
+                           Line2D([], [], color="black", ls="-.", label="b")])
+        ax.text(0.5, 0.5, "one text")
+        ax.text(0.5, 0.5, "another text")
+    legend = legend_problems(fig)
+    assert len(legend) == 1 and "'b'" in legend[0]
+    assert any("'one text' and 'another text'" in p for p in overlap_problems(fig))
+    plt.close(fig)
+
+
+# --- every figure ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small():
+    site = rm.GaussianPotts.random(L=60, shift=3.0, rng=0).masked_site(0)
+    alpha = np.linspace(0.05, 4, 60)
+    return types.SimpleNamespace(
+        site=site,
+        curves=rm.learning_curve(site, alpha=alpha, lam=[0.0, 1e-3, 0.1]),
+        sims=rm.simulate(site, alpha=[0.5, 2.0, 3.5], lam=[1e-3, 0.1], seeds=4, rng=0),
+        best=rm.optimal_lambda(site, alpha=np.linspace(0.2, 4, 6)),
+    )
+
+
+def test_plotting_functions(small):
+    """Drawn without a path (the writer adds nothing to a figure; the commands below write)."""
+    limit = rm.GaussianPotts.limit(3.0)
+    pd = rm.phase_diagram(limit, alpha=np.linspace(0.1, 3, 24), lam=np.geomspace(1e-4, 10, 12))
+    sd = rm.shift_phase_diagram(alpha=np.linspace(0.1, 3, 24), shift=np.linspace(2.2, 5, 8), lam=0.01)
+    rng = np.random.default_rng(0)
+    a = np.geomspace(2, 200, 30)
+    rows = [{"loss": "square", "channel": "gaussian", "lam": 0.1, "alpha": 2.0, "eg_mean": 0.5,
+             "eg_stderr": 0.01, "test_loss_mean": 0.5, "test_loss_stderr": 0.01}]
+    figures = {
+        "curves": lambda: plotting.plot_learning_curves(small.curves, title="curves"),
+        "curves, simulations, optimal": lambda: plotting.plot_learning_curves(
+            small.curves[1:], simulations=small.sims, optimal=small.best),
+        "optimal alone": lambda: plotting.plot_learning_curves([small.best]),
+        "phase": lambda: plotting.plot_phase_diagram(pd, title="phase"),
+        "shift phase": lambda: plotting.plot_phase_diagram(sd),
+        "z histogram": lambda: plotting.plot_z_histogram(rng.standard_normal(60),
+                                                         excluded=rng.standard_normal(6) + 2),
+        "excess decay": lambda: plotting.plot_excess_decay(
+            [(lam, a, 0.3 / a + lam) for lam in (1e-3, 1e-2)], noise=0.3, fit_range=(20, 200),
+            simulations=[(10.0, 1e-3, 0.031, 0.002)]),
+        "erm": lambda: plotting.plot_erm_curves({("square", "gaussian"): small.curves[2]}, rows, alpha_c=1.5),
+    }
+    problems = []
+    for name, draw in figures.items():
+        fig = draw()
+        problems += [f"{name}: {p}" for p in legend_problems(fig) + overlap_problems(fig)]
+        plt.close(fig)
+    assert not problems, "\n".join(problems)
+
+
+def test_contact_map(tmp_path):
+    rng = np.random.default_rng(0)
+    L = 30
+    s = rng.standard_normal((L, L))
+    scores = (s + s.T) / 2
+    pos = np.cumsum(rng.normal(size=(L, 3)) * 2.0, axis=0)
+    dist = np.linalg.norm(pos[:, None] - pos[None], axis=-1)
+    with checked() as found:
+        plot_contact_map(scores, dist, top=20, path=tmp_path / "map")
+    _assert_clean(found, 1)
+
+
+@pytest.mark.parametrize("args", [
+    ["curve", "--L", "60", "--points", "60"],
+    ["phase", "--L", "40", "--points", "20", "--lam-points", "10"],
+    ["phase", "--axis", "shift", "--limit", "--points", "20", "--shift-points", "8"],
+    ["simulate", "--L", "40", "--alpha", "0.5", "--alpha", "2", "--lam", "0.01", "--lam", "0.1",
+     "--seeds", "3"],
+], ids=["curve", "phase", "phase-shift", "simulate"])
+def test_command_line_figures(args, tmp_path):
+    with checked() as found:
+        res = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "out")])
+        assert res.exit_code == 0, res.output
+    _assert_clean(found, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("section", ["mlm", "limit", "erm", "discrete", "potts", "attractor"])
+def test_validation_figures(section, tmp_path):
+    """The validation's figures, section by section at the quick settings (minutes: opt-in)."""
+    with checked() as found:
+        res = CliRunner().invoke(main, ["validate", "--quick", "--section", section, "--out", str(tmp_path)])
+        assert res.exit_code in (0, 1), res.output  # a failed claim is the report's business, not this test's
+    _assert_clean(found, 1)

@@ -1,0 +1,48 @@
+"""Progress bars of long calls (replica_mlm._progress): on stderr when asked (progress=True), off
+with progress=False, and off by default (progress=None) when stderr is not a terminal (as under
+pytest); the phase diagrams keep their documented default, progress=False."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import replica_mlm as rm
+from replica_mlm._progress import shown
+
+SITE = rm.GaussianPotts.random(L=20, shift=3.0, rng=0).masked_site(0)
+ISING = rm.PottsModel.random_ising(L=18, beta=0.3, rng=0)  # L > 16: the covariance is sampled
+
+CALLS = {
+    "simulate": lambda progress: rm.simulate(SITE, alpha=[1.5, 2.0], lam=0.1, seeds=3, rng=0,
+                                             progress=progress),
+    "optimal_lambda": lambda progress: rm.optimal_lambda(SITE, alpha=[1.0, 2.0], progress=progress),
+    "phase_diagram": lambda progress: rm.phase_diagram(SITE, alpha=[0.5, 2.0], lam=[0.01, 0.1],
+                                                       progress=progress),
+    "shift_phase_diagram": lambda progress: rm.shift_phase_diagram(alpha=[0.5, 2.0], shift=[3.0, 4.0],
+                                                                   lam=0.1, progress=progress),
+    "masked_site": lambda progress: ISING.masked_site(2, samples=400, progress=progress),
+    "learning_curve (general engine)": lambda progress: rm.learning_curve(
+        SITE, alpha=[1.5, 2.0], lam=0.1, loss="logistic", channel="sign", progress=progress),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_a_bar_on_stderr_only_when_asked(name, capfd):
+    first = CALLS[name](True)
+    out, err = capfd.readouterr()
+    assert out == "" and ("/s]" in err or "s/" in err), err[-300:]  # a tqdm rate on stderr
+    second = CALLS[name](False)
+    assert capfd.readouterr() == ("", "")
+    if "phase" not in name:  # the phase diagrams take True or False (default False)
+        CALLS[name](None)  # stderr is captured, not a terminal: no bar
+        assert capfd.readouterr() == ("", "")
+    if name == "simulate":  # the bar changes nothing
+        assert np.array_equal(first[1].eg, second[1].eg)
+
+
+def test_progress_takes_only_true_false_or_none():
+    assert shown(True) and not shown(False)
+    for bad in ("yes", 1, 0, np.bool_(True)):
+        with pytest.raises(TypeError, match="progress must be True, False or None"):
+            shown(bad)
