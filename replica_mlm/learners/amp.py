@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm.learners.erm import labels
 from replica_mlm.theory.sides import bayes_sides, channels
 from replica_mlm.theory.solvers import nishimori
@@ -86,6 +87,7 @@ def _site_parts(site):
     return omega, u
 
 
+@keywords
 def amp(X, y, *, site, prior: str = "gaussian", beta: float | None = None, channel=None, teacher=None,
         max_iter: int = 100, tol: float = 1e-10, damping: float = 0.0) -> tuple[np.ndarray, AmpInfo]:
     """Bayes-optimal GAMP on one training set (docs/bayes_optimal.md, section "AMP").

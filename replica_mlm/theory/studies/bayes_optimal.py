@@ -22,6 +22,7 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm import io as rm_io
+from replica_mlm._keywords import keywords
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
@@ -166,6 +167,7 @@ def _setup(task, prior, channel, beta, order):
     return spec, tau, chan, order
 
 
+@keywords
 def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, beta: float | None = None,
                   order: int = energetic.ORDER, init=None) -> BayesOptimal:
     """The Bayes-optimal error of ``task`` at one alpha (docs/bayes_optimal.md).
@@ -226,6 +228,7 @@ def _point(spec, tau, prior, chan, order, alpha, start) -> BayesOptimal:
         noise=spec.noise, tau=tau, prior=prior, channel=chan.name)
 
 
+@keywords
 def bayes_optimal_curve(task, *, alpha, prior: str = "gaussian", channel=None, beta: float | None = None,
                         order: int = energetic.ORDER) -> BayesOptimalCurve:
     """:func:`bayes_optimal` at every alpha of a grid (in the order given), each point
