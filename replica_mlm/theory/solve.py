@@ -189,7 +189,9 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
-    if isinstance(task, MulticlassTask):  # e.g. a PottsSite: the multi-class theory (docs/multiclass.md)
+    # e.g. a PottsSite: the multi-class theory (docs/multiclass.md); a Spectrum never is one (and
+    # skips the slow runtime protocol check)
+    if not isinstance(task, Spectrum) and isinstance(task, MulticlassTask):
         return _solve_multiclass(task, alpha=alpha, lam=lam, method=method, precision=precision,
                                  loss=loss, channel=channel, **options)
     spec = spectrum_of(task)  # a SpectralTask: the reduced solver or the general engine

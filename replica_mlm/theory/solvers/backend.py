@@ -140,7 +140,9 @@ class Backend:
                 k = kappa[start:start + rows, None]
                 shape = (k.shape[0], spec.omega.size)
                 for name, val in zip(names, fn(spec.omega, spec.bulk, spec.teacher, k), strict=True):
-                    out[name][start:start + rows] = np.broadcast_to(val, shape).sum(axis=1)
+                    if np.shape(val) != shape:
+                        val = np.broadcast_to(val, shape)
+                    out[name][start:start + rows] = val.sum(axis=1)
             return out
         for i, k in enumerate(kappa):
             totals = [mpmath.mpf(0)] * len(names)
@@ -158,6 +160,22 @@ class Backend:
                                           spec.omega.shape))
         return mpmath.fsum(fn(w, b, c, kappa, eg, alpha)
                            for w, b, c in zip(spec.omega, spec.bulk, spec.teacher, strict=True))
+
+    def estimation_sums(self, spec, kappa, eg, alpha, chunk: int = 1 << 16) -> np.ndarray:
+        """:meth:`estimation_sum` at every point of the 1-d arrays ``kappa``, ``eg``, ``alpha``
+        (float64: a block of points at a time, the same sums row by row; mpmath: point by point)."""
+        if self.name != "numpy":
+            return np.array([self.estimation_sum(spec, *v) for v in zip(kappa, eg, alpha, strict=True)],
+                            dtype=object)
+        fn = compiled_estimation(self.name)[1]
+        out = np.empty(np.size(kappa))
+        rows = max(1, chunk // spec.omega.size)
+        for start in range(0, out.size, rows):
+            sl = slice(start, start + rows)
+            shape = (out[sl].size, spec.omega.size)
+            val = fn(spec.omega, spec.bulk, spec.teacher, kappa[sl, None], eg[sl, None], alpha[sl, None])
+            out[sl] = np.broadcast_to(val, shape).sum(axis=1)
+        return out
 
 
 #: float64, vectorised over points and modes

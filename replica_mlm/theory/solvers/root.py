@@ -31,6 +31,8 @@ from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled
 CHUNK = 1 << 16
 #: nodes of the table that gives Newton's method its starting points (float64)
 TABLE = NUMPY.table
+#: G evaluations per point of the bisection that replaces the table for few points (:func:`_newton`)
+BISECT = 8
 #: order parameters and diagnostics returned for every point
 FIELDS = ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa", "iterations",
           "residual", "test_loss", "estimation_error")
@@ -118,11 +120,14 @@ def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
     kappa = lo.copy()
     if B.table:
         nodes = np.geomspace(lo.min(), hi.max(), B.table)
-        sums = B.sums(spec, ["S_1", "S_1c"], nodes, CHUNK)
-        with np.errstate(over="ignore"):  # lam / kappa = inf at a node far left: G = +inf, right sign
-            g_nodes = _g(B, direct[:, None], nodes[None, :], sums["S_1"][None, :],
-                         sums["S_1c"][None, :], alpha[:, None], lam[:, None])
-        count = np.sum(g_nodes >= 0, axis=1)  # G decreases: G >= 0 on the first `count` nodes
+        if alpha.size * BISECT < B.table:  # few points: G at ~log2(table) nodes each, not at all
+            count = _count_bisect(B, spec, nodes, direct, alpha, lam)
+        else:
+            sums = B.sums(spec, ["S_1", "S_1c"], nodes, CHUNK)
+            with np.errstate(over="ignore"):  # lam / kappa = inf at a node far left: G = +inf, right sign
+                g_nodes = _g(B, direct[:, None], nodes[None, :], sums["S_1"][None, :],
+                             sums["S_1c"][None, :], alpha[:, None], lam[:, None])
+            count = np.sum(g_nodes >= 0, axis=1)  # G decreases: G >= 0 on the first `count` nodes
         kappa = np.maximum(np.where(count > 0, nodes[np.maximum(count - 1, 0)], lo), lo)
 
     iterations = np.zeros(alpha.size, dtype=int)
@@ -144,6 +149,26 @@ def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
         if active.size == 0:
             return kappa, iterations
     raise NewtonFailure(alpha[active], kappa[active], step[active], B.max_iter)
+
+
+def _count_bisect(B: Backend, spec, nodes: np.ndarray, direct, alpha, lam) -> np.ndarray:
+    """Per point, the number of ``nodes`` at which G >= 0, by bisection: G decreases, so it is
+    the first node where G < 0. The same G at the same nodes as the full table (the same sums,
+    node by node), evaluated at ``ceil(log2(len(nodes) + 1))`` nodes per point."""
+    left = np.zeros(alpha.size, dtype=int)  # G >= 0 on nodes[:left]
+    right = np.full(alpha.size, nodes.size)  # G < 0 on nodes[right:]
+    while True:
+        open_ = np.flatnonzero(left < right)
+        if open_.size == 0:
+            return left
+        mid = (left[open_] + right[open_]) // 2
+        k = nodes[mid]
+        sums = B.sums(spec, ["S_1", "S_1c"], k, CHUNK)
+        with np.errstate(over="ignore"):
+            g = _g(B, direct[open_], k, sums["S_1"], sums["S_1c"], alpha[open_], lam[open_])
+        up = g >= 0
+        left[open_] = np.where(up, mid + 1, left[open_])
+        right[open_] = np.where(up, right[open_], mid)
 
 
 def _g(B: Backend, direct, kappa, s1, s1c, alpha, lam):
@@ -285,6 +310,12 @@ def estimation_error(spec: Spectrum, alpha: np.ndarray, kappa: np.ndarray, eg: n
     :func:`.potentials.estimation`, finite at lam = 0); inf where eg is."""
     out = backend.full(np.size(alpha), backend.inf)
     finite = backend.isfinite(eg)
+    if backend.name == "numpy":
+        idx = np.flatnonzero(finite)
+        if idx.size:
+            out[idx] = backend.estimation_sums(spec, np.asarray(kappa)[idx], np.asarray(eg)[idx],
+                                               np.asarray(alpha)[idx])
+        return out
     for i in np.flatnonzero(finite):
         out[i] = backend.estimation_sum(spec, kappa[i], eg[i], alpha[i])
     return out
