@@ -281,14 +281,14 @@ def solve_general(spec: Spectrum, alpha: float, lam: float, loss, channel, *, in
 # --- the reduced scalar equation -----------------------------------------------------------
 
 
-def solve_reduced(spec: Spectrum, alpha, lam) -> dict[str, np.ndarray]:
+def solve_reduced(spec: Spectrum, alpha, lam, *, per_point: bool = False) -> dict[str, np.ndarray]:
     """:func:`.root.solve_reduced`, every point checked: a failure is a :class:`ConvergenceError`.
 
     A point converged if its raw-equation residual is at most :data:`.root.RESIDUAL_TOL`
     (256 eps) and none of its numbers is NaN; otherwise the error names the points.
     """
     try:
-        out = root.solve_reduced(spec, alpha, lam)
+        out = root.solve_reduced(spec, alpha, lam, per_point=per_point)
     except root.NewtonFailure as exc:
         raise ConvergenceError(
             f"Newton's method on the reduced equation did not converge at alpha={exc.alpha.tolist()}, "

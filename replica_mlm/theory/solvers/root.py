@@ -104,7 +104,7 @@ def _bounds(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
     return lo, hi
 
 
-def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
+def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray, per_point: bool = False):
     """kappa > 0 with G(kappa) = 0 for each (alpha, lam) pair (lam > 0, or alpha < 1).
 
     G is evaluated as ``lam/kappa - S_1c + delta`` for alpha >= 1/2 and as
@@ -119,8 +119,11 @@ def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
     direct = alpha < 0.5
     kappa = lo.copy()
     if B.table:
-        nodes = np.geomspace(lo.min(), hi.max(), B.table)
-        if alpha.size * BISECT < B.table:  # few points: G at ~log2(table) nodes each, not at all
+        if per_point:  # each point its own table from its own bounds, as if solved alone
+            nodes = np.geomspace(lo, hi, B.table, axis=-1)
+        else:
+            nodes = np.geomspace(lo.min(), hi.max(), B.table)
+        if per_point or alpha.size * BISECT < B.table:  # G at ~log2(table) nodes per point
             count = _count_bisect(B, spec, nodes, direct, alpha, lam)
         else:
             sums = B.sums(spec, ["S_1", "S_1c"], nodes, CHUNK)
@@ -128,7 +131,10 @@ def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
                 g_nodes = _g(B, direct[:, None], nodes[None, :], sums["S_1"][None, :],
                              sums["S_1c"][None, :], alpha[:, None], lam[:, None])
             count = np.sum(g_nodes >= 0, axis=1)  # G decreases: G >= 0 on the first `count` nodes
-        kappa = np.maximum(np.where(count > 0, nodes[np.maximum(count - 1, 0)], lo), lo)
+        rows = np.arange(alpha.size)
+        last = np.maximum(count - 1, 0)
+        start = nodes[rows, last] if per_point else nodes[last]
+        kappa = np.maximum(np.where(count > 0, start, lo), lo)
 
     iterations = np.zeros(alpha.size, dtype=int)
     active = np.arange(alpha.size)
@@ -152,17 +158,18 @@ def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
 
 
 def _count_bisect(B: Backend, spec, nodes: np.ndarray, direct, alpha, lam) -> np.ndarray:
-    """Per point, the number of ``nodes`` at which G >= 0, by bisection: G decreases, so it is
-    the first node where G < 0. The same G at the same nodes as the full table (the same sums,
-    node by node), evaluated at ``ceil(log2(len(nodes) + 1))`` nodes per point."""
+    """Per point, the number of ``nodes`` (shared, 1-d, or one row per point) at which G >= 0, by
+    bisection: G decreases, so it is the first node where G < 0. The same G at the same nodes as
+    the full table (the same sums, node by node), evaluated at ``ceil(log2(len(nodes) + 1))``
+    nodes per point."""
     left = np.zeros(alpha.size, dtype=int)  # G >= 0 on nodes[:left]
-    right = np.full(alpha.size, nodes.size)  # G < 0 on nodes[right:]
+    right = np.full(alpha.size, nodes.shape[-1])  # G < 0 on nodes[right:]
     while True:
         open_ = np.flatnonzero(left < right)
         if open_.size == 0:
             return left
         mid = (left[open_] + right[open_]) // 2
-        k = nodes[mid]
+        k = nodes[open_, mid] if nodes.ndim == 2 else nodes[mid]
         sums = B.sums(spec, ["S_1", "S_1c"], k, CHUNK)
         with np.errstate(over="ignore"):
             g = _g(B, direct[open_], k, sums["S_1"], sums["S_1c"], alpha[open_], lam[open_])
@@ -202,7 +209,8 @@ def _large_kappa(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray) -> dict[s
         )
 
 
-def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY) -> dict[str, np.ndarray]:
+def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY,
+                  per_point: bool = False) -> dict[str, np.ndarray]:
     """Saddle point at every pair of ``alpha`` (> 0) and ``lam`` (>= 0), broadcast to one 1-d shape.
 
     Regimes, each exact at the working precision of ``backend`` where it is used:
@@ -213,6 +221,11 @@ def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY) -> dict[str, np
       change of every quantity from lam is below 2^-800 (the reported ``kappa`` is ``lam / V_hat``);
     * lam = 0, alpha = 1: the interpolation peak (eg = inf, exactly);
     * otherwise Newton's method on G(kappa) = 0 (:func:`_newton`).
+
+    With ``per_point`` every point starts Newton's method from its own table (built from its own
+    bounds, as when solved alone), so each point's numbers are exactly those of a call for that
+    point alone; otherwise the points share one table over all their bounds (fewer spectral sums
+    for many points; a start differs, so the last bit may).
 
     ``spec`` is a :class:`.Spectrum` for :data:`.backend.NUMPY` and a
     :class:`.precise.PreciseSpectrum` for the mpmath backend.
@@ -239,7 +252,7 @@ def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY) -> dict[str, np
     kappa = B.full(n, 0)
     iterations = np.zeros(n, dtype=int)
     if free.any():
-        kappa[free], iterations[free] = _newton(B, spec, alpha[free], lam[free])
+        kappa[free], iterations[free] = _newton(B, spec, alpha[free], lam[free], per_point)
 
     sums = B.sums(spec, SUM_NAMES, kappa, CHUNK)
     # V_hat: lam / kappa for lam > 0 (exact given kappa); S_1c - delta = alpha - 1 at kappa = 0;

@@ -12,6 +12,7 @@ from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
 from replica_mlm.theory.solvers.root import alpha_derivative
+from replica_mlm.theory.studies import brent
 
 #: default search interval of optimal_lambda
 LAM_BOUNDS = (1e-8, 1e4)
@@ -179,7 +180,8 @@ def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
                 scan[i, j] = prev.eg
             starts.append(row)
     results = []
-    for alpha, row, start in zip(alphas, scan, starts, strict=True):
+    minima = _fast_minima(spec, alphas, scan, logs, xatol) if kind.fast else {}
+    for i, (alpha, row, start) in enumerate(zip(alphas, scan, starts, strict=True)):
         alpha = float(alpha)
         j = int(np.argmin(row))
         if j in (0, logs.size - 1):
@@ -193,13 +195,33 @@ def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
         def eg(log_lam: float, alpha=alpha, init=start[j]) -> float:
             return kind.solve(task, alpha, math.exp(log_lam), init).eg
 
-        res = optimize.minimize_scalar(eg, bounds=(logs[j - 1], logs[j + 1]), method="bounded",
-                                       options={"xatol": xatol, "maxiter": 500})
+        res = minima.get(i) or optimize.minimize_scalar(
+            eg, bounds=(logs[j - 1], logs[j + 1]), method="bounded",
+            options={"xatol": xatol, "maxiter": 500})
         lam_star = float(math.exp(res.x))
         sp = kind.solve(task, alpha, lam_star, start[j])
         results.append((lam_star, _with_message(
             sp, f"optimal lam by bounded Brent in log lam ({res.nfev} solves)"), bool(res.success), False))
     return results
+
+
+def _fast_minima(spec, alphas: np.ndarray, scan: np.ndarray, logs: np.ndarray,
+                 xatol: float) -> dict[int, brent.Minimum]:
+    """The bounded Brent minimisations of eg in log lam of every interior scan minimum, in
+    lockstep (:func:`.brent.minimise_many`): one vectorised solve per round over all alphas, the
+    same trial points and minimisers as one scipy minimisation per alpha."""
+    where = [i for i, row in enumerate(scan) if int(np.argmin(row)) not in (0, logs.size - 1)]
+    if not where:
+        return {}
+    bounds = [(logs[int(np.argmin(scan[i])) - 1], logs[int(np.argmin(scan[i])) + 1]) for i in where]
+    sub = alphas[where]
+
+    def eg(idx: np.ndarray, x: np.ndarray) -> np.ndarray:
+        lam = np.array([math.exp(v) for v in x.tolist()])  # math.exp, as the scalar path
+        return solve_reduced(spec, sub[idx], lam, per_point=True)["eg"]
+
+    found = brent.minimise_many(eg, bounds, xatol=xatol, maxiter=500)
+    return dict(zip(where, found, strict=True))
 
 
 def _with_message(sp: SaddlePoint, message: str) -> SaddlePoint:
