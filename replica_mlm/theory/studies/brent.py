@@ -112,17 +112,77 @@ def minimise_many(f: Callable[[np.ndarray, np.ndarray], np.ndarray], bounds: lis
     Brent method with tolerance ``xatol`` and at most ``maxiter`` evaluations.
     """
     runs = [_fminbound(float(lo), float(hi), xatol, maxiter) for lo, hi in bounds]
-    results: list[Minimum | None] = [None] * len(runs)
+    return _lockstep(f, runs, nan_ok=True)
+
+
+def _brentq(xa: float, xb: float, xtol: float, rtol: float, maxiter: int) -> Generator[float, float, float]:
+    """scipy's ``brentq`` (its C code, step for step) as a generator (yields x, receives f(x));
+    returns the root, or raises ValueError as scipy does."""
+    xpre, xcur = xa, xb
+    xblk = fblk = spre = scur = 0.0
+    fpre = yield xpre
+    fcur = yield xcur
+    if fpre == 0:
+        return xpre
+    if fcur == 0:
+        return xcur
+    if np.signbit(fpre) == np.signbit(fcur):
+        raise ValueError("f(a) and f(b) must have different signs")
+    for _ in range(maxiter):
+        if fpre != 0 and fcur != 0 and np.signbit(fpre) != np.signbit(fcur):
+            xblk, fblk = xpre, fpre
+            spre = scur = xcur - xpre
+        if abs(fblk) < abs(fcur):
+            xpre, xcur, xblk = xcur, xblk, xcur
+            fpre, fcur, fblk = fcur, fblk, fcur
+        delta = (xtol + rtol * abs(xcur)) / 2
+        sbis = (xblk - xcur) / 2
+        if fcur == 0 or abs(sbis) < delta:
+            return xcur
+        if abs(spre) > delta and abs(fcur) < abs(fpre):
+            if xpre == xblk:  # interpolate
+                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+            else:  # extrapolate
+                dpre = (fpre - fcur) / (xpre - xcur)
+                dblk = (fblk - fcur) / (xblk - xcur)
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+            if 2 * abs(stry) < min(abs(spre), 3 * abs(sbis) - delta):  # good short step
+                spre, scur = scur, stry
+            else:  # bisect
+                spre = scur = sbis
+        else:  # bisect
+            spre = scur = sbis
+        xpre, fpre = xcur, fcur
+        xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
+        fcur = yield xcur
+    raise ValueError(f"brentq did not converge in {maxiter} iterations")
+
+
+def roots_many(f: Callable[[np.ndarray, np.ndarray], np.ndarray], brackets: list[tuple[float, float]],
+               *, xtol: float, rtol: float, maxiter: int = 100) -> list[float]:
+    """A root of ``f(i, x)`` in ``brackets[i]`` for every problem ``i`` by scipy's Brent method
+    (``scipy.optimize.brentq`` with ``xtol``, ``rtol``, ``maxiter``), all problems in lockstep:
+    ``f(idx, x)`` receives the indices of the running problems and one point for each. A NaN
+    value raises ValueError, as scipy does."""
+    runs = [_brentq(float(a), float(b), xtol, rtol, maxiter) for a, b in brackets]
+    return _lockstep(f, runs)
+
+
+def _lockstep(f, runs: list, *, nan_ok: bool = False) -> list:
+    """Drive generators that yield trial points and receive values, one call of ``f`` per round."""
+    results: list = [None] * len(runs)
     idx = np.arange(len(runs))
     x = np.array([next(run) for run in runs], dtype=float)
     while idx.size:
         values = np.asarray(f(idx, x), dtype=float)
         keep, nxt = [], []
-        for i, v in zip(idx.tolist(), values.tolist(), strict=True):
+        for i, xi, v in zip(idx.tolist(), x.tolist(), values.tolist(), strict=True):
+            if v != v and not nan_ok:
+                raise ValueError(f"The function value at x={xi:f} is NaN; solver cannot continue.")
             try:
                 nxt.append(runs[i].send(v))
                 keep.append(i)
             except StopIteration as stop:
                 results[i] = stop.value
         idx, x = np.array(keep, dtype=int), np.array(nxt, dtype=float)
-    return results  # type: ignore[return-value]
+    return results
