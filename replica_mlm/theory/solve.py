@@ -29,6 +29,8 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm.errors import ConvergenceError
+from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
+from replica_mlm.tasks.masked_site import MaskedSite
 from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels, losses, prior
@@ -37,6 +39,8 @@ from replica_mlm.theory.solvers import fixed_point, precise, root
 from replica_mlm.theory.symbolic.compiled import compiled
 
 METHODS = ("root", "iterate", "general")
+#: task classes that are never multi-class (no runtime protocol check needed)
+SCALAR_TASKS = (Spectrum, MaskedSite, GaussianPottsLimit)
 #: cold start (V, q, m) of method="iterate" (init=None)
 ITERATE_INIT = (1000.0, 1e-3, 1e-3)
 
@@ -189,9 +193,9 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
-    # e.g. a PottsSite: the multi-class theory (docs/multiclass.md); a Spectrum never is one (and
-    # skips the slow runtime protocol check)
-    if not isinstance(task, Spectrum) and isinstance(task, MulticlassTask):
+    # e.g. a PottsSite: the multi-class theory (docs/multiclass.md); the scalar tasks never are one
+    # (and skip the slow runtime protocol check)
+    if not isinstance(task, SCALAR_TASKS) and isinstance(task, MulticlassTask):
         return _solve_multiclass(task, alpha=alpha, lam=lam, method=method, precision=precision,
                                  loss=loss, channel=channel, **options)
     spec = spectrum_of(task)  # a SpectralTask: the reduced solver or the general engine
