@@ -6,7 +6,7 @@ Each problem is a generator that yields its next trial point and receives the fu
 step for step the scipy code, so each problem visits the same points and returns the same
 minimiser as scipy would; the function is called once per round on the trial points of all
 problems still running (e.g. one vectorised solve of the saddle point over every alpha of a phase
-diagram, docs/theory.md, section "Phase diagrams").
+diagram, docs/limit.md, section "Optimal regularisation and phase diagrams").
 """
 
 from __future__ import annotations
