@@ -89,10 +89,11 @@ class Backend:
 
     def call(self, fn: Callable, **args) -> np.ndarray:
         """A compiled function elementwise over broadcast arrays, by keyword; a division by zero
-        (which numpy turns into inf or NaN) is NaN in both backends and overwritten by the caller."""
+        (which numpy turns into inf or NaN) is NaN in both backends and overwritten by the caller.
+        float64: the caller holds ``np.errstate`` with divide, invalid and over ignored
+        (:func:`.root.solve_reduced` does, for the whole solve)."""
         if self.name == "numpy":
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                return fn(**args)
+            return fn(**args)
         names = list(args)
 
         def one(*values):

@@ -238,6 +238,15 @@ def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY,
         counts Newton steps (0 where kappa is known exactly), ``residual`` is
         :func:`raw_residual` (where V = inf: the relative violation of the V_hat equation).
     """
+    if backend.name != "numpy":
+        return _solve_reduced(spec, alpha, lam, backend, per_point)
+    # float64: one error state for the whole solve (Backend.call relies on it): a division by zero
+    # or an overflow is an inf or NaN that the regimes below overwrite or the residual refuses
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _solve_reduced(spec, alpha, lam, backend, per_point)
+
+
+def _solve_reduced(spec, alpha, lam, backend: Backend, per_point: bool) -> dict[str, np.ndarray]:
     B = backend
     fns = B.fns
     alpha, lam = (B.array(x) for x in np.broadcast_arrays(np.asarray(alpha, dtype=B.dtype),
