@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -119,19 +120,30 @@ class Spectrum:
         nodes, bulk, weights = lanczos.modes(omega, rule)
         return cls(omega=nodes, bulk=bulk, teacher=weights, noise=site.noise)
 
-    @property
+    @cached_property
     def rho(self) -> float:
-        """Teacher signal rho = w*^T Sigma w*."""
+        """Teacher signal rho = w*^T Sigma w* (computed once: the arrays are read-only)."""
         return float(np.dot(self.teacher, self.omega))
+
+    def moment(self, weights: str, k: int) -> float:
+        """``sum_j weight_j omega_j^k`` for ``weights`` in {"bulk", "teacher"} (cached per k)."""
+        key = (weights, k)
+        cache = self.__dict__.setdefault("_moments", {})
+        if key not in cache:  # only checked arguments enter the cache
+            _checks.choice(weights, ("bulk", "teacher"), "weights")
+            k = _checks.as_int(k, "k")
+            ws = self.bulk if weights == "bulk" else self.teacher
+            cache[key] = float(np.dot(ws, self.omega ** float(k)))
+        return cache[key]
 
     @property
     def c_ii(self) -> float:
         """Variance of the masked site, C_ii = rho + sigma^2."""
         return self.rho + self.noise
 
-    @property
+    @cached_property
     def mean_omega(self) -> float:
-        """Bulk mean of the eigenvalues, (1/p) tr Sigma."""
+        """Bulk mean of the eigenvalues, (1/p) tr Sigma (computed once)."""
         return float(np.dot(self.bulk, self.omega))
 
     @property

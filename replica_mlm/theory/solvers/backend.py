@@ -125,9 +125,9 @@ class Backend:
 
     def moment(self, spec, weights: str, k: int):
         """``sum_j weight_j omega_j^k`` for ``weights`` in {"bulk", "teacher"}."""
-        ws = spec.bulk if weights == "bulk" else spec.teacher
         if self.name == "numpy":
-            return float(np.dot(ws, spec.omega ** float(k)))
+            return spec.moment(weights, k)  # cached on the (read-only) spectrum
+        ws = spec.bulk if weights == "bulk" else spec.teacher
         return mpmath.fsum(x * w**k for x, w in zip(ws, spec.omega, strict=True))
 
     def sums(self, spec, names, kappa: np.ndarray, chunk: int = 1 << 16) -> dict[str, np.ndarray]:
