@@ -21,6 +21,8 @@ The backend :data:`.backend.NUMPY` (float64 arrays) serves ``method="root"``;
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from replica_mlm.tasks.spectrum import Spectrum
@@ -359,6 +361,9 @@ def _rescaled(spec, alpha, lam, out, sums, free, large):
         log_v = np.where(large, np.log2(alpha) + np.log2(share),
                          np.log2(lam) - np.log2(np.where(free, out["kappa"], 1.0)))
         tiny = (free | large) & (lam > 0) & (log_v < -900)
+    if not tiny.any():  # nothing to rescale (the usual case): the solution as it is
+        return x, np.ones(alpha.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         scale = np.where(tiny, 2.0 ** np.clip(np.floor(-log_v) - 100, 0, 1000), 1.0)
         lam_s = lam * scale
         d = v_hat + sums["S_12"]
@@ -441,18 +446,35 @@ def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0, *, backend: Bac
         q_hat_scale = share * (eg_scale / one_plus_v)
         worst = np.maximum(worst, _rel(get["q_hat"], q_hat, q_hat_scale))
         lam = (np.broadcast_to(np.asarray(lam, dtype=dtype), alpha.shape) * scale)[..., None]
-        w, b, c = spec.omega, spec.bulk, spec.teacher
+        w = spec.omega
+        bw, cw2, cw3, bw2 = _mode_products(spec)  # b w, c w^2, c w^3, b w^2 (as multiplied here)
         g = 1.0 / (lam + get["V_hat"][..., None] * w)
         mg = get["m_hat"][..., None] * g
         totals = {
-            "V": np.sum(b * w * g, axis=-1),
-            "m": np.sum(c * w**2 * mg, axis=-1),
-            "q": np.sum(c * w**3 * mg**2 + b * w**2 * (share[..., None] * g)
+            "V": np.sum(bw * g, axis=-1),
+            "m": np.sum(cw2 * mg, axis=-1),
+            "q": np.sum(cw3 * mg**2 + bw2 * (share[..., None] * g)
                         * (eg[..., None] / one_plus_v[..., None]) * g, axis=-1),
         }
     for name, total in totals.items():
         worst = np.maximum(worst, _rel(get[name], total))
     return worst
+
+
+#: per spectrum, the products of weights and powers of omega of :func:`raw_residual`
+_PRODUCTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _mode_products(spec) -> tuple:
+    """``(b w, c w^2, c w^3, b w^2)`` of ``spec``, computed once per float64 spectrum (its arrays
+    are read-only); the same numbers as the products written out (left to right)."""
+    w, b, c = spec.omega, spec.bulk, spec.teacher
+    if w.dtype == object:
+        return b * w, c * w**2, c * w**3, b * w**2
+    found = _PRODUCTS.get(spec)
+    if found is None:
+        found = _PRODUCTS[spec] = (b * w, c * w**2, c * w**3, b * w**2)
+    return found
 
 
 def _rel(a, b, scale=None):
