@@ -12,8 +12,8 @@ same equation, every alpha at once, 60 steps at most).
 
 Measured on the spectrum of masked site 0 of a Gaussian Potts instance (L = 1000, p = 999,
 shift 3, seed 0), eigendecomposition and compiled equations loaded before timing. Each round
-times one call of each contender back to back (``--rounds`` rounds, median per call); one BLAS
-thread (``OMP_NUM_THREADS=1``). Printed: the times, their ratio (target: one point within 3x,
+times one call of each contender back to back (``--rounds`` rounds, median CPU time per call);
+one BLAS thread (``OMP_NUM_THREADS=1``). Printed: the times, their ratio (target: one point within 3x,
 the curve no slower than 18 ms) and the largest relative difference in eg.
 
 Run:  OMP_NUM_THREADS=1 python benchmarks/bench_overhead.py [--rounds 300]
@@ -62,13 +62,14 @@ def closed_curve(w, b, c, noise, alphas: np.ndarray, lam: float) -> np.ndarray:
 
 
 def interleaved(fns: dict, rounds: int) -> dict[str, float]:
-    """Median seconds per call of each function, timed back to back in every round."""
+    """Median CPU seconds per call of each function (``time.process_time``: on a shared machine
+    waiting for a core is not counted), timed back to back in every round."""
     times = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             fn()
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(time.process_time() - t0)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
