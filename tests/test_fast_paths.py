@@ -147,13 +147,52 @@ def test_vectorised_phase_lines_equal_the_scalar_searches():
 
 
 # ------------------------------------------------------------------ warm cache: no sympy
-def test_a_fresh_process_solves_the_square_loss_without_sympy():
-    """With a warm compiled-equation cache, import + first square-loss solve import no sympy."""
-    rm.solve(rm.GaussianPotts.limit(3.0), alpha=2.0, lam=0.1)  # the cache is warm after this
-    code = ("import sys, replica_mlm as rm; "
-            "r = rm.solve(rm.GaussianPotts.limit(3.0), alpha=2.0, lam=0.1); "
-            "s = rm.solve(rm.GaussianPotts.random(L=20, seed=0).masked_site(0), alpha=0.5, lam=1e-3); "
-            "print(r.converged and s.converged, 'sympy' in sys.modules)")
+GENERAL = [("logistic", "sign"), ("hinge", "sign"), ("absolute", "gaussian"), ("huber", "gaussian"),
+           ("logistic", "logit"), ("square", "sign")]
+CHILD = """
+import json, sys, replica_mlm as rm
+lim = rm.GaussianPotts.limit(3.0)
+out = [rm.solve(lim, alpha=2.0, lam=0.1).eg,
+       rm.solve(rm.GaussianPotts.random(L=20, seed=0).masked_site(0), alpha=0.5, lam=1e-3).eg]
+for loss, channel in PAIRS:
+    r = rm.solve(lim, alpha=1.5, lam=0.05, loss=loss, channel=channel)
+    out += [r.eg, r.train_loss, r.test_loss, r.m, r.q, r.V]
+print(json.dumps({"sympy": "sympy" in sys.modules, "values": out}))
+"""
+
+
+def _child() -> dict:
+    import json
+    code = f"PAIRS = {GENERAL!r}\n" + CHILD
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         env=dict(os.environ), check=True, timeout=120)
-    assert out.stdout.split() == ["True", "False"], out.stdout + out.stderr
+                         env=dict(os.environ), check=True, timeout=300)
+    return json.loads(out.stdout)
+
+
+def test_a_fresh_process_with_a_warm_cache_imports_no_sympy():
+    """With a warm cache, import + first solves (the square loss on the reduced path; the built-in
+    losses and channels on the general engine) import no sympy, and give the numbers of a
+    process that derives everything with sympy (the cache is filled by the first child)."""
+    first = _child()  # fills the cache where it lacks the built-in losses and channels
+    second = _child()
+    assert second["sympy"] is False
+    assert second["values"] == first["values"]
+    lim = rm.GaussianPotts.limit(3.0)
+    for (loss, channel), i in zip(GENERAL, range(2, len(first["values"]), 6), strict=True):
+        r = rm.solve(lim, alpha=1.5, lam=0.05, loss=loss, channel=channel)
+        assert [r.eg, r.train_loss, r.test_loss, r.m, r.q, r.V] == first["values"][i:i + 6]
+
+
+def test_a_corrupt_loss_entry_is_derived_afresh(tmp_path, monkeypatch):
+    """An entry of the built-in losses that fails to load is derived again with sympy, with the
+    same functions."""
+    from replica_mlm.theory.sides import losses
+    from replica_mlm.theory.symbolic import compiled_cache
+    monkeypatch.setenv(compiled_cache.ENV, str(tmp_path))
+    monkeypatch.setattr(compiled_cache, "_memory", {})
+    compiled_cache.store("numeric", {"loss:logistic": {"value": "import os", "d1": "", "d2": "",
+                                                       "kinks": [], "d12": ""}})
+    fresh = losses.Logistic()
+    yv, zv = np.array([1.0, -1.0, 1.0]), np.array([0.3, 2.0, -40.0])
+    np.testing.assert_array_equal(fresh.value(yv, zv), np.logaddexp(0.0, -yv * zv))
+    assert "def _lambdifygenerated" in compiled_cache.fetch("numeric", dict)["loss:logistic"]["value"]
