@@ -55,12 +55,11 @@ def gauss_rule(matrix: np.ndarray, start: np.ndarray, *, steps: int | None = Non
     steps, or the Krylov space is exhausted. Inputs are trusted (checked by the caller).
     """
     p = start.size
-    limit = p if steps is None else min(steps, p)
-    limit = min(limit, MAX_STEPS) if steps is None else limit
+    limit = min(p, MAX_STEPS) if steps is None else min(steps, p)
     norm2 = float(start @ start)
     if norm2 == 0.0:
         return GaussRule(np.array([float(np.trace(matrix)) / p]), np.zeros(1), 0, True, 0.0)
-    basis = np.empty((limit, p))
+    basis = np.empty((min(limit, 64), p))  # grown in blocks: memory O(steps p), not O(limit p)
     basis[0] = start / np.sqrt(norm2)
     diag, off = [], []
     scale = float(np.max(np.abs(np.diagonal(matrix))))
@@ -86,6 +85,8 @@ def gauss_rule(matrix: np.ndarray, start: np.ndarray, *, steps: int | None = Non
         if (steps is None and calm >= 2) or j + 1 == limit:
             break
         off.append(beta)
+        if j + 1 == basis.shape[0]:
+            basis = np.concatenate([basis, np.empty((min(basis.shape[0], limit - j - 1), p))])
         basis[j + 1] = w / beta
     n = len(diag)
     t = np.diag(diag) + np.diag(off[:n - 1], 1) + np.diag(off[:n - 1], -1)
