@@ -14,9 +14,11 @@ instance would itself cost minutes. Timed, one after the other:
   then the same solve (skipped with ``--no-eigh``).
 
 Printed: CPU seconds of each, the ratios to ``eigh``, the peak memory of the lanczos step
-(tracemalloc: numpy's allocations, including LAPACK workspaces, not counting the covariance
-itself), Lanczos steps, and the largest relative difference in eg and in the estimation error
-between the two spectra over a 60-point curve at lam = 1e-4, 1e-2, 1 (alpha in [0.05, 4]).
+(tracemalloc: the numpy arrays it allocates, e.g. the Krylov basis; the copy of the matrix that
+LAPACK makes inside ``eigvalsh`` is not seen), the process's peak resident memory at the end
+(``ru_maxrss``, covariance included), Lanczos steps, and the largest relative difference in eg
+and in the estimation error between the two spectra over a 60-point curve at lam = 1e-4, 1e-2,
+1 (alpha in [0.05, 4]).
 
 Run:  OMP_NUM_THREADS=1 python benchmarks/bench_large_p.py [--p 3000] [--toeplitz] [--no-eigh]
 """
@@ -24,6 +26,7 @@ Run:  OMP_NUM_THREADS=1 python benchmarks/bench_large_p.py [--p 3000] [--toeplit
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 import tracemalloc
 from types import SimpleNamespace
@@ -72,11 +75,12 @@ def main() -> None:
         t_lan, (lan, first) = cpu(lambda site=site: first_point(site, "lanczos"))
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10  # KiB on Linux
         steps = lan.omega.size - p
         print(f"  eigvalsh                        {t_vals:8.2f} CPU-s")
         print(f"  first point, lanczos            {t_lan:8.2f} CPU-s  ({steps} Lanczos steps; peak "
               f"memory {peak / 2**20:.0f} MiB beside the {site.covariance.nbytes / 2**20:.0f} MiB "
-              f"covariance)  eg = {first.eg:.15g}")
+              f"covariance; process peak RSS so far {rss:.0f} MiB)  eg = {first.eg:.15g}")
         if args.no_eigh:
             continue
         t_eigh, _ = cpu(lambda cov=cov: np.linalg.eigh(cov))
