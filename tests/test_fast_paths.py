@@ -196,3 +196,23 @@ def test_a_corrupt_loss_entry_is_derived_afresh(tmp_path, monkeypatch):
     yv, zv = np.array([1.0, -1.0, 1.0]), np.array([0.3, 2.0, -40.0])
     np.testing.assert_array_equal(fresh.value(yv, zv), np.logaddexp(0.0, -yv * zv))
     assert "def _lambdifygenerated" in compiled_cache.fetch("numeric", dict)["loss:logistic"]["value"]
+
+
+def test_a_cold_cache_says_so_once_on_a_terminal(monkeypatch):
+    """Deriving with sympy is announced once per process on a terminal, never elsewhere."""
+    import io as stdio
+
+    from replica_mlm.theory.symbolic import compiled_cache
+
+    class Terminal(stdio.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, lines in ((Terminal(), 1), (stdio.StringIO(), 0)):
+        monkeypatch.setattr(compiled_cache, "_noticed", False)
+        monkeypatch.setattr(sys, "stderr", stream)
+        compiled_cache.notice("the saddle-point equations (numpy)")
+        compiled_cache.notice("the numerical functions of loss:logistic")
+        assert stream.getvalue().count("deriving") == lines
+        if lines:
+            assert stream.getvalue().startswith("replica_mlm: deriving the saddle-point equations")

@@ -94,6 +94,8 @@ _derived: dict[str, dict] = {}
 #: cache folders refused in this process, and whether the one warning has been given
 _refused: dict[str, str] = {}
 _warned = False
+#: whether this process has said that it derives with sympy (:func:`notice`)
+_noticed = False
 
 
 def cache_dir() -> Path:
@@ -209,7 +211,21 @@ def _write(backend: str, entries: dict) -> None:
         pass  # a read-only or missing home: the equations stay in memory, derived as before
 
 
+def notice(what: str) -> None:
+    """Say once per process, on a terminal, that ``what`` is being derived with sympy (a cold
+    cache); silent where stderr is not a terminal (pipes, files, tests), as for any library."""
+    global _noticed
+    if _noticed:
+        return
+    _noticed = True
+    stream = sys.stderr
+    if stream is not None and stream.isatty():
+        print(f"replica_mlm: deriving {what} with sympy, once (cached in {cache_dir()})", file=stream)
+
+
 def _derive(path: str, backend: str, derive: Callable[[], dict]) -> dict:
+    if backend in ("numpy", "mpmath"):
+        notice(f"the saddle-point equations ({backend})")
     entries = _derived[path] = _memory[path] = derive()
     _write(backend, entries)
     return entries
@@ -258,6 +274,7 @@ def cached_functions(key: str, derive: Callable[[], dict]) -> dict:
             return load_all(entries[key])
         except Exception:  # whatever a cached entry provokes: derived afresh below
             pass
+    notice(f"the numerical functions of {key}")
     sources = derive()
     store("numeric", {key: sources})
     return load_all(sources)
