@@ -302,6 +302,8 @@ TARGETS = [
     _t("Spectrum", lambda **k: rm.Spectrum(**k),
        array("omega", np.array([0.5, 2.0])), array("bulk", np.array([0.25, 0.75])),
        array("teacher", np.array([0.1, 0.3])), real("noise", 0.2, extra=NONNEG)),
+    _t("Spectrum.from_site", lambda **k: rm.Spectrum.from_site(**k), task("site"),
+       choice("method", "lanczos"), integer("rank", 2, extra=POSINT, huge=False, none_ok=True)),
     _t("solve", lambda **k: rm.solve(**k), task(), real("alpha", 0.7, extra=POS),
        real("lam", 0.1, extra=NONNEG), Param("method", "root", NOT_NONE(list(BAD_CHOICE)), [None]),
        Param("precision", None, [*NOT_NONE(bad_int()), 15, 0, -1, *HUGE], [])),

@@ -12,16 +12,17 @@ the label is ``y = P^T e_{s_i} - mean_i`` in R^K. ``mean`` and ``Sigma = Cov(x)`
 ``Sigma`` gets a ridge ``RIDGE * tr(Sigma) / d`` so that it is positive definite (a colour absent
 from a column makes it singular).
 
-The estimator and the theory are the *Gaussian reduction* of the multi-class theory: the square
-loss (ridge regression of the K label components, ``sum_mu |y_mu - W^T x_mu|^2 / 2 + (lam p / 2)
+The estimator and the theory are the *Gaussian reduction* of the multi-class theory: the square loss
+(ridge regression of the K label components, ``sum_mu |y_mu - W^T x_mu|^2 / 2 + (lam p / 2)
 |W|_F^2``, p = L - 1, no bias) with the gaussian channel. Its theory decouples into K scalar ridge
 problems with the same ``Sigma`` (tests/test_multiclass.py checks this against the general K x K
-solver), each solved by the exact fast path of :class:`~replica_mlm.tasks.masked_site.MaskedSite`
-at ``alpha = M / d`` and ridge ``lam p / d`` (its own normalisation). The teacher ``W*`` is the
-same ridge fit on the whole pool and the noise variance of column ``a`` its mean squared residual
-there. (The cross-entropy theory at q = 21 needs the general K x K solver, 2K^2 + K = 820
-unknowns with 2K-dimensional integrals: out of reach, see docs/multiclass.md; even its square-loss
-route through that solver took 160 CPU-s at d = 180, against well under a second here.)
+solver), each solved by the exact fast path of the scalar theory (one
+:class:`~replica_mlm.tasks.spectrum.Spectrum` per column) at ``alpha = M / d`` and ridge
+``lam p / d`` (its own normalisation). The teacher ``W*`` is the same ridge fit on the whole pool and the
+noise variance of column ``a`` its mean squared residual there. (The cross-entropy theory at q = 21
+needs the general K x K solver, 2K^2 + K = 820 unknowns with 2K-dimensional integrals: out of reach,
+see docs/multiclass.md; even its square-loss route through that solver took 160 CPU-s at d = 180,
+against well under a second here.)
 
 The held-out test rows are never used for ``Sigma``, the teacher or any training set: the teacher
 is fitted on the pool only, the clean variant of "the full-alignment fit as the teacher", so that
@@ -36,8 +37,9 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm.learners.multinomial_pl import reduced_inputs
-from replica_mlm.tasks.masked_site import MaskedSite
+from replica_mlm.tasks import lanczos
 from replica_mlm.tasks.potts_site import simplex_basis
+from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.solve import solve
 
 #: relative ridge added to Sigma (times its mean eigenvalue) to make it positive definite
@@ -149,12 +151,13 @@ def theory_loss(sigma: np.ndarray, teacher: np.ndarray, noise: np.ndarray, *, M,
     """Replica test loss of the square-loss Gaussian reduction: the sum over the K columns of the
     scalar ridge predictions (``rm.solve`` on a MaskedSite per column, ``alpha = M / d``, ridge
     ``lam p / d``), for each training-set size in ``M``. Computed in the eigenbasis of ``Sigma``
-    (the prediction is invariant under a rotation of the inputs)."""
+    (the prediction is invariant under a rotation of the inputs). Sigma enters through its
+    eigenvalues (``eigvalsh``, once) and each column's teacher through the Lanczos rule of its
+    spectral measure (:meth:`Spectrum.from_site` with ``method="lanczos"``): no eigenvectors."""
     d = sigma.shape[0]
-    omega, u = np.linalg.eigh(sigma)  # once: the theory depends on Sigma and W* through these
-    cov, theta = np.diag(omega), u.T @ teacher
-    tasks = [MaskedSite(covariance=cov, teacher=theta[:, a], noise=float(noise[a]))
-             for a in range(teacher.shape[1])]
+    omega = np.linalg.eigvalsh(sigma)  # once: the bulk of every column's spectrum
+    tasks = [Spectrum(*lanczos.modes(omega, lanczos.gauss_rule(sigma, teacher[:, a])),
+                      noise=float(noise[a])) for a in range(teacher.shape[1])]
     return np.array([sum(solve(t, alpha=m / d, lam=lam * p / d).test_loss for t in tasks)
                      for m in np.atleast_1d(M)])
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -58,19 +59,91 @@ class Spectrum:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "noise", noise)
 
-    @property
+    @classmethod
+    def from_site(cls, site, method: str = "eigh", rank: int | None = None) -> Spectrum:
+        """The spectral data the solver uses, from a site with ``covariance``, ``teacher`` and
+        ``noise`` (a :class:`~replica_mlm.tasks.masked_site.MaskedSite`; docs/theory.md, section
+        "Large p: the spectrum without eigenvectors").
+
+        Parameters
+        ----------
+        site : MaskedSite
+            Any object with a positive-definite ``covariance`` (p, p), a ``teacher`` (p,) and a
+            ``noise`` (a MaskedSite has them checked).
+        method : {"eigh", "lanczos"}
+            ``"eigh"``: the full eigendecomposition, one mode per eigenvector with bulk weight 1/p
+            and teacher weight ``(u_k . w*)^2`` (the site's own ``spectrum``). ``"lanczos"``: the
+            eigenvalues alone (``eigvalsh``, bulk weights 1/p, teacher weight 0) plus the Gauss
+            rule of the teacher's measure by Lanczos started from w* (:mod:`.lanczos`; nodes
+            with bulk weight 0 and teacher weight ``|w*|^2 s_j^2``): no eigenvector matrix.
+        rank : int, optional
+            ``"lanczos"`` only: the number of Lanczos steps (nodes of the teacher's rule, at most
+            p). None: until the rule has converged to rounding (the estimate of
+            ``w*^T Sigma^-1 w*`` stable to 4 eps in two steps) or the Krylov space is exhausted.
+
+        Raises
+        ------
+        TypeError
+            If ``site`` lacks ``covariance``, ``teacher`` or ``noise``, or ``rank`` is not an int.
+        ValueError
+            For an unknown ``method``, ``rank`` < 1 or given with ``"eigh"``.
+        """
+        from replica_mlm.errors import ConvergenceError
+        from replica_mlm.tasks import lanczos
+
+        method = _checks.choice(method, ("eigh", "lanczos"), "method")
+        missing = [a for a in ("covariance", "teacher", "noise") if not hasattr(site, a)]
+        if missing:
+            raise TypeError(f"site must have covariance, teacher and noise (a MaskedSite); "
+                            f"{type(site).__name__} lacks {missing}")
+        if rank is not None:
+            rank = _checks.positive_int(rank, "rank")
+            if method == "eigh":
+                raise ValueError("rank is the number of Lanczos steps: give it with method='lanczos' "
+                                 "only (None with 'eigh')")
+        if method == "eigh":
+            own = getattr(site, "spectrum", None)
+            if isinstance(own, Spectrum):
+                return own
+            omega, u = np.linalg.eigh(site.covariance)
+            return cls(omega=omega, bulk=np.full(omega.size, 1.0 / omega.size),
+                       teacher=(u.T @ site.teacher) ** 2, noise=site.noise)
+        cov = np.asarray(site.covariance, dtype=float)
+        teacher = np.asarray(site.teacher, dtype=float)
+        omega = np.linalg.eigvalsh(cov)
+        rule = lanczos.gauss_rule(cov, teacher, steps=rank)
+        if rank is None and not rule.exhausted and rule.change > lanczos.TOL:
+            raise ConvergenceError(
+                f"the Lanczos rule of the teacher's measure did not settle in {rule.steps} steps "
+                "(give rank= to accept a fixed number of nodes)", last={"steps": rule.steps},
+                residual=rule.change, iterations=rule.steps)
+        nodes, bulk, weights = lanczos.modes(omega, rule)
+        return cls(omega=nodes, bulk=bulk, teacher=weights, noise=site.noise)
+
+    @cached_property
     def rho(self) -> float:
-        """Teacher signal rho = w*^T Sigma w*."""
+        """Teacher signal rho = w*^T Sigma w* (computed once: the arrays are read-only)."""
         return float(np.dot(self.teacher, self.omega))
+
+    def moment(self, weights: str, k: int) -> float:
+        """``sum_j weight_j omega_j^k`` for ``weights`` in {"bulk", "teacher"} (cached per k)."""
+        key = (weights, k)
+        cache = self.__dict__.setdefault("_moments", {})
+        if key not in cache:  # only checked arguments enter the cache
+            _checks.choice(weights, ("bulk", "teacher"), "weights")
+            k = _checks.as_int(k, "k")
+            ws = self.bulk if weights == "bulk" else self.teacher
+            cache[key] = float(np.dot(ws, self.omega ** float(k)))
+        return cache[key]
 
     @property
     def c_ii(self) -> float:
         """Variance of the masked site, C_ii = rho + sigma^2."""
         return self.rho + self.noise
 
-    @property
+    @cached_property
     def mean_omega(self) -> float:
-        """Bulk mean of the eigenvalues, (1/p) tr Sigma."""
+        """Bulk mean of the eigenvalues, (1/p) tr Sigma (computed once)."""
         return float(np.dot(self.bulk, self.omega))
 
     @property

@@ -30,6 +30,8 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm._keywords import keywords
 from replica_mlm.errors import ConvergenceError
+from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
+from replica_mlm.tasks.masked_site import MaskedSite
 from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels, losses, prior
@@ -41,6 +43,8 @@ METHODS = ("root", "iterate", "general")
 #: the keywords ``**options`` of :func:`solve` passes on: to method="iterate", to the general engine
 #: and to a PottsSite's multi-class solver
 SOLVER_OPTIONS = ("damping", "tol", "max_iter", "init", "order", "integration", "randomisations", "seed")
+#: task classes that are never multi-class (no runtime protocol check needed)
+SCALAR_TASKS = (Spectrum, MaskedSite, GaussianPottsLimit)
 #: cold start (V, q, m) of method="iterate" (init=None)
 ITERATE_INIT = (1000.0, 1e-3, 1e-3)
 
@@ -194,7 +198,9 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
-    if isinstance(task, MulticlassTask):  # e.g. a PottsSite: the multi-class theory (docs/multiclass.md)
+    # e.g. a PottsSite: the multi-class theory (docs/multiclass.md); the scalar tasks never are one
+    # (and skip the slow runtime protocol check)
+    if not isinstance(task, SCALAR_TASKS) and isinstance(task, MulticlassTask):
         return _solve_multiclass(task, alpha=alpha, lam=lam, method=method, precision=precision,
                                  loss=loss, channel=channel, **options)
     spec = spectrum_of(task)  # a SpectralTask: the reduced solver or the general engine
@@ -284,14 +290,14 @@ def solve_general(spec: Spectrum, alpha: float, lam: float, loss, channel, *, in
 # --- the reduced scalar equation -----------------------------------------------------------
 
 
-def solve_reduced(spec: Spectrum, alpha, lam) -> dict[str, np.ndarray]:
+def solve_reduced(spec: Spectrum, alpha, lam, *, per_point: bool = False) -> dict[str, np.ndarray]:
     """:func:`.root.solve_reduced`, every point checked: a failure is a :class:`ConvergenceError`.
 
     A point converged if its raw-equation residual is at most :data:`.root.RESIDUAL_TOL`
     (256 eps) and none of its numbers is NaN; otherwise the error names the points.
     """
     try:
-        out = root.solve_reduced(spec, alpha, lam)
+        out = root.solve_reduced(spec, alpha, lam, per_point=per_point)
     except root.NewtonFailure as exc:
         raise ConvergenceError(
             f"Newton's method on the reduced equation did not converge at alpha={exc.alpha.tolist()}, "

@@ -161,24 +161,45 @@ class Channel:
                              f"Gaussian with mean mu and a variance free of mu, got {mean}, {var}")
         return mean, var, score
 
-    @cached_property
-    def _numeric(self):
+    def _numeric_expressions(self) -> dict:
+        """``{name: (args, expression, cse)}`` of the channel's numerical functions (sympy)."""
         from replica_mlm.theory.symbolic import potentials as P
-        from replica_mlm.theory.symbolic.expressions import lambdify, mu, nu, v, y
+        from replica_mlm.theory.symbolic.expressions import mu, nu, v, y
 
         noise = P.noise
         if self.labels == "real":
             _, var, score = self.gaussian_label
-            out = {"var": lambdify((mu, v, noise), var), "score": lambdify((y, mu, v, noise), score)}
+            out = {"var": ((mu, v, noise), var, False), "score": ((y, mu, v, noise), score, False)}
         elif self.z_closed is not None:
             # Z and dZ/dmu in one function: their common subexpressions are evaluated once
-            out = {"Z, dZ": lambdify((y, mu, v, noise), [self.z_closed, self.dz_closed], cse=True)}
+            out = {"Z, dZ": ((y, mu, v, noise), [self.z_closed, self.dz_closed], True)}
         else:
             # P_out and dP_out/dnu in one function (for the logit channel Sigmoid(y nu) once)
-            out = {"P, dP": lambdify((y, nu, noise), [self.p_out, self.p_out.diff(nu)], cse=True)}
+            out = {"P, dP": ((y, nu, noise), [self.p_out, self.p_out.diff(nu)], True)}
         if self.error is not None:
-            out["error"] = lambdify((P.rho, noise, P.m, P.q), self.error)
+            out["error"] = ((P.rho, noise, P.m, P.q), self.error, False)
         return out
+
+    def _cache_key(self) -> str | None:
+        """The name of the channel's numerical functions in the disk cache (the built-in channels),
+        or None: derived in every process."""
+        builtin = {"gaussian": _gaussian_parts, "sign": _sign_parts, "logit": _logit_parts}
+        build = self.__dict__.get("_build")
+        return f"channel:{self.name}" if build is not None and builtin.get(self.name) is build else None
+
+    @cached_property
+    def _numeric(self):
+        key = self._cache_key()
+        if key is None:
+            from replica_mlm.theory.symbolic.expressions import lambdify
+            return {k: lambdify(a, e, cse=c) for k, (a, e, c) in self._numeric_expressions().items()}
+        from replica_mlm.theory.symbolic.compiled_cache import cached_functions
+
+        def sources() -> dict:
+            from replica_mlm.theory.symbolic.expressions import source
+            return {k: source(a, e, cse=c) for k, (a, e, c) in self._numeric_expressions().items()}
+
+        return cached_functions(key, sources)
 
     def partition(self, yv: float, muv: np.ndarray, vv: float, s2: float) -> tuple[np.ndarray, np.ndarray]:
         """``(Z, dZ/dmu)`` at the binary label ``yv`` and means ``muv``, variance ``vv``."""

@@ -20,10 +20,9 @@ lambdified once (cached per instance); everything the engine needs from the loss
 derivatives as logistic sigmoids), so a hand-written logistic loss equals :class:`Logistic`.
 See docs/theory.md, section "The general engine".
 
-sympy is imported (with :mod:`.symbolic`, which holds the symbols ``y``, ``z``, ``w``, ``V`` and
-the stable functions; they are reachable here too, e.g. ``losses.y``) only when a loss is first
-derived: the built-in losses are names until then, and the square loss is recognised as such
-without sympy.
+sympy is imported (with :mod:`.symbolic`, e.g. ``losses.y``) only when a loss is derived: the
+built-in losses are names until then, and their numerical functions, once derived, are read from
+the disk cache (:func:`.compiled_cache.cached_functions`) by later processes, without sympy.
 """
 
 from __future__ import annotations
@@ -184,32 +183,34 @@ class Loss:
         return d1, sp.diff(d1, z)
 
     @cached_property
-    def _fns(self):
-        import sympy as sp
-
-        from replica_mlm.theory.symbolic.expressions import kink_arguments, lambdify, y, z
-
-        d1, d2 = self.derivatives
-        kinks = []
-        for arg in kink_arguments(self.expr) | kink_arguments(d1):
-            if not arg.has(z):
-                continue
-            for sol in sp.solve(sp.Eq(arg, 0), z):
-                if sol.has(z) or sol.has(sp.I) or sol in kinks:
-                    continue
-                kinks.append(sol)
-        return (lambdify((y, z), self.expr), lambdify((y, z), d1), lambdify((y, z), d2),
-                [lambdify((y,), k) for k in kinks], tuple(kinks),
-                lambdify((y, z), [d1, d2], cse=True))
-
-    @property
     def kinks(self) -> tuple[sp.Expr, ...]:
         """Candidate non-differentiable points ``z = k(y)`` found by sympy."""
-        return self._fns[4]
+        from replica_mlm.theory.symbolic.expressions import kinks_of
+        return kinks_of(self.expr, self.derivatives[0])
+
+    def _cache_key(self) -> str | None:
+        """The name of a built-in loss's functions in the disk cache (None: derived each process)."""
+        if type(self) in (Square, Absolute, Logistic, Hinge, Huber):  # not a subclass
+            return f"loss:{self.name}" + (f":{self.delta!r}" if type(self) is Huber else "")
+        return None
+
+    @cached_property
+    def _fns(self):
+        """The numerical functions: a built-in loss's from the disk cache, any other's lambdified."""
+        from replica_mlm.theory.symbolic import compiled_cache
+        def sources(compile_now: bool = False) -> dict:
+            from replica_mlm.theory.symbolic.expressions import loss_sources
+            return loss_sources(self.expr, *self.derivatives, self.kinks, compile_now=compile_now)
+
+        key = self._cache_key()
+        f = sources(compile_now=True) if key is None else compiled_cache.cached_functions(key, sources)
+        return f["value"], f["d1"], f["d2"], f["kinks"], f["d12"]
 
     @cached_property
     def shift_invariant(self) -> bool:
         """Whether the loss is a function of ``y - z`` only (regression losses)."""
+        if self._cache_key() is not None:  # a built-in loss: known by construction
+            return isinstance(self, Square | Absolute | Huber)
         import sympy as sp
 
         from replica_mlm.theory.symbolic.expressions import y, z
@@ -225,6 +226,8 @@ class Loss:
         relative: equal expressions cannot differ so) is not; otherwise sympy decides
         (``simplify`` of a piecewise loss costs a second, the point costs nothing).
         """
+        if self._cache_key() is not None:  # a built-in loss other than Square: not, by construction
+            return False
         import sympy as sp
 
         from replica_mlm.theory.symbolic.expressions import y, z
@@ -261,7 +264,7 @@ class Loss:
         in the engine), so an overflow here is not silent.
         """
         with np.errstate(all="ignore"):
-            d1, d2 = self._fns[5](yv, zv)
+            d1, d2 = self._fns[4](yv, zv)
         return _full(d1, yv, zv), _full(d2, yv, zv)
 
     def kink_points(self, yv) -> list[np.ndarray]:

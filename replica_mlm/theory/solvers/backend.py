@@ -89,10 +89,11 @@ class Backend:
 
     def call(self, fn: Callable, **args) -> np.ndarray:
         """A compiled function elementwise over broadcast arrays, by keyword; a division by zero
-        (which numpy turns into inf or NaN) is NaN in both backends and overwritten by the caller."""
+        (which numpy turns into inf or NaN) is NaN in both backends and overwritten by the caller.
+        float64: the caller holds ``np.errstate`` with divide, invalid and over ignored
+        (:func:`.root.solve_reduced` does, for the whole solve)."""
         if self.name == "numpy":
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                return fn(**args)
+            return fn(**args)
         names = list(args)
 
         def one(*values):
@@ -124,9 +125,9 @@ class Backend:
 
     def moment(self, spec, weights: str, k: int):
         """``sum_j weight_j omega_j^k`` for ``weights`` in {"bulk", "teacher"}."""
-        ws = spec.bulk if weights == "bulk" else spec.teacher
         if self.name == "numpy":
-            return float(np.dot(ws, spec.omega ** float(k)))
+            return spec.moment(weights, k)  # cached on the (read-only) spectrum
+        ws = spec.bulk if weights == "bulk" else spec.teacher
         return mpmath.fsum(x * w**k for x, w in zip(ws, spec.omega, strict=True))
 
     def sums(self, spec, names, kappa: np.ndarray, chunk: int = 1 << 16) -> dict[str, np.ndarray]:
@@ -140,7 +141,9 @@ class Backend:
                 k = kappa[start:start + rows, None]
                 shape = (k.shape[0], spec.omega.size)
                 for name, val in zip(names, fn(spec.omega, spec.bulk, spec.teacher, k), strict=True):
-                    out[name][start:start + rows] = np.broadcast_to(val, shape).sum(axis=1)
+                    if np.shape(val) != shape:
+                        val = np.broadcast_to(val, shape)
+                    out[name][start:start + rows] = val.sum(axis=1)
             return out
         for i, k in enumerate(kappa):
             totals = [mpmath.mpf(0)] * len(names)
@@ -158,6 +161,22 @@ class Backend:
                                           spec.omega.shape))
         return mpmath.fsum(fn(w, b, c, kappa, eg, alpha)
                            for w, b, c in zip(spec.omega, spec.bulk, spec.teacher, strict=True))
+
+    def estimation_sums(self, spec, kappa, eg, alpha, chunk: int = 1 << 16) -> np.ndarray:
+        """:meth:`estimation_sum` at every point of the 1-d arrays ``kappa``, ``eg``, ``alpha``
+        (float64: a block of points at a time, the same sums row by row; mpmath: point by point)."""
+        if self.name != "numpy":
+            return np.array([self.estimation_sum(spec, *v) for v in zip(kappa, eg, alpha, strict=True)],
+                            dtype=object)
+        fn = compiled_estimation(self.name)[1]
+        out = np.empty(np.size(kappa))
+        rows = max(1, chunk // spec.omega.size)
+        for start in range(0, out.size, rows):
+            sl = slice(start, start + rows)
+            shape = (out[sl].size, spec.omega.size)
+            val = fn(spec.omega, spec.bulk, spec.teacher, kappa[sl, None], eg[sl, None], alpha[sl, None])
+            out[sl] = np.broadcast_to(val, shape).sum(axis=1)
+        return out
 
 
 #: float64, vectorised over points and modes

@@ -21,6 +21,8 @@ The backend :data:`.backend.NUMPY` (float64 arrays) serves ``method="root"``;
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from replica_mlm.tasks.spectrum import Spectrum
@@ -31,6 +33,8 @@ from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled
 CHUNK = 1 << 16
 #: nodes of the table that gives Newton's method its starting points (float64)
 TABLE = NUMPY.table
+#: G evaluations per point of the bisection that replaces the table for few points (:func:`_newton`)
+BISECT = 8
 #: order parameters and diagnostics returned for every point
 FIELDS = ("eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa", "iterations",
           "residual", "test_loss", "estimation_error")
@@ -102,7 +106,7 @@ def _bounds(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
     return lo, hi
 
 
-def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
+def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray, per_point: bool = False):
     """kappa > 0 with G(kappa) = 0 for each (alpha, lam) pair (lam > 0, or alpha < 1).
 
     G is evaluated as ``lam/kappa - S_1c + delta`` for alpha >= 1/2 and as
@@ -117,13 +121,22 @@ def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
     direct = alpha < 0.5
     kappa = lo.copy()
     if B.table:
-        nodes = np.geomspace(lo.min(), hi.max(), B.table)
-        sums = B.sums(spec, ["S_1", "S_1c"], nodes, CHUNK)
-        with np.errstate(over="ignore"):  # lam / kappa = inf at a node far left: G = +inf, right sign
-            g_nodes = _g(B, direct[:, None], nodes[None, :], sums["S_1"][None, :],
-                         sums["S_1c"][None, :], alpha[:, None], lam[:, None])
-        count = np.sum(g_nodes >= 0, axis=1)  # G decreases: G >= 0 on the first `count` nodes
-        kappa = np.maximum(np.where(count > 0, nodes[np.maximum(count - 1, 0)], lo), lo)
+        if per_point:  # each point its own table from its own bounds, as if solved alone
+            nodes = np.geomspace(lo, hi, B.table, axis=-1)
+        else:
+            nodes = np.geomspace(lo.min(), hi.max(), B.table)
+        if per_point or alpha.size * BISECT < B.table:  # G at ~log2(table) nodes per point
+            count = _count_bisect(B, spec, nodes, direct, alpha, lam)
+        else:
+            sums = B.sums(spec, ["S_1", "S_1c"], nodes, CHUNK)
+            with np.errstate(over="ignore"):  # lam / kappa = inf at a node far left: G = +inf, right sign
+                g_nodes = _g(B, direct[:, None], nodes[None, :], sums["S_1"][None, :],
+                             sums["S_1c"][None, :], alpha[:, None], lam[:, None])
+            count = np.sum(g_nodes >= 0, axis=1)  # G decreases: G >= 0 on the first `count` nodes
+        rows = np.arange(alpha.size)
+        last = np.maximum(count - 1, 0)
+        start = nodes[rows, last] if per_point else nodes[last]
+        kappa = np.maximum(np.where(count > 0, start, lo), lo)
 
     iterations = np.zeros(alpha.size, dtype=int)
     active = np.arange(alpha.size)
@@ -144,6 +157,27 @@ def _newton(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray):
         if active.size == 0:
             return kappa, iterations
     raise NewtonFailure(alpha[active], kappa[active], step[active], B.max_iter)
+
+
+def _count_bisect(B: Backend, spec, nodes: np.ndarray, direct, alpha, lam) -> np.ndarray:
+    """Per point, the number of ``nodes`` (shared, 1-d, or one row per point) at which G >= 0, by
+    bisection: G decreases, so it is the first node where G < 0. The same G at the same nodes as
+    the full table (the same sums, node by node), evaluated at ``ceil(log2(len(nodes) + 1))``
+    nodes per point."""
+    left = np.zeros(alpha.size, dtype=int)  # G >= 0 on nodes[:left]
+    right = np.full(alpha.size, nodes.shape[-1])  # G < 0 on nodes[right:]
+    while True:
+        open_ = np.flatnonzero(left < right)
+        if open_.size == 0:
+            return left
+        mid = (left[open_] + right[open_]) // 2
+        k = nodes[open_, mid] if nodes.ndim == 2 else nodes[mid]
+        sums = B.sums(spec, ["S_1", "S_1c"], k, CHUNK)
+        with np.errstate(over="ignore"):
+            g = _g(B, direct[open_], k, sums["S_1"], sums["S_1c"], alpha[open_], lam[open_])
+        up = g >= 0
+        left[open_] = np.where(up, mid + 1, left[open_])
+        right[open_] = np.where(up, right[open_], mid)
 
 
 def _g(B: Backend, direct, kappa, s1, s1c, alpha, lam):
@@ -177,7 +211,8 @@ def _large_kappa(B: Backend, spec, alpha: np.ndarray, lam: np.ndarray) -> dict[s
         )
 
 
-def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY) -> dict[str, np.ndarray]:
+def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY,
+                  per_point: bool = False) -> dict[str, np.ndarray]:
     """Saddle point at every pair of ``alpha`` (> 0) and ``lam`` (>= 0), broadcast to one 1-d shape.
 
     Regimes, each exact at the working precision of ``backend`` where it is used:
@@ -188,6 +223,11 @@ def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY) -> dict[str, np
       change of every quantity from lam is below 2^-800 (the reported ``kappa`` is ``lam / V_hat``);
     * lam = 0, alpha = 1: the interpolation peak (eg = inf, exactly);
     * otherwise Newton's method on G(kappa) = 0 (:func:`_newton`).
+
+    With ``per_point`` every point starts Newton's method from its own table (built from its own
+    bounds, as when solved alone), so each point's numbers are exactly those of a call for that
+    point alone; otherwise the points share one table over all their bounds (fewer spectral sums
+    for many points; a start differs, so the last bit may).
 
     ``spec`` is a :class:`.Spectrum` for :data:`.backend.NUMPY` and a
     :class:`.precise.PreciseSpectrum` for the mpmath backend.
@@ -200,6 +240,15 @@ def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY) -> dict[str, np
         counts Newton steps (0 where kappa is known exactly), ``residual`` is
         :func:`raw_residual` (where V = inf: the relative violation of the V_hat equation).
     """
+    if backend.name != "numpy":
+        return _solve_reduced(spec, alpha, lam, backend, per_point)
+    # float64: one error state for the whole solve (Backend.call relies on it): a division by zero
+    # or an overflow is an inf or NaN that the regimes below overwrite or the residual refuses
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _solve_reduced(spec, alpha, lam, backend, per_point)
+
+
+def _solve_reduced(spec, alpha, lam, backend: Backend, per_point: bool) -> dict[str, np.ndarray]:
     B = backend
     fns = B.fns
     alpha, lam = (B.array(x) for x in np.broadcast_arrays(np.asarray(alpha, dtype=B.dtype),
@@ -214,7 +263,7 @@ def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY) -> dict[str, np
     kappa = B.full(n, 0)
     iterations = np.zeros(n, dtype=int)
     if free.any():
-        kappa[free], iterations[free] = _newton(B, spec, alpha[free], lam[free])
+        kappa[free], iterations[free] = _newton(B, spec, alpha[free], lam[free], per_point)
 
     sums = B.sums(spec, SUM_NAMES, kappa, CHUNK)
     # V_hat: lam / kappa for lam > 0 (exact given kappa); S_1c - delta = alpha - 1 at kappa = 0;
@@ -285,6 +334,12 @@ def estimation_error(spec: Spectrum, alpha: np.ndarray, kappa: np.ndarray, eg: n
     :func:`.potentials.estimation`, finite at lam = 0); inf where eg is."""
     out = backend.full(np.size(alpha), backend.inf)
     finite = backend.isfinite(eg)
+    if backend.name == "numpy":
+        idx = np.flatnonzero(finite)
+        if idx.size:
+            out[idx] = backend.estimation_sums(spec, np.asarray(kappa)[idx], np.asarray(eg)[idx],
+                                               np.asarray(alpha)[idx])
+        return out
     for i in np.flatnonzero(finite):
         out[i] = backend.estimation_sum(spec, kappa[i], eg[i], alpha[i])
     return out
@@ -306,6 +361,9 @@ def _rescaled(spec, alpha, lam, out, sums, free, large):
         log_v = np.where(large, np.log2(alpha) + np.log2(share),
                          np.log2(lam) - np.log2(np.where(free, out["kappa"], 1.0)))
         tiny = (free | large) & (lam > 0) & (log_v < -900)
+    if not tiny.any():  # nothing to rescale (the usual case): the solution as it is
+        return x, np.ones(alpha.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         scale = np.where(tiny, 2.0 ** np.clip(np.floor(-log_v) - 100, 0, 1000), 1.0)
         lam_s = lam * scale
         d = v_hat + sums["S_12"]
@@ -388,18 +446,35 @@ def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0, *, backend: Bac
         q_hat_scale = share * (eg_scale / one_plus_v)
         worst = np.maximum(worst, _rel(get["q_hat"], q_hat, q_hat_scale))
         lam = (np.broadcast_to(np.asarray(lam, dtype=dtype), alpha.shape) * scale)[..., None]
-        w, b, c = spec.omega, spec.bulk, spec.teacher
+        w = spec.omega
+        bw, cw2, cw3, bw2 = _mode_products(spec)  # b w, c w^2, c w^3, b w^2 (as multiplied here)
         g = 1.0 / (lam + get["V_hat"][..., None] * w)
         mg = get["m_hat"][..., None] * g
         totals = {
-            "V": np.sum(b * w * g, axis=-1),
-            "m": np.sum(c * w**2 * mg, axis=-1),
-            "q": np.sum(c * w**3 * mg**2 + b * w**2 * (share[..., None] * g)
+            "V": np.sum(bw * g, axis=-1),
+            "m": np.sum(cw2 * mg, axis=-1),
+            "q": np.sum(cw3 * mg**2 + bw2 * (share[..., None] * g)
                         * (eg[..., None] / one_plus_v[..., None]) * g, axis=-1),
         }
     for name, total in totals.items():
         worst = np.maximum(worst, _rel(get[name], total))
     return worst
+
+
+#: per spectrum, the products of weights and powers of omega of :func:`raw_residual`
+_PRODUCTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _mode_products(spec) -> tuple:
+    """``(b w, c w^2, c w^3, b w^2)`` of ``spec``, computed once per float64 spectrum (its arrays
+    are read-only); the same numbers as the products written out (left to right)."""
+    w, b, c = spec.omega, spec.bulk, spec.teacher
+    if w.dtype == object:
+        return b * w, c * w**2, c * w**3, b * w**2
+    found = _PRODUCTS.get(spec)
+    if found is None:
+        found = _PRODUCTS[spec] = (b * w, c * w**2, c * w**3, b * w**2)
+    return found
 
 
 def _rel(a, b, scale=None):

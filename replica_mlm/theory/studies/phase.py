@@ -14,6 +14,7 @@ from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
 from replica_mlm.theory.solvers.root import alpha_derivative
+from replica_mlm.theory.studies import brent
 
 #: default search interval of optimal_lambda
 LAM_BOUNDS = (1e-8, 1e4)
@@ -186,8 +187,9 @@ def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
                 scan[i, j] = prev.eg
             starts.append(row)
     results = []
-    for alpha, row, start in bar(zip(alphas, scan, starts, strict=True), progress=progress,
-                                 desc="optimal lam", total=alphas.size, unit="alpha"):
+    minima = _fast_minima(spec, alphas, scan, logs, xatol) if kind.fast else {}
+    for i, (alpha, row, start) in enumerate(bar(zip(alphas, scan, starts, strict=True), progress=progress,
+                                                desc="optimal lam", total=alphas.size, unit="alpha")):
         alpha = float(alpha)
         j = int(np.argmin(row))
         if j in (0, logs.size - 1):
@@ -201,13 +203,33 @@ def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
         def eg(log_lam: float, alpha=alpha, init=start[j]) -> float:
             return kind.solve(task, alpha, math.exp(log_lam), init).eg
 
-        res = optimize.minimize_scalar(eg, bounds=(logs[j - 1], logs[j + 1]), method="bounded",
-                                       options={"xatol": xatol, "maxiter": 500})
+        res = minima.get(i) or optimize.minimize_scalar(
+            eg, bounds=(logs[j - 1], logs[j + 1]), method="bounded",
+            options={"xatol": xatol, "maxiter": 500})
         lam_star = float(math.exp(res.x))
         sp = kind.solve(task, alpha, lam_star, start[j])
         results.append((lam_star, _with_message(
             sp, f"optimal lam by bounded Brent in log lam ({res.nfev} solves)"), bool(res.success), False))
     return results
+
+
+def _fast_minima(spec, alphas: np.ndarray, scan: np.ndarray, logs: np.ndarray,
+                 xatol: float) -> dict[int, brent.Minimum]:
+    """The bounded Brent minimisations of eg in log lam of every interior scan minimum, in
+    lockstep (:func:`.brent.minimise_many`): one vectorised solve per round over all alphas, the
+    same trial points and minimisers as one scipy minimisation per alpha."""
+    where = [i for i, row in enumerate(scan) if int(np.argmin(row)) not in (0, logs.size - 1)]
+    if not where:
+        return {}
+    bounds = [(logs[int(np.argmin(scan[i])) - 1], logs[int(np.argmin(scan[i])) + 1]) for i in where]
+    sub = alphas[where]
+
+    def eg(idx: np.ndarray, x: np.ndarray) -> np.ndarray:
+        lam = np.array([math.exp(v) for v in x.tolist()])  # math.exp, as the scalar path
+        return solve_reduced(spec, sub[idx], lam, per_point=True)["eg"]
+
+    found = brent.minimise_many(eg, bounds, xatol=xatol, maxiter=500)
+    return dict(zip(where, found, strict=True))
 
 
 def _with_message(sp: SaddlePoint, message: str) -> SaddlePoint:
@@ -356,6 +378,30 @@ def peak_alpha(task, spec, alphas: np.ndarray, lam: float, slope: np.ndarray,
     return float(optimize.brentq(d_general, alphas[j], alphas[j + 1], xtol=1e-9, rtol=1e-8))
 
 
+def _fast_peaks(spec, alphas: np.ndarray, lams: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """:func:`peak_alpha` of every row of a fast-path diagram, the rows' Brent root searches in
+    lockstep (:func:`.brent.roots_many`; one vectorised solve per round, per-point starts): the
+    same numbers as one ``brentq`` per row."""
+    peaks = np.full(lams.size, math.nan)
+    rows, brackets = [], []
+    for i in range(lams.size):
+        cross = np.nonzero((slope[i, :-1] > 0) & (slope[i, 1:] < 0))[0]
+        if cross.size:
+            j = int(cross[0])
+            rows.append(i)
+            brackets.append((alphas[j], alphas[j + 1]))
+    if not rows:
+        return peaks
+    lam_rows = lams[rows]
+
+    def d(idx: np.ndarray, a: np.ndarray) -> np.ndarray:
+        out = solve_reduced(spec, a, lam_rows[idx], per_point=True)
+        return alpha_derivative(spec, a, lam_rows[idx], out["kappa"], out["V_hat"])
+
+    peaks[rows] = brent.roots_many(d, brackets, xtol=1e-14, rtol=1e-13)
+    return peaks
+
+
 @keywords
 def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = False,
                   loss=None, channel=None) -> PhaseDiagram:
@@ -392,8 +438,11 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
         rows = [_general_row(task, kind, alphas, float(lm))
                 for lm in _progress(lams, progress, "rows (general engine)")]
         eg, et, slope = (np.array([r[k] for r in rows]) for k in range(3))
-    peaks = np.array([peak_alpha(task, spec, alphas, float(lm), slope[i], kind)
-                      for i, lm in enumerate(_progress(lams, progress, "peak per lam"))])
+    if kind.fast:
+        peaks = _fast_peaks(spec, alphas, lams, slope)
+    else:
+        peaks = np.array([peak_alpha(task, spec, alphas, float(lm), slope[i], kind)
+                          for i, lm in enumerate(_progress(lams, progress, "peak per lam"))])
     opt_lam = opt_eg = None
     if optimal:
         pairs = _optimal(task, spec, alphas, LAM_BOUNDS, 1e-9, kind, progress=progress)

@@ -243,11 +243,23 @@ def compiled_sums(names: tuple[str, ...], backend: str = "numpy") -> Callable:
 
 
 def _ratios_numpy(kappa, omega):
-    kappa, omega = np.broadcast_arrays(np.asarray(kappa, dtype=float), np.asarray(omega, dtype=float))
+    kappa, omega = np.asarray(kappa, dtype=float), np.asarray(omega, dtype=float)
+    shape = np.broadcast_shapes(kappa.shape, omega.shape)
+    # the same numbers as the masked form below, without the masks where every pair is on one
+    # side (kappa <= omega everywhere, or kappa > omega everywhere): the common case of a solve
+    small = bool(kappa.size and omega.size and kappa.max() <= omega.min())
+    if small or (kappa.size and omega.size and kappa.min() > omega.max()):
+        r = kappa / omega if small else omega / kappa
+        d = 1.0 + r
+        near, far = r / d, 1.0 / d
+        if near.shape != shape:
+            near, far = np.broadcast_to(near, shape), np.broadcast_to(far, shape)
+        return (near, far) if small else (far, near)
     small = kappa <= omega
-    r = np.where(small, kappa, omega) / np.where(small, omega, kappa)
-    near, far = r / (1.0 + r), 1.0 / (1.0 + r)
-    return np.where(small, near, far), np.where(small, far, near)
+    r = np.minimum(kappa, omega) / np.maximum(kappa, omega)
+    d = 1.0 + r
+    # x = near where small, far elsewhere (and y the other way): r / d or 1 / d, divided once
+    return np.where(small, r, 1.0) / d, np.where(small, 1.0, r) / d
 
 
 def _ratios_scalar(kappa, omega):

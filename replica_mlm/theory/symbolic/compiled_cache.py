@@ -9,6 +9,8 @@ strings, in a file of their own) in the user's cache directory:
   ``~/.cache/replica_mlm`` (Linux and other POSIX), ``~/Library/Caches/replica_mlm`` (macOS),
   ``%LOCALAPPDATA%\\replica_mlm\\Cache`` (Windows) -- the locations of ``platformdirs``, without
   the dependency;
+* a third file, ``"numeric"``, holds the numerical functions of the built-in losses and channels
+  of the general engine (:func:`cached_functions`), so that a warm cache solves them without sympy;
 * the file name carries a digest of :func:`fingerprint`: the versions of replica_mlm, sympy,
   numpy, mpmath and Python, and a hash of the source of the derivation (``potentials.py``,
   ``compiled.py`` and this module), so a change of any of them derives afresh;
@@ -51,6 +53,7 @@ What the cache trusts, and how it is protected
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import hmac
 import inspect
@@ -67,7 +70,7 @@ import mpmath
 import numpy as np
 
 from replica_mlm import io, run_folder
-from replica_mlm.theory.symbolic import cache_guard
+from replica_mlm.theory.symbolic import cache_guard, numeric_functions
 from replica_mlm.theory.symbolic.cache_guard import CacheWarning
 
 ENV = "REPLICA_MLM_CACHE_DIR"
@@ -75,7 +78,9 @@ ENV = "REPLICA_MLM_CACHE_DIR"
 DERIVATION = ("symbolic/potentials.py", "symbolic/compiled.py", "symbolic/compiled_cache.py")
 #: cache files other than the compiled backends, and the further sources their contents depend on
 #: (the asymptotic series of :func:`replica_mlm.theory.studies.asymptotics.expansions`, stored as ``srepr``)
-EXTRA_SOURCES = {"expansions": ("studies/asymptotics.py",)}
+EXTRA_SOURCES = {"expansions": ("studies/asymptotics.py",),
+                 "numeric": ("sides/losses.py", "sides/channels.py", "symbolic/expressions.py",
+                             "symbolic/numeric_functions.py")}
 #: name of the function in every generated source
 FUNCTION = "_lambdifygenerated"
 #: the sympy constructors (called) and singletons (named) an expansion's ``srepr`` may hold
@@ -89,6 +94,8 @@ _derived: dict[str, dict] = {}
 #: cache folders refused in this process, and whether the one warning has been given
 _refused: dict[str, str] = {}
 _warned = False
+#: whether this process has said that it derives with sympy (:func:`notice`)
+_noticed = False
 
 
 def cache_dir() -> Path:
@@ -204,7 +211,21 @@ def _write(backend: str, entries: dict) -> None:
         pass  # a read-only or missing home: the equations stay in memory, derived as before
 
 
+def notice(what: str) -> None:
+    """Say once per process, on a terminal, that ``what`` is being derived with sympy (a cold
+    cache); silent where stderr is not a terminal (pipes, files, tests), as for any library."""
+    global _noticed
+    if _noticed:
+        return
+    _noticed = True
+    stream = sys.stderr
+    if stream is not None and stream.isatty():
+        print(f"replica_mlm: deriving {what} with sympy, once (cached in {cache_dir()})", file=stream)
+
+
 def _derive(path: str, backend: str, derive: Callable[[], dict]) -> dict:
+    if backend in ("numpy", "mpmath"):
+        notice(f"the saddle-point equations ({backend})")
     entries = _derived[path] = _memory[path] = derive()
     _write(backend, entries)
     return entries
@@ -238,6 +259,27 @@ def fetch(backend: str, derive: Callable[[], dict], *, complete: Callable[[dict]
     return convert(_derive(path, backend, derive))
 
 
+def cached_functions(key: str, derive: Callable[[], dict]) -> dict:
+    """The functions of entry ``key`` of the ``"numeric"`` cache (the built-in losses and
+    channels): ``derive()`` gives ``{name: source or list of sources}`` (with sympy) where the
+    entry is missing or fails to load, and is stored; the result has the same shape, functions in
+    place of sources."""
+    def load_all(sources: dict) -> dict:
+        return {name: [load(s, "numeric") for s in src] if isinstance(src, list) else load(src, "numeric")
+                for name, src in sources.items()}
+
+    entries = fetch("numeric", dict)  # the cache file's verified entries, or {}
+    if key in entries:
+        try:
+            return load_all(entries[key])
+        except Exception:  # whatever a cached entry provokes: derived afresh below
+            pass
+    notice(f"the numerical functions of {key}")
+    sources = derive()
+    store("numeric", {key: sources})
+    return load_all(sources)
+
+
 def store(backend: str, new: dict) -> None:
     """Add ``new`` entries to ``backend``'s cache (in memory and on disk, merged with the file)."""
     path = cache_file(backend)
@@ -249,7 +291,11 @@ def store(backend: str, new: dict) -> None:
 
 @cache
 def namespace(backend: str) -> dict:
-    """The globals the generated code runs in: those of ``sympy.lambdify(modules=backend)``."""
+    """The globals the generated code runs in: those of ``sympy.lambdify(modules=backend)``;
+    ``"numeric"`` (the built-in losses and channels): numpy's and the custom functions of
+    :data:`.numeric_functions.NUMERIC`, as ``lambdify(modules=[NUMERIC, "numpy"])``."""
+    if backend == "numeric":  # lambdify writes Max and Min as reduce(maximum, [...])
+        return {**namespace("numpy"), **numeric_functions.NUMERIC, "reduce": functools.reduce}
     module = np if backend == "numpy" else mpmath
     names = {name: getattr(module, name) for name in dir(module) if not name.startswith("_")}
     return {**names, backend: module, "builtins": __builtins__}
@@ -361,7 +407,8 @@ def lambdify_source(args, expr, backend: str, *, cse: bool, rename: Callable) ->
     new = [sp.Symbol(rename(a)) for a in args]
     subs = dict(zip(args, new, strict=True))
     expr = [e.xreplace(subs) for e in expr] if isinstance(expr, list) else expr.xreplace(subs)
-    fn = sp.lambdify(new, expr, modules=backend, cse=cse)
+    modules = [numeric_functions.NUMERIC, "numpy"] if backend == "numeric" else backend
+    fn = sp.lambdify(new, expr, modules=modules, cse=cse)
     source = inspect.getsource(fn)
     ns = namespace(backend)
     for name in _global_names(fn.__code__):

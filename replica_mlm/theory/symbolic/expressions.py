@@ -12,12 +12,12 @@ custom functions :class:`Softplus` and :class:`Sigmoid`; :func:`stable`, :func:`
 
 from __future__ import annotations
 
-import numpy as np
 import sympy as sp
-from scipy import special
 
-__all__ = ["NUMERIC", "Sigmoid", "Softplus", "V", "kink_arguments", "lambdify", "mu", "nu", "stable", "v",
-           "w", "y", "z"]
+from replica_mlm.theory.symbolic import numeric_functions
+
+__all__ = ["NUMERIC", "Sigmoid", "Softplus", "V", "kink_arguments", "kinks_of", "lambdify", "loss_sources",
+           "mu", "nu", "source", "stable", "v", "w", "y", "z"]
 
 #: the label and the student's field
 y, z = sp.symbols("y z", real=True)
@@ -49,9 +49,8 @@ class Sigmoid(sp.Function):
         return 1 / (1 + sp.exp(-x))
 
 
-#: numerical implementations of the custom functions for lambdify
-NUMERIC = {"Softplus": lambda x: np.logaddexp(0.0, x), "Sigmoid": special.expit, "erf": special.erf,
-           "erfc": special.erfc}
+#: numerical implementations of the custom functions for lambdify (:mod:`.numeric_functions`)
+NUMERIC = numeric_functions.NUMERIC
 
 
 def stable(expr: sp.Expr) -> sp.Expr:
@@ -73,6 +72,42 @@ def lambdify(args, expr, *, cse: bool = False):
 
     expr = [drop(e) for e in expr] if isinstance(expr, list | tuple) else drop(expr)
     return sp.lambdify(args, expr, modules=[NUMERIC, "numpy"], cse=cse)
+
+
+def source(args, expr, *, cse: bool = False) -> str:
+    """The source :func:`lambdify` compiles for ``expr`` in ``args``, for the disk cache
+    (:mod:`.compiled_cache`, backend ``"numeric"``): loaded, it is the same function."""
+    from replica_mlm.theory.symbolic import compiled_cache
+    from replica_mlm.theory.symbolic.compiled import py_name
+
+    def drop(e):
+        return sp.sympify(e).replace(lambda t: isinstance(t, sp.DiracDelta), lambda t: sp.S.Zero)
+
+    expr = [drop(e) for e in expr] if isinstance(expr, list | tuple) else drop(expr)
+    return compiled_cache.lambdify_source(args, expr, "numeric", cse=cse, rename=py_name)
+
+
+def kinks_of(expr: sp.Expr, d1: sp.Expr) -> tuple:
+    """Candidate kinks ``z = k(y)`` of a loss: the zeros in z of the kink arguments of the loss
+    ``expr`` and of its derivative ``d1``."""
+    kinks = []
+    for arg in kink_arguments(expr) | kink_arguments(d1):
+        if not arg.has(z):
+            continue
+        for sol in sp.solve(sp.Eq(arg, 0), z):
+            if sol.has(z) or sol.has(sp.I) or sol in kinks:
+                continue
+            kinks.append(sol)
+    return tuple(kinks)
+
+
+def loss_sources(expr: sp.Expr, d1: sp.Expr, d2: sp.Expr, kinks, *, compile_now: bool = False) -> dict:
+    """The numerical functions of a loss: ``value``, ``d1``, ``d2`` of ``(y, z)``, ``kinks`` (a
+    list, of ``y``) and ``d12`` (both derivatives at once) as sources for the disk cache, or
+    compiled (:func:`lambdify`) with ``compile_now``."""
+    make = (lambda a, e, cse=False: lambdify(a, e, cse=cse)) if compile_now else source
+    return {"value": make((y, z), expr), "d1": make((y, z), d1), "d2": make((y, z), d2),
+            "kinks": [make((y,), k) for k in kinks], "d12": make((y, z), [d1, d2], cse=True)}
 
 
 def kink_arguments(expr: sp.Expr) -> set:
