@@ -60,6 +60,8 @@ TIMING_FIELDS = {"seconds_per_epoch", "cpu_seconds"}
 RNG = np.random.default_rng(0)
 GP = rm.GaussianPotts.random(L=5, shift=3.0, seed=0)
 SITE = GP.masked_site(0)
+#: an exact Ising site with its Gaussian mixture (theory="mixture")
+ISING_SITE = rm.PottsModel.random_ising(L=6, beta=0.5, seed=0).masked_site(0)
 LIMIT = rm.GaussianPotts.limit(shift=3.0)
 SPEC = SITE.spectrum
 PM = rm.PottsModel.random(L=3, q=2, seed=0, beta=0.5)
@@ -307,6 +309,13 @@ TARGETS = [
     _t("solve(iterate)", lambda **k: rm.solve(SITE, alpha=2.0, lam=0.1, method="iterate", **k),
        real("damping", 0.5, extra=(-0.1, 1.0, 1.5)), real("tol", 1e-10, extra=POS),
        integer("max_iter", 100000, extra=POSINT, huge=False)),
+    _t("solve(mixture)", lambda **k: rm.solve(ISING_SITE, loss="logistic", theory="mixture", **k),
+       real("alpha", 0.7, extra=POS), real("lam", 0.1, extra=POS), integer("order", 16, extra=POSINT)),
+    _t("learning_curve(mixture)", lambda **k: rm.learning_curve(ISING_SITE, loss="logistic", theory="mixture",
+                                                                **k),
+       grid("alpha", np.array([0.5, 1.5])), real_or_grid("lam", 0.1, extra=POS)),
+    _t("solve(theory)", lambda **k: rm.solve(ISING_SITE, alpha=1.0, lam=0.1, loss="logistic", **k),
+       choice("theory", "mixture")),
     _t("learning_curve", lambda **k: rm.learning_curve(**k), task(),
        grid("alpha", np.array([0.5, 1.5])), real_or_grid("lam", 0.1, extra=NONNEG),
        Param("method", "root", NOT_NONE(list(BAD_CHOICE)), [None])),

@@ -11,7 +11,7 @@ from replica_mlm import _checks
 from replica_mlm import io as rm_io
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
-from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
+from replica_mlm.theory.solve import THEORIES, SaddlePoint, solve, solve_reduced
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
@@ -113,7 +113,7 @@ def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = 
 
 
 def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, channel=None,
-                   **options) -> LearningCurve | list[LearningCurve]:
+                   theory: str = "gaussian", **options) -> LearningCurve | list[LearningCurve]:
     """Solve the saddle point at every alpha of a grid, at one ``lam`` or at each of several.
 
     Parameters
@@ -133,18 +133,46 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
         curve continuously); a point that fails from the warm start is retried from a cold start.
         The loss and channel are checked once, before any point is solved, by
         :func:`replica_mlm.theory.sides.channels.check_pair` (ValueError, as in :func:`solve`).
+    theory : {"gaussian", "mixture"}
+        As in :func:`solve`: ``"mixture"`` solves the task's Gaussian mixture (``task.mixture``),
+        warm-starting each point from the previous one (docs/discrete.md, section "The replica
+        theory of the mixture").
 
     Returns
     -------
     LearningCurve or list of LearningCurve
         One curve for a scalar ``lam``; ``[curve(lam_0), curve(lam_1), ...]`` for a sequence.
     """
+    if _checks.choice(theory, THEORIES, "theory") == "mixture":
+        run = _mixture_curve
+    else:
+        run = _learning_curve
     if _checks.is_sequence(lam):
-        return [_learning_curve(task, alpha=alpha, lam=float(lm), method=method, loss=loss,
-                                channel=channel, **options)
+        return [run(task, alpha=alpha, lam=float(lm), method=method, loss=loss, channel=channel, **options)
                 for lm in _checks.grid(lam, "lam", positive=False)]
-    return _learning_curve(task, alpha=alpha, lam=lam, method=method, loss=loss, channel=channel,
-                           **options)
+    return run(task, alpha=alpha, lam=lam, method=method, loss=loss, channel=channel, **options)
+
+
+def _mixture_curve(task, *, alpha, lam, method, loss, channel, **options) -> LearningCurve:
+    """:func:`learning_curve` at one lam with ``theory="mixture"``: each point warm-started from the
+    extrapolation of the previous two (then the previous one, then cold), as the general engine."""
+    alphas = _checks.grid(alpha, "alpha")
+    if "init" in options:
+        raise ValueError("learning_curve warm-starts each point itself; do not pass init")
+    points: list[SaddlePoint] = []
+    for a in alphas:
+        starts = [_extrapolated(points, float(a)), points[-1] if points else None, None]
+        starts = [x for i, x in enumerate(starts) if all(x is not y for y in starts[:i])]
+        for k, start in enumerate(starts):
+            try:
+                pt = solve(task, alpha=float(a), lam=lam, method=method, loss=loss, channel=channel,
+                           theory="mixture", init=start, **options)
+                break
+            except ConvergenceError:
+                if k == len(starts) - 1:
+                    raise
+        points.append(pt)
+    return LearningCurve.from_points(points)
 
 
 def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None:
