@@ -62,6 +62,8 @@ GP = rm.GaussianPotts.random(L=5, shift=3.0, seed=0)
 SITE = GP.masked_site(0)
 #: an exact Ising site with its Gaussian mixture (theory="mixture")
 ISING_SITE = rm.PottsModel.random_ising(L=6, beta=0.5, seed=0).masked_site(0)
+#: an exact Potts site (q = 3) with its Gaussian mixture
+POTTS_SITE = rm.PottsModel.random(L=4, q=3, beta=1.0, seed=0).masked_site(0)
 LIMIT = rm.GaussianPotts.limit(shift=3.0)
 SPEC = SITE.spectrum
 PM = rm.PottsModel.random(L=3, q=2, seed=0, beta=0.5)
@@ -310,10 +312,14 @@ TARGETS = [
        real("damping", 0.5, extra=(-0.1, 1.0, 1.5)), real("tol", 1e-10, extra=POS),
        integer("max_iter", 100000, extra=POSINT, huge=False)),
     _t("solve(mixture)", lambda **k: rm.solve(ISING_SITE, loss="logistic", theory="mixture", **k),
-       real("alpha", 0.7, extra=POS), real("lam", 0.1, extra=POS), integer("order", 16, extra=POSINT)),
+       real("alpha", 0.7, extra=POS), real("lam", 0.1, extra=POS),
+       integer("order", 16, extra=POSINT, none_ok=True)),
     _t("learning_curve(mixture)", lambda **k: rm.learning_curve(ISING_SITE, loss="logistic", theory="mixture",
                                                                 **k),
        grid("alpha", np.array([0.5, 1.5])), real_or_grid("lam", 0.1, extra=POS)),
+    _t("solve(mixture, Potts)", lambda **k: rm.solve(POTTS_SITE, theory="mixture", **k),
+       real("alpha", 0.7, extra=POS), real("lam", 0.1, extra=POS),
+       integer("order", 8, extra=(*POSINT, 65), none_ok=True)),
     _t("solve(theory)", lambda **k: rm.solve(ISING_SITE, alpha=1.0, lam=0.1, loss="logistic", **k),
        choice("theory", "mixture")),
     _t("learning_curve", lambda **k: rm.learning_curve(**k), task(),

@@ -117,9 +117,9 @@ class GaussianMixture:
             if K != 2:
                 raise ValueError("teacher must be given for more than two classes")
             teacher = np.linalg.solve(S, means[0] - means[1])
-        teacher = _checks.finite_array(teacher, "teacher", ndim=1)
-        if teacher.shape != (p,):
-            raise ValueError(f"teacher must have shape ({p},), got {teacher.shape}")
+        teacher = _checks.finite_array(teacher, "teacher")
+        if teacher.shape[:1] != (p,) or teacher.ndim not in (1, 2):
+            raise ValueError(f"teacher must have shape ({p},) or ({p}, K - 1), got {teacher.shape}")
         return cls(weights=weights.copy(), means=means.copy(), covariance=S.copy(),
                    means_stderr=np.zeros_like(means), regularisation=0.0, method="moments",
                    n_samples=0, teacher=teacher, cavity=None)
@@ -176,9 +176,10 @@ def mixture_from_samples(x, labels, *, K: int, logits, teacher, probabilities=No
     logits : array (n, K)
         The site's conditional logits ``u_c(x)`` of each sample (the cavity law is the law of x
         reweighted by ``1 / sum_c exp(u_c(x))``).
-    teacher : array (p,)
+    teacher : array (p,) or (p, K - 1)
         For two classes the logit direction ``w*`` (``u_0 - u_1 = w* . x``), used by the tilt
-        downdate of :meth:`GaussianMixture.cavity_check`.
+        downdate of :meth:`GaussianMixture.cavity_check`; for more classes the teacher's logit
+        directions (kept for the estimation error).
     probabilities : array (n,), optional
         Exact probabilities of the samples (then the moments are exact and carry no error); None
         for equally weighted independent samples.
@@ -219,8 +220,10 @@ def mixture_from_samples(x, labels, *, K: int, logits, teacher, probabilities=No
     if eig[0] <= SINGULAR * eig[-1]:
         reg = SINGULAR * eig[-1]
         S = S + reg * np.eye(p)
-    cavity = _cavity_check(x, w, _checks.finite_array(logits, "logits", ndim=2),
-                           _checks.finite_array(teacher, "teacher", ndim=1), S - reg * np.eye(p),
+    teacher = _checks.finite_array(teacher, "teacher")
+    if teacher.shape[0] != p or teacher.ndim not in (1, 2):
+        raise ValueError(f"teacher must have shape ({p},) or ({p}, K - 1), got {teacher.shape}")
+    cavity = _cavity_check(x, w, _checks.finite_array(logits, "logits", ndim=2), teacher, S - reg * np.eye(p),
                            exact=exact)
     return GaussianMixture(weights=weights, means=means, covariance=S, means_stderr=stderr,
                            regularisation=reg, method="exact" if exact else "samples",

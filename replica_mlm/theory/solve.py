@@ -231,20 +231,27 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     return solve_general(spec, alpha, lam, loss_obj, channel_obj, **options)
 
 
-def _solve_mixture(task, *, alpha, lam, method, precision, loss, channel, init=None, order: int = 16):
+def _solve_mixture(task, *, alpha, lam, method, precision, loss, channel, init=None,
+                   order: int | None = None):
     """The route of ``theory="mixture"``: the two-cluster mixture theory (:mod:`.mixture_engine`)."""
     from replica_mlm.theory.solvers import engine, mixture_engine
-    mixture = getattr(task, "mixture", None)
-    if mixture is None:
+    if not hasattr(task, "mixture"):
         raise ValueError(f"theory='mixture' needs a task with a Gaussian mixture (task.mixture, e.g. an "
-                         f"Ising site of PottsModel.masked_site), got {type(task).__name__}")
+                         f"Ising or Potts site of PottsModel.masked_site), got {type(task).__name__}")
     if method not in (None, "general") or precision is not None or channel is not None:
         raise ValueError("theory='mixture' is solved by the general engine with the mixture's own "
                          "channel side: method, precision and channel take their defaults")
+    if isinstance(task, MulticlassTask):  # a Potts site: softmax cross-entropy on q clusters
+        from replica_mlm.theory.solvers import mixture_multiclass
+        if loss not in (None, "cross_entropy"):
+            raise ValueError(f"theory='mixture' of a multi-class site learns with loss='cross_entropy', "
+                             f"got {loss!r}")
+        return mixture_multiclass.solve(task, alpha=alpha, lam=lam, order=order, init=init)
+    mixture = task.mixture
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.positive(lam, "lam")
     loss_obj = losses.resolve(default_loss(task) if loss is None else loss)
-    order = _checks.positive_int(order, "order")
+    order = 16 if order is None else _checks.positive_int(order, "order")
     start = None
     if init is not None:
         if not isinstance(init, SaddlePoint):
