@@ -33,6 +33,7 @@ from replica_mlm.tasks.ising_site import spins
 
 POINTS = [(1.0, 0.1), (4.0, 0.1)]
 MEASURES = ("eg", "test_loss", "estimation_error")
+KEY = ("beta", "L")
 
 
 def _softplus(t):
@@ -117,6 +118,20 @@ def run_instance(beta, L, seeds, *, instance=0, site=0, points=POINTS, log=print
     return rows
 
 
+def summary(rows) -> str:
+    """Per instance: the cavity check against the largest |z| of each theory over its points."""
+    keys = sorted({tuple(r[k] for k in KEY) for r in rows})
+    out = ["| " + " | ".join(KEY) + " | S distance | cavity excess kurtosis | largest abs z gaussian "
+           "| largest abs z mixture |", "|" + "---|" * (len(KEY) + 4)]
+    for key in keys:
+        sel = [r for r in rows if tuple(r[k] for k in KEY) == key]
+        zg = max(abs(r[f"{m}_z_gaussian"]) for r in sel for m in MEASURES)
+        zm = max(abs(r[f"{m}_z_mixture"]) for r in sel for m in MEASURES)
+        out.append("| " + " | ".join(str(k) for k in key) + f" | {sel[0]['cavity_distance']:.4f} | "
+                   f"{sel[0]['cavity_kurtosis']:+.3f} | {zg:.1f} | {zm:.1f} |")
+    return "\n".join(out)
+
+
 def table(rows) -> str:
     head = ("| beta | L | alpha | measure | gaussian | mixture | simulation | z gaussian | z mixture |\n"
             "|---|---|---|---|---|---|---|---|---|")
@@ -129,18 +144,78 @@ def table(rows) -> str:
     return "\n".join(out)
 
 
+def _gap(rows, m, name, L) -> float:
+    return float(np.mean([abs(r[f"{m}_{name}"] - r[f"{m}_sim"]) for r in rows if r["L"] == L]))
+
+
+def plot(rows, path) -> None:
+    """|theory - simulation| against L (log-log), one panel per measure, one colour per beta, solid
+    gaussian, dashed mixture, averaged over the alpha points; error bars one simulation SE."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    betas = sorted({r["beta"] for r in rows})
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), constrained_layout=True)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, m in zip(axes, MEASURES, strict=True):
+        for b, colour in zip(betas, colours, strict=False):
+            sel = [r for r in rows if r["beta"] == b]
+            Ls = sorted({r["L"] for r in sel})
+            for name, style in (("gaussian", "-o"), ("mixture", "--s")):
+                gap = [_gap(sel, m, name, L) for L in Ls]
+                se = [np.sqrt(np.mean([r[f"{m}_se"] ** 2 for r in sel if r["L"] == L])) for L in Ls]
+                ax.errorbar(Ls, gap, yerr=se, fmt=style, color=colour, ms=4, capsize=2,
+                            label=f"beta = {b}, {name}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("L")
+        ax.set_title({"eg": "classification error", "test_loss": "test cross-entropy",
+                      "estimation_error": "estimation error"}[m])
+    axes[0].set_ylabel("|theory - simulation| (mean over alpha)")
+    axes[-1].legend(fontsize=7, ncol=1, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.savefig(path, dpi=120)
+
+
+def rates(rows) -> str:
+    """Least-squares slope of log|gap| against log L per (beta, measure, theory), over the sizes."""
+    out = []
+    for b in sorted({r["beta"] for r in rows}):
+        sel = [r for r in rows if r["beta"] == b]
+        Ls = sorted({r["L"] for r in sel})
+        if len(Ls) < 2:
+            continue
+        for m in MEASURES:
+            for name in ("gaussian", "mixture"):
+                gap = [_gap(sel, m, name, L) for L in Ls]
+                slope = np.polyfit(np.log(Ls), np.log(gap), 1)[0]
+                out.append(f"beta={b} {m} {name}: gap {' '.join(f'{g:.4f}' for g in gap)} at L={Ls}, "
+                           f"slope {slope:+.2f}")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("--table", action="store_true", help="print the table of an existing OUT")
+    ap.add_argument("--plot", help="with --table: draw the gaps against L into this PNG, print slopes")
+    ap.add_argument("--more", nargs="*", default=[], help="with --table: further OUT files to merge")
     ap.add_argument("--betas", type=float, nargs="+", default=[0.3, 0.5, 0.8, 1.2])
     ap.add_argument("--sizes", type=int, nargs="+", default=[13, 41])
     ap.add_argument("--seeds", type=int, nargs="+", default=[400, 80],
                     help="seeds per size (one number per --sizes entry)")
     args = ap.parse_args(argv)
     if args.table:
-        with open(args.out) as fh:
-            print(table(json.load(fh)["rows"]))
+        rows = []
+        for path in [args.out, *args.more]:
+            with open(path) as fh:
+                rows += json.load(fh)["rows"]
+        print(table(rows))
+        print(summary(rows))
+        if args.plot:
+            plot(rows, args.plot)
+            print(rates(rows))
         return 0
     rows = []
     t0 = time.process_time()

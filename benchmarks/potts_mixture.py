@@ -25,6 +25,7 @@ import replica_mlm as rm
 
 POINTS = [(1.0, 0.1), (5.0, 0.1), (5.0, 0.01)]
 MEASURES = ("eg", "test_loss", "estimation_error")
+KEY = ("q", "L", "beta")
 SIM = {"eg": ("eg_mean", "eg_stderr"), "test_loss": ("test_loss_mean", "test_loss_stderr"),
        "estimation_error": ("estimation_error_mean", "estimation_error_stderr")}
 
@@ -58,6 +59,20 @@ def run_instance(q, L, beta, seeds, *, instance=3, points=POINTS, log=print):
     return rows
 
 
+def summary(rows) -> str:
+    """Per instance: the cavity check against the largest |z| of each theory over its points."""
+    keys = sorted({tuple(r[k] for k in KEY) for r in rows})
+    out = ["| " + " | ".join(KEY) + " | S distance | cavity excess kurtosis | largest abs z gaussian "
+           "| largest abs z mixture |", "|" + "---|" * (len(KEY) + 4)]
+    for key in keys:
+        sel = [r for r in rows if tuple(r[k] for k in KEY) == key]
+        zg = max(abs(r[f"{m}_z_gaussian"]) for r in sel for m in MEASURES)
+        zm = max(abs(r[f"{m}_z_mixture"]) for r in sel for m in MEASURES)
+        out.append("| " + " | ".join(str(k) for k in key) + f" | {sel[0]['cavity_distance']:.4f} | "
+                   f"{sel[0]['cavity_kurtosis']:+.3f} | {zg:.1f} | {zm:.1f} |")
+    return "\n".join(out)
+
+
 def table(rows) -> str:
     out = ["| q | L | beta | alpha | lam | measure | gaussian | mixture | simulation | z gaussian "
            "| z mixture |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -73,14 +88,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--more", nargs="*", default=[], help="with --table: further OUT files to merge")
     ap.add_argument("--q", type=int, default=3)
     ap.add_argument("--L", type=int, nargs="+", default=[12])
     ap.add_argument("--betas", type=float, nargs="+", default=[0.5, 1.0, 1.5])
     ap.add_argument("--seeds", type=int, default=40)
     args = ap.parse_args(argv)
+    ap_rows = []
     if args.table:
-        with open(args.out) as fh:
-            print(table(json.load(fh)["rows"]))
+        for path in [args.out, *args.more]:
+            with open(path) as fh:
+                ap_rows += json.load(fh)["rows"]
+        print(table(ap_rows))
+        print(summary(ap_rows))
         return 0
     rows, t0 = [], time.process_time()
     for L in args.L:
