@@ -346,6 +346,7 @@ TARGETS = [
        Param("precision", None, [*NOT_NONE(bad_int()), 0, -1, *HUGE], [])),
     _t("expansions", lambda **k: rm.expansions(**k), Param("bogus", None, [1], [])),
     _t("equations", lambda **k: rm.equations(**k), flag("latex", False)),
+    _t("equations(theory)", lambda **k: rm.equations(**k), choice("theory", "mixture")),
     _t("separability_threshold", lambda **k: rm.separability_threshold(**k), task(),
        Param("channel", "sign", NOT_NONE(list(BAD_CHOICE)), [None])),
     _t("TransformerMLM", lambda **k: rm.TransformerMLM(**k), integer("L", 3, extra=(1, *POSINT)),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.integrate import quad
 from scipy.special import ndtr
 
 import replica_mlm as rm
@@ -201,3 +202,34 @@ def test_mixture_theory_refuses_what_it_cannot_solve():
         rm.solve(task, alpha=1.0, lam=0.1, loss="logistic", theory="mix")
     with pytest.raises(TypeError, match="theory must be one of"):
         rm.solve(task, alpha=1.0, lam=0.1, loss="logistic", theory=None)
+
+
+def test_printed_mixture_equations_reproduce_the_solver():
+    """rm.equations(theory="mixture") with the square loss: its prox solved, its hat integrals
+    evaluated by sympy at a solved point give the solver's hats (equal weights 1/2)."""
+    import sympy as sp
+
+    from replica_mlm.theory.sides import losses as L
+    from replica_mlm.theory.symbolic import potentials as P
+
+    eqs = rm.equations(theory="mixture", loss="square")
+    assert set(eqs) >= {"loss", "prox", "f", "d_w f", "fields", "m_hat", "q_hat", "V_hat", "V", "q", "m"}
+    sp_ = rm.solve(_Site(_isotropic(30, 1.1, 0.8)), alpha=2.0, lam=0.05, loss="square", theory="mixture")
+    zstar = sp.Symbol("z^*", real=True)
+    zsol = sp.solve(eqs["prox"].lhs, zstar)[0]
+    f_expr = eqs["f"].rhs.subs(zstar, zsol)
+    xi = sp.Symbol("xi", real=True)
+    vals = {P.alpha: 2.0, P.m: sp_.m, P.q: sp_.q, L.V: sp_.V}
+    for name in ("m_hat", "q_hat", "V_hat"):
+        (integral,) = eqs[name].rhs.atoms(sp.Integral)
+        body = integral.function.replace(lambda e: isinstance(e, sp.Function) and e.func.__name__ == r"\pi",
+                                         lambda e: sp.Rational(1, 2))
+        for label in (1, -1):
+            at = {L.w: label * P.m + sp.sqrt(P.q) * xi}
+            body = body.subs(sp.Derivative(sp.Function("f")(label, L.w, L.V), L.w),
+                             sp.diff(f_expr.subs(L.y, label), L.w).subs(at))
+            body = body.subs(sp.Function("f")(label, L.w, L.V), f_expr.subs(L.y, label).subs(at))
+        outer = eqs[name].rhs / integral
+        integrand = sp.lambdify(xi, body.subs(vals))
+        got = float(outer.subs(vals)) * quad(integrand, -np.inf, np.inf)[0]
+        assert got == pytest.approx(getattr(sp_, name), rel=1e-9), name
