@@ -150,7 +150,8 @@ def _gap(rows, m, name, L) -> float:
 
 def plot(rows, path) -> None:
     """|theory - simulation| against L (log-log), one panel per measure, one colour per beta, solid
-    gaussian, dashed mixture, averaged over the alpha points; error bars one simulation SE."""
+    gaussian, dashed mixture, averaged over the alpha points; error bars one simulation SE (the lower
+    one clipped at 90 % of the gap); open markers: gaps below 2 SE (not resolved)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,12 +165,17 @@ def plot(rows, path) -> None:
             sel = [r for r in rows if r["beta"] == b]
             Ls = sorted({r["L"] for r in sel})
             for name, style in (("gaussian", "-o"), ("mixture", "--s")):
-                gap = [_gap(sel, m, name, L) for L in Ls]
-                se = [np.sqrt(np.mean([r[f"{m}_se"] ** 2 for r in sel if r["L"] == L])) for L in Ls]
-                ax.errorbar(Ls, gap, yerr=se, fmt=style, color=colour, ms=4, capsize=2,
-                            label=f"beta = {b}, {name}")
+                gap = np.array([_gap(sel, m, name, L) for L in Ls])
+                se = np.array([np.sqrt(np.mean([r[f"{m}_se"] ** 2 for r in sel if r["L"] == L])) for L in Ls])
+                ax.errorbar(Ls, gap, yerr=[np.minimum(se, 0.9 * gap), se], fmt=style, color=colour, ms=4,
+                            capsize=2, label=f"beta = {b}, {name}")
+                weak = gap < 2 * se  # not resolved: open markers
+                ax.plot(np.array(Ls)[weak], gap[weak], style[-1], color="white", ms=2.5, ls="none")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(sorted({r["L"] for r in rows}))
+        ax.set_xticklabels([str(L) for L in sorted({r["L"] for r in rows})])
+        ax.minorticks_off()
         ax.set_xlabel("L")
         ax.set_title({"eg": "classification error", "test_loss": "test cross-entropy",
                       "estimation_error": "estimation error"}[m])

@@ -10,7 +10,7 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm import io as rm_io
 from replica_mlm.errors import ConvergenceError
-from replica_mlm.tasks.protocol import spectrum_of
+from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
 from replica_mlm.theory.solve import THEORIES, SaddlePoint, solve, solve_reduced
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
@@ -159,6 +159,9 @@ def _mixture_curve(task, *, alpha, lam, method, loss, channel, **options) -> Lea
     alphas = _checks.grid(alpha, "alpha")
     if "init" in options:
         raise ValueError("learning_curve warm-starts each point itself; do not pass init")
+    if isinstance(task, MulticlassTask):
+        raise ValueError("learning_curve takes a scalar site (as with theory='gaussian'); solve a "
+                         "multi-class site point by point with rm.solve(task, theory='mixture')")
     points: list[SaddlePoint] = []
     for a in alphas:
         starts = [_extrapolated(points, float(a)), points[-1] if points else None, None]
