@@ -174,12 +174,14 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         ``P(y | nu) = 1 / (1 + exp(-y nu))``. ``sigma^2`` is the task's noise.
     theory : {"gaussian", "mixture"}
         ``"gaussian"`` (default): the inputs are Gaussian with the task's covariance (Gaussian
-        equivalence for a discrete site). ``"mixture"``: the task's two-cluster Gaussian mixture
-        (``task.mixture``, e.g. an Ising site's class weights, means and pooled covariance), solved by
-        :mod:`.mixture_engine` with any convex loss and lam > 0 (docs/discrete.md, section "The
-        replica theory of the mixture"); ``method`` None or ``"general"``, no ``channel``, no
-        ``precision``; the result's ``channel`` is ``"mixture"`` and its ``rho`` is
-        ``mu^T S^{-1} mu``.
+        equivalence for a discrete site). ``"mixture"``: the task's Gaussian mixture (``task.mixture``:
+        class weights, means and pooled covariance), lam > 0, ``method`` None or ``"general"``, no
+        ``channel``, no ``precision``. Two clusters (an Ising site): any convex loss through
+        :mod:`.mixture_engine` (docs/discrete.md, section "The replica theory of the mixture"); the
+        result's ``channel`` is ``"mixture"`` and its ``rho`` is ``mu^T S^{-1} mu``. q clusters (a
+        Potts site): the softmax cross-entropy through :mod:`.mixture_multiclass`, a
+        ``MulticlassSaddlePoint`` with ``method="mixture"`` (docs/multiclass.md, section "The site as
+        a Gaussian mixture"); option ``order`` (Gauss-Hermite nodes per dimension).
     **options
         For ``"iterate"``: ``damping`` (0.5), ``tol`` (1e-12), ``max_iter`` (100000) and
         ``init`` ((V, q, m); None or omitted: (1000, 1e-3, 1e-3)). For ``"general"``: ``init`` (a SaddlePoint
