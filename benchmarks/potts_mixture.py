@@ -25,22 +25,25 @@ import replica_mlm as rm
 
 POINTS = [(1.0, 0.1), (5.0, 0.1), (5.0, 0.01)]
 MEASURES = ("eg", "test_loss", "estimation_error")
-KEY = ("q", "L", "beta")
+KEY = ("q", "L", "beta", "instance", "site")
+#: rows written before instance and site were recorded: instance 3, site 0
+DEFAULTS = {"instance": 3, "site": 0}
 SIM = {"eg": ("eg_mean", "eg_stderr"), "test_loss": ("test_loss_mean", "test_loss_stderr"),
        "estimation_error": ("estimation_error_mean", "estimation_error_stderr")}
 
 
-def run_instance(q, L, beta, seeds, *, instance=3, points=POINTS, log=print):
+def run_instance(q, L, beta, seeds, *, instance=3, site=0, points=POINTS, log=print):
     J = rm.PottsModel.random_ising(L=L, beta=1.0, seed=instance).couplings
     model = rm.PottsModel(couplings=J, colours=np.eye(q), beta=beta)
     t0 = time.process_time()
-    task = model.masked_site(0, rng=0)
+    task = model.masked_site(site, rng=0)
     chk = task.mixture.cavity_check()
     rows = []
     for alpha, lam in points:
         th = {name: rm.solve(task, alpha=alpha, lam=lam, theory=name) for name in ("gaussian", "mixture")}
-        sim = rm.simulate(model, site=0, alpha=alpha, lam=lam, seeds=seeds, rng=1, loss="cross_entropy")
-        row = {"q": q, "L": L, "beta": beta, "instance": instance, "alpha": alpha, "lam": lam, "seeds": seeds}
+        sim = rm.simulate(model, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=1, loss="cross_entropy")
+        row = {"q": q, "L": L, "beta": beta, "instance": instance, "site": site, "alpha": alpha, "lam": lam,
+               "seeds": seeds}
         for m in MEASURES:
             mean, se = (float(np.ravel(getattr(sim, a))[0]) for a in SIM[m])
             row[f"{m}_sim"], row[f"{m}_se"] = mean, se
@@ -50,7 +53,7 @@ def run_instance(q, L, beta, seeds, *, instance=3, points=POINTS, log=print):
         row.update(cavity_distance=chk.covariance_distance, cavity_skewness=chk.skewness,
                    cavity_kurtosis=chk.excess_kurtosis, method=task.mixture.method)
         rows.append(row)
-        log(f"q={q} L={L} beta={beta} alpha={alpha} lam={lam}: " + ", ".join(
+        log(f"q={q} L={L} beta={beta} instance={instance} site={site} alpha={alpha} lam={lam}: " + ", ".join(
             f"{m}: G {row[f'{m}_gaussian']:.4f} M {row[f'{m}_mixture']:.4f} sim {row[f'{m}_sim']:.4f}"
             f"+-{row[f'{m}_se']:.4f} (z {row[f'{m}_z_gaussian']:+.1f} / {row[f'{m}_z_mixture']:+.1f})"
             for m in MEASURES))
@@ -61,11 +64,11 @@ def run_instance(q, L, beta, seeds, *, instance=3, points=POINTS, log=print):
 
 def summary(rows) -> str:
     """Per instance: the cavity check against the largest |z| of each theory over its points."""
-    keys = sorted({tuple(r[k] for k in KEY) for r in rows})
+    keys = sorted({tuple(r.get(k, DEFAULTS.get(k)) for k in KEY) for r in rows})
     out = ["| " + " | ".join(KEY) + " | S distance | cavity excess kurtosis | largest abs z gaussian "
            "| largest abs z mixture |", "|" + "---|" * (len(KEY) + 4)]
     for key in keys:
-        sel = [r for r in rows if tuple(r[k] for k in KEY) == key]
+        sel = [r for r in rows if tuple(r.get(k, DEFAULTS.get(k)) for k in KEY) == key]
         zg = max(abs(r[f"{m}_z_gaussian"]) for r in sel for m in MEASURES)
         zm = max(abs(r[f"{m}_z_mixture"]) for r in sel for m in MEASURES)
         out.append("| " + " | ".join(str(k) for k in key) + f" | {sel[0]['cavity_distance']:.4f} | "
@@ -74,11 +77,12 @@ def summary(rows) -> str:
 
 
 def table(rows) -> str:
-    out = ["| q | L | beta | alpha | lam | measure | gaussian | mixture | simulation | z gaussian "
-           "| z mixture |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| q | L | beta | instance | site | alpha | lam | measure | gaussian | mixture | simulation "
+           "| z gaussian | z mixture |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         for m in MEASURES:
-            out.append(f"| {r['q']} | {r['L']} | {r['beta']} | {r['alpha']:g} | {r['lam']:g} | {m} | "
+            where = f"| {r['q']} | {r['L']} | {r['beta']} | {r.get('instance', 3)} | {r.get('site', 0)} |"
+            out.append(where + f" {r['alpha']:g} | {r['lam']:g} | {m} | "
                        f"{r[m + '_gaussian']:.4f} | {r[m + '_mixture']:.4f} | {r[m + '_sim']:.4f} ± "
                        f"{r[m + '_se']:.4f} | {r[m + '_z_gaussian']:+.1f} | {r[m + '_z_mixture']:+.1f} |")
     return "\n".join(out)
@@ -93,6 +97,8 @@ def main(argv=None) -> int:
     ap.add_argument("--L", type=int, nargs="+", default=[12])
     ap.add_argument("--betas", type=float, nargs="+", default=[0.5, 1.0, 1.5])
     ap.add_argument("--seeds", type=int, default=40)
+    ap.add_argument("--instances", type=int, nargs="+", default=[3], help="seeds of the couplings")
+    ap.add_argument("--sites", type=int, nargs="+", default=[0])
     args = ap.parse_args(argv)
     ap_rows = []
     if args.table:
@@ -105,7 +111,10 @@ def main(argv=None) -> int:
     rows, t0 = [], time.process_time()
     for L in args.L:
         for beta in args.betas:
-            rows += run_instance(args.q, L, beta, args.seeds, log=lambda s: print(s, flush=True))
+            for instance in args.instances:
+                for site in args.sites:
+                    rows += run_instance(args.q, L, beta, args.seeds, instance=instance, site=site,
+                                         log=lambda s: print(s, flush=True))
             rm.io.write_json(args.out, {"rows": rows, "cpu_seconds": time.process_time() - t0})
     print(table(rows))
     print(f"CPU seconds: {time.process_time() - t0:.0f}")
