@@ -186,13 +186,15 @@ def mixture_from_samples(x, labels, *, K: int, logits, teacher, probabilities=No
     """
     x = _checks.finite_array(x, "x", ndim=2)
     n, p = x.shape
+    if n < 2 or p < 1:
+        raise ValueError(f"x must hold at least 2 samples of at least 1 input, got shape {x.shape}")
     K = _checks.positive_int(K, "K")
     if K < 2:
         raise ValueError(f"K must be >= 2 classes, got {K}")
     labels = np.asarray(labels)
     if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"labels must be integers of shape ({n},), got {labels.dtype} {labels.shape}")
-    if n and (labels.min() < 0 or labels.max() >= K):
+    if labels.min() < 0 or labels.max() >= K:
         raise ValueError(f"labels must lie in [0, {K}), got {labels.min()} to {labels.max()}")
     exact = probabilities is not None
     w = (np.full(n, 1.0 / n) if not exact else _checks.finite_array(probabilities, "probabilities", ndim=1))
