@@ -7,8 +7,11 @@ noise ``|delta mu|^2``), and both theories' error and test loss at alpha = 4, la
     python benchmarks/mixture_sampling_noise.py
 """
 import time
+
 import numpy as np
+
 import replica_mlm as rm
+
 model = rm.PottsModel.random_ising(L=161, beta=0.3, seed=0)
 for samples, rng in ((20000, 0), (20000, 1), (80000, 2)):
     t = time.process_time()
@@ -19,5 +22,6 @@ for samples, rng in ((20000, 0), (20000, 1), (80000, 2)):
     g = rm.solve(task, alpha=4.0, lam=0.1, loss="logistic")
     m = rm.solve(task, alpha=4.0, lam=0.1, loss="logistic", theory="mixture")
     print(f"samples {samples} rng {rng}: |mu|^2 {mu @ mu:.4f}, sum of SE^2 {se2:.4f}; eg gaussian {g.eg:.4f} "
-          f"mixture {m.eg:.4f}; test loss {g.test_loss:.4f} {m.test_loss:.4f}; {time.process_time() - t:.0f} CPU s",
+          f"mixture {m.eg:.4f}; test loss {g.test_loss:.4f} {m.test_loss:.4f}; "
+          f"{time.process_time() - t:.0f} CPU s",
           flush=True)
