@@ -1,18 +1,21 @@
 """How the sampling noise of a sampled mixture's class means moves the mixture theory (issue 27).
 
-Site 0 of ``random_ising(L=161, beta=0.3, seed=0)``: the mixture measured from 20000 sequences (two
-sampler seeds) and from 80000, with ``|mu|^2``, the summed squared standard errors of the means (their
-noise ``|delta mu|^2``), and both theories' error and test loss at alpha = 4, lam = 0.1.
+Site 0 of ``random_ising(L=161, beta=BETA, seed=0)`` (BETA = 0.3 unless given): the mixture
+measured from 20000 sequences (two sampler seeds) and from 80000, with ``|mu|^2``, the summed
+squared standard errors of the means (their noise ``|delta mu|^2``), and both theories' error and
+test loss at alpha = 4, lam = 0.1.
 
-    python benchmarks/mixture_sampling_noise.py
+    python benchmarks/mixture_sampling_noise.py [BETA]
 """
+import sys
 import time
 
 import numpy as np
 
 import replica_mlm as rm
 
-model = rm.PottsModel.random_ising(L=161, beta=0.3, seed=0)
+beta = float(sys.argv[1]) if len(sys.argv) > 1 else 0.3
+model = rm.PottsModel.random_ising(L=161, beta=beta, seed=0)
 for samples, rng in ((20000, 0), (20000, 1), (80000, 2)):
     t = time.process_time()
     task = model.masked_site(0, rng=rng, samples=samples)
