@@ -60,6 +60,10 @@ TIMING_FIELDS = {"seconds_per_epoch", "cpu_seconds"}
 RNG = np.random.default_rng(0)
 GP = rm.GaussianPotts.random(L=5, shift=3.0, seed=0)
 SITE = GP.masked_site(0)
+#: an exact Ising site with its Gaussian mixture (theory="mixture")
+ISING_SITE = rm.PottsModel.random_ising(L=6, beta=0.5, seed=0).masked_site(0)
+#: an exact Potts site (q = 3) with its Gaussian mixture
+POTTS_SITE = rm.PottsModel.random(L=4, q=3, beta=1.0, seed=0).masked_site(0)
 LIMIT = rm.GaussianPotts.limit(shift=3.0)
 SPEC = SITE.spectrum
 AMP_X, AMP_Y = SITE.sample(12, rng=5)
@@ -310,6 +314,17 @@ TARGETS = [
     _t("solve(iterate)", lambda **k: rm.solve(SITE, alpha=2.0, lam=0.1, method="iterate", **k),
        real("damping", 0.5, extra=(-0.1, 1.0, 1.5)), real("tol", 1e-10, extra=POS),
        integer("max_iter", 100000, extra=POSINT, huge=False)),
+    _t("solve(mixture)", lambda **k: rm.solve(ISING_SITE, loss="logistic", theory="mixture", **k),
+       real("alpha", 0.7, extra=POS), real("lam", 0.1, extra=POS),
+       integer("order", 16, extra=POSINT, none_ok=True)),
+    _t("learning_curve(mixture)", lambda **k: rm.learning_curve(ISING_SITE, loss="logistic", theory="mixture",
+                                                                **k),
+       grid("alpha", np.array([0.5, 1.5])), real_or_grid("lam", 0.1, extra=POS)),
+    _t("solve(mixture, Potts)", lambda **k: rm.solve(POTTS_SITE, theory="mixture", **k),
+       real("alpha", 0.7, extra=POS), real("lam", 0.1, extra=POS),
+       integer("order", 8, extra=(*POSINT, 65), none_ok=True)),
+    _t("solve(theory)", lambda **k: rm.solve(ISING_SITE, alpha=1.0, lam=0.1, loss="logistic", **k),
+       choice("theory", "mixture")),
     _t("learning_curve", lambda **k: rm.learning_curve(**k), task(),
        grid("alpha", np.array([0.5, 1.5])), real_or_grid("lam", 0.1, extra=NONNEG),
        Param("method", "root", NOT_NONE(list(BAD_CHOICE)), [None])),
@@ -344,6 +359,7 @@ TARGETS = [
        real("damping", 0.0, extra=(-0.1, 1.0, 1.5))),
     _t("equations(bayes_optimal)", lambda **k: rm.equations(channel="sign", **k),
        flag("bayes_optimal", True)),
+    _t("equations(theory)", lambda **k: rm.equations(**k), choice("theory", "mixture")),
     _t("separability_threshold", lambda **k: rm.separability_threshold(**k), task(),
        Param("channel", "sign", NOT_NONE(list(BAD_CHOICE)), [None])),
     _t("TransformerMLM", lambda **k: rm.TransformerMLM(**k), integer("L", 3, extra=(1, *POSINT)),

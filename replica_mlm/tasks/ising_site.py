@@ -18,12 +18,14 @@ into a :class:`MaskedSite` with the logit channel.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm._checks import site_index
 from replica_mlm.tasks.masked_site import MaskedSite
+from replica_mlm.tasks.mixture import GaussianMixture, mixture_from_samples
 
 #: spin value of each colour: colour 0 is +1, colour 1 is -1
 SPINS = np.array([1.0, -1.0])
@@ -74,6 +76,9 @@ class SpinCovariance:
     batches : ndarray (B, L, L) or None
         Covariances of B disjoint batches of the samples (None when exact): a jackknife over them
         propagates the statistical error of Sigma into any prediction made from it.
+    sequences : ndarray (n_samples, L) or None
+        The sampled colour sequences (None when exact): the class moments of a site's Gaussian
+        mixture (:attr:`IsingSite.mixture`) are measured on them.
     """
 
     covariance: np.ndarray
@@ -81,6 +86,7 @@ class SpinCovariance:
     method: str
     n_samples: int
     batches: np.ndarray | None
+    sequences: np.ndarray | None = None
 
 
 def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
@@ -139,14 +145,43 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
     # Var(s_j s_k) = 1 - Sigma_jk^2 for +-1 spins with zero mean
     stderr = np.sqrt(np.clip(1.0 - cov**2, 0.0, None) / samples)
     return SpinCovariance(covariance=cov, stderr=stderr, method=diag.method, n_samples=samples,
-                          batches=batch_cov)
+                          batches=batch_cov, sequences=np.asarray(seqs, dtype=np.int8))
 
 
-def ising_site(model, i: int, covariance: SpinCovariance) -> MaskedSite:
+class IsingSite(MaskedSite):
+    """An Ising site: a :class:`MaskedSite` with the logit channel that also carries its Gaussian
+    mixture (:attr:`mixture`, docs/discrete.md, section "The site as a Gaussian mixture")."""
+
+    def __init__(self, *, model, site: int, spin_cov: SpinCovariance, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._model, self._site, self._spin_cov = model, site, spin_cov
+
+    @cached_property
+    def mixture(self) -> GaussianMixture:
+        """The two classes ``y = s_i = +1`` (class 0) and ``-1`` (class 1) with their weights, means
+        ``E[s_-i | s_i]`` and pooled covariance: exact by enumeration for ``L <= 16``, otherwise
+        from the sampler's sequences (with standard errors)."""
+        model, i, cov = self._model, self._site, self._spin_cov
+        if cov.method == "exact":
+            seqs, prob = model.all_sequences(), model.boltzmann_probabilities()
+        elif cov.sequences is not None:
+            seqs, prob = cov.sequences, None
+        else:
+            raise ValueError("the spin covariance keeps no sequences: measure it with spin_covariance")
+        s = spins(seqs)
+        keep = np.arange(model.L) != i
+        x = s[:, keep]
+        nu = x @ self.teacher
+        return mixture_from_samples(x, np.asarray(seqs[:, i], dtype=np.int64), K=2,
+                                    logits=np.stack([nu / 2, -nu / 2], axis=1), teacher=self.teacher,
+                                    probabilities=prob)
+
+
+def ising_site(model, i: int, covariance: SpinCovariance) -> IsingSite:
     """Site ``i`` of an Ising model as a :class:`MaskedSite` with the logit channel.
 
     ``Sigma = Cov(s_-i)`` (rows and columns ``-i`` of the spin covariance), teacher
-    ``w* = 2 beta J_{i,-i}``, no extra label noise.
+    ``w* = 2 beta J_{i,-i}``, no extra label noise; :attr:`IsingSite.mixture` is its Gaussian mixture.
     """
     require_ising(model, "ising_site")
     L = model.L
@@ -154,7 +189,8 @@ def ising_site(model, i: int, covariance: SpinCovariance) -> MaskedSite:
     keep = np.arange(L) != i
     sigma = covariance.covariance[np.ix_(keep, keep)]
     teacher = 2.0 * model.beta * model.couplings[i, keep]
-    return MaskedSite(covariance=sigma, teacher=teacher, noise=0.0, channel="logit")
+    return IsingSite(covariance=sigma, teacher=teacher, noise=0.0, channel="logit", model=model, site=i,
+                     spin_cov=covariance)
 
 
 def equilibrium_sample(model, samples: int, rng, *, what: str, progress: bool | None = None):

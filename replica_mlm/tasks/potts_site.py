@@ -196,6 +196,9 @@ class ColourCovariance:
         Sequences used (0 when exact).
     symmetrised : bool
         Whether the colour symmetry of the model was imposed (mean zero, blocks ``c_jk I_K``).
+    sequences : ndarray (n_samples, L) or None
+        The sampled colour sequences (None when exact): a site's Gaussian mixture
+        (:attr:`ModelPottsSite.mixture`) is measured on them.
     """
 
     mean: np.ndarray
@@ -203,6 +206,7 @@ class ColourCovariance:
     method: str
     n_samples: int
     symmetrised: bool
+    sequences: np.ndarray | None = None
 
 
 def all_colours_alike(model) -> bool:
@@ -255,7 +259,7 @@ def colour_covariance(model, *, samples: int = 20000, rng: _checks.RngLike = 0,
         cov = np.einsum("jk,ab->jakb", a, np.eye(K)).reshape(L * K, L * K)
     cov = (cov + cov.T) / 2
     return ColourCovariance(mean=mean.reshape(L, K), covariance=cov, method=method, n_samples=n,
-                            symmetrised=sym)
+                            symmetrised=sym, sequences=None if exact else np.asarray(seqs, dtype=np.int16))
 
 
 def teacher_of(model, i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -287,4 +291,37 @@ def potts_site(model, i: int, covariance: ColourCovariance) -> PottsSite:
     sym = covariance.symmetrised
     if sym:
         bias = np.zeros(K)  # exact: uniform marginals and U 1 proportional to 1
-    return PottsSite(covariance=sigma, teacher=W, p=L - 1, bias=bias, channel="softmax", symmetric=sym)
+    return ModelPottsSite(covariance=sigma, teacher=W, p=L - 1, bias=bias, channel="softmax", symmetric=sym,
+                          model=model, site=i, colour_cov=covariance)
+
+
+class ModelPottsSite(PottsSite):
+    """A site of a Potts model: a :class:`PottsSite` that also carries its q-class Gaussian mixture
+    (:attr:`mixture`, docs/multiclass.md, section "The site as a Gaussian mixture")."""
+
+    def __init__(self, *, model, site: int, colour_cov: ColourCovariance, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._model, self._site, self._colour_cov = model, site, colour_cov
+
+    @cached_property
+    def mixture(self):
+        """The q classes (the site's colours) with their weights, the means of the centred reduced
+        inputs ``E[x | s_i = c]`` and the pooled covariance: exact when enumerated, otherwise from
+        the sampler's sequences (with standard errors). The symmetrised covariance of a model whose
+        colours are all alike is not used: the mixture is measured as it is."""
+        from replica_mlm.tasks.mixture import mixture_from_samples
+
+        model, i, cov = self._model, self._site, self._colour_cov
+        if cov.method == "exact":
+            seqs, prob = model.all_sequences(), model.boltzmann_probabilities()
+        elif cov.sequences is not None:
+            seqs, prob = np.asarray(cov.sequences, dtype=np.int64), None
+        else:
+            raise ValueError("the colour covariance keeps no sequences: measure it with colour_covariance")
+        P = simplex_basis(model.q)
+        keep = np.arange(model.L) != i
+        x = P[seqs[:, keep]].reshape(seqs.shape[0], -1)
+        x = x - (x.mean(axis=0) if prob is None else prob @ x)
+        return mixture_from_samples(x, np.asarray(seqs[:, i], dtype=np.int64), K=model.q,
+                                    logits=model.logits(seqs)[:, i, :], teacher=self.teacher,
+                                    probabilities=prob)

@@ -37,6 +37,7 @@ from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels, losses, prior
 from replica_mlm.theory.sides.task_loss import default_loss
 from replica_mlm.theory.solvers import fixed_point, precise, root
+from replica_mlm.theory.solvers.packing import pack as packing_pack
 from replica_mlm.theory.symbolic.compiled import compiled
 
 METHODS = ("root", "iterate", "general")
@@ -45,6 +46,8 @@ METHODS = ("root", "iterate", "general")
 SOLVER_OPTIONS = ("damping", "tol", "max_iter", "init", "order", "integration", "randomisations", "seed")
 #: task classes that are never multi-class (no runtime protocol check needed)
 SCALAR_TASKS = (Spectrum, MaskedSite, GaussianPottsLimit)
+#: the two theories of a discrete site: Gaussian equivalence, or its Gaussian mixture
+THEORIES = ("gaussian", "mixture")
 #: cold start (V, q, m) of method="iterate" (init=None)
 ITERATE_INIT = (1000.0, 1e-3, 1e-3)
 
@@ -136,7 +139,7 @@ class SaddlePoint:
 
 @keywords(options=SOLVER_OPTIONS)
 def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,
-          loss=None, channel=None, **options) -> SaddlePoint:
+          loss=None, channel=None, theory: str = "gaussian", **options) -> SaddlePoint:
     """Solve the replica saddle point at sample ratio ``alpha`` and ridge ``lam``.
 
     With the square loss and the gaussian channel (the defaults: ridge MLM) the exact reduced
@@ -178,6 +181,16 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         How labels are drawn from the teacher's field ``nu = w* . x``: ``"gaussian"`` (default)
         ``y = nu + sigma eps``; ``"sign"`` ``y = sign(nu + sigma eps)``; ``"logit"``
         ``P(y | nu) = 1 / (1 + exp(-y nu))``. ``sigma^2`` is the task's noise.
+    theory : {"gaussian", "mixture"}
+        ``"gaussian"`` (default): the inputs are Gaussian with the task's covariance (Gaussian
+        equivalence for a discrete site). ``"mixture"``: the task's Gaussian mixture (``task.mixture``:
+        class weights, means and pooled covariance), lam > 0, ``method`` None or ``"general"``, no
+        ``channel``, no ``precision``. Two clusters (an Ising site): any convex loss through
+        :mod:`.mixture_engine` (docs/discrete.md, section "The replica theory of the mixture"); the
+        result's ``channel`` is ``"mixture"`` and its ``rho`` is ``mu^T S^{-1} mu``. q clusters (a
+        Potts site): the softmax cross-entropy through :mod:`.mixture_multiclass`, a
+        ``MulticlassSaddlePoint`` with ``method="mixture"`` (docs/multiclass.md, section "The site as
+        a Gaussian mixture"); option ``order`` (Gauss-Hermite nodes per dimension).
     **options
         For ``"iterate"``: ``damping`` (0.5), ``tol`` (1e-12), ``max_iter`` (100000) and
         ``init`` ((V, q, m); None or omitted: (1000, 1e-3, 1e-3)). For ``"general"``: ``init`` (a SaddlePoint
@@ -198,6 +211,9 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
+    if _checks.choice(theory, THEORIES, "theory") == "mixture":
+        return _solve_mixture(task, alpha=alpha, lam=lam, method=method, precision=precision, loss=loss,
+                              channel=channel, **options)
     # e.g. a PottsSite: the multi-class theory (docs/multiclass.md); the scalar tasks never are one
     # (and skip the slow runtime protocol check)
     if not isinstance(task, SCALAR_TASKS) and isinstance(task, MulticlassTask):
@@ -226,6 +242,43 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     if method == "iterate":
         return _solve_iterate(spec, alpha, lam, **options)
     return solve_general(spec, alpha, lam, loss_obj, channel_obj, **options)
+
+
+def _solve_mixture(task, *, alpha, lam, method, precision, loss, channel, init=None,
+                   order: int | None = None):
+    """The route of ``theory="mixture"``: the two-cluster mixture theory (:mod:`.mixture_engine`)."""
+    from replica_mlm.theory.solvers import engine, mixture_engine
+    if not hasattr(task, "mixture"):
+        raise ValueError(f"theory='mixture' needs a task with a Gaussian mixture (task.mixture, e.g. an "
+                         f"Ising or Potts site of PottsModel.masked_site), got {type(task).__name__}")
+    if method not in (None, "general") or precision is not None or channel is not None:
+        raise ValueError("theory='mixture' is solved by the general engine with the mixture's own "
+                         "channel side: method, precision and channel take their defaults")
+    if isinstance(task, MulticlassTask):  # a Potts site: softmax cross-entropy on q clusters
+        from replica_mlm.theory.solvers import mixture_multiclass
+        if loss not in (None, "cross_entropy"):
+            raise ValueError(f"theory='mixture' of a multi-class site learns with loss='cross_entropy', "
+                             f"got {loss!r}")
+        return mixture_multiclass.solve(task, alpha=alpha, lam=lam, order=order, init=init)
+    mixture = task.mixture
+    alpha = _checks.positive(alpha, "alpha")
+    lam = _checks.positive(lam, "lam")
+    loss_obj = losses.resolve(default_loss(task) if loss is None else loss)
+    order = 16 if order is None else _checks.positive_int(order, "order")
+    start = None
+    if init is not None:
+        if not isinstance(init, SaddlePoint):
+            raise TypeError(f"init must be a SaddlePoint, got {type(init).__name__}")
+        if all(math.isfinite(x) and x > 0 for x in (init.V, init.q)) and init.rho > 0:
+            start = np.array(packing_pack(init.V, init.q, init.m, init.rho))
+    theory = mixture_engine.MixtureTheory(mixture)
+    try:
+        out = mixture_engine.solve_point(theory, alpha, lam, loss_obj, init=start, order=order)
+    except engine.EngineFailure as exc:
+        raise ConvergenceError(f"mixture theory at alpha={alpha}, lam={lam}, loss={loss_obj.name}: {exc}",
+                               last=exc.last, residual=exc.residual, iterations=exc.iterations) from None
+    return _result(theory.spectrum, alpha, lam, out, method="general", loss=loss_obj.name, channel="mixture",
+                   message=f"mixture theory (general engine, {out['iterations']} channel-side evaluations)")
 
 
 def _solve_multiclass(task, *, alpha, lam, method, precision, loss, channel, **options):

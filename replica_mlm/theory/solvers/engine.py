@@ -160,6 +160,11 @@ class Problem:
         # hold by construction, and the residual is that of the three prior-side equations
         return max(_rel(V, V2), _rel(q, q2), _rel(m, m2)), {"V": V, "q": q, "m": m, **h}
 
+    def finish(self, point: dict, residual: float) -> dict:
+        """Derived quantities at a solved point (:func:`_finish`; a subclass with another channel
+        side, e.g. the Gaussian mixture's, derives its own)."""
+        return _finish(self, point, residual)
+
 
 def _rel(a: float, b: float) -> float:
     scale = max(abs(a), abs(b))
@@ -188,7 +193,7 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
         raise EngineFailure(f"residual {failure.residual:.3g} > tol {tol:g} after {problem.evaluations} "
                             "evaluations", last=failure.point, residual=failure.residual,
                             iterations=problem.evaluations) from None
-    return _finish(problem, found.point, found.residual)
+    return problem.finish(found.point, found.residual)
 
 
 def _finish(problem: Problem, point: dict, residual: float) -> dict:

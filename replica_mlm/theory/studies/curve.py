@@ -12,8 +12,8 @@ from replica_mlm import io as rm_io
 from replica_mlm._keywords import keywords
 from replica_mlm._progress import bar, shown
 from replica_mlm.errors import ConvergenceError
-from replica_mlm.tasks.protocol import spectrum_of
-from replica_mlm.theory.solve import SOLVER_OPTIONS, SaddlePoint, solve, solve_reduced
+from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
+from replica_mlm.theory.solve import SOLVER_OPTIONS, THEORIES, SaddlePoint, solve, solve_reduced
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
@@ -116,7 +116,8 @@ def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = 
 
 @keywords(options=SOLVER_OPTIONS)
 def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, channel=None,
-                   progress: bool | None = None, **options) -> LearningCurve | list[LearningCurve]:
+                   progress: bool | None = None, theory: str = "gaussian",
+                   **options) -> LearningCurve | list[LearningCurve]:
     """Solve the saddle point at every alpha of a grid, at one ``lam`` or at each of several.
 
     Parameters
@@ -139,6 +140,10 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
     progress : bool or None
         A progress bar on stderr over the alphas of the general engine (point by point; the fast
         path solves every alpha at once); None: only when stderr is a terminal.
+    theory : {"gaussian", "mixture"}
+        As in :func:`solve`: ``"mixture"`` solves the task's Gaussian mixture (``task.mixture``),
+        warm-starting each point from the previous one (docs/discrete.md, section "The replica
+        theory of the mixture").
 
     Returns
     -------
@@ -146,12 +151,43 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
         One curve for a scalar ``lam``; ``[curve(lam_0), curve(lam_1), ...]`` for a sequence.
     """
     shown(progress)  # TypeError for anything but None, True, False
+    mixture = _checks.choice(theory, THEORIES, "theory") == "mixture"
+
+    def run(lm: float) -> LearningCurve:
+        if mixture:
+            return _mixture_curve(task, alpha=alpha, lam=lm, method=method, loss=loss, channel=channel,
+                                  **options)
+        return _learning_curve(task, alpha=alpha, lam=lm, method=method, loss=loss, channel=channel,
+                               progress=progress, **options)
+
     if _checks.is_sequence(lam):
-        return [_learning_curve(task, alpha=alpha, lam=float(lm), method=method, loss=loss,
-                                channel=channel, progress=progress, **options)
-                for lm in _checks.grid(lam, "lam", positive=False)]
-    return _learning_curve(task, alpha=alpha, lam=lam, method=method, loss=loss, channel=channel,
-                           progress=progress, **options)
+        return [run(float(lm)) for lm in _checks.grid(lam, "lam", positive=False)]
+    return run(lam)
+
+
+def _mixture_curve(task, *, alpha, lam, method, loss, channel, **options) -> LearningCurve:
+    """:func:`learning_curve` at one lam with ``theory="mixture"``: each point warm-started from the
+    extrapolation of the previous two (then the previous one, then cold), as the general engine."""
+    alphas = _checks.grid(alpha, "alpha")
+    if "init" in options:
+        raise ValueError("learning_curve warm-starts each point itself; do not pass init")
+    if isinstance(task, MulticlassTask):
+        raise ValueError("learning_curve takes a scalar site (as with theory='gaussian'); solve a "
+                         "multi-class site point by point with rm.solve(task, theory='mixture')")
+    points: list[SaddlePoint] = []
+    for a in alphas:
+        starts = [_extrapolated(points, float(a)), points[-1] if points else None, None]
+        starts = [x for i, x in enumerate(starts) if all(x is not y for y in starts[:i])]
+        for k, start in enumerate(starts):
+            try:
+                pt = solve(task, alpha=float(a), lam=lam, method=method, loss=loss, channel=channel,
+                           theory="mixture", init=start, **options)
+                break
+            except ConvergenceError:
+                if k == len(starts) - 1:
+                    raise
+        points.append(pt)
+    return LearningCurve.from_points(points)
 
 
 def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None:

@@ -37,7 +37,7 @@ def _plain(expr) -> str:
 
 @keywords
 def equations(*, latex: bool = False, loss=None, channel=None,
-              bayes_optimal: bool = False) -> Equations | str:
+              bayes_optimal: bool = False, theory: str = "gaussian") -> Equations | str:
     """The replica-symmetric saddle-point equations, as derived by sympy.
 
     Without ``loss`` and ``channel``: the equations of ridge MLM (square loss, gaussian channel)
@@ -61,6 +61,13 @@ def equations(*, latex: bool = False, loss=None, channel=None,
         The Bayes-optimal equations of ``channel`` instead (docs/bayes_optimal.md, "The
         equations"): ``P_out``, ``Z``, ``dZ``, the fields, ``q_hat``, ``q``, ``V``, ``m`` and the
         estimation error (no loss: ``loss`` must then be None).
+    theory : {"gaussian", "mixture"}
+        ``"mixture"``: the equations of ERM on a two-cluster Gaussian mixture (docs/discrete.md,
+        section "The replica theory of the mixture"), with ``loss`` (default logistic): the loss, its
+        proximal point, ``f`` and ``d_w f``, the field ``omega = y m + sqrt(q) xi`` of class ``y``, the
+        hats averaged over the classes with weights ``pi_y``, and the ridge prior on the modes of
+        ``S`` with ``theta = S^{-1} mu`` (``t_k = p (u_k . theta)^2``). No ``channel``: the label is
+        the cluster.
 
     Returns
     -------
@@ -70,10 +77,15 @@ def equations(*, latex: bool = False, loss=None, channel=None,
         "V", "q", "m", "estimation_error"`` (general engine).
     """
     latex = _checks.flag(latex, "latex")
+    theory = _checks.choice(theory, ("gaussian", "mixture"), "theory")
     if _checks.flag(bayes_optimal, "bayes_optimal"):
         if loss is not None:
             raise ValueError("bayes_optimal=True takes no loss: the Bayes-optimal estimator has none")
+        if theory == "mixture":
+            raise ValueError("bayes_optimal=True is derived for theory='gaussian' only (docs/bayes_optimal.md)")
         return _render(bayes_equations(channel), latex)
+    if theory == "mixture" and channel is not None:
+        raise ValueError("theory='mixture' has no channel (the label is the cluster): leave channel=None")
     eqs = P.derive()
     p = sp.Symbol("p", positive=True, integer=True)
     k = sp.Symbol("k", integer=True, positive=True)
@@ -86,7 +98,11 @@ def equations(*, latex: bool = False, loss=None, channel=None,
         return sp.Mul(1 / p, sp.Sum(summand, (k, 1, p)), evaluate=False)
 
     out = Equations()
-    if loss is None and channel is None:
+    if theory == "mixture":
+        out.update(_mixture("logistic" if loss is None else loss))
+        for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):
+            out[name] = sp.Eq(sym, mode_sum(eqs.mode[sym]))
+    elif loss is None and channel is None:
         for sym, name in ((P.V_hat, "V_hat"), (P.q_hat, "q_hat"), (P.m_hat, "m_hat")):
             out[name] = sp.Eq(sym, eqs.hat[sym])
         for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):
@@ -106,6 +122,35 @@ def _render(out: dict[str, sp.Eq], latex: bool) -> Equations | str:
         return Equations(out)
     rows = [rf"{sp.latex(e.lhs)} &= {sp.latex(e.rhs)}" for e in out.values()]
     return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
+
+
+def _mixture(loss) -> dict[str, sp.Eq]:
+    """Channel-side equations of the two-cluster mixture (:mod:`.mixture_side`), from the loss's
+    sympy form: the general engine's loss, prox, f and d_w f with the cluster's field."""
+    from replica_mlm.theory.sides import losses
+    loss = losses.resolve(loss)
+    y, z, w, V = losses.y, losses.z, losses.w, losses.V
+    xi = sp.Symbol("xi", real=True)
+    zstar = sp.Symbol("z^*", real=True)
+    d1, d2 = loss.derivatives
+    f = sp.Function("f")(y, w, V)
+    pi = sp.Function(r"\pi")(y)
+    out = {
+        "loss": sp.Eq(sp.Function(r"\ell")(y, z), loss.expr),
+        "prox": sp.Eq((zstar - w) / V + d1.subs(z, zstar), 0),
+        "f": sp.Eq(f, (zstar - w) / V),
+        "d_w f": sp.Eq(sp.Derivative(f, w), (1 / (1 + V * d2.subs(z, zstar)) - 1) / V),
+        "fields": sp.Eq(w, y * P.m + sp.sqrt(P.q) * xi),
+    }
+    dxi = sp.exp(-(xi**2) / 2) / sp.sqrt(2 * sp.pi)
+
+    def average(expr):
+        return sp.Integral(dxi * (expr.subs(y, 1) + expr.subs(y, -1)), (xi, -sp.oo, sp.oo))
+
+    out["m_hat"] = sp.Eq(P.m_hat, P.alpha * average(pi * y * f))
+    out["q_hat"] = sp.Eq(P.q_hat, P.alpha * average(pi * f**2))
+    out["V_hat"] = sp.Eq(P.V_hat, -P.alpha * average(pi * sp.Derivative(f, w)))
+    return out
 
 
 def _general(loss, channel) -> dict[str, sp.Eq]:
