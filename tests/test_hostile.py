@@ -681,10 +681,12 @@ def _hostile_value(p: Param):
     return common
 
 
-# top (contact_precision) takes "L/5"-like strings and positive ints alike: its hostile values are
-# in the table, not drawn by the kind of its valid value
+# top (contact_precision) takes "L/5"-like strings and positive ints alike, and its distances take NaN
+# (a residue without coordinates): their hostile values are in the table, not drawn by the kind of
+# their valid value
 _SCALAR_TARGETS = [(t, p) for t in TARGETS for p in t.params
-                   if p.name not in ("bogus", "fit_info", "bounds", "task", "site", "path", "top")
+                   if p.name not in ("bogus", "fit_info", "bounds", "task", "site", "path", "top",
+                                     "structure_or_distances")
                    and p.valid is not None]
 
 
