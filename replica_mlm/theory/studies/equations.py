@@ -82,7 +82,8 @@ def equations(*, latex: bool = False, loss=None, channel=None,
         if loss is not None:
             raise ValueError("bayes_optimal=True takes no loss: the Bayes-optimal estimator has none")
         if theory == "mixture":
-            raise ValueError("bayes_optimal=True is derived for theory='gaussian' only (docs/bayes_optimal.md)")
+            raise ValueError("bayes_optimal=True is derived for theory='gaussian' only "
+                             "(docs/bayes_optimal.md)")
         return _render(bayes_equations(channel), latex)
     if theory == "mixture" and channel is not None:
         raise ValueError("theory='mixture' has no channel (the label is the cluster): leave channel=None")
