@@ -126,4 +126,3 @@ def pseudo_nll(couplings: np.ndarray, fields: np.ndarray, s: np.ndarray,
     problem = PseudoLikelihood(s, w, q, merge=False)
     Mt = couplings.transpose(0, 2, 1, 3).reshape(L * q, L * q)
     return problem.value_grad(Mt, fields, grad=False)
-
