@@ -8,8 +8,12 @@ that at the fork, from resource.getrusage) and the top-L/5, L/2, L contact preci
 8 A, j - i >= 6; Frobenius norm over the amino acids in the zero-sum gauge, APC).
 
 The methods other than mean-field come from ``rm.fit_potts(msa, method=..., heads=...,
-reweight=0.8, precision=..., max_iter=...)``; their rows add the L-BFGS iterations, whether the
-gradient tolerance was met, the final max|grad| and the objective F. With ``--select-penalty``
+reweight=0.8, precision=..., max_iter=...)``; their rows add the L-BFGS iterations (of which in
+the double-precision finish), whether the gradient tolerance was met, the final max|grad| (in
+double precision), the objective F and, for plm, the proven bound on the distance to the exact
+optimum (``fit.distance_bound``). With ``--factored-from-plm`` the factored rows start from the
+best rank-H factorisation of the plm row's couplings (``init=``; their CPU time is their own, the
+plm row's comes on top) and run at most ``--factored-iter`` iterations. With ``--select-penalty``
 lambda_J of each fitted method is chosen on held-out pseudo-likelihood, never on the contacts:
 15 % of the sequences (seeded) are held out, the method is fitted on the rest at each lambda_J of
 ``--lambdas``, the lowest weighted held-out MLM loss (``fit.mlm_loss(held_out, weights=...)``,
