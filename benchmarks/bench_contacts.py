@@ -69,7 +69,7 @@ def _fit(method: str, heads: int | None, msa, opts: dict):
     info += (f"lambda_J={fit.penalties['lambda_J']:g} it={fit.iterations}"
              f"{f'({fit.iterations_double} double)' if fit.iterations_double else ''} "
              f"conv={fit.converged} |g|={fit.gradient_norm:.1e} F={fit.objective:.6f}")
-    if np.isfinite(fit.distance_bound):
+    if fit.distance_bound is not None:
         info += f" dist<={fit.distance_bound:.1e}"
     if "init" in kwargs:
         info += " from plm"

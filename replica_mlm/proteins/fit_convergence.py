@@ -105,8 +105,9 @@ def plm_certificate(data: PseudoLikelihood, h: np.ndarray, W: np.ndarray, lambda
     -------
     dict
         ``grad_l2`` (|grad F|_2 over all of h and the off-diagonal W), ``mu`` (the strong
-        convexity modulus ``min(2 lambda_h, lambda_J)``), ``distance_bound`` (``grad_l2 / mu``,
-        nan if ``mu == 0``) and ``gap_bound`` (``grad_l2^2 / (2 mu)``), module docstring.
+        convexity modulus ``min(2 lambda_h, lambda_J)``), ``distance_bound`` (``grad_l2 / mu``)
+        and ``gap_bound`` (``grad_l2^2 / (2 mu)``), module docstring; both bounds are None when
+        ``mu == 0`` (no strong convexity: no bound).
     """
     L, q = h.shape
     Mt = W.transpose(0, 2, 1, 3).reshape(L * q, L * q).copy()
@@ -117,5 +118,5 @@ def plm_certificate(data: PseudoLikelihood, h: np.ndarray, W: np.ndarray, lambda
     grad = float(np.sqrt(np.sum(dMt * dMt) + np.sum(dh * dh)))
     mu = min(2.0 * lambda_h, lambda_J)
     return {"grad_l2": grad, "mu": mu,
-            "distance_bound": grad / mu if mu > 0 else float("nan"),
-            "gap_bound": grad * grad / (2.0 * mu) if mu > 0 else float("nan")}
+            "distance_bound": grad / mu if mu > 0 else None,
+            "gap_bound": grad * grad / (2.0 * mu) if mu > 0 else None}

@@ -84,8 +84,8 @@ class PottsFit:
     iterations_double : int
         Of :attr:`iterations`, those of the double-precision finish of a ``precision="single"``
         fit (0 if none was needed).
-    distance_bound : float
-        plm only (nan for the factored model, whose objective is not convex): a proven bound on
+    distance_bound : float or None
+        plm only (None for the factored model, whose objective is not convex): a proven bound on
         the Frobenius distance of the raw fitted ``(h, W)`` to the exact optimum, ``|grad F|_2 /
         min(2 lambda_h, lambda_J)`` with the gradient over all of ``(h, W)`` in double precision
         (:func:`replica_mlm.proteins.fit_convergence.plm_certificate`); it also bounds the change
@@ -109,7 +109,7 @@ class PottsFit:
     factors: tuple | None = field(default=None, repr=False)
     stop: str = ""
     iterations_double: int = 0
-    distance_bound: float = float("nan")
+    distance_bound: float | None = None
 
     @property
     def L(self) -> int:
@@ -270,7 +270,7 @@ def fit_potts(
         W = problem.couplings(A, V)
         factors = (A, V)
     bound = (plm_certificate(data, h, W, lambda_h, lambda_J)["distance_bound"]
-             if method == "plm" else float("nan"))
+             if method == "plm" else None)
     J, fields = symmetric_zero_sum(W, h)
     return PottsFit(
         couplings=J, fields=fields, method=method, heads=heads if method == "factored" else None,
