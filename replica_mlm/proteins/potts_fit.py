@@ -21,8 +21,8 @@ Both are minimised by scipy's L-BFGS-B with the analytic gradient of
 :mod:`replica_mlm.proteins.plm_fit`, cheaper when there are fewer sequences than ``L q``, and
 preconditioned), driven by :func:`replica_mlm.proteins.fit_convergence.lbfgs` (docs/proteins.md,
 "Convergence of the fits"). The fitted blocks are then symmetrised, ``J_ij = (W_ij + W_ji^T) /
-2``, and put in the zero-sum gauge, the fields shifted so that the Potts energy (hence every conditional of the symmetric
-model) is unchanged.
+2``, and put in the zero-sum gauge, the fields shifted so that the Potts energy (hence every
+conditional of the symmetric model) is unchanged.
 """
 
 from __future__ import annotations
