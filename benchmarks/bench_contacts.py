@@ -8,8 +8,12 @@ that at the fork, from resource.getrusage) and the top-L/5, L/2, L contact preci
 8 A, j - i >= 6; Frobenius norm over the amino acids in the zero-sum gauge, APC).
 
 The methods other than mean-field come from ``rm.fit_potts(msa, method=..., heads=...,
-reweight=0.8, precision=..., max_iter=...)``; their rows add the L-BFGS iterations, whether the
-gradient tolerance was met, the final max|grad| and the objective F. With ``--select-penalty``
+reweight=0.8, precision=..., max_iter=...)``; their rows add the L-BFGS iterations (of which in
+the double-precision finish), whether the gradient tolerance was met, the final max|grad| (in
+double precision), the objective F and, for plm, the proven bound on the distance to the exact
+optimum (``fit.distance_bound``). With ``--factored-from-plm`` the factored rows start from the
+best rank-H factorisation of the plm row's couplings (``init=``; their CPU time is their own, the
+plm row's comes on top) and run at most ``--factored-iter`` iterations. With ``--select-penalty``
 lambda_J of each fitted method is chosen on held-out pseudo-likelihood, never on the contacts:
 15 % of the sequences (seeded) are held out, the method is fitted on the rest at each lambda_J of
 ``--lambdas``, the lowest weighted held-out MLM loss (``fit.mlm_loss(held_out, weights=...)``,
@@ -51,17 +55,25 @@ def _couplings(result) -> np.ndarray:
 
 
 def _fit(method: str, heads: int | None, msa, opts: dict):
-    """(couplings, info string) of one method."""
+    """(couplings, info string, fit or None) of one method."""
     if method in ("mean_field", "mean_field+gap"):
-        return mean_field_couplings(msa, reweight=0.8, pseudocount=0.5), ""
+        return mean_field_couplings(msa, reweight=0.8, pseudocount=0.5), "", None
     kwargs = dict(opts["fit"], **({"heads": heads} if heads is not None else {}))
+    if method == "factored" and opts.get("init") is not None:
+        kwargs["init"] = opts["init"]
+        kwargs["max_iter"] = opts["factored_iter"]
     info = ""
     if opts["lambdas"]:
         kwargs["lambda_J"], info = _select_penalty(method, msa, kwargs, opts["lambdas"])
     fit = rm.fit_potts(msa, method=method, reweight=0.8, **kwargs)
-    info += (f"lambda_J={fit.penalties['lambda_J']:g} it={fit.iterations} "
-             f"conv={fit.converged} |g|={fit.gradient_norm:.1e} F={fit.objective:.4f}")
-    return _couplings(fit), info
+    info += (f"lambda_J={fit.penalties['lambda_J']:g} it={fit.iterations}"
+             f"{f'({fit.iterations_double} double)' if fit.iterations_double else ''} "
+             f"conv={fit.converged} |g|={fit.gradient_norm:.1e} F={fit.objective:.6f}")
+    if fit.distance_bound is not None:
+        info += f" dist<={fit.distance_bound:.1e}"
+    if "init" in kwargs:
+        info += " from plm"
+    return _couplings(fit), info, fit
 
 
 def _select_penalty(method: str, msa, kwargs: dict, lambdas) -> tuple[float, str]:
@@ -82,12 +94,13 @@ def _child(conn, method, heads, msa, structure, opts) -> None:
     try:
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         t0 = time.process_time()
-        couplings, info = _fit(method, heads, msa, opts)
+        couplings, info, fit = _fit(method, heads, msa, opts)
         scores = coupling_scores(couplings, include_gap=method.endswith("+gap"))
         cpu = time.process_time() - t0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0  # KiB on Linux
         prec = [rm.contact_precision(scores, structure, top=t) for t in TOPS]
-        conn.send(("ok", cpu, peak / 1024, prec, info))
+        conn.send(("ok", cpu, peak / 1024, prec, info,
+                   fit if method == "plm" and opts.get("init_from_plm") else None))
     except AttributeError as exc:
         conn.send(("not available", str(exc)))
     except Exception as exc:  # report and go on with the other rows
@@ -117,10 +130,15 @@ def main() -> None:
     ap.add_argument("--precision", default="single", help="fit_potts precision (single, double)")
     ap.add_argument("--select-penalty", action="store_true",
                     help="choose lambda_J on held-out pseudo-likelihood (module docstring)")
+    ap.add_argument("--factored-from-plm", action="store_true",
+                    help="start the factored rows from the plm row's couplings (rank-H SVD)")
+    ap.add_argument("--factored-iter", type=int, default=150,
+                    help="iterations of the factored rows started from plm")
     ap.add_argument("--lambdas", default="0.003,0.01,0.03", help="lambda_J values to choose from")
     args = ap.parse_args()
     opts = {"fit": {"max_iter": args.max_iter, "precision": args.precision},
-            "lambdas": [float(v) for v in args.lambdas.split(",")] if args.select_penalty else []}
+            "lambdas": [float(v) for v in args.lambdas.split(",")] if args.select_penalty else [],
+            "init_from_plm": args.factored_from_plm, "factored_iter": args.factored_iter}
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     heads = [int(h) for h in args.heads.split(",") if h.strip()]
     rows = [("mean_field", None)] + [
@@ -136,13 +154,16 @@ def main() -> None:
         print(f"{'method':<16}{'CPU s':>9}{'x mf':>8}{'peak MB':>9}"
               + "".join(f"{'P@' + t:>9}" for t in TOPS))
         mf_cpu = None
+        opts["init"] = None
         for method, h in rows:
             name = method + (f" H={h}" if h is not None else "")
             out = run(method, h, msa, structure, opts)
             if out[0] != "ok":
                 print(f"{name:<16}{out[0]} ({out[1][:70]})")
                 continue
-            _, cpu, peak, prec, info = out
+            _, cpu, peak, prec, info, fit = out
+            if fit is not None:
+                opts["init"] = fit
             mf_cpu = cpu if method == "mean_field" else mf_cpu
             ratio = f"{cpu / mf_cpu:8.1f}" if mf_cpu else f"{'-':>8}"
             print(f"{name:<16}{cpu:9.1f}{ratio}{peak:9.0f}" + "".join(f"{p:9.3f}" for p in prec)

@@ -421,7 +421,9 @@ TARGETS = [
        choice("method", "factored"), integer("heads", 2, extra=POSINT, none_ok=True),
        real("reweight", 0.8, none_ok=True, extra=(*POS, 1.5)), real("lambda_h", 0.01, extra=NONNEG),
        real("lambda_J", 0.01, extra=NONNEG), integer("max_iter", 20, extra=POSINT, iterations=True),
-       real("tol", 1e-5, extra=POS), seed("rng"), real("init_scale", 0.01, extra=POS)),
+       real("tol", 1e-5, extra=POS), seed("rng"), real("init_scale", 0.01, extra=POS),
+       choice("precision", "single"),
+       Param("init", None, ["abc", 1.0, [1, 2], np.zeros((1, 1, 2, 2))], [])),
     _t("AttractorNetwork", lambda **k: rm.AttractorNetwork(**k), array("couplings", JNET),
        real("beta", 1.0, extra=POS), real("gamma", 0.5, extra=(-0.1, 1.5))),
     *[_t(f"AttractorNetwork.{m}", lambda m=m, **k: getattr(NET, m)(**k), tokens("x", X))

@@ -40,10 +40,37 @@ class FactoredProblem:
         self.n_A = heads * self.L * (self.L - 1)
         self.size = self.n_h + self.n_A + heads * self.q * self.q
 
+    def set_dtype(self, dtype) -> None:
+        """Precision of the two big products from now on (``float64`` for the double finish)."""
+        self.dtype = np.dtype(dtype)
+
     def init(self, gen: np.random.Generator, scale: float) -> np.ndarray:
         """Zero fields, ``A`` and ``V`` with i.i.d. ``N(0, scale^2)`` entries (zero is a saddle)."""
         x = np.zeros(self.size)
         x[self.n_h:] = gen.standard_normal(self.size - self.n_h) * scale
+        return x
+
+    def from_couplings(self, couplings: np.ndarray, fields: np.ndarray) -> np.ndarray:
+        """Packed start from couplings (L, L, q, q): their best rank-``H`` factorisation.
+
+        The couplings reshaped to an ``(L^2, q^2)`` matrix (diagonal blocks zeroed) are cut to their
+        ``H`` largest singular triplets ``s_h u_h v_h^T`` (Eckart-Young: the closest factored model
+        in Frobenius norm), split evenly, ``A^h = sqrt(s_h) u_h``, ``V^h = sqrt(s_h) v_h`` (equal
+        norms, where the penalty of a product is smallest); the fields are taken as given.
+        """
+        L, q, H = self.L, self.q, self.H
+        J = np.array(couplings, dtype=float).reshape(L, L, q, q)
+        J[np.arange(L), np.arange(L)] = 0.0
+        u, sv, vt = np.linalg.svd(J.reshape(L * L, q * q), full_matrices=False)
+        k = min(H, sv.size)
+        A = np.zeros((H, L, L))
+        V = np.zeros((H, q, q))
+        A[:k] = (u[:, :k] * np.sqrt(sv[:k])).T.reshape(k, L, L)
+        V[:k] = (vt[:k] * np.sqrt(sv[:k])[:, None]).reshape(k, q, q)
+        x = np.zeros(self.size)
+        x[: self.n_h] = np.asarray(fields, dtype=float).ravel()
+        x[self.n_h: self.n_h + self.n_A] = A[:, self.off].ravel()
+        x[self.n_h + self.n_A:] = V.ravel()
         return x
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -18,10 +18,11 @@ of sequences ``B_eff = sum_mu w_mu``. Two parametrisations of the couplings:
 
 Both are minimised by scipy's L-BFGS-B with the analytic gradient of
 :mod:`replica_mlm.proteins.plm_objective` (all sites at once; for ``"plm"`` in the data's span,
-:mod:`replica_mlm.proteins.plm_fit`, cheaper when there are fewer sequences than ``L q``). The
-fitted blocks are then symmetrised, ``J_ij = (W_ij + W_ji^T) / 2``, and put in the zero-sum
-gauge, the fields shifted so that the Potts energy (hence every conditional of the symmetric
-model) is unchanged.
+:mod:`replica_mlm.proteins.plm_fit`, cheaper when there are fewer sequences than ``L q``, and
+preconditioned), driven by :func:`replica_mlm.proteins.fit_convergence.lbfgs` (docs/proteins.md,
+"Convergence of the fits"). The fitted blocks are then symmetrised, ``J_ij = (W_ij + W_ji^T) /
+2``, and put in the zero-sum gauge, the fields shifted so that the Potts energy (hence every
+conditional of the symmetric model) is unchanged.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import optimize
 
 from replica_mlm import _checks
 from replica_mlm._checks import RngLike, as_generator, nonnegative, positive, positive_int
@@ -39,6 +39,7 @@ from replica_mlm.learners.attention import zero_sum_gauge
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.proteins import contacts
 from replica_mlm.proteins.factored_fit import FactoredProblem
+from replica_mlm.proteins.fit_convergence import MAXCOR, lbfgs, plm_certificate
 from replica_mlm.proteins.plm_fit import PLMProblem
 from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
 
@@ -47,8 +48,6 @@ __all__ = ["PottsFit", "fit_potts"]
 METHODS = ("plm", "factored")
 #: heads of the factored model when ``heads`` is not given
 DEFAULT_HEADS = 32
-#: L-BFGS-B history length (memory: about ``2 MAXCOR`` copies of the parameter vector)
-MAXCOR = 10
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,6 +83,15 @@ class PottsFit:
     stop : str
         Why L-BFGS stopped: ``"gradient"`` (``tol`` met), ``"objective"`` (the ``ftol`` plateau
         rule), ``"max_iter"`` or ``"other"`` (line search failure; scipy's message).
+    iterations_double : int
+        Of :attr:`iterations`, those of the double-precision finish of a ``precision="single"``
+        fit (0 if none was needed).
+    distance_bound : float or None
+        plm only (None for the factored model, whose objective is not convex): a proven bound on
+        the Frobenius distance of the raw fitted ``(h, W)`` to the exact optimum, ``|grad F|_2 /
+        min(2 lambda_h, lambda_J)`` with the gradient over all of ``(h, W)`` in double precision
+        (:func:`replica_mlm.proteins.fit_convergence.plm_certificate`); it also bounds the change
+        of :attr:`couplings` and of the pairs' Frobenius scores before the APC.
     factors : tuple (A, V) or None
         Factored model: attention (H, L, L) with zero diagonals and values (H, q, q), the raw
         (asymmetric) couplings being ``W_ij = sum_h A[h, i, j] V[h]``.
@@ -102,6 +110,8 @@ class PottsFit:
     objective: float = float("nan")
     factors: tuple | None = field(default=None, repr=False)
     stop: str = ""
+    iterations_double: int = 0
+    distance_bound: float | None = None
 
     @property
     def L(self) -> int:
@@ -147,6 +157,7 @@ def fit_potts(
     rng: RngLike = 0,
     init_scale: float = 0.01,
     precision: str = "double",
+    init=None,
 ) -> PottsFit:
     """Fit a Potts model to an alignment by weighted pseudo-likelihood (see the module docstring).
 
@@ -182,7 +193,15 @@ def fit_potts(
     precision : {"double", "single"}
         Precision of the large matrix products with the data (``"single"``: float32, about 2.5
         times faster on one core; the softmax, the objective's sums and L-BFGS stay in float64).
+        A single-precision run that stops before ``tol`` (float32 rounding in ``F`` ends the line
+        searches near max|grad| ~ 1e-4) is finished in double precision with the iterations left
+        (:attr:`PottsFit.iterations_double`); the reported gradient is always computed in double.
         Default ``"double"`` (exact to rounding; the gradient tests use it).
+    init : PottsFit or ndarray (L, L, q, q), optional
+        Factored model only: start from the best rank-``heads`` factorisation of these couplings
+        (:meth:`FactoredProblem.from_couplings`; e.g. a plm fit's, then the factored fit's own
+        time is its ``cpu_seconds``), with the PottsFit's fields (zero for an array). Default None:
+        the random start of ``rng`` and ``init_scale``.
 
     Returns
     -------
@@ -211,6 +230,10 @@ def fit_potts(
     dtype = {"double": np.float64, "single": np.float32}[
         _checks.choice(precision, ("double", "single"), "precision")]
     gen = as_generator(rng)
+    if init is not None:
+        if method != "factored":
+            raise ValueError("init applies to method='factored' only; leave it None for 'plm'")
+        init_J, init_h = _init_arrays(init, L, q)
     Lq = L * q
     n_params = Lq + (min(N, Lq) * Lq if method == "plm" else heads * (L * (L - 1) + q * q))
     _checks.allocation(8 * ((2 * MAXCOR + 8) * n_params + 6 * Lq * Lq + 4 * N * Lq),
@@ -224,11 +247,23 @@ def fit_potts(
     data = PseudoLikelihood(s, w, q)
     if method == "plm":
         problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype)
-        x0 = np.zeros(problem.size)
+        x0, scale = np.zeros(problem.size), problem.scale
     else:
         problem = FactoredProblem(data, heads, lambda_h, lambda_J, dtype=dtype)
-        x0 = problem.init(gen, init_scale)
-    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol)
+        x0 = problem.init(gen, init_scale) if init is None else problem.from_couplings(init_J, init_h)
+        scale = None
+    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale)
+    n_double = 0
+    if dtype != np.float64:  # the reported gradient is in double; finish there if needed
+        problem.set_dtype(np.float64)
+        objective, jac = problem.loss_grad(res.x)
+        res.update(fun=objective, jac=jac)
+        if res.stop in ("other", "gradient") and float(np.max(np.abs(jac))) > tol and res.nit < max_iter:
+            first = res.nit
+            res = lbfgs(problem.loss_grad, res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
+                        scale=scale)
+            n_double = int(res.nit)
+            res.nit = first + n_double
     gnorm = float(np.max(np.abs(res.jac)))
     if method == "plm":
         h, W = problem.unpack(res.x)
@@ -237,58 +272,16 @@ def fit_potts(
         h, A, V = problem.unpack(res.x)
         W = problem.couplings(A, V)
         factors = (A, V)
+    bound = (plm_certificate(data, h, W, lambda_h, lambda_J)["distance_bound"]
+             if method == "plm" else None)
     J, fields = symmetric_zero_sum(W, h)
     return PottsFit(
         couplings=J, fields=fields, method=method, heads=heads if method == "factored" else None,
         penalties={"lambda_h": lambda_h, "lambda_J": lambda_J}, reweight=reweight,
         converged=bool(np.isfinite(gnorm) and gnorm <= tol), iterations=int(res.nit),
         cpu_seconds=time.process_time() - start, gradient_norm=gnorm, objective=float(res.fun),
-        factors=factors, stop=res.stop,
+        factors=factors, stop=res.stop, iterations_double=n_double, distance_bound=bound,
     )
-
-
-class _Plateau(Exception):
-    """Raised by :func:`lbfgs`'s callback when the objective has stopped falling (``ftol``)."""
-
-
-def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None = None,
-          window: int = 10) -> optimize.OptimizeResult:
-    """scipy's L-BFGS-B on ``fun(x) -> (F, grad)`` with the stopping rules of :func:`fit_potts`.
-
-    Stops at ``max|grad| <= tol`` (``stop="gradient"``), after ``max_iter`` iterations
-    (``"max_iter"``), or, if ``ftol`` is given, when ``F`` fell by less than ``ftol * max(|F|, 1)``
-    over the last ``window`` iterations (``"objective"``; a plateau, not a convergence test).
-    Returns ``x``, ``fun``, ``jac``, ``nit`` and ``stop`` of the last accepted iterate.
-    """
-    last: dict = {}
-    history: list[float] = []
-
-    def fg(x):
-        f, g = fun(x)
-        last.update(x=x.copy(), f=f, g=g)
-        return f, g
-
-    def callback(xk):
-        if not np.array_equal(xk, last["x"]):
-            fg(xk)
-        accepted.update(x=last["x"], f=last["f"], g=last["g"])
-        history.append(last["f"])
-        if ftol is not None and len(history) > window:
-            drop = history[-window - 1] - history[-1]
-            if drop < ftol * max(abs(history[-1]), 1.0):
-                raise _Plateau
-
-    accepted: dict = {}
-    try:
-        res = optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", callback=callback,
-                                options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-15,
-                                         "maxcor": MAXCOR, "maxfun": 2 * max_iter + 20})
-    except _Plateau:
-        return optimize.OptimizeResult(x=accepted["x"], fun=accepted["f"], jac=accepted["g"],
-                                       nit=len(history), stop="objective")
-    gnorm = float(np.max(np.abs(res.jac)))
-    res.stop = "gradient" if gnorm <= tol else "max_iter" if res.nit >= max_iter else "other"
-    return res
 
 
 def symmetric_zero_sum(W: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -307,6 +300,19 @@ def symmetric_zero_sum(W: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 # ---------------------------------------------------------------------- argument checks
+def _init_arrays(init, L: int, q: int) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(init, PottsFit):
+        J, h = init.couplings, init.fields
+    elif isinstance(init, np.ndarray):
+        J, h = init, np.zeros((L, q))
+    else:
+        raise TypeError(f"init must be a PottsFit or an (L, L, q, q) array, got {type(init).__name__}")
+    J = _checks.finite_array(J, "init couplings", ndim=4)
+    if J.shape != (L, L, q, q) or np.shape(h) != (L, q):
+        raise ValueError(f"init must have couplings of shape ({L}, {L}, {q}, {q}) (this msa), got {J.shape}")
+    return J, np.asarray(h, dtype=float)
+
+
 def _alphabet_size(msa) -> int:
     if isinstance(msa, np.ndarray | list | tuple | str | bytes) or not hasattr(msa, "q"):
         raise TypeError(f"msa must be an MSA (with .sequences and .q), got {type(msa).__name__}")
