@@ -1,0 +1,217 @@
+"""One point of the reduced saddle point in float64, without arrays over points.
+
+:func:`solve_point` is :func:`.root.solve_reduced` for a single ``(alpha, lam)`` with lam > 0
+in the Newton regime (docs/theory.md, section "One scalar equation"), written on scalars: the
+same bounds, the same start (the bisection of the same geometric table of G), the same Newton
+steps, the same spectral sums, closed forms, raw-equation residual and estimation error, in the
+same floating-point operations, so that it returns **the same bits** as the vectorised solver
+(checked in ``tests/test_one_point.py``). What it saves is the bookkeeping of arrays of one
+point (masks, broadcasting, ``np.where`` over both branches), not a single sum.
+
+The one shortcut: the bisection only needs the *sign* of G at a node. It is first taken from a
+cheap form of the needed sum (one division per mode and one dot product); where ``|G|`` is not
+larger than a bound on the difference between the two forms (a few ``p eps`` of the size of G's
+terms) the node is evaluated exactly as :func:`.root._count_bisect` does, so the count of nodes
+with G >= 0, hence the start, is the same.
+
+Anything outside the covered case (lam = 0, the strong-ridge and least-squares limits, hats
+below 2^-900 that need rescaling for the residual, a non-finite number, a residual above
+:data:`.root.RESIDUAL_TOL`) returns None: the caller then uses :func:`.root.solve_reduced`,
+which handles it (and raises where a point does not converge).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+from replica_mlm.theory.solvers import root
+from replica_mlm.theory.solvers.backend import NUMPY
+from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled, compiled_estimation, compiled_sums
+
+EPS = root.EPS
+#: per spectrum: (omega_min, omega_max, b omega, c omega... products of the residual)
+_EXTREMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _extremes(spec) -> tuple[float, float]:
+    """``(omega.min(), omega.max())`` of a (read-only) float64 spectrum, computed once."""
+    found = _EXTREMES.get(spec)
+    if found is None:
+        found = _EXTREMES[spec] = (spec.omega.min(), spec.omega.max())
+    return found
+
+
+def _bounds(spec, alpha: float, lam: float, top) -> tuple:
+    """:func:`.root._bounds` at one point (lam > 0), in the same operations."""
+    inv_mean = spec.moment("bulk", -1)
+    delta = 1.0 - alpha
+    disc = np.hypot(delta, 2.0 * np.sqrt(inv_mean * lam))
+    kq = (delta + disc) / (2.0 * inv_mean) if delta > 0 else 0.0
+    if not (delta > 0) and disc > delta:
+        kq = 2.0 * lam / (disc - delta)
+    t = lam + spec.mean_omega - alpha * top
+    disc = np.hypot(t, 2.0 * np.sqrt(alpha * lam * top))
+    kb = (t + disc) / (2.0 * alpha) if t > 0 else 0.0
+    if not (t > 0) and disc > t:
+        kb = 2.0 * lam * top / (disc - t)
+    if not np.isfinite(kb):
+        kb = 0.0
+    lo = np.maximum(np.maximum(lam / alpha, kq), kb)
+    hi = (lam + spec.mean_omega) / alpha
+    return lo, hi
+
+
+def _table(lo, hi) -> np.ndarray:
+    """``np.geomspace(lo, hi, root.TABLE)`` (the same numbers, without its general set-up)."""
+    ls, le = np.log10(lo), np.log10(hi)
+    y = np.arange(0, root.TABLE, dtype=float)
+    step = (le - ls) / (root.TABLE - 1)
+    if step == 0:
+        return np.geomspace(lo, hi, root.TABLE)
+    y *= step
+    y += ls
+    y[-1] = le
+    nodes = np.power(10.0, y)
+    nodes[0], nodes[-1] = lo, hi
+    return nodes
+
+
+def _g_exact(spec, k, direct: bool, alpha: float, lam: float):
+    """G at ``k`` as :func:`.root._g` evaluates it (the compiled sums and forms)."""
+    fns = compiled()
+    s1, s1c = compiled_sums(("S_1", "S_1c"))(spec.omega, spec.bulk, spec.teacher, k)
+    if direct:
+        return fns.newton_direct(kappa=k, S_1=np.sum(s1), alpha=alpha, lam=lam)
+    return fns.newton(kappa=k, S_1c=np.sum(s1c), delta=1.0 - alpha, lam=lam)
+
+
+def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
+    """The start of Newton's method: the last table node with G >= 0 (bisection), else ``lo``."""
+    nodes = _table(lo, hi)
+    w, b = spec.omega, spec.bulk
+    # the cheap and the compiled sums differ by at most ~2 (p + 8) eps of the sum (positive terms)
+    slack = 4.0 * (w.size + 8) * EPS
+    left, right = 0, nodes.size
+    while left < right:
+        mid = (left + right) // 2
+        k = nodes[mid]
+        if direct:
+            s = np.dot(b, w / (w + k))
+            g = lam / k + s - alpha
+            size = lam / k + s + alpha
+        else:
+            s = np.dot(b, k / (w + k))
+            g = lam / k - s + (1.0 - alpha)
+            size = lam / k + s + abs(1.0 - alpha)
+        if not abs(g) > slack * size:  # too close to call (or not finite): as the vectorised solver
+            g = _g_exact(spec, k, direct, alpha, lam)
+        if g >= 0:
+            left = mid + 1
+        else:
+            right = mid
+    return max(nodes[left - 1] if left > 0 else lo, lo)
+
+
+def _newton(spec, alpha: float, lam: float, top):
+    """(kappa, iterations) as :func:`.root._newton` for one point, or None if it fails."""
+    fns = compiled()
+    direct = alpha < 0.5
+    lo, hi = _bounds(spec, alpha, lam, top)
+    k = _start(spec, lo, hi, direct, alpha, lam)
+    sums = compiled_sums(("S_1", "S_1c", "S_12"))
+    w, b, c = spec.omega, spec.bulk, spec.teacher
+    for it in range(1, NUMPY.max_iter + 1):
+        s1, s1c, s12 = (np.sum(v) for v in sums(w, b, c, k))
+        if direct:
+            g = fns.newton_direct(kappa=k, S_1=s1, alpha=alpha, lam=lam)
+            size = s1 + alpha
+        else:
+            g = fns.newton(kappa=k, S_1c=s1c, delta=1.0 - alpha, lam=lam)
+            size = s1c + abs(1.0 - alpha)
+        s = k * (g / fns.newton_scale(kappa=k, S_12=s12, lam=lam))
+        new = k + s
+        scale = np.maximum(lam / k, size)
+        done = (abs(s) <= NUMPY.step_tol * k) or (abs(g) <= NUMPY.g_tol * scale)
+        k = new if new > 0 else 0.5 * k
+        if done:
+            return k, it
+    return None
+
+
+def _rel(a, b, scale=None) -> float:
+    """:func:`.root._rel` of two numbers (``|a - b|`` over the largest size, 0 if equal)."""
+    if a == b:
+        return 0.0
+    big = np.maximum(abs(a), abs(b))
+    if scale is not None:
+        big = np.maximum(big, abs(scale))
+    out = abs(a - b) / np.maximum(big, root.FLOOR)
+    return math.inf if math.isnan(out) else out
+
+
+def _residual(spec, alpha: float, lam: float, x: dict):
+    """:func:`.root.raw_residual` of one point (scale 1), in the same operations."""
+    one_plus_v = 1.0 + x["V"]
+    share = alpha / one_plus_v
+    eg = spec.rho + spec.noise - 2.0 * x["m"] + x["q"]
+    eg_scale = spec.rho + spec.noise + 2.0 * abs(x["m"]) + abs(x["q"])
+    worst = np.maximum(_rel(x["V_hat"], share), _rel(x["m_hat"], share))
+    worst = np.maximum(worst, _rel(x["q_hat"], share * (eg / one_plus_v), share * (eg_scale / one_plus_v)))
+    bw, cw2, cw3, bw2 = root._mode_products(spec)
+    g = 1.0 / (lam + x["V_hat"] * spec.omega)
+    mg = x["m_hat"] * g
+    worst = np.maximum(worst, _rel(x["V"], np.sum(bw * g)))
+    worst = np.maximum(worst, _rel(x["m"], np.sum(cw2 * mg)))
+    total_q = np.sum(cw3 * mg**2 + bw2 * (share * g) * (eg / one_plus_v) * g)
+    return np.maximum(worst, _rel(x["q"], total_q))
+
+
+def solve_point(spec, alpha: float, lam: float) -> dict | None:
+    """The saddle point at one ``(alpha, lam)``: the dict of :func:`.root.solve_reduced` for that
+    point (numbers, not arrays; ``regime`` :data:`.root.NEWTON`), or None outside the covered
+    case (see the module docstring), where the caller uses :func:`.root.solve_reduced`.
+
+    Parameters
+    ----------
+    spec : Spectrum
+        The float64 spectrum of the task.
+    alpha, lam : float
+        Checked by the caller: alpha > 0, lam >= 0, finite.
+    """
+    if not lam > 0:
+        return None
+    low, top = _extremes(spec)
+    if (lam + spec.mean_omega) >= NUMPY.large * top * alpha:
+        return None  # omega_max / kappa below 2^-60: the first-order limit of solve_reduced
+    if alpha > 1.0 and lam <= NUMPY.tiny * low * (alpha - 1.0):
+        return None  # least squares is exact
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        found = _newton(spec, alpha, lam, top)
+        if found is None:
+            return None
+        kappa, iterations = found
+        if np.log2(lam) - np.log2(kappa) < -900:
+            return None  # V_hat below 2^-900: the residual needs the rescaled solution
+        parts = compiled_sums(SUM_NAMES)(spec.omega, spec.bulk, spec.teacher, kappa)
+        sums = {name: np.sum(v) for name, v in zip(SUM_NAMES, parts, strict=True)}
+        v_hat = lam / kappa
+        out = {name: f(alpha=alpha, noise=spec.noise, V_hat=v_hat, **sums)
+               for name, f in compiled().stable.items()}
+        out["V"] = sums["S_1"] * kappa / lam
+        out["kappa"] = kappa
+        out["V_hat"] = out["m_hat"] = v_hat
+        out["iterations"] = iterations
+        out["regime"] = root.NEWTON
+        if not (v_hat != 0.0 and all(np.isfinite(out[k]) for k in ("eg", "train_loss", "m", "q", "V",
+                                                                   "q_hat", "V_hat", "kappa"))):
+            return None
+        out["residual"] = _residual(spec, alpha, lam, out)
+        out["test_loss"] = out["eg"] / 2
+        est = compiled_estimation()[1](spec.omega, spec.bulk, spec.teacher, kappa, out["eg"], alpha)
+        out["estimation_error"] = np.sum(np.broadcast_to(est, spec.omega.shape))
+    if not (out["residual"] <= root.RESIDUAL_TOL and np.isfinite(out["estimation_error"])):
+        return None
+    return out
