@@ -29,19 +29,28 @@ import numpy as np
 
 from replica_mlm.theory.solvers import root
 from replica_mlm.theory.solvers.backend import NUMPY
-from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled, compiled_estimation, compiled_sums
+from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled, estimation_terms, ratios_at, sum_terms
 
 EPS = root.EPS
-#: per spectrum: (omega_min, omega_max, b omega, c omega... products of the residual)
+#: the sum of an array as np.sum takes it (the same pairwise summation), without its wrapper
+_total = np.add.reduce
+#: per spectrum: (omega_min, omega_max)
 _EXTREMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _extremes(spec) -> tuple[float, float]:
-    """``(omega.min(), omega.max())`` of a (read-only) float64 spectrum, computed once."""
+def _extremes(spec) -> tuple:
+    """``(omega.min(), omega.max(), ascending)`` of a (read-only) float64 spectrum, computed once
+    (``ascending``: omega sorted from small to large, as ``eigh`` returns it)."""
     found = _EXTREMES.get(spec)
     if found is None:
-        found = _EXTREMES[spec] = (spec.omega.min(), spec.omega.max())
+        w = spec.omega
+        found = _EXTREMES[spec] = (w.min(), w.max(), bool(np.all(w[1:] >= w[:-1])))
     return found
+
+
+def _ratios(spec, k):
+    low, top, ascending = _extremes(spec)
+    return ratios_at(k, spec.omega, low, top, ascending=ascending)
 
 
 def _bounds(spec, alpha: float, lam: float, top) -> tuple:
@@ -82,10 +91,11 @@ def _table(lo, hi) -> np.ndarray:
 def _g_exact(spec, k, direct: bool, alpha: float, lam: float):
     """G at ``k`` as :func:`.root._g` evaluates it (the compiled sums and forms)."""
     fns = compiled()
-    s1, s1c = compiled_sums(("S_1", "S_1c"))(spec.omega, spec.bulk, spec.teacher, k)
+    x, y = _ratios(spec, k)
+    s1, s1c = sum_terms(("S_1", "S_1c"))(spec.omega, spec.bulk, spec.teacher, x, y)
     if direct:
-        return fns.newton_direct(kappa=k, S_1=np.sum(s1), alpha=alpha, lam=lam)
-    return fns.newton(kappa=k, S_1c=np.sum(s1c), delta=1.0 - alpha, lam=lam)
+        return fns.newton_direct(kappa=k, S_1=_total(s1), alpha=alpha, lam=lam)
+    return fns.newton(kappa=k, S_1c=_total(s1c), delta=1.0 - alpha, lam=lam)
 
 
 def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
@@ -121,20 +131,23 @@ def _newton(spec, alpha: float, lam: float, top):
     direct = alpha < 0.5
     lo, hi = _bounds(spec, alpha, lam, top)
     k = _start(spec, lo, hi, direct, alpha, lam)
-    sums = compiled_sums(("S_1", "S_1c", "S_12"))
+    terms = sum_terms(("S_1", "S_1c", "S_12"))
     w, b, c = spec.omega, spec.bulk, spec.teacher
+    delta = 1.0 - alpha
     for it in range(1, NUMPY.max_iter + 1):
-        s1, s1c, s12 = (np.sum(v) for v in sums(w, b, c, k))
+        x, y = _ratios(spec, k)
+        t1, t1c, t12 = terms(w, b, c, x, y)
         if direct:
+            s1 = _total(t1)
             g = fns.newton_direct(kappa=k, S_1=s1, alpha=alpha, lam=lam)
             size = s1 + alpha
         else:
-            g = fns.newton(kappa=k, S_1c=s1c, delta=1.0 - alpha, lam=lam)
-            size = s1c + abs(1.0 - alpha)
-        s = k * (g / fns.newton_scale(kappa=k, S_12=s12, lam=lam))
+            s1c = _total(t1c)
+            g = fns.newton(kappa=k, S_1c=s1c, delta=delta, lam=lam)
+            size = s1c + abs(delta)
+        s = k * (g / fns.newton_scale(kappa=k, S_12=_total(t12), lam=lam))
         new = k + s
-        scale = np.maximum(lam / k, size)
-        done = (abs(s) <= NUMPY.step_tol * k) or (abs(g) <= NUMPY.g_tol * scale)
+        done = (abs(s) <= NUMPY.step_tol * k) or (abs(g) <= NUMPY.g_tol * np.maximum(lam / k, size))
         k = new if new > 0 else 0.5 * k
         if done:
             return k, it
@@ -163,9 +176,9 @@ def _residual(spec, alpha: float, lam: float, x: dict):
     bw, cw2, cw3, bw2 = root._mode_products(spec)
     g = 1.0 / (lam + x["V_hat"] * spec.omega)
     mg = x["m_hat"] * g
-    worst = np.maximum(worst, _rel(x["V"], np.sum(bw * g)))
-    worst = np.maximum(worst, _rel(x["m"], np.sum(cw2 * mg)))
-    total_q = np.sum(cw3 * mg**2 + bw2 * (share * g) * (eg / one_plus_v) * g)
+    worst = np.maximum(worst, _rel(x["V"], _total(bw * g)))
+    worst = np.maximum(worst, _rel(x["m"], _total(cw2 * mg)))
+    total_q = _total(cw3 * mg**2 + bw2 * (share * g) * (eg / one_plus_v) * g)
     return np.maximum(worst, _rel(x["q"], total_q))
 
 
@@ -183,7 +196,7 @@ def solve_point(spec, alpha: float, lam: float) -> dict | None:
     """
     if not lam > 0:
         return None
-    low, top = _extremes(spec)
+    low, top, _ = _extremes(spec)
     if (lam + spec.mean_omega) >= NUMPY.large * top * alpha:
         return None  # omega_max / kappa below 2^-60: the first-order limit of solve_reduced
     if alpha > 1.0 and lam <= NUMPY.tiny * low * (alpha - 1.0):
@@ -195,8 +208,10 @@ def solve_point(spec, alpha: float, lam: float) -> dict | None:
         kappa, iterations = found
         if np.log2(lam) - np.log2(kappa) < -900:
             return None  # V_hat below 2^-900: the residual needs the rescaled solution
-        parts = compiled_sums(SUM_NAMES)(spec.omega, spec.bulk, spec.teacher, kappa)
-        sums = {name: np.sum(v) for name, v in zip(SUM_NAMES, parts, strict=True)}
+        w, b, c = spec.omega, spec.bulk, spec.teacher
+        x, y = _ratios(spec, kappa)
+        parts = sum_terms(SUM_NAMES)(w, b, c, x, y)
+        sums = {name: _total(v) for name, v in zip(SUM_NAMES, parts, strict=True)}
         v_hat = lam / kappa
         out = {name: f(alpha=alpha, noise=spec.noise, V_hat=v_hat, **sums)
                for name, f in compiled().stable.items()}
@@ -210,8 +225,8 @@ def solve_point(spec, alpha: float, lam: float) -> dict | None:
             return None
         out["residual"] = _residual(spec, alpha, lam, out)
         out["test_loss"] = out["eg"] / 2
-        est = compiled_estimation()[1](spec.omega, spec.bulk, spec.teacher, kappa, out["eg"], alpha)
-        out["estimation_error"] = np.sum(np.broadcast_to(est, spec.omega.shape))
+        est = estimation_terms()(w, b, c, x, y, out["eg"], alpha)
+        out["estimation_error"] = _total(np.broadcast_to(est, w.shape))
     if not (out["residual"] <= root.RESIDUAL_TOL and np.isfinite(out["estimation_error"])):
         return None
     return out
