@@ -105,19 +105,21 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
     # the cheap and the compiled sums differ by at most ~2 (p + 8) eps of the sum (positive terms)
     slack = 4.0 * (w.size + 8) * EPS
     left, right = 0, nodes.size
+    one_minus = 1.0 - alpha
     while left < right:
         mid = (left + right) // 2
-        k = nodes[mid]
+        k = float(nodes[mid])
+        near = lam / k
         if direct:
-            s = np.dot(b, w / (w + k))
-            g = lam / k + s - alpha
-            size = lam / k + s + alpha
+            s = float(np.dot(b, w / (w + k)))
+            g = near + s - alpha
+            size = near + s + alpha
         else:
-            s = np.dot(b, k / (w + k))
-            g = lam / k - s + (1.0 - alpha)
-            size = lam / k + s + abs(1.0 - alpha)
+            s = float(np.dot(b, k / (w + k)))
+            g = near - s + one_minus
+            size = near + s + abs(one_minus)
         if not abs(g) > slack * size:  # too close to call (or not finite): as the vectorised solver
-            g = _g_exact(spec, k, direct, alpha, lam)
+            g = _g_exact(spec, nodes[mid], direct, alpha, lam)
         if g >= 0:
             left = mid + 1
         else:
@@ -132,54 +134,56 @@ def _newton(spec, alpha: float, lam: float, top):
     lo, hi = _bounds(spec, alpha, lam, top)
     k = _start(spec, lo, hi, direct, alpha, lam)
     terms = sum_terms(("S_1", "S_1c", "S_12"))
+    newton, newton_direct, newton_scale = fns.newton, fns.newton_direct, fns.newton_scale
     w, b, c = spec.omega, spec.bulk, spec.teacher
-    delta = 1.0 - alpha
+    delta, step_tol, g_tol = 1.0 - alpha, float(NUMPY.step_tol), float(NUMPY.g_tol)
+    k = float(k)  # Python floats: the same IEEE operations as numpy's, without its scalar overhead
     for it in range(1, NUMPY.max_iter + 1):
         x, y = _ratios(spec, k)
         t1, t1c, t12 = terms(w, b, c, x, y)
         if direct:
-            s1 = _total(t1)
-            g = fns.newton_direct(kappa=k, S_1=s1, alpha=alpha, lam=lam)
+            s1 = float(_total(t1))
+            g = newton_direct(kappa=k, S_1=s1, alpha=alpha, lam=lam)
             size = s1 + alpha
         else:
-            s1c = _total(t1c)
-            g = fns.newton(kappa=k, S_1c=s1c, delta=delta, lam=lam)
+            s1c = float(_total(t1c))
+            g = newton(kappa=k, S_1c=s1c, delta=delta, lam=lam)
             size = s1c + abs(delta)
-        s = k * (g / fns.newton_scale(kappa=k, S_12=_total(t12), lam=lam))
+        s = k * (g / newton_scale(kappa=k, S_12=float(_total(t12)), lam=lam))
         new = k + s
-        done = (abs(s) <= NUMPY.step_tol * k) or (abs(g) <= NUMPY.g_tol * np.maximum(lam / k, size))
+        big = lam / k
+        if math.isnan(g) or math.isnan(s):
+            return None  # as the vectorised solver would not stop: it raises (the caller falls back)
+        done = (abs(s) <= step_tol * k) or (abs(g) <= g_tol * (big if big >= size else size))
         k = new if new > 0 else 0.5 * k
         if done:
             return k, it
     return None
 
 
-def _rel(a, b, scale=None) -> float:
-    """:func:`.root._rel` of two numbers (``|a - b|`` over the largest size, 0 if equal)."""
+def _rel(a: float, b: float, scale: float = 0.0) -> float:
+    """:func:`.root._rel` of two finite numbers (``|a - b|`` over the largest size, 0 if equal)."""
     if a == b:
         return 0.0
-    big = np.maximum(abs(a), abs(b))
-    if scale is not None:
-        big = np.maximum(big, abs(scale))
-    out = abs(a - b) / np.maximum(big, root.FLOOR)
+    big = max(abs(a), abs(b), abs(scale), root.FLOOR)
+    out = abs(a - b) / big
     return math.inf if math.isnan(out) else out
 
 
-def _residual(spec, alpha: float, lam: float, x: dict):
-    """:func:`.root.raw_residual` of one point (scale 1), in the same operations."""
+def _residual(spec, alpha: float, lam: float, x: dict) -> float:
+    """:func:`.root.raw_residual` of one point (scale 1) with finite numbers, in the same operations."""
     one_plus_v = 1.0 + x["V"]
     share = alpha / one_plus_v
     eg = spec.rho + spec.noise - 2.0 * x["m"] + x["q"]
     eg_scale = spec.rho + spec.noise + 2.0 * abs(x["m"]) + abs(x["q"])
-    worst = np.maximum(_rel(x["V_hat"], share), _rel(x["m_hat"], share))
-    worst = np.maximum(worst, _rel(x["q_hat"], share * (eg / one_plus_v), share * (eg_scale / one_plus_v)))
     bw, cw2, cw3, bw2 = root._mode_products(spec)
     g = 1.0 / (lam + x["V_hat"] * spec.omega)
     mg = x["m_hat"] * g
-    worst = np.maximum(worst, _rel(x["V"], _total(bw * g)))
-    worst = np.maximum(worst, _rel(x["m"], _total(cw2 * mg)))
     total_q = _total(cw3 * mg**2 + bw2 * (share * g) * (eg / one_plus_v) * g)
-    return np.maximum(worst, _rel(x["q"], total_q))
+    return max(_rel(x["V_hat"], share), _rel(x["m_hat"], share),
+               _rel(x["q_hat"], share * (eg / one_plus_v), share * (eg_scale / one_plus_v)),
+               _rel(x["V"], float(_total(bw * g))), _rel(x["m"], float(_total(cw2 * mg))),
+               _rel(x["q"], float(total_q)))
 
 
 def solve_point(spec, alpha: float, lam: float) -> dict | None:
@@ -202,31 +206,39 @@ def solve_point(spec, alpha: float, lam: float) -> dict | None:
     if alpha > 1.0 and lam <= NUMPY.tiny * low * (alpha - 1.0):
         return None  # least squares is exact
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        found = _newton(spec, alpha, lam, top)
-        if found is None:
+        try:
+            return _solve(spec, alpha, lam, top)
+        except ZeroDivisionError:  # a Python float divided by 0: left to the vectorised solver
             return None
-        kappa, iterations = found
-        if np.log2(lam) - np.log2(kappa) < -900:
-            return None  # V_hat below 2^-900: the residual needs the rescaled solution
-        w, b, c = spec.omega, spec.bulk, spec.teacher
-        x, y = _ratios(spec, kappa)
-        parts = sum_terms(SUM_NAMES)(w, b, c, x, y)
-        sums = {name: _total(v) for name, v in zip(SUM_NAMES, parts, strict=True)}
-        v_hat = lam / kappa
-        out = {name: f(alpha=alpha, noise=spec.noise, V_hat=v_hat, **sums)
-               for name, f in compiled().stable.items()}
-        out["V"] = sums["S_1"] * kappa / lam
-        out["kappa"] = kappa
-        out["V_hat"] = out["m_hat"] = v_hat
-        out["iterations"] = iterations
-        out["regime"] = root.NEWTON
-        if not (v_hat != 0.0 and all(np.isfinite(out[k]) for k in ("eg", "train_loss", "m", "q", "V",
-                                                                   "q_hat", "V_hat", "kappa"))):
-            return None
-        out["residual"] = _residual(spec, alpha, lam, out)
-        out["test_loss"] = out["eg"] / 2
-        est = estimation_terms()(w, b, c, x, y, out["eg"], alpha)
-        out["estimation_error"] = _total(np.broadcast_to(est, w.shape))
+
+
+def _solve(spec, alpha: float, lam: float, top) -> dict | None:
+    """:func:`solve_point` past its regime checks, under one numpy error state."""
+    found = _newton(spec, alpha, lam, top)
+    if found is None:
+        return None
+    kappa, iterations = found
+    if np.log2(lam) - np.log2(kappa) < -900:
+        return None  # V_hat below 2^-900: the residual needs the rescaled solution
+    w, b, c = spec.omega, spec.bulk, spec.teacher
+    x, y = _ratios(spec, kappa)
+    totals = _total(np.array(sum_terms(SUM_NAMES)(w, b, c, x, y)), axis=1)  # row by row, as np.sum
+    sums = dict(zip(SUM_NAMES, totals.tolist(), strict=True))
+    v_hat = lam / kappa
+    out = {name: f(alpha=alpha, noise=spec.noise, V_hat=v_hat, **sums)
+           for name, f in compiled().stable.items()}
+    out["V"] = sums["S_1"] * kappa / lam
+    out["kappa"] = kappa
+    out["V_hat"] = out["m_hat"] = v_hat
+    out["iterations"] = iterations
+    out["regime"] = root.NEWTON
+    if not (v_hat != 0.0 and all(math.isfinite(out[k]) for k in ("eg", "train_loss", "m", "q", "V",
+                                                                 "q_hat", "V_hat", "kappa"))):
+        return None
+    out["residual"] = _residual(spec, alpha, lam, out)
+    out["test_loss"] = out["eg"] / 2
+    est = estimation_terms()(w, b, c, x, y, out["eg"], alpha)
+    out["estimation_error"] = _total(np.broadcast_to(est, w.shape))
     if not (out["residual"] <= root.RESIDUAL_TOL and np.isfinite(out["estimation_error"])):
         return None
     return out
