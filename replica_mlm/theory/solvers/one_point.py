@@ -106,16 +106,18 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
     slack = 4.0 * (w.size + 8) * EPS
     left, right = 0, nodes.size
     one_minus = 1.0 - alpha
+    buf = np.empty(w.shape)
     while left < right:
         mid = (left + right) // 2
         k = float(nodes[mid])
         near = lam / k
+        np.add(w, k, out=buf)
         if direct:
-            s = float(np.dot(b, w / (w + k)))
+            s = float(np.dot(b, np.divide(w, buf, out=buf)))
             g = near + s - alpha
             size = near + s + alpha
         else:
-            s = float(np.dot(b, k / (w + k)))
+            s = float(np.dot(b, np.divide(k, buf, out=buf)))
             g = near - s + one_minus
             size = near + s + abs(one_minus)
         if not abs(g) > slack * size:  # too close to call (or not finite): as the vectorised solver

@@ -276,11 +276,11 @@ def ratios_at(kappa: float, omega: np.ndarray, low: float, top: float, *,
     np.divide(omega[:j], kappa, out=r[:j])
     np.divide(kappa, omega[j:], out=r[j:])
     d = 1.0 + r
-    x, y = np.empty(omega.shape), np.empty(omega.shape)
-    np.divide(1.0, d[:j], out=x[:j])  # kappa > omega: x = 1 / d, y = r / d
-    np.divide(r[:j], d[:j], out=y[:j])
-    np.divide(r[j:], d[j:], out=x[j:])  # kappa <= omega: x = r / d, y = 1 / d
-    np.divide(1.0, d[j:], out=y[j:])
+    x = 1.0 / d  # kappa > omega: x = 1 / d, y = r / d; kappa <= omega: x = r / d, y = 1 / d
+    y = np.divide(r, d, out=r)
+    tail = x[j:].copy()
+    x[j:] = y[j:]
+    y[j:] = tail
     return x, y
 
 
