@@ -32,6 +32,8 @@ from replica_mlm.theory.solvers.backend import NUMPY
 from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled, estimation_terms, ratios_at, sum_terms
 
 EPS = root.EPS
+#: a node's cheap G decides its sign where ``|G| > SLACK (p + 8) eps`` times the size of G's terms
+SLACK = 4.0
 #: the sum of an array as np.sum takes it (the same pairwise summation), without its wrapper
 _total = np.add.reduce
 #: per spectrum: (omega_min, omega_max)
@@ -39,12 +41,13 @@ _EXTREMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _extremes(spec) -> tuple:
-    """``(omega.min(), omega.max(), ascending)`` of a (read-only) float64 spectrum, computed once
-    (``ascending``: omega sorted from small to large, as ``eigh`` returns it)."""
+    """``(omega.min(), omega.max(), ascending)`` of a (read-only) float64 spectrum, computed once,
+    as Python floats (an overflow in the regime tests is inf, without a warning); ``ascending``:
+    omega sorted from small to large, as ``eigh`` returns it."""
     found = _EXTREMES.get(spec)
     if found is None:
         w = spec.omega
-        found = _EXTREMES[spec] = (w.min(), w.max(), bool(np.all(w[1:] >= w[:-1])))
+        found = _EXTREMES[spec] = (float(w.min()), float(w.max()), bool(np.all(w[1:] >= w[:-1])))
     return found
 
 
@@ -102,8 +105,9 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
     """The start of Newton's method: the last table node with G >= 0 (bisection), else ``lo``."""
     nodes = _table(lo, hi)
     w, b = spec.omega, spec.bulk
-    # the cheap and the compiled sums differ by at most ~2 (p + 8) eps of the sum (positive terms)
-    slack = 4.0 * (w.size + 8) * EPS
+    # the cheap and the compiled sums of positive terms differ by at most ~(p + log2 p + 10) eps
+    # of the sum, G's two forms by a few eps more of its terms: SLACK (p + 8) eps is safe
+    slack = SLACK * (w.size + 8) * EPS
     left, right = 0, nodes.size
     one_minus = 1.0 - alpha
     buf = np.empty(w.shape)
@@ -163,31 +167,6 @@ def _newton(spec, alpha: float, lam: float, top):
     return None
 
 
-def _rel(a: float, b: float, scale: float = 0.0) -> float:
-    """:func:`.root._rel` of two finite numbers (``|a - b|`` over the largest size, 0 if equal)."""
-    if a == b:
-        return 0.0
-    big = max(abs(a), abs(b), abs(scale), root.FLOOR)
-    out = abs(a - b) / big
-    return math.inf if math.isnan(out) else out
-
-
-def _residual(spec, alpha: float, lam: float, x: dict) -> float:
-    """:func:`.root.raw_residual` of one point (scale 1) with finite numbers, in the same operations."""
-    one_plus_v = 1.0 + x["V"]
-    share = alpha / one_plus_v
-    eg = spec.rho + spec.noise - 2.0 * x["m"] + x["q"]
-    eg_scale = spec.rho + spec.noise + 2.0 * abs(x["m"]) + abs(x["q"])
-    bw, cw2, cw3, bw2 = root._mode_products(spec)
-    g = 1.0 / (lam + x["V_hat"] * spec.omega)
-    mg = x["m_hat"] * g
-    total_q = _total(cw3 * mg**2 + bw2 * (share * g) * (eg / one_plus_v) * g)
-    return max(_rel(x["V_hat"], share), _rel(x["m_hat"], share),
-               _rel(x["q_hat"], share * (eg / one_plus_v), share * (eg_scale / one_plus_v)),
-               _rel(x["V"], float(_total(bw * g))), _rel(x["m"], float(_total(cw2 * mg))),
-               _rel(x["q"], float(total_q)))
-
-
 def solve_point(spec, alpha: float, lam: float) -> dict | None:
     """The saddle point at one ``(alpha, lam)``: the dict of :func:`.root.solve_reduced` for that
     point (numbers, not arrays; ``regime`` :data:`.root.NEWTON`), or None outside the covered
@@ -237,7 +216,7 @@ def _solve(spec, alpha: float, lam: float, top) -> dict | None:
     if not (v_hat != 0.0 and all(math.isfinite(out[k]) for k in ("eg", "train_loss", "m", "q", "V",
                                                                  "q_hat", "V_hat", "kappa"))):
         return None
-    out["residual"] = _residual(spec, alpha, lam, out)
+    out["residual"] = root.raw_residual(spec, alpha, lam, out, point=True)
     out["test_loss"] = out["eg"] / 2
     est = estimation_terms()(w, b, c, x, y, out["eg"], alpha)
     out["estimation_error"] = _total(np.broadcast_to(est, w.shape))
