@@ -134,7 +134,8 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
 
 
 def _newton(spec, alpha: float, lam: float, top):
-    """(kappa, iterations) as :func:`.root._newton` for one point, or None if it fails."""
+    """(kappa, iterations, (kappa of the last step, its ratios x, y)) as :func:`.root._newton`
+    for one point, or None if it fails."""
     fns = compiled()
     direct = alpha < 0.5
     lo, hi = _bounds(spec, alpha, lam, top)
@@ -161,9 +162,10 @@ def _newton(spec, alpha: float, lam: float, top):
         if math.isnan(g) or math.isnan(s):
             return None  # as the vectorised solver would not stop: it raises (the caller falls back)
         done = (abs(s) <= step_tol * k) or (abs(g) <= g_tol * (big if big >= size else size))
+        last = (k, x, y)
         k = new if new > 0 else 0.5 * k
-        if done:
-            return k, it
+        if done:  # with the ratios of the last step, which the solution reuses if kappa is unchanged
+            return k, it, last
     return None
 
 
@@ -198,11 +200,12 @@ def _solve(spec, alpha: float, lam: float, top) -> dict | None:
     found = _newton(spec, alpha, lam, top)
     if found is None:
         return None
-    kappa, iterations = found
+    kappa, iterations, (k_last, x, y) = found
     if np.log2(lam) - np.log2(kappa) < -900:
         return None  # V_hat below 2^-900: the residual needs the rescaled solution
     w, b, c = spec.omega, spec.bulk, spec.teacher
-    x, y = _ratios(spec, kappa)
+    if kappa != k_last:
+        x, y = _ratios(spec, kappa)
     totals = _total(np.array(sum_terms(SUM_NAMES)(w, b, c, x, y)), axis=1)  # row by row, as np.sum
     sums = dict(zip(SUM_NAMES, totals.tolist(), strict=True))
     v_hat = lam / kappa
