@@ -136,3 +136,11 @@ def test_a_python_float_is_still_checked():
             rm.solve(spec, alpha=1.0, lam=bad)
     with pytest.raises(ValueError, match="alpha must be > 0"):
         rm.solve(spec, alpha=-1.0, lam=0.1)
+
+
+def test_the_table_is_numpys_geomspace():
+    """The start table of the scalar path is np.geomspace(lo, hi, TABLE), node for node."""
+    rng = np.random.default_rng(2)
+    for lo, hi in [(1e-300, 1e300), (0.3, 0.3), (2.0, 1.0), (1.0, 1.0 + 1e-15)] + [
+            tuple(10 ** rng.uniform(-200, 200, 2)) for _ in range(200)]:
+        assert np.array_equal(one_point._table(lo, hi), np.geomspace(lo, hi, root.TABLE)), (lo, hi)
