@@ -168,6 +168,8 @@ def site_index(i, L: int) -> int:
 
 def as_scalar(value, name: str) -> float:
     """A finite real scalar (int, float, numpy real scalar or 0-d real array), or an error."""
+    if type(value) is float and value - value == 0.0:  # a finite Python float: nothing else to check
+        return value
     _refuse_masked(value, name)
     if isinstance(value, np.ndarray):
         if value.ndim != 0:

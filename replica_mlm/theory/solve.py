@@ -36,7 +36,7 @@ from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels, losses, prior
 from replica_mlm.theory.sides.task_loss import default_loss
-from replica_mlm.theory.solvers import fixed_point, precise, root
+from replica_mlm.theory.solvers import fixed_point, one_point, precise, root
 from replica_mlm.theory.solvers.packing import pack as packing_pack
 from replica_mlm.theory.symbolic.compiled import compiled
 
@@ -395,6 +395,9 @@ def _solve_root(spec: Spectrum, alpha: float, lam: float, **options) -> SaddlePo
             f"no options, got {sorted(options)}: damping, tol, max_iter and init are options of "
             f"method='iterate'; order and init of the general engine; integration, randomisations and seed "
             f"of a PottsSite's multi-class solver")
+    found = one_point.solve_point(spec, alpha, lam)  # the common case, on scalars (same bits)
+    if found is not None:
+        return _result(spec, alpha, lam, found, method="root", message=root_message(alpha, lam))
     out = solve_reduced(spec, np.array([alpha]), lam)
     return _result(spec, alpha, lam, {k: v[0] for k, v in out.items()}, method="root",
                    message=root_message(alpha, lam, int(out["regime"][0])))

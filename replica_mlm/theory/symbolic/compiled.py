@@ -224,6 +224,24 @@ def compiled_sums(names: tuple[str, ...], backend: str = "numpy") -> Callable:
     subexpressions are computed once (``cse=True``). The sets of :data:`SUM_SETS` come from the
     disk cache; any other set is derived (and added to the cache).
     """
+    fn = _load_sum_terms(names, backend)
+    ratios = _ratios_numpy if backend == "numpy" else _ratios_scalar
+
+    def summands(omega, b, c, kappa):
+        x, y = ratios(kappa, omega)
+        return fn(omega, b, c, x, y)
+
+    return summands
+
+
+@cache
+def sum_terms(names: tuple[str, ...], backend: str = "numpy") -> Callable:
+    """The summands of :func:`compiled_sums` as a function of (omega, b, c, x, y), the ratios
+    given (:func:`ratios_at` for one kappa)."""
+    return _load_sum_terms(names, backend)
+
+
+def _load_sum_terms(names: tuple[str, ...], backend: str) -> Callable:
     _check_backend(backend)
     names = tuple(names)
     key = _sums_key(names)
@@ -233,13 +251,37 @@ def compiled_sums(names: tuple[str, ...], backend: str = "numpy") -> Callable:
         source = _sums_source(names, backend)
         compiled_cache.store(backend, {key: source})
         fn = compiled_cache.load(source, backend)
-    ratios = _ratios_numpy if backend == "numpy" else _ratios_scalar
+    return fn
 
-    def summands(omega, b, c, kappa):
-        x, y = ratios(kappa, omega)
-        return fn(omega, b, c, x, y)
 
-    return summands
+def ratios_at(kappa: float, omega: np.ndarray, low: float, top: float, *,
+              ascending: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The ratios ``(x, y)`` of :func:`compiled_sums` at one float64 ``kappa`` over the modes
+    ``omega`` whose smallest and largest values are ``low`` and ``top``: the same numbers as
+    the summands of :func:`compiled_sums` use, without finding the extremes on every call.
+    With ``ascending`` (``omega`` sorted from small to large) a kappa inside the spectrum splits
+    the modes in two slices instead of masking every mode."""
+    if kappa <= low:
+        r = kappa / omega
+        d = 1.0 + r
+        return r / d, 1.0 / d
+    if kappa > top:
+        r = omega / kappa
+        d = 1.0 + r
+        return 1.0 / d, r / d
+    if not ascending:
+        return _ratios_numpy(kappa, omega)
+    j = int(np.searchsorted(omega, kappa, side="left"))  # kappa <= omega from j on
+    r = np.empty(omega.shape)
+    np.divide(omega[:j], kappa, out=r[:j])
+    np.divide(kappa, omega[j:], out=r[j:])
+    d = 1.0 + r
+    x = 1.0 / d  # kappa > omega: x = 1 / d, y = r / d; kappa <= omega: x = r / d, y = 1 / d
+    y = np.divide(r, d, out=r)
+    tail = x[j:].copy()
+    x[j:] = y[j:]
+    y[j:] = tail
+    return x, y
 
 
 def _ratios_numpy(kappa, omega):
@@ -279,9 +321,7 @@ def compiled_estimation(backend: str = "numpy") -> tuple[Callable, Callable]:
     in the ratios ``x = kappa/(kappa+omega)``, ``y = omega/(kappa+omega)`` like the reduced
     sums, so it is exact for every kappa in [0, inf] (kappa = inf: ``|w*|^2``).
     """
-    _check_backend(backend)
-    general, reduced = _from_sources(backend, lambda sources: tuple(
-        compiled_cache.load(s, backend) for s in sources["estimation"]))
+    general, reduced = _estimation_sources(backend)
     ratios = _ratios_numpy if backend == "numpy" else _ratios_scalar
 
     def summand(omega, b, c, kappa, eg, alpha):
@@ -289,3 +329,16 @@ def compiled_estimation(backend: str = "numpy") -> tuple[Callable, Callable]:
         return reduced(omega, b, c, x, y, eg, alpha)
 
     return general, summand
+
+
+def _estimation_sources(backend: str) -> tuple[Callable, Callable]:
+    _check_backend(backend)
+    return _from_sources(backend, lambda sources: tuple(
+        compiled_cache.load(s, backend) for s in sources["estimation"]))
+
+
+@cache
+def estimation_terms(backend: str = "numpy") -> Callable:
+    """The reduced estimation-error summand of :func:`compiled_estimation` as a function of
+    ``(omega, b, c, x, y, eg, alpha)``, the ratios given (:func:`ratios_at`)."""
+    return _estimation_sources(backend)[1]

@@ -1,0 +1,228 @@
+"""One point of the reduced saddle point in float64, without arrays over points.
+
+:func:`solve_point` is :func:`.root.solve_reduced` for a single ``(alpha, lam)`` with lam > 0
+in the Newton regime (docs/theory.md, section "One scalar equation"), written on scalars: the
+same bounds, the same start (the bisection of the same geometric table of G), the same Newton
+steps, the same spectral sums, closed forms, raw-equation residual and estimation error, in the
+same floating-point operations, so that it returns **the same bits** as the vectorised solver
+(checked in ``tests/test_one_point.py``). What it saves is the bookkeeping of arrays of one
+point (masks, broadcasting, ``np.where`` over both branches), not a single sum.
+
+The one shortcut: the bisection only needs the *sign* of G at a node. It is first taken from a
+cheap form of the needed sum (one division per mode and one dot product); where ``|G|`` is not
+larger than a bound on the difference between the two forms (a few ``p eps`` of the size of G's
+terms) the node is evaluated exactly as :func:`.root._count_bisect` does, so the count of nodes
+with G >= 0, hence the start, is the same.
+
+Anything outside the covered case (lam = 0, the strong-ridge and least-squares limits, hats
+below 2^-900 that need rescaling for the residual, a non-finite number, a residual above
+:data:`.root.RESIDUAL_TOL`) returns None: the caller then uses :func:`.root.solve_reduced`,
+which handles it (and raises where a point does not converge).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+from replica_mlm.theory.solvers import root
+from replica_mlm.theory.solvers.backend import NUMPY
+from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled, estimation_terms, ratios_at, sum_terms
+
+EPS = root.EPS
+#: a node's cheap G decides its sign where ``|G| > SLACK (p + 8) eps`` times the size of G's terms
+SLACK = 4.0
+#: the sum of an array as np.sum takes it (the same pairwise summation), without its wrapper
+_total = np.add.reduce
+#: per spectrum: (omega_min, omega_max)
+_EXTREMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _extremes(spec) -> tuple:
+    """``(omega.min(), omega.max(), ascending)`` of a (read-only) float64 spectrum, computed once,
+    as Python floats (an overflow in the regime tests is inf, without a warning); ``ascending``:
+    omega sorted from small to large, as ``eigh`` returns it."""
+    found = _EXTREMES.get(spec)
+    if found is None:
+        w = spec.omega
+        found = _EXTREMES[spec] = (float(w.min()), float(w.max()), bool(np.all(w[1:] >= w[:-1])))
+    return found
+
+
+def _ratios(spec, k):
+    low, top, ascending = _extremes(spec)
+    return ratios_at(k, spec.omega, low, top, ascending=ascending)
+
+
+def _bounds(spec, alpha: float, lam: float, top) -> tuple:
+    """:func:`.root._bounds` at one point (lam > 0), in the same operations."""
+    inv_mean = spec.moment("bulk", -1)
+    delta = 1.0 - alpha
+    disc = np.hypot(delta, 2.0 * np.sqrt(inv_mean * lam))
+    kq = (delta + disc) / (2.0 * inv_mean) if delta > 0 else 0.0
+    if not (delta > 0) and disc > delta:
+        kq = 2.0 * lam / (disc - delta)
+    t = lam + spec.mean_omega - alpha * top
+    disc = np.hypot(t, 2.0 * np.sqrt(alpha * lam * top))
+    kb = (t + disc) / (2.0 * alpha) if t > 0 else 0.0
+    if not (t > 0) and disc > t:
+        kb = 2.0 * lam * top / (disc - t)
+    if not np.isfinite(kb):
+        kb = 0.0
+    lo = np.maximum(np.maximum(lam / alpha, kq), kb)
+    hi = (lam + spec.mean_omega) / alpha
+    return lo, hi
+
+
+def _table(lo, hi) -> np.ndarray:
+    """``np.geomspace(lo, hi, root.TABLE)`` (the same numbers, without its general set-up)."""
+    ls, le = np.log10(lo), np.log10(hi)
+    y = np.arange(0, root.TABLE, dtype=float)
+    step = (le - ls) / (root.TABLE - 1)
+    if step == 0:
+        return np.geomspace(lo, hi, root.TABLE)
+    y *= step
+    y += ls
+    y[-1] = le
+    nodes = np.power(10.0, y)
+    nodes[0], nodes[-1] = lo, hi
+    return nodes
+
+
+def _g_exact(spec, k, direct: bool, alpha: float, lam: float):
+    """G at ``k`` as :func:`.root._g` evaluates it (the compiled sums and forms)."""
+    fns = compiled()
+    x, y = _ratios(spec, k)
+    s1, s1c = sum_terms(("S_1", "S_1c"))(spec.omega, spec.bulk, spec.teacher, x, y)
+    if direct:
+        return fns.newton_direct(kappa=k, S_1=_total(s1), alpha=alpha, lam=lam)
+    return fns.newton(kappa=k, S_1c=_total(s1c), delta=1.0 - alpha, lam=lam)
+
+
+def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
+    """The start of Newton's method: the last table node with G >= 0 (bisection), else ``lo``."""
+    nodes = _table(lo, hi)
+    w, b = spec.omega, spec.bulk
+    # the cheap and the compiled sums of positive terms differ by at most ~(p + log2 p + 10) eps
+    # of the sum, G's two forms by a few eps more of its terms: SLACK (p + 8) eps is safe
+    slack = SLACK * (w.size + 8) * EPS
+    left, right = 0, nodes.size
+    one_minus = 1.0 - alpha
+    buf = np.empty(w.shape)
+    while left < right:
+        mid = (left + right) // 2
+        k = float(nodes[mid])
+        near = lam / k
+        np.add(w, k, out=buf)
+        if direct:
+            s = float(np.dot(b, np.divide(w, buf, out=buf)))
+            g = near + s - alpha
+            size = near + s + alpha
+        else:
+            s = float(np.dot(b, np.divide(k, buf, out=buf)))
+            g = near - s + one_minus
+            size = near + s + abs(one_minus)
+        if not abs(g) > slack * size:  # too close to call (or not finite): as the vectorised solver
+            g = _g_exact(spec, nodes[mid], direct, alpha, lam)
+        if g >= 0:
+            left = mid + 1
+        else:
+            right = mid
+    return max(nodes[left - 1] if left > 0 else lo, lo)
+
+
+def _newton(spec, alpha: float, lam: float, top):
+    """(kappa, iterations, (kappa of the last step, its ratios x, y)) as :func:`.root._newton`
+    for one point, or None if it fails."""
+    fns = compiled()
+    direct = alpha < 0.5
+    lo, hi = _bounds(spec, alpha, lam, top)
+    k = _start(spec, lo, hi, direct, alpha, lam)
+    terms = sum_terms(("S_1", "S_1c", "S_12"))
+    newton, newton_direct, newton_scale = fns.newton, fns.newton_direct, fns.newton_scale
+    w, b, c = spec.omega, spec.bulk, spec.teacher
+    delta, step_tol, g_tol = 1.0 - alpha, float(NUMPY.step_tol), float(NUMPY.g_tol)
+    k = float(k)  # Python floats: the same IEEE operations as numpy's, without its scalar overhead
+    for it in range(1, NUMPY.max_iter + 1):
+        x, y = _ratios(spec, k)
+        t1, t1c, t12 = terms(w, b, c, x, y)
+        if direct:
+            s1 = float(_total(t1))
+            g = newton_direct(kappa=k, S_1=s1, alpha=alpha, lam=lam)
+            size = s1 + alpha
+        else:
+            s1c = float(_total(t1c))
+            g = newton(kappa=k, S_1c=s1c, delta=delta, lam=lam)
+            size = s1c + abs(delta)
+        s = k * (g / newton_scale(kappa=k, S_12=float(_total(t12)), lam=lam))
+        new = k + s
+        big = lam / k
+        if math.isnan(g) or math.isnan(s):
+            return None  # as the vectorised solver would not stop: it raises (the caller falls back)
+        done = (abs(s) <= step_tol * k) or (abs(g) <= g_tol * (big if big >= size else size))
+        last = (k, x, y)
+        k = new if new > 0 else 0.5 * k
+        if done:  # with the ratios of the last step, which the solution reuses if kappa is unchanged
+            return k, it, last
+    return None
+
+
+def solve_point(spec, alpha: float, lam: float) -> dict | None:
+    """The saddle point at one ``(alpha, lam)``: the dict of :func:`.root.solve_reduced` for that
+    point (numbers, not arrays; ``regime`` :data:`.root.NEWTON`), or None outside the covered
+    case (see the module docstring), where the caller uses :func:`.root.solve_reduced`.
+
+    Parameters
+    ----------
+    spec : Spectrum
+        The float64 spectrum of the task.
+    alpha, lam : float
+        Checked by the caller: alpha > 0, lam >= 0, finite.
+    """
+    if not lam > 0:
+        return None
+    low, top, _ = _extremes(spec)
+    if (lam + spec.mean_omega) >= NUMPY.large * top * alpha:
+        return None  # omega_max / kappa below 2^-60: the first-order limit of solve_reduced
+    if alpha > 1.0 and lam <= NUMPY.tiny * low * (alpha - 1.0):
+        return None  # least squares is exact
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        try:
+            return _solve(spec, alpha, lam, top)
+        except ZeroDivisionError:  # a Python float divided by 0: left to the vectorised solver
+            return None
+
+
+def _solve(spec, alpha: float, lam: float, top) -> dict | None:
+    """:func:`solve_point` past its regime checks, under one numpy error state."""
+    found = _newton(spec, alpha, lam, top)
+    if found is None:
+        return None
+    kappa, iterations, (k_last, x, y) = found
+    if np.log2(lam) - np.log2(kappa) < -900:
+        return None  # V_hat below 2^-900: the residual needs the rescaled solution
+    w, b, c = spec.omega, spec.bulk, spec.teacher
+    if kappa != k_last:
+        x, y = _ratios(spec, kappa)
+    totals = _total(np.array(sum_terms(SUM_NAMES)(w, b, c, x, y)), axis=1)  # row by row, as np.sum
+    sums = dict(zip(SUM_NAMES, totals.tolist(), strict=True))
+    v_hat = lam / kappa
+    out = {name: f(alpha=alpha, noise=spec.noise, V_hat=v_hat, **sums)
+           for name, f in compiled().stable.items()}
+    out["V"] = sums["S_1"] * kappa / lam
+    out["kappa"] = kappa
+    out["V_hat"] = out["m_hat"] = v_hat
+    out["iterations"] = iterations
+    out["regime"] = root.NEWTON
+    if not (v_hat != 0.0 and all(math.isfinite(out[k]) for k in ("eg", "train_loss", "m", "q", "V",
+                                                                 "q_hat", "V_hat", "kappa"))):
+        return None
+    out["residual"] = root.raw_residual(spec, alpha, lam, out, point=True)
+    out["test_loss"] = out["eg"] / 2
+    est = estimation_terms()(w, b, c, x, y, out["eg"], alpha)
+    out["estimation_error"] = _total(np.broadcast_to(est, w.shape))
+    if not (out["residual"] <= root.RESIDUAL_TOL and np.isfinite(out["estimation_error"])):
+        return None
+    return out
