@@ -35,7 +35,9 @@ def test_checks_pass_and_fail_on_the_mixture_z():
 def test_quick_ising_site_reproduces_the_docs_table():
     # docs/discrete.md, Ising table, beta = 0.5, L = 13, alpha = 1 (same generator, 400 seeds)
     s = dm.settings(True)
-    site = dm.ising_site(0.5, s, 0, held=True, curves=False)
+    spec = dict(s["ising"][0], curves=False)
+    assert (spec["L"], spec["beta"], spec["alphas"], spec["seeds"]) == (13, 0.5, [1.0], 400)
+    site = dm.ising_site(spec, s, 0)
     r = site["rows"][0]
     np.testing.assert_allclose([r["eg_sim"], r["eg_se"], r["test_loss_sim"]], [0.4112, 0.0026, 0.7742],
                                atol=5e-5)
