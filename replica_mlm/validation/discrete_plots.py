@@ -137,3 +137,38 @@ def _plain_log_x(ax, log: bool = True) -> None:
     ax.set_xticks(ticks)
     ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def mixture_figure(out: Path, sites: list[dict]) -> list[str]:
+    """Both theories' lines (test loss and error rate against alpha) and the discrete simulations at
+    the sites of :mod:`replica_mlm.validation.discrete_mixture` that have curves."""
+    import matplotlib.pyplot as plt
+
+    from replica_mlm.plotting import STYLE, save
+
+    drawn = [s for s in sites if "curves" in s]
+    with plt.rc_context(STYLE):
+        f, axes = plt.subplots(2, len(drawn), figsize=(4.2 * len(drawn), 5.6), squeeze=False)
+        for col, site in zip(axes.T, drawn, strict=True):
+            c = site["curves"]
+            for ax, k, what in zip(col, ("test_loss", "eg"), ("test loss (nats)", "error rate"), strict=True):
+                ax.plot(c["alpha"], c[f"{k}_gaussian"], color="0.55", ls="--",
+                        label='theory="gaussian" (Gaussian equivalence)')
+                ax.plot(c["alpha"], c[f"{k}_mixture"], color="black", ls="-",
+                        label='theory="mixture" (Gaussian mixture)')
+                rows = site["rows"]
+                ax.errorbar([r["alpha"] for r in rows], [r[f"{k}_sim"] for r in rows],
+                            yerr=[r[f"{k}_se"] for r in rows], fmt="o", color="black", mfc="white",
+                            capsize=2,
+                            label="ERM on discrete sequences (mean ± s.e. over seeds)")
+                ax.set_xscale("log")
+                _plain_log_x(ax)
+                ax.set_ylabel(what)
+            col[0].set_title(f"{site['site']}, {site['rows'][0]['seeds']} seeds", fontsize=9)
+            col[1].set_xlabel(r"$\alpha = M / p$")
+        f.subplots_adjust(wspace=0.3, hspace=0.25)
+        f.legend(*axes[0][0].get_legend_handles_labels(), loc="upper center", ncol=1, fontsize=7,
+                 bbox_to_anchor=(0.5, 0.0))
+        save(f, out / "discrete_mixture")
+        plt.close(f)
+    return ["discrete_mixture.png", "discrete_mixture.pdf"]

@@ -30,6 +30,10 @@ with their own covariance (docs: "Discrete spins"). Checks (numbered in the repo
   loss (summed over sites) at small lam peaks at the sampled alpha where the theory's total does,
   or at a neighbour.
 
+* ``discrete.mixture_agreement`` and ``discrete.mixture_matters``: both theories of a masked site
+  (``theory="gaussian"`` and ``theory="mixture"``) against ERM on discrete sequences where Gaussian
+  equivalence is off (:mod:`replica_mlm.validation.discrete_mixture`; figure ``discrete_mixture``).
+
 Towards the transition (beta = 0.7, 0.9, 1.2; full mode) the disagreement is measured and drawn,
 not held to a threshold (table ``transition`` in ``discrete.json``, figure ``discrete_transition``).
 Full mode: L = 50 and 200 with fewer seeds at 200, since per-site measures self-average (their
@@ -49,7 +53,9 @@ from scipy import stats
 from replica_mlm._pool import Task, run_tasks
 from replica_mlm.io import write_json
 from replica_mlm.stats import mean_stderr, zscore
+from replica_mlm.validation import discrete_mixture
 from replica_mlm.validation.discrete_plots import figures as draw_figures
+from replica_mlm.validation.discrete_plots import mixture_figure
 from replica_mlm.validation.report import Check, Section
 
 MEASURES = ("test_loss", "estimation_error", "eg")
@@ -335,7 +341,12 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
             f"of the simulation's standard error (it is added in quadrature to the z-scores); its "
             f"jackknife bias at most {bias:.3f} standard errors"))
     figures = _figures(out, rows, fig, s)
-    data = dict(covariance=cov, agreement=rows, fig3_right=fig, transition=_transition(rows))
+    # both theories (Gaussian equivalence and the Gaussian mixture) against ERM on discrete sequences
+    mix_settings, mix_sites = discrete_mixture.compute(quick, rng)
+    checks += discrete_mixture.checks(mix_sites)
+    figures += mixture_figure(out, mix_sites)
+    data = dict(covariance=cov, agreement=rows, fig3_right=fig, transition=_transition(rows),
+                mixture=dict(settings=mix_settings, sites=mix_sites))
     write_json(out / "discrete.json", data, indent=1)
     return Section(name="discrete", checks=checks, figures=figures, data={"file": "discrete.json"},
                    parameters={k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in s.items()})
