@@ -77,17 +77,19 @@ def test_the_blocks_of_a_page_run_in_order(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
     namespace: dict = {"__name__": "__docs__"}
-    for line, code, reason in blocks(page):
-        if reason:
-            continue
-        started = time.perf_counter()
-        try:
-            exec(compile(code, f"{page.name}:{line}", "exec"), namespace)
-        except Exception as exc:  # the page and line, not a traceback into exec
-            pytest.fail(f"{page.name}, block at line {line}: {type(exc).__name__}: {exc}")
-        finally:
-            plt.close("all")
-        print(f"{page.name}:{line}: {time.perf_counter() - started:.1f} s")
+    # a page may set a style (plt.style.use): its rcParams end with the page, not leak into other tests
+    with matplotlib.rc_context():
+        for line, code, reason in blocks(page):
+            if reason:
+                continue
+            started = time.perf_counter()
+            try:
+                exec(compile(code, f"{page.name}:{line}", "exec"), namespace)
+            except Exception as exc:  # the page and line, not a traceback into exec
+                pytest.fail(f"{page.name}, block at line {line}: {type(exc).__name__}: {exc}")
+            finally:
+                plt.close("all")
+            print(f"{page.name}:{line}: {time.perf_counter() - started:.1f} s")
 
 
 

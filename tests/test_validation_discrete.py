@@ -32,6 +32,10 @@ def fake(monkeypatch):
     cov = dict(p_value=0.5, chi2=60.0, dof=66, max_abs_z=2.0, method="gibbs")
     monkeypatch.setattr(d, "_covariance_check", lambda rng: cov)
     monkeypatch.setattr(d, "_figures", lambda out, rows, fig, s: [])
+    # the mixture part of the section has its own tests (tests/test_discrete_mixture_validation.py)
+    monkeypatch.setattr(d.discrete_mixture, "compute", lambda quick, rng: ({}, []))
+    monkeypatch.setattr(d.discrete_mixture, "checks", lambda sites: [])
+    monkeypatch.setattr(d, "mixture_figure", lambda out, sites: [])
 
     def use(rows):
         monkeypatch.setattr(d, "_compute", lambda s, rng, workers=1, out=None: (rows, fig))
