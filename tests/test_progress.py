@@ -12,10 +12,15 @@ from replica_mlm._progress import shown
 
 SITE = rm.GaussianPotts.random(L=20, shift=3.0, rng=0).masked_site(0)
 ISING = rm.PottsModel.random_ising(L=18, beta=0.3, rng=0)  # L > 16: the covariance is sampled
+POTTS = rm.PottsModel.random(L=8, q=3, beta=0.3, rng=0)  # q > 2: the multinomial pseudo-likelihood
 
 CALLS = {
     "simulate": lambda progress: rm.simulate(SITE, alpha=[1.5, 2.0], lam=0.1, seeds=3, rng=0,
                                              progress=progress),
+    "simulate (Ising pseudo-likelihood)": lambda progress: rm.simulate(
+        ISING, site=2, alpha=2.0, lam=0.1, seeds=2, rng=0, n_test=50, progress=progress),
+    "simulate (Potts pseudo-likelihood)": lambda progress: rm.simulate(
+        POTTS, site=1, alpha=3.0, lam=0.1, seeds=2, rng=0, n_test=50, progress=progress),
     "optimal_lambda": lambda progress: rm.optimal_lambda(SITE, alpha=[1.0, 2.0], progress=progress),
     "phase_diagram": lambda progress: rm.phase_diagram(SITE, alpha=[0.5, 2.0], lam=[0.01, 0.1],
                                                        progress=progress),
@@ -39,6 +44,9 @@ def test_a_bar_on_stderr_only_when_asked(name, capfd):
         assert capfd.readouterr() == ("", "")
     if name == "simulate":  # the bar changes nothing
         assert np.array_equal(first[1].eg, second[1].eg)
+    if "pseudo-likelihood" in name:  # a bar over the seeds; the same numbers without it
+        assert "pseudo-likelihood: seeds" in err, err[-300:]
+        assert np.array_equal(first.eg, second.eg)
 
 
 def test_progress_takes_only_true_false_or_none():

@@ -47,14 +47,15 @@ def reduced_inputs(seqs: np.ndarray, site: int, P: np.ndarray, mean: np.ndarray)
 
 
 def simulate_site(model, *, site: int, n: int, lam: np.ndarray, seeds: int, rng: _checks.RngLike,
-                  n_test: int, mean: np.ndarray) -> dict[str, np.ndarray]:
+                  n_test: int, mean: np.ndarray, progress: bool | None = False) -> dict[str, np.ndarray]:
     """Fit site ``site`` on ``n`` Boltzmann sequences, ``seeds`` times; arrays of shape (seeds, len(lam)).
 
     ``mean`` (L, K) centres the inputs (the task's own mean, so that the fit is exactly the model
     of the theory). Returns ``test_loss``, ``eg`` (Rao-Blackwellised), ``train_loss``,
-    ``estimation_error`` and ``kkt`` (the largest residual).
+    ``estimation_error`` and ``kkt`` (the largest residual). ``progress``: a bar on stderr over
+    the seeds (:mod:`replica_mlm._progress`).
     """
-
+    from replica_mlm._progress import bar
     from replica_mlm.learners.pseudo_likelihood import _sampler
     from replica_mlm.tasks.potts_site import simplex_basis, teacher_of
 
@@ -65,7 +66,8 @@ def simulate_site(model, *, site: int, n: int, lam: np.ndarray, seeds: int, rng:
     out = {k: np.empty((seeds, lam.size)) for k in ("eg", "test_loss", "train_loss", "estimation_error")}
     kkt = 0.0
     order = np.argsort(lam)[::-1]
-    for k, child in enumerate(gen.spawn(seeds)):
+    for k, child in enumerate(bar(gen.spawn(seeds), progress=progress, desc="pseudo-likelihood: seeds",
+                                  unit="training set")):
         seqs = model.sample(n + n_test, rng=child, sweeps_between=diag.sweeps_between,
                             burn_in=diag.burn_in, method=diag.method, n_rungs=diag.ladder.size)
         seqs = child.permutation(seqs)

@@ -60,8 +60,8 @@ def site_measures(x: np.ndarray, teacher: np.ndarray, weights: np.ndarray) -> di
     return {"test_loss": loss.mean(axis=0), "eg": wrong.mean(axis=0)}
 
 
-def simulate_sites(model, *, sites, n: int, lam: np.ndarray, seeds: int, rng, n_test: int
-                   ) -> dict[str, np.ndarray]:
+def simulate_sites(model, *, sites, n: int, lam: np.ndarray, seeds: int, rng, n_test: int,
+                   progress: bool | None = False) -> dict[str, np.ndarray]:
     """Fit the pseudo-likelihood of ``sites`` of an Ising model on ``seeds`` independent data sets.
 
     One sampler pilot run (thinning and burn-in from the measured autocorrelation; parallel
@@ -71,8 +71,9 @@ def simulate_sites(model, *, sites, n: int, lam: np.ndarray, seeds: int, rng, n_
     (seeds, len(sites), len(lam)): ``eg`` and ``test_loss`` (Rao-Blackwellised, see
     :func:`site_measures`), ``train_loss`` (mean logistic loss on the training set) and
     ``estimation_error`` ``|w - w*|^2`` with ``w* = 2 beta J_{i,-i}``; and ``kkt``, the largest
-    optimiser residual.
+    optimiser residual. ``progress``: a bar on stderr over the seeds (:mod:`replica_mlm._progress`).
     """
+    from replica_mlm._progress import bar
     from replica_mlm.tasks.ising_site import spins
 
     gen, diag = _sampler(model, rng)
@@ -80,7 +81,8 @@ def simulate_sites(model, *, sites, n: int, lam: np.ndarray, seeds: int, rng, n_
     shape = (seeds, len(sites), lam.size)
     out = {k: np.empty(shape) for k in MEASURES}
     kkt = 0.0
-    for k, child in enumerate(gen.spawn(seeds)):
+    for k, child in enumerate(bar(gen.spawn(seeds), progress=progress, desc="pseudo-likelihood: seeds",
+                                  unit="training set")):
         seqs = model.sample(n + n_test, rng=child, sweeps_between=diag.sweeps_between,
                             burn_in=diag.burn_in, method=diag.method, n_rungs=diag.ladder.size)
         s = spins(child.permutation(seqs))  # rows interleave chains: shuffle before splitting

@@ -332,7 +332,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         learn_site = _simulate_potts if task.q > 2 else _simulate_ising
         return learn_site(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng,
                           loss=default_loss(task) if loss is None else loss, channel=channel,
-                          n_test=n_test, threads=threads)
+                          n_test=n_test, threads=threads, progress=progress)
     if not isinstance(task, DrawnTask):  # the task draws training sets and scores fits
         raise TypeError("task must be a MaskedSite (a finite instance; any task that draws training sets, "
                         "replica_mlm.tasks.protocol.DrawnTask) or an Ising PottsModel, got "
@@ -416,7 +416,7 @@ def _theory(task, alpha: float, lam: np.ndarray, loss, channel: str) -> tuple[np
 
 
 def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
-                    threads) -> Simulation:
+                    threads, progress) -> Simulation:
     """:func:`simulate` on an Ising model: pseudo-likelihood of one site from Boltzmann samples."""
     from replica_mlm.learners.pseudo_likelihood import simulate_sites
     from replica_mlm.tasks.ising_site import require_ising
@@ -431,7 +431,8 @@ def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
         raise ValueError(f"an Ising site's labels follow the logit channel, got channel={channel!r}")
     lam, seeds, n_test, p, n = _sequence_counts(model, alpha, lam, seeds, n_test)
     with blas_threads(threads):
-        out = simulate_sites(model, sites=[site], n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test)
+        out = simulate_sites(model, sites=[site], n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test,
+                             progress=progress)
     kkt = out.pop("kkt")
     return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss="logistic", channel="logit",
                       kkt_residual=np.full((seeds, lam.size), float(kkt)),
@@ -439,7 +440,7 @@ def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
 
 
 def _simulate_potts(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, channel, n_test,
-                    threads) -> Simulation:
+                    threads, progress) -> Simulation:
     """:func:`simulate` on a Potts model with q > 2 colours: multinomial pseudo-likelihood of one
     site (:mod:`replica_mlm.learners.multinomial_pl`), inputs centred by the task's own mean."""
     from replica_mlm.learners.multinomial_pl import simulate_site
@@ -459,7 +460,8 @@ def _simulate_potts(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
     mean = (np.zeros((model.L, K)) if all_colours_alike(model)
             else colour_covariance(model, rng=rng).mean)
     with blas_threads(threads):
-        out = simulate_site(model, site=site, n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test, mean=mean)
+        out = simulate_site(model, site=site, n=n, lam=lam, seeds=seeds, rng=rng, n_test=n_test, mean=mean,
+                            progress=progress)
     kkt = out.pop("kkt")
     return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss="cross_entropy", channel="softmax",
                       kkt_residual=np.full((seeds, lam.size), float(kkt)), **out)
