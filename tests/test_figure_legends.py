@@ -3,8 +3,8 @@ style, width, marker, colour: some line of its axes is drawn so), and no two tex
 extents as Agg renders them).
 
 Figures are checked where they are written: :func:`checked` wraps ``Figure.savefig``, so the
-plotting functions, the command line (``replica-mlm curve``, ``phase``, ``simulate``) and the
-validation figures are checked as they are drawn, on small inputs.
+plotting functions, the command line (``replica-mlm curve``, ``phase``, ``simulate``, ``potts``,
+``attractor``) and the validation figures are checked as they are drawn, on small inputs.
 """
 
 from __future__ import annotations
@@ -294,3 +294,54 @@ def test_validation_figures(section, tmp_path):
         res = CliRunner().invoke(main, ["validate", "--quick", "--section", section, "--out", str(tmp_path)])
         assert res.exit_code in (0, 1), res.output  # a failed claim is the report's business, not this test's
     _assert_clean(found, 1)
+
+
+def test_site_learning_curves(tmp_path):
+    """Two protein sites (theory lines, measured error bars, teacher floors) on a small alignment."""
+    pytest.importorskip("biotite")
+    pytest.importorskip("pandas")
+    from replica_mlm.figures_proteins import plot_site_learning_curves
+    from replica_mlm.proteins import datasets
+    from replica_mlm.proteins.learning_curve import site_learning_curve
+
+    folder, name = datasets.FAMILIES["rhomboid"][:2]
+    msa = rm.MSA.read(datasets.data_folder() / folder / name).filter(0.2).subset(np.arange(200))
+    curves = [site_learning_curve(msa, site, M=[20, 60], lam=0.1, subsamples=3, columns=np.arange(6), rng=1)
+              for site in (1, 4)]
+    with checked() as found:
+        plot_site_learning_curves(curves, path=tmp_path / "sites", title="two sites")
+    _assert_clean(found, 1)
+
+
+@pytest.mark.parametrize("command", ["potts", "attractor"])
+def test_section_command_figures(command, tmp_path, monkeypatch):
+    """``replica-mlm potts`` and ``replica-mlm attractor`` on smaller data than --quick: the same
+    figures and artists, drawn by the command (a failed claim on so little data is not this test's
+    business: exit status 0 or 1)."""
+    from dataclasses import replace
+
+    from replica_mlm.validation import attractor_section, potts_section
+
+    if command == "potts":
+        quick = potts_section.settings_for(True)
+        monkeypatch.setattr(potts_section, "settings_for", lambda _: replace(
+            quick, L=5, q=3, Ms=(40, 100), reps=2, n_test=200, small_lam_Ms=(3, 6, 12), small_lam_reps=2,
+            plm_max_M=100, max_iter=100))
+    else:
+        monkeypatch.setattr(attractor_section, "_sizes", lambda _: (
+            {"n_train": 60, "n_test": 30, "n_eval": 30}, {"L": 8, "n_train": 80, "n_test": 80, "n_eval": 30}))
+        monkeypatch.setattr(attractor_section, "DEFAULT_SETTINGS",
+                            replace(attractor_section.DEFAULT_SETTINGS, epochs=5))
+    write = Figure.savefig  # the PDF is the PNG's figure again (checked() skips it): not written, for time
+
+    def png_only(fig, fname, *args, **kwargs):
+        if str(getattr(fname, "name", fname)).endswith(".pdf") or kwargs.get("format") == "pdf":
+            return None
+        return write(fig, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", png_only)
+    with checked() as found:
+        res = CliRunner().invoke(main, [command, "--out", str(tmp_path / "out")])
+        assert res.exit_code in (0, 1), res.output
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    _assert_clean(found, 4)
