@@ -54,3 +54,14 @@ def test_progress_takes_only_true_false_or_none():
     for bad in ("yes", 1, 0, np.bool_(True)):
         with pytest.raises(TypeError, match="progress must be True, False or None"):
             shown(bad)
+
+
+def test_sample_shows_its_pilot_run_and_its_sampling_and_draws_the_same(capfd):
+    """PottsModel.sample without sweeps_between/burn_in runs a pilot first: a bar over its sweeps,
+    then over the saving sweeps; the bars change no number (same seed, with and without)."""
+    model = rm.PottsModel.random(L=6, q=3, beta=0.3, rng=0)
+    shown_bars = model.sample(50, rng=1, progress=True)
+    err = capfd.readouterr().err
+    assert "sampler pilot run" in err and "sampling 50 sequences" in err, err[-300:]
+    assert np.array_equal(shown_bars, model.sample(50, rng=1, progress=False))
+    assert capfd.readouterr() == ("", "")

@@ -46,6 +46,7 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm._checks import as_generator, finite_array, nonnegative, positive, positive_int
+from replica_mlm._progress import bar
 from replica_mlm.attractor.network_kernel import (
     _attention_kernel,
     _check_couplings,
@@ -308,7 +309,8 @@ class AttractorNetwork:
         lr : float
             Step size, > 0.
         epochs : int
-            Passes through the data, >= 1.
+            Passes through the data, >= 1 (a progress bar over them on stderr when it is a
+            terminal, :mod:`replica_mlm._progress`).
         weight_decay : float
             lambda > 0: keeps ``J`` bounded (see module docstring).
         batch_size : int or None
@@ -356,7 +358,7 @@ class AttractorNetwork:
                                  f"init_scale = {init_scale:g} or beta = {beta:g}") from None
         costs = [cost]
         elapsed = 0.0
-        for _ in range(epochs):
+        for _ in bar(range(epochs), progress=None, desc="training couplings", unit="epoch"):
             t0 = time.perf_counter()
             with np.errstate(over="raise", invalid="raise"):
                 try:

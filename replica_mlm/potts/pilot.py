@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from replica_mlm import _checks
+from replica_mlm._progress import bar
 from replica_mlm.potts.autocorrelation import BLOCKS, _blocked_spin_tau, _windowed_taus
 from replica_mlm.potts.diagnostics import (
     DECORRELATION,
@@ -32,7 +33,8 @@ from replica_mlm.stats import mean_stderr
 __all__ = ["check_pilot_size", "pilot_gibbs", "pilot_run"]
 
 
-def pilot_gibbs(model: PottsLike, gen, n_chains, n_sweeps, max_sweeps) -> GibbsDiagnostics:
+def pilot_gibbs(model: PottsLike, gen, n_chains, n_sweeps, max_sweeps, *,
+                progress: bool | None = False) -> GibbsDiagnostics:
     """Pilot run of ``n_chains`` independent Gibbs chains (see ``PottsModel.gibbs_diagnostics``)."""
     s = gen.integers(0, model.q, size=(n_chains, model.L))
     Nq = init_fields(model, s)
@@ -41,7 +43,7 @@ def pilot_gibbs(model: PottsLike, gen, n_chains, n_sweeps, max_sweeps) -> GibbsD
         gibbs_sweep(model, s, Nq, gen)
         return s, energies_from_fields(model, s, Nq)
 
-    d = pilot_run(model, step, n_chains, n_sweeps, max_sweeps, None)
+    d = pilot_run(model, step, n_chains, n_sweeps, max_sweeps, None, progress=progress)
     d.ladder = np.array([model.beta])
     d.state = (s.copy(), None)
     return d
@@ -49,7 +51,7 @@ def pilot_gibbs(model: PottsLike, gen, n_chains, n_sweeps, max_sweeps) -> GibbsD
 
 def pilot_run(model: PottsLike, step: Callable, n_chains: int, n_sweeps: int, max_sweeps: int,
               tally: np.ndarray | None, burnt: int = 0, *,
-              keep_record: bool = False) -> GibbsDiagnostics:
+              keep_record: bool = False, progress: bool | None = False) -> GibbsDiagnostics:
     """Burn in, record, measure tau; double the run until it is >= 50 tau.
 
     Parameters
@@ -72,6 +74,10 @@ def pilot_run(model: PottsLike, step: Callable, n_chains: int, n_sweeps: int, ma
         steps follows at least ``T`` steps that were not recorded in it.
     keep_record : bool
         Keep the last recorded run's configurations and energies in ``record``.
+    progress : bool or None
+        A progress bar on stderr over the steps (their number is not known in advance: the run
+        doubles until it is long enough); None: only when stderr is a terminal
+        (:mod:`replica_mlm._progress`).
 
     Returns
     -------
@@ -80,11 +86,13 @@ def pilot_run(model: PottsLike, step: Callable, n_chains: int, n_sweeps: int, ma
     """
     T = n_sweeps
     t_global = 0
+    steps = bar(progress=progress, desc="sampler pilot run", unit="sweep")
     while True:
         while burnt < T:
             step(t_global, None)
             t_global += 1
             burnt += 1
+            steps.update()
         states = np.empty((T, n_chains, model.L), dtype=np.int16)
         energies = np.empty((T, n_chains))
         if tally is not None:
@@ -92,6 +100,7 @@ def pilot_run(model: PottsLike, step: Callable, n_chains: int, n_sweeps: int, ma
         for t in range(T):
             states[t], energies[t] = step(t_global, tally)
             t_global += 1
+            steps.update()
         rho_s, rho_e, (tau_s, w_s, g_s, ok_s), (tau_e, w_e, g_e, ok_e) = _windowed_taus(
             states, energies, model.q, T // 4, geyer=tally is not None)
         tau = max(tau_s, tau_e)
@@ -120,6 +129,7 @@ def pilot_run(model: PottsLike, step: Callable, n_chains: int, n_sweeps: int, ma
             break
         burnt += T  # this record is not part of the next one: it counts as its burn-in
         T *= 2
+    steps.close()
     between = max(1, math.ceil(tau * math.log(1.0 / DECORRELATION)))
     h, h_se = (cross_chain_hamming(_colour_counts(states, model.q)) if n_chains >= 3
                else (math.nan, math.nan))

@@ -94,8 +94,8 @@ class PottsSampler:
         rng: RngLike = 0,
         *,
         n_chains: int | None = None,
-        n_sweeps: int = 200,
-        max_sweeps: int = 3200,
+        n_sweeps: int = tempering.PILOT_SWEEPS,
+        max_sweeps: int = tempering.PILOT_MAX_SWEEPS,
         method: str = "gibbs",
         n_rungs: int | None = None,
         beta_hot: float = TEMPERING_BETA_HOT,
@@ -210,8 +210,9 @@ class PottsSampler:
             the pilot's. ``n_chains`` (default: all of the pilot's) takes the first replicas;
             ``method``, ``n_rungs``, ``beta_hot``, ``ladder`` and ``swap_rounds`` are not used.
         progress : bool or None
-            A progress bar on stderr over the sweeps that save samples (not the pilot run's);
-            None: only when stderr is a terminal (:mod:`replica_mlm._progress`).
+            A progress bar on stderr over the pilot run's sweeps (when it runs), then over the
+            sweeps that save samples; None: only when stderr is a terminal
+            (:mod:`replica_mlm._progress`).
 
         Returns
         -------

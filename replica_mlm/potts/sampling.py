@@ -18,7 +18,13 @@ from replica_mlm import _checks
 from replica_mlm._progress import bar
 from replica_mlm.potts.diagnostics import METHODS, GibbsDiagnostics
 from replica_mlm.potts.kernel import PottsLike, gibbs_sweep, init_fields
-from replica_mlm.potts.tempering import checked_ladder, tempering_step
+from replica_mlm.potts.tempering import (
+    PILOT_MAX_SWEEPS,
+    PILOT_SWEEPS,
+    checked_ladder,
+    diagnose,
+    tempering_step,
+)
 
 __all__ = ["draw"]
 
@@ -72,8 +78,9 @@ def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_
     _checks.work(sweeps * C * K * L * q, what, steps=sweeps * L)  # a sweep: a loop over the L sites
     diag = None
     if sweeps_between is None or burn_in is None:
-        diag = model.gibbs_diagnostics(rng=gen, method=method, n_rungs=n_rungs,
-                                       beta_hot=beta_hot, ladder=ladder, swap_rounds=swap_rounds)
+        diag = diagnose(model, gen, n_chains=None, n_sweeps=PILOT_SWEEPS, max_sweeps=PILOT_MAX_SWEEPS,
+                        method=method, n_rungs=n_rungs, beta_hot=beta_hot, ladder=ladder,
+                        swap_rounds=swap_rounds, progress=progress)
         if not diag.mixing:
             warnings.warn(
                 f"{diag.method} sampler at beta={beta:.4g} did not decorrelate within "

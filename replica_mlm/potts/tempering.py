@@ -214,7 +214,7 @@ def warm_start_allowed(start: GibbsDiagnostics, ladder: np.ndarray, R: int) -> b
 
 def pilot_tempering(model: PottsLike, gen, R, ladder, n_sweeps, max_sweeps,
                     swap_rounds: int = 1, *, start: GibbsDiagnostics | None = None,
-                    keep_record: bool = False) -> GibbsDiagnostics:
+                    keep_record: bool = False, progress: bool | None = False) -> GibbsDiagnostics:
     """Pilot run of ``R`` replicas of ``ladder`` (see ``PottsModel.gibbs_diagnostics``).
 
     ``start``: an earlier tempering pilot of the same model whose chains this run continues.
@@ -277,7 +277,8 @@ def pilot_tempering(model: PottsLike, gen, R, ladder, n_sweeps, max_sweeps,
     for t in range(warm_burn):
         step(t, None)
     tally = np.zeros((2, K - 1))
-    d = pilot_run(model, step, R, n_sweeps, max_sweeps, tally, burnt, keep_record=keep_record)
+    d = pilot_run(model, step, R, n_sweeps, max_sweeps, tally, burnt, keep_record=keep_record,
+                  progress=progress)
     d.method = "tempering"
     d.ladder = ladder.copy()
     d.swap_acceptance = tally[0] / np.maximum(tally[1], 1)
@@ -292,9 +293,14 @@ def pilot_tempering(model: PottsLike, gen, R, ladder, n_sweeps, max_sweeps,
     return d
 
 
+#: default initial and largest recorded pilot run (``PottsModel.gibbs_diagnostics``, ``sample``)
+PILOT_SWEEPS, PILOT_MAX_SWEEPS = 200, 3200
+
+
 def diagnose(model: PottsLike, rng, *, n_chains, n_sweeps, max_sweeps, method, n_rungs,
-             beta_hot, ladder, swap_rounds) -> GibbsDiagnostics:
-    """The body of ``PottsModel.gibbs_diagnostics``: Gibbs pilot, then tempering with ladder growth."""
+             beta_hot, ladder, swap_rounds, progress: bool | None = False) -> GibbsDiagnostics:
+    """The body of ``PottsModel.gibbs_diagnostics``: Gibbs pilot, then tempering with ladder growth
+    (``progress``: a bar over each pilot run's sweeps, :func:`replica_mlm.potts.pilot.pilot_run`)."""
     method = _checks.choice(method, METHODS, "method")
     n_sweeps = _checks.positive_int(n_sweeps, "n_sweeps")
     max_sweeps = _checks.positive_int(max_sweeps, "max_sweeps")
@@ -304,7 +310,8 @@ def diagnose(model: PottsLike, rng, *, n_chains, n_sweeps, max_sweeps, method, n
     beta_hot = _checks.positive(beta_hot, "beta_hot")
     check_pilot_size(model, n_chains, n_sweeps, max_sweeps, n_rungs)
     if method in ("gibbs", "auto"):
-        d = pilot_gibbs(model, gen, 64 if n_chains is None else n_chains, n_sweeps, max_sweeps)
+        d = pilot_gibbs(model, gen, 64 if n_chains is None else n_chains, n_sweeps, max_sweeps,
+                        progress=progress)
         if method == "gibbs" or d.mixing:
             return d
     R = 16 if n_chains is None else n_chains
@@ -312,7 +319,7 @@ def diagnose(model: PottsLike, rng, *, n_chains, n_sweeps, max_sweeps, method, n
     ladder = checked_ladder(model, ladder, n_rungs, beta_hot)
     swap_rounds = _checks.positive_int(swap_rounds, "swap_rounds")
     while True:
-        d = pilot_tempering(model, gen, R, ladder, n_sweeps, max_sweeps, swap_rounds)
+        d = pilot_tempering(model, gen, R, ladder, n_sweeps, max_sweeps, swap_rounds, progress=progress)
         K = ladder.size
         low = d.swap_acceptance.size and d.swap_acceptance.min() < TEMPERING_MIN_ACCEPTANCE
         if fixed or not low or K >= TEMPERING_MAX_RUNGS:

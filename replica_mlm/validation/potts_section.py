@@ -70,6 +70,7 @@ import numpy as np
 
 from replica_mlm._checks import positive_int
 from replica_mlm._pool import Task, run_tasks
+from replica_mlm._progress import bar
 from replica_mlm.io import write_json
 from replica_mlm.learners.attention import FactoredAttention, reconstruction_error
 from replica_mlm.learners.plm import FullCouplingPotts
@@ -214,7 +215,9 @@ def _fit_step(st: PottsSettings, train, test, W_true, per_seq_true, H: float, *,
     # the linear fits aim at a tenth of the check's threshold (Newton is cheap near the optimum)
     tasks, keys = _fit_tasks(st, train, test, W_true, gtol=0.1 * KKT_FRACTION * se_H, rng=rng)
     t_fit = time.perf_counter()
-    results = dict(zip(keys, run_tasks(tasks, workers=workers), strict=True))
+    with bar(progress=None, desc="potts: fits", total=len(tasks), unit="fit") as done:
+        results = dict(zip(keys, run_tasks(tasks, workers=workers, on_result=lambda k, r: done.update()),
+                           strict=True))
     t_fit = time.perf_counter() - t_fit
     rec = {k: np.full((len(st.Ms), st.reps), np.nan) for k in
            ("fa", "fa_sym", "plm", "plm_sym", "gap_fa", "gap_soft", "gap_plm")}
