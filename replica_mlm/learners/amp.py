@@ -87,6 +87,23 @@ def _site_parts(site):
     return omega, u
 
 
+def _checked_data(X, y, site, channel):
+    """The site's eigen-decomposition ``(omega, u)`` and ``X``, ``y``, the channel, checked for one
+    instance: p = len(omega) columns, one label per row, labels in the channel's support."""
+    omega, u = _site_parts(site)
+    p = omega.size
+    X = _checks.finite_array(X, "X", ndim=2)
+    if X.shape[1] != p:
+        raise ValueError(f"X must have p = {p} columns (the site's inputs), got shape {X.shape}")
+    y = _checks.finite_array(y, "y", ndim=1)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got {y.shape[0]}")
+    chan = channels.resolve(channel, site)
+    if chan.labels == "binary" and not np.all(np.isin(y, (-1.0, 1.0))):
+        raise ValueError(f"y must hold labels in {{-1, +1}} for the {chan.name} channel")
+    return omega, u, X, y, chan
+
+
 @keywords
 def amp(X, y, *, site, prior: str = "gaussian", beta: float | None = None, channel=None, teacher=None,
         max_iter: int = 100, tol: float = 1e-10, damping: float = 0.0) -> tuple[np.ndarray, AmpInfo]:
@@ -119,17 +136,8 @@ def amp(X, y, *, site, prior: str = "gaussian", beta: float | None = None, chann
         The posterior-mean estimate.
     info : AmpInfo
     """
-    omega, u = _site_parts(site)
+    omega, u, X, y, chan = _checked_data(X, y, site, channel)
     p = omega.size
-    X = _checks.finite_array(X, "X", ndim=2)
-    if X.shape[1] != p:
-        raise ValueError(f"X must have p = {p} columns (the site's inputs), got shape {X.shape}")
-    y = _checks.finite_array(y, "y", ndim=1)
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got {y.shape[0]}")
-    chan = channels.resolve(channel, site)
-    if chan.labels == "binary" and not np.all(np.isin(y, (-1.0, 1.0))):
-        raise ValueError(f"y must hold labels in {{-1, +1}} for the {chan.name} channel")
     if teacher is not None:
         teacher = _checks.finite_vector(teacher, "teacher")
         if teacher.shape != (p,):

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from replica_mlm import _checks
-from replica_mlm.learners.amp import _site_parts
-from replica_mlm.theory.sides import bayes_sides, channels
+from replica_mlm.learners.amp import _checked_data
+from replica_mlm.theory.sides import bayes_sides
 from replica_mlm.theory.studies.bayes_optimal import prior_spectrum
 
 
@@ -75,17 +75,8 @@ def posterior_mean(X, y, *, site, prior: str = "gaussian", beta: float | None = 
     w_mean : ndarray, shape (p,)
     info : PosteriorInfo
     """
-    omega, u = _site_parts(site)
+    omega, u, X, y, chan = _checked_data(X, y, site, channel)
     p = omega.size
-    X = _checks.finite_array(X, "X", ndim=2)
-    if X.shape[1] != p:
-        raise ValueError(f"X must have p = {p} columns (the site's inputs), got shape {X.shape}")
-    y = _checks.finite_array(y, "y", ndim=1)
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got {y.shape[0]}")
-    chan = channels.resolve(channel, site)
-    if chan.labels == "binary" and not np.all(np.isin(y, (-1.0, 1.0))):
-        raise ValueError(f"y must hold labels in {{-1, +1}} for the {chan.name} channel")
     samples = _checks.positive_int(samples, "samples")
     if samples < 40:
         raise ValueError(f"samples must be at least 40 (20 batches of the error estimate), got {samples}")
