@@ -40,7 +40,7 @@ class MixtureTheory:
         self.K = self.q - 1
 
 
-class Problem:
+class Problem(multiclass.MatrixFixedPoint):
     """The fixed-point map of one (mixture, alpha, lam) point, for :func:`.multiclass.solve_point`."""
 
     def __init__(self, theory: MixtureTheory, alpha: float, lam: float, rule: mc.Rule) -> None:
@@ -68,25 +68,11 @@ class Problem:
                                              h["M_hat"])
         return V, Q, M
 
-    def image(self, x) -> np.ndarray:
-        V, Q, M = self.unpack(x)
-        h = self.hats(V, Q, M)
-        if not all(np.all(np.isfinite(h[k])) for k in ("Q_hat", "M_hat", "V_hat")):
-            raise FloatingPointError("hats left their domain")
-        return self.pack(*self.prior(h))
-
     def start(self) -> np.ndarray:
         a, K, q = self.alpha, self.K, self.q
         h = {"V_hat": a / 2 * np.eye(K), "Q_hat": a / 4 * np.eye(K),
              "M_hat": a / 2 * (self.theory.P.T / q)}
         return self.pack(*self.prior(h))
-
-    def residual(self, x) -> tuple[float, dict]:
-        V, Q, M = self.unpack(x)
-        h = self.hats(V, Q, M)
-        V2, Q2, M2 = self.prior(h)
-        res = max(multiclass._rel(V, V2), multiclass._rel(Q, Q2), multiclass._rel(M, M2))
-        return res, {"V": V, "Q": Q, "M": M, **h}
 
 
 def solve_point(theory: MixtureTheory, alpha: float, lam: float, *, order: int | None = None,

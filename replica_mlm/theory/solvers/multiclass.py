@@ -140,7 +140,27 @@ class MulticlassSaddlePoint:
         return pd.DataFrame([row])
 
 
-class Problem:
+class MatrixFixedPoint:
+    """The map and residual of a fixed point in ``(V, Q, M)`` matrices, shared by the multi-class
+    problems (this module's :class:`Problem` and the mixture's): a subclass gives ``pack``,
+    ``unpack``, ``hats`` (the channel side) and ``prior`` (the prior side)."""
+
+    def image(self, x) -> np.ndarray:
+        V, Q, M = self.unpack(x)
+        h = self.hats(V, Q, M)
+        if not all(np.all(np.isfinite(h[k])) for k in ("Q_hat", "M_hat", "V_hat")):
+            raise FloatingPointError("hats left their domain")
+        return self.pack(*self.prior(h))
+
+    def residual(self, x) -> tuple[float, dict]:
+        V, Q, M = self.unpack(x)
+        h = self.hats(V, Q, M)
+        V2, Q2, M2 = self.prior(h)
+        res = max(_rel(V, V2), _rel(Q, Q2), _rel(M, M2))
+        return res, {"V": V, "Q": Q, "M": M, **h}
+
+
+class Problem(MatrixFixedPoint):
     """The fixed-point map of one (task, alpha, lam, loss, rule) point."""
 
     def __init__(self, task, alpha: float, lam: float, loss: str, rule: mc.Rule | None) -> None:
@@ -184,26 +204,12 @@ class Problem:
             V, Q, M = (np.trace(X) / self.K * eye for X in (V, Q, M))
         return V, Q, M
 
-    def image(self, x) -> np.ndarray:
-        V, Q, M = self.unpack(x)
-        h = self.hats(V, Q, M)
-        if not all(np.all(np.isfinite(h[k])) for k in ("Q_hat", "M_hat", "V_hat")):
-            raise FloatingPointError("hats left their domain")
-        return self.pack(*self.prior(h))
-
     def start(self) -> np.ndarray:
         a, K = self.alpha, self.K
         eye = np.eye(K)
         scale = 1.0 + np.trace(self.rho) / K
         h = {"V_hat": a / 2 * eye, "Q_hat": a * scale / 4 * eye, "M_hat": a / 2 * eye}
         return self.pack(*self.prior(h))
-
-    def residual(self, x) -> tuple[float, dict]:
-        V, Q, M = self.unpack(x)
-        h = self.hats(V, Q, M)
-        V2, Q2, M2 = self.prior(h)
-        res = max(_rel(V, V2), _rel(Q, Q2), _rel(M, M2))
-        return res, {"V": V, "Q": Q, "M": M, **h}
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
