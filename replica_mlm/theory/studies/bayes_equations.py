@@ -15,10 +15,28 @@ from replica_mlm.theory.symbolic import bayes_potentials
 from replica_mlm.theory.symbolic import potentials as P
 
 
+def channel_partition_equations(channel: channels.Channel) -> dict[str, sp.Eq]:
+    """The channel's ``P_out(y | nu)``, its partition ``Z(y; mu, v)`` and ``dZ / d mu`` (closed forms
+    where the channel has them, else the Gaussian integrals), as printed by both the engine's and
+    the Bayes-optimal equations."""
+    y, mu, v, nu = channels.y, channels.mu, channels.v, channels.nu
+    Z = sp.Function("Z")(y, mu, v)
+    out = {"P_out": sp.Eq(sp.Function("P_out")(y, nu), channel.p_out)}
+    if channel.z_closed is not None:
+        out["Z"] = sp.Eq(Z, channel.z_closed)
+        out["dZ"] = sp.Eq(sp.Derivative(Z, mu), channel.dz_closed)
+    else:
+        gauss = sp.exp(-((nu - mu) ** 2) / (2 * v)) / sp.sqrt(2 * sp.pi * v)
+        out["Z"] = sp.Eq(Z, sp.Integral(gauss * channel.p_out, (nu, -sp.oo, sp.oo)))
+        out["dZ"] = sp.Eq(sp.Derivative(Z, mu),
+                          sp.Integral(gauss * sp.diff(channel.p_out, nu), (nu, -sp.oo, sp.oo)))
+    return out
+
+
 def bayes_equations(channel=None) -> dict[str, sp.Eq]:
     """Keys ``"P_out", "Z", "dZ", "fields", "q_hat", "q", "V", "m", "estimation_error"``."""
     channel = channels.resolve(channel)
-    y, mu, v, nu = channels.y, channels.mu, channels.v, channels.nu
+    y, mu, v = channels.y, channels.mu, channels.v
     xi = sp.Symbol("xi", real=True)
     tau = sp.Symbol("tau", positive=True)
     p = sp.Symbol("p", positive=True, integer=True)
@@ -29,16 +47,7 @@ def bayes_equations(channel=None) -> dict[str, sp.Eq]:
     def mode_sum(expr):
         return sp.Sum(sp.factor(expr.subs(finite)), (k, 1, p))
 
-    Z = sp.Function("Z")(y, mu, v)
-    gauss = sp.exp(-((nu - mu) ** 2) / (2 * v)) / sp.sqrt(2 * sp.pi * v)
-    out = {"P_out": sp.Eq(sp.Function("P_out")(y, nu), channel.p_out)}
-    if channel.z_closed is not None:
-        out["Z"] = sp.Eq(Z, channel.z_closed)
-        out["dZ"] = sp.Eq(sp.Derivative(Z, mu), channel.dz_closed)
-    else:
-        out["Z"] = sp.Eq(Z, sp.Integral(gauss * channel.p_out, (nu, -sp.oo, sp.oo)))
-        out["dZ"] = sp.Eq(sp.Derivative(Z, mu),
-                          sp.Integral(gauss * sp.diff(channel.p_out, nu), (nu, -sp.oo, sp.oo)))
+    out = channel_partition_equations(channel)
     out["fields"] = sp.Eq(sp.Tuple(mu, v), sp.Tuple(sp.sqrt(P.q) * xi, P.rho - P.q))
     dxi = sp.exp(-(xi**2) / 2) / sp.sqrt(2 * sp.pi)
     integrand = bayes_potentials.channel_hat()

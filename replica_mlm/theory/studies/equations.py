@@ -8,7 +8,7 @@ import sympy as sp
 
 from replica_mlm import _checks
 from replica_mlm._keywords import keywords
-from replica_mlm.theory.studies.bayes_equations import bayes_equations
+from replica_mlm.theory.studies.bayes_equations import bayes_equations, channel_partition_equations
 from replica_mlm.theory.symbolic import potentials as P
 
 
@@ -159,7 +159,7 @@ def _general(loss, channel) -> dict[str, sp.Eq]:
     from replica_mlm.theory.sides import channels, losses
     loss, channel = losses.resolve(loss), channels.resolve(channel)
     y, z, w, V = losses.y, losses.z, losses.w, losses.V
-    mu, v, nu = channels.mu, channels.v, channels.nu
+    mu, v = channels.mu, channels.v
     xi = sp.Symbol("xi", real=True)
     zstar = sp.Symbol("z^*", real=True)
     d1, d2 = loss.derivatives
@@ -172,16 +172,8 @@ def _general(loss, channel) -> dict[str, sp.Eq]:
         "prox": sp.Eq((zstar - w) / V + d1.subs(z, zstar), 0),
         "f": sp.Eq(f, (zstar - w) / V),
         "d_w f": sp.Eq(sp.Derivative(f, w), (1 / (1 + V * d2.subs(z, zstar)) - 1) / V),
-        "P_out": sp.Eq(sp.Function("P_out")(y, nu), channel.p_out),
+        **channel_partition_equations(channel),
     }
-    gauss = sp.exp(-((nu - mu) ** 2) / (2 * v)) / sp.sqrt(2 * sp.pi * v)
-    if channel.z_closed is not None:
-        out["Z"] = sp.Eq(Z, channel.z_closed)
-        out["dZ"] = sp.Eq(sp.Derivative(Z, mu), channel.dz_closed)
-    else:
-        out["Z"] = sp.Eq(Z, sp.Integral(gauss * channel.p_out, (nu, -sp.oo, sp.oo)))
-        out["dZ"] = sp.Eq(sp.Derivative(Z, mu),
-                          sp.Integral(gauss * sp.diff(channel.p_out, nu), (nu, -sp.oo, sp.oo)))
     out["fields"] = sp.Eq(sp.Tuple(w, mu, v),
                           sp.Tuple(sp.sqrt(P.q) * xi, P.m / sp.sqrt(P.q) * xi, P.rho - P.m**2 / P.q))
     dxi = sp.exp(-(xi**2) / 2) / sp.sqrt(2 * sp.pi)
