@@ -174,14 +174,22 @@ def _mixture_curve(task, *, alpha, lam, method, loss, channel, **options) -> Lea
     if isinstance(task, MulticlassTask):
         raise ValueError("learning_curve takes a scalar site (as with theory='gaussian'); solve a "
                          "multi-class site point by point with rm.solve(task, theory='mixture')")
+    return _warm_started(alphas, lambda a, start: solve(
+        task, alpha=a, lam=lam, method=method, loss=loss, channel=channel, theory="mixture", init=start,
+        **options))
+
+
+def _warm_started(alphas: np.ndarray, solve_at, *, progress=False, desc: str = "") -> LearningCurve:
+    """The curve of ``solve_at(alpha, init)`` over ``alphas``, each point started in turn from the
+    extrapolation of the last two points, the last point, then cold (``init=None``); the
+    ConvergenceError of the last start is raised."""
     points: list[SaddlePoint] = []
-    for a in alphas:
+    for a in bar(alphas, progress=progress, desc=desc, unit="alpha"):
         starts = [_extrapolated(points, float(a)), points[-1] if points else None, None]
         starts = [x for i, x in enumerate(starts) if all(x is not y for y in starts[:i])]
         for k, start in enumerate(starts):
             try:
-                pt = solve(task, alpha=float(a), lam=lam, method=method, loss=loss, channel=channel,
-                           theory="mixture", init=start, **options)
+                pt = solve_at(float(a), start)
                 break
             except ConvergenceError:
                 if k == len(starts) - 1:
@@ -233,21 +241,9 @@ def _learning_curve(task, *, alpha, lam, method, loss, channel, progress=None, *
     if method == "general":
         if "init" in options:
             raise ValueError("learning_curve warm-starts each point itself; do not pass init")
-        points = []
-        for a in bar(alphas, progress=progress, desc=f"learning curve at lam = {lam:g}", unit="alpha"):
-            # starts in turn: extrapolated from the last two points, the last point, cold
-            starts = [_extrapolated(points, float(a)), points[-1] if points else None, None]
-            starts = [x for i, x in enumerate(starts) if all(x is not y for y in starts[:i])]
-            for k, start in enumerate(starts):
-                try:
-                    pt = solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj,
-                               channel=channel_obj, init=start, **options)
-                    break
-                except ConvergenceError:
-                    if k == len(starts) - 1:
-                        raise
-            points.append(pt)
-        return LearningCurve.from_points(points)
+        return _warm_started(alphas, lambda a, start: solve(
+            spec, alpha=a, lam=lam, method=method, loss=loss_obj, channel=channel_obj, init=start,
+            **options), progress=progress, desc=f"learning curve at lam = {lam:g}")
     return LearningCurve.from_points(
         [solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj, channel=channel_obj,
                **options) for a in alphas]
