@@ -136,3 +136,64 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="alpha"):
         mixture_ridge_curve(th, alpha=[1.0, -1.0], lam=0.1)
     assert issubclass(ConvergenceError, RuntimeError)
+
+
+@pytest.fixture(scope="module")
+def rhomboid_small():
+    """Rhomboid, 10 columns (site 4 and 9 others: d = 180), 300 sequences (as tests/test_proteins_curve.py)."""
+    pytest.importorskip("biotite")
+    import replica_mlm as rm
+    from replica_mlm.proteins import datasets
+
+    msa = rm.MSA.read(datasets.data_folder() / datasets.FAMILIES["rhomboid"][0]
+                      / datasets.FAMILIES["rhomboid"][1]).filter(0.2).subset(np.arange(300))
+    return msa
+
+
+def test_class_moments_rebuild_sigma_and_count_only_present_colours(rhomboid_small):
+    from replica_mlm.learners.multinomial_pl import reduced_inputs
+    from replica_mlm.proteins.learning_curve import class_moments
+    from replica_mlm.tasks.potts_site import simplex_basis
+
+    seqs = rhomboid_small.sequences[:, :10].astype(np.intp)
+    P = simplex_basis(rhomboid_small.q)
+    mean = P[seqs].mean(axis=0)
+    x = reduced_inputs(seqs, 4, P, mean)
+    classes, weights, means, counts, S = class_moments(x, seqs[:, 4], 1e-3)
+    np.testing.assert_array_equal(classes, np.flatnonzero(np.bincount(seqs[:, 4], minlength=21)))
+    assert counts.sum() == seqs.shape[0] and weights.sum() == pytest.approx(1.0, abs=1e-15)
+    sigma = x.T @ x / x.shape[0] + 1e-3 * np.eye(x.shape[1])
+    np.testing.assert_allclose(S + (means.T * weights) @ means, sigma, atol=1e-13)
+    np.testing.assert_allclose(weights @ means, 0.0, atol=1e-13)  # centred inputs: centred means
+
+
+def test_site_curve_mixture_column_limits(rhomboid_small):
+    """The mixture column: at M -> 0 the pool's own label variance / 2 (measured directly), at
+    M -> infinity its floor; the Gaussian column and fields unchanged beside it."""
+    from replica_mlm.proteins.learning_curve import class_moments, mixture_loss, site_learning_curve
+    from replica_mlm.tasks.potts_site import simplex_basis
+
+    cols = np.arange(10)
+    c = site_learning_curve(rhomboid_small, 4, M=[20, 60, 200], lam=0.1, subsamples=6, columns=cols, rng=1)
+    assert c.mixture.shape == (3,) and np.all(np.isfinite(c.mixture))
+    frame = c.to_frame()
+    np.testing.assert_allclose(frame["z_mixture"], (c.mixture - c.mean) / c.stderr)
+    assert c.smallest_class >= 1 and c.classes.size >= 2
+    # rebuild the pool exactly as the curve does (rng = 1: the first draw is the test split)
+    gen = np.random.default_rng(1)
+    order = gen.permutation(rhomboid_small.N)
+    pool = rhomboid_small.sequences[order[c.n_test:]][:, cols].astype(np.intp)
+    P = simplex_basis(rhomboid_small.q)
+    y = P[pool[:, 4]] - P[pool[:, 4]].mean(axis=0)
+    from replica_mlm.learners.multinomial_pl import reduced_inputs
+
+    x = reduced_inputs(pool, 4, P, P[pool].mean(axis=0))
+    _, weights, means, _, S = class_moments(x, pool[:, 4], np.trace(x.T @ x / x.shape[0]) * 1e-6 / x.shape[1])
+    targets = P[np.unique(pool[:, 4])] - P[pool[:, 4]].mean(axis=0)
+    tiny, floor = mixture_loss(weights, means, S, targets, M=[1e-6], lam=0.1, p=9)
+    assert tiny[0] == pytest.approx(np.mean(np.sum(y**2, axis=1)) / 2, rel=1e-6)
+    big, _ = mixture_loss(weights, means, S, targets, M=[1e9], lam=1e-6, p=9)
+    assert floor == pytest.approx(c.mixture_floor, rel=1e-12)
+    assert big[0] == pytest.approx(floor, rel=1e-4)
+    resid = y - x @ np.linalg.lstsq(x, y, rcond=None)[0]  # the best linear predictor, another route
+    assert floor == pytest.approx(np.mean(np.sum(resid**2, axis=1)) / 2, rel=1e-4)

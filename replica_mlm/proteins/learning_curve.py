@@ -41,6 +41,7 @@ from replica_mlm.tasks import lanczos
 from replica_mlm.tasks.potts_site import simplex_basis
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.solve import solve
+from replica_mlm.theory.solvers.mixture_ridge import MixtureRidgeTheory, mixture_ridge_curve
 
 #: relative ridge added to Sigma (times its mean eigenvalue) to make it positive definite
 RIDGE = 1e-6
@@ -77,6 +78,15 @@ class SiteLearningCurve:
     sigma, teacher, noise : ndarray
         The task of the theory: ``Sigma`` (d, d), ``W*`` (d, K) and the noise variance of each
         label component (K,).
+    mixture : ndarray, shape (len(M),)
+        The prediction of the same ridge from the class-conditional moments of the pool (the site's
+        colours present in the pool as classes: :func:`mixture_loss`).
+    mixture_floor : float
+        Its M -> infinity limit: half the residual of the best linear predictor on the pool.
+    classes : ndarray of int
+        The colours present at the site in the pool (absent colours are no class).
+    smallest_class : int
+        Pool rows of the rarest of them (its mean is the noisiest).
     """
 
     site: int
@@ -95,6 +105,10 @@ class SiteLearningCurve:
     sigma: np.ndarray = field(repr=False)
     teacher: np.ndarray = field(repr=False)
     noise: np.ndarray = field(repr=False)
+    mixture: np.ndarray | None = None
+    mixture_floor: float | None = None
+    classes: np.ndarray | None = field(default=None, repr=False)
+    smallest_class: int | None = None
 
     @property
     def mean(self) -> np.ndarray:
@@ -111,15 +125,25 @@ class SiteLearningCurve:
         """``(theory - mean) / stderr`` per M."""
         return (self.theory - self.mean) / self.stderr
 
+    @property
+    def z_mixture(self) -> np.ndarray:
+        """``(mixture - mean) / stderr`` per M."""
+        return (self.mixture - self.mean) / self.stderr
+
     def to_frame(self):
         """A pandas DataFrame, one row per M: M, alpha (= M / p), measured, se, theory, z,
-        teacher_floor, noise_floor, site, lam."""
+        teacher_floor, noise_floor, site, lam, and (when computed) mixture, z_mixture,
+        mixture_floor."""
         import pandas as pd
 
-        return pd.DataFrame({"M": self.M, "alpha": self.M / self.p, "measured": self.mean,
-                             "se": self.stderr, "theory": self.theory, "z": self.z,
-                             "teacher_floor": self.teacher_floor, "noise_floor": self.noise_floor,
-                             "site": self.site, "lam": self.lam})
+        frame = pd.DataFrame({"M": self.M, "alpha": self.M / self.p, "measured": self.mean,
+                              "se": self.stderr, "theory": self.theory, "z": self.z,
+                              "teacher_floor": self.teacher_floor, "noise_floor": self.noise_floor,
+                              "site": self.site, "lam": self.lam})
+        if self.mixture is not None:
+            frame["mixture"], frame["z_mixture"] = self.mixture, self.z_mixture
+            frame["mixture_floor"] = self.mixture_floor
+        return frame
 
 
 def ridge_fit(x: np.ndarray, y: np.ndarray, lam: float, p: int) -> np.ndarray:
@@ -160,6 +184,32 @@ def theory_loss(sigma: np.ndarray, teacher: np.ndarray, noise: np.ndarray, *, M,
                       noise=float(noise[a])) for a in range(teacher.shape[1])]
     return np.array([sum(solve(t, alpha=m / d, lam=lam * p / d).test_loss for t in tasks)
                      for m in np.atleast_1d(M)])
+
+
+def class_moments(x: np.ndarray, colours: np.ndarray, ridge: float):
+    """The site's colours present in the pool as classes: ``(classes, weights, means, S)`` with
+    ``S`` the pooled within-class covariance of the (centred) inputs plus ``ridge`` on its diagonal,
+    so that ``S + sum_c pi_c mu_c mu_c^T`` is the pool's ``Sigma`` with the same ridge."""
+    classes, inverse, counts = np.unique(colours, return_inverse=True, return_counts=True)
+    weights = counts / colours.size
+    means = np.zeros((classes.size, x.shape[1]))
+    np.add.at(means, inverse, x)
+    means /= counts[:, None]
+    resid = x - means[inverse]
+    S = resid.T @ resid / colours.size
+    S[np.diag_indices_from(S)] += ridge
+    return classes, weights, means, counts, S
+
+
+def mixture_loss(weights, means, S, targets, *, M, lam: float, p: int) -> tuple[np.ndarray, float]:
+    """Replica test loss of the same ridge on the class-conditional moments (docs/proteins.md,
+    "The class-conditional moments"): :mod:`replica_mlm.theory.solvers.mixture_ridge` with the
+    targets ``t_c`` (C, K), at ``alpha = M / d`` and ridge ``lam p / d``; and its M -> infinity
+    limit (half the summed residual of the best linear predictor)."""
+    d = S.shape[0]
+    th = MixtureRidgeTheory(weights=weights, means=means, covariance=S, targets=targets)
+    points = mixture_ridge_curve(th, alpha=np.atleast_1d(M) / d, lam=lam * p / d)
+    return np.array([pt.test_loss for pt in points]), float(th.gaussian_equivalent()[2].sum() / 2)
 
 
 def site_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 5,
@@ -229,10 +279,14 @@ def site_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 5,
     y, yt = P[pool[:, local]] - mean[local], P[test[:, local]] - mean[local]
     d = x.shape[1]
     sigma = x.T @ x / x.shape[0]
-    sigma[np.diag_indices_from(sigma)] += RIDGE * np.trace(sigma) / d
+    ridge = RIDGE * np.trace(sigma) / d
+    sigma[np.diag_indices_from(sigma)] += ridge
     teacher = ridge_fit(x, y, lam, p)
     noise = np.mean((y - x @ teacher) ** 2, axis=0)
     theory = theory_loss(sigma, teacher, noise, M=sizes, lam=lam, p=p)
+    classes, weights, means, counts, S = class_moments(x, pool[:, local], ridge)
+    mixture, mixture_floor = mixture_loss(weights, means, S, P[classes] - mean[local], M=sizes, lam=lam,
+                                          p=p)
 
     losses = np.empty((sizes.size, subsamples))
     for k, m in enumerate(sizes):
@@ -245,4 +299,5 @@ def site_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 5,
                              theory=theory, teacher_floor=_square_loss(xt, yt, teacher),
                              noise_floor=float(noise.sum() / 2), n_pool=pool.shape[0],
                              n_test=n_test, entropy=entropy, sigma=sigma,
-                             teacher=teacher, noise=noise)
+                             teacher=teacher, noise=noise, mixture=mixture, mixture_floor=mixture_floor,
+                             classes=classes, smallest_class=int(counts.min()))
