@@ -29,7 +29,9 @@ def plot_site_learning_curves(curves: Sequence, *, path: str | os.PathLike | Non
     ----------
     curves : sequence of SiteLearningCurve
         From :func:`replica_mlm.proteins.learning_curve.site_learning_curve`; one colour per site.
-        The teacher's loss on the held-out rows is a dotted horizontal line.
+        The teacher's loss on the held-out rows is a dotted horizontal line; the prediction from the
+        class-conditional moments (``mixture``), when the curve has it, a thin line with crosses in
+        the site's grey and line style.
     path : path, optional
         Where to save (PNG and PDF).
     title : str, optional
@@ -50,11 +52,16 @@ def plot_site_learning_curves(curves: Sequence, *, path: str | os.PathLike | Non
             ax.errorbar(c.M, c.mean, yerr=c.stderr, fmt=MARKERS[i % len(MARKERS)], ms=3.5,
                         color=colour, mfc="white", capsize=2, lw=0.8)
             ax.axhline(c.teacher_floor, color=colour, ls=":", lw=0.8)
+        for i, c in enumerate(curves):  # after the sites: the legend lists them first
+            if getattr(c, "mixture", None) is not None:
+                ax.plot(c.M, c.mixture, color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)], lw=0.6,
+                        marker="+", ms=5, label="class-conditional moments" if i == 0 else None)
         ax.set_xscale("log")
         ax.set_xlabel(r"training sequences $M$")
         ax.set_ylabel(r"test loss $\frac{1}{2}|y - W^\top x|^2$")
         ax.set_xlim(0.8 * min(np.min(c.M) for c in curves), 1.25 * max(np.max(c.M) for c in curves))
-        return _finish(fig, ax, title=title, path=path, legend={"fontsize": 7})
+        return _finish(fig, ax, title=title, path=path,
+                       legend={"fontsize": 7, "loc": "lower left", "bbox_to_anchor": (0.0, 0.16)})
 
 
 @keywords
