@@ -44,6 +44,7 @@ from hypothesis.extra import numpy as hnp
 
 import replica_mlm as rm
 from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
+from replica_mlm.theory.solvers import mixture_ridge
 
 #: seconds one call may take
 BUDGET = 6.0
@@ -266,6 +267,10 @@ SYM = GP.couplings
 COV = SITE.covariance
 TEACHER = np.asarray(SITE.teacher)
 Jp, Up = PM.couplings, PM.colours
+MR = {"weights": np.array([0.5, 0.3, 0.2]), "covariance": np.diag([1.0, 0.5, 2.0, 1.5]),
+      "means": np.array([[0.3, -0.2, 0.1, 0.0], [-0.4, 0.5, 0.0, 0.2], [-0.15, -0.25, -0.25, -0.3]]),
+      "targets": np.array([1.0, -0.5, -1.75])}
+MR_THEORY = mixture_ridge.MixtureRidgeTheory(**MR)
 
 
 @dataclass
@@ -459,6 +464,13 @@ TARGETS = [
     _t("datasets.protein_family", lambda **k: rm.datasets.protein_family(**k),
        Param("name", "rhomboid", list(BAD_CHOICE), ["RHOMBOID"]),
        real("max_gap_fraction", 0.2, extra=(-0.1, 1.5), none_ok=True)),
+    _t("MixtureRidgeTheory", lambda **k: mixture_ridge.MixtureRidgeTheory(**{**MR, **k}),
+       array("covariance", MR["covariance"]), array("means", MR["means"]),
+       array("targets", MR["targets"], shapes=lambda s: 1 <= len(s) <= 2 and s[0] == 3 and math.prod(s) > 0)),
+    _t("mixture_ridge.solve_point", lambda **k: mixture_ridge.solve_point(MR_THEORY, **k),
+       real("alpha", 0.7, extra=POS), real("lam", 0.1, extra=POS)),
+    _t("mixture_ridge.mixture_ridge_curve", lambda **k: mixture_ridge.mixture_ridge_curve(MR_THEORY, **k),
+       grid("alpha", np.array([0.5, 1.5])), real("lam", 0.1, extra=POS)),
 ]
 
 
