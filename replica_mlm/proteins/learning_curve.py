@@ -24,6 +24,14 @@ needs the general K x K solver, 2K^2 + K = 820 unknowns with 2K-dimensional inte
 see docs/multiclass.md; even its square-loss route through that solver took 160 CPU-s at d = 180,
 against well under a second here.)
 
+Beside it, ``mixture`` predicts the same ridge from the class-conditional moments of the pool
+(docs/proteins.md, "The class-conditional moments beside the Gaussian reduction"): the site's
+colours present in the pool are the classes, with weights, means of the centred inputs, the pooled
+within-class covariance ``S`` plus the same ridge as ``Sigma``, and the colours' centred Helmert
+components as targets, through :mod:`replica_mlm.theory.solvers.mixture_ridge`. For the square loss
+it equals the Gaussian reduction of the same moments up to O(C/d) (docs/multiclass.md, "The square
+loss on the mixture").
+
 The held-out test rows are never used for ``Sigma``, the teacher or any training set: the teacher
 is fitted on the pool only, the clean variant of "the full-alignment fit as the teacher", so that
 its loss on the test rows (``teacher_floor``) is an honest M -> infinity floor on real residues.
