@@ -140,7 +140,7 @@ def test_bad_input_is_refused():
 
 @pytest.fixture(scope="module")
 def rhomboid_small():
-    """Rhomboid, 10 columns (site 4 and 9 others: d = 180), 300 sequences (as tests/test_proteins_curve.py)."""
+    """Rhomboid, 10 columns (site 4 and 9 others: d = 180), 300 sequences (as test_proteins_curve)."""
     pytest.importorskip("biotite")
     import replica_mlm as rm
     from replica_mlm.proteins import datasets
