@@ -212,8 +212,9 @@ def class_moments(x: np.ndarray, colours: np.ndarray, ridge: float):
 def mixture_loss(weights, means, S, targets, *, M, lam: float, p: int) -> tuple[np.ndarray, float]:
     """Replica test loss of the same ridge on the class-conditional moments (docs/proteins.md,
     "The class-conditional moments beside the Gaussian reduction"):
-    :mod:`replica_mlm.theory.solvers.mixture_ridge` with the targets ``t_c`` (C, K), at ``alpha = M / d`` and ridge ``lam p / d``; and its M -> infinity
-    limit (half the summed residual of the best linear predictor)."""
+    :mod:`replica_mlm.theory.solvers.mixture_ridge` with the targets ``t_c`` (C, K), at
+    ``alpha = M / d`` and ridge ``lam p / d``; and its M -> infinity limit (half the summed
+    residual of the best linear predictor)."""
     d = S.shape[0]
     th = MixtureRidgeTheory(weights=weights, means=means, covariance=S, targets=targets)
     points = mixture_ridge_curve(th, alpha=np.atleast_1d(M) / d, lam=lam * p / d)
