@@ -22,6 +22,7 @@ which handles it (and raises where a point does not converge).
 
 from __future__ import annotations
 
+import bisect
 import math
 import weakref
 
@@ -34,25 +35,32 @@ from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled, estimation
 EPS = root.EPS
 #: a node's cheap G decides its sign where ``|G| > SLACK (p + 8) eps`` times the size of G's terms
 SLACK = 4.0
+#: a tangent of G decides a node's sign where it clears TRUST times that rounding bound (:func:`_start`)
+TRUST = 64.0
 #: the sum of an array as np.sum takes it (the same pairwise summation), without its wrapper
 _total = np.add.reduce
-#: per spectrum: (omega_min, omega_max)
+#: per spectrum: (omega_min, omega_max, ascending, omega as a list or None)
 _EXTREMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _extremes(spec) -> tuple:
-    """``(omega.min(), omega.max(), ascending)`` of a (read-only) float64 spectrum, computed once,
-    as Python floats (an overflow in the regime tests is inf, without a warning); ``ascending``:
-    omega sorted from small to large, as ``eigh`` returns it."""
+    """``(omega.min(), omega.max(), ascending, modes)`` of a (read-only) float64 spectrum,
+    computed once, as Python floats (an overflow in the regime tests is inf, without a warning);
+    ``ascending``: omega sorted from small to large, as ``eigh`` returns it; ``modes``: then omega
+    as a list (where a kappa splits it: ``bisect``, a tenth of ``np.searchsorted``'s call), else None."""
     found = _EXTREMES.get(spec)
     if found is None:
         w = spec.omega
-        found = _EXTREMES[spec] = (float(w.min()), float(w.max()), bool(np.all(w[1:] >= w[:-1])))
+        ascending = bool(np.all(w[1:] >= w[:-1]))
+        found = _EXTREMES[spec] = (float(w.min()), float(w.max()), ascending,
+                                   w.tolist() if ascending else None)
     return found
 
 
 def _ratios(spec, k):
-    low, top, ascending = _extremes(spec)
+    low, top, ascending, modes = _extremes(spec)
+    if ascending and low < k <= top:
+        return ratios_at(k, spec.omega, low, top, ascending=True, split=bisect.bisect_left(modes, k))
     return ratios_at(k, spec.omega, low, top, ascending=ascending)
 
 
@@ -102,31 +110,79 @@ def _g_exact(spec, k, direct: bool, alpha: float, lam: float):
 
 
 def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
-    """The start of Newton's method: the last table node with G >= 0 (bisection), else ``lo``."""
+    """The start of Newton's method: the last table node with G >= 0 (bisection), else ``lo``.
+
+    The bisection visits the same nodes as :func:`.root._count_bisect` and sees the same sign at
+    each. A node's sign is decided, in this order, by (1) the tangents of G at the nodes evaluated
+    so far, (2) a cheap form of the needed sum, (3) the compiled sums (as the vectorised solver).
+    (1): G is convex and decreasing in kappa and concave and increasing in u = 1/kappa (b >= 0,
+    omega > 0), so at an evaluated node e, with ``D = lam/kappa_e + S_12(kappa_e)``
+    (``-kappa G'``), every kappa has ``G >= g_e - D (kappa/kappa_e - 1)`` (the tangent in kappa
+    lies below G) and ``G <= g_e + D (kappa_e/kappa - 1)`` (the tangent in u lies above G). Past
+    a margin ``TRUST`` times the size of their terms, far above the rounding of either form, these
+    bounds decide the sign of G as any evaluation would; after a node or two near the root the
+    rest of the bisection is decided without a sum.
+    """
     nodes = _table(lo, hi)
     w, b = spec.omega, spec.bulk
+    bw = root._mode_products(spec)[0]  # b w
     # the cheap and the compiled sums of positive terms differ by at most ~(p + log2 p + 10) eps
     # of the sum, G's two forms by a few eps more of its terms: SLACK (p + 8) eps is safe
     slack = SLACK * (w.size + 8) * EPS
-    left, right = 0, nodes.size
+    trust = TRUST * slack
+    const = 2.0 + alpha + abs(1.0 - alpha)  # bounds S_1, S_1c (<= sum b = 1) and the constants
     one_minus = 1.0 - alpha
-    buf = np.empty(w.shape)
+    tangents = []  # (kappa_e, g_e, D_e, size of the terms at e)
+    seen = {}  # kappa -> (G, size) of the cheap form
+    buf, tmp = np.empty(w.shape), np.empty(w.shape)
+
+    def cheap(k: float) -> tuple:
+        """G at k and the size of its terms from one division per mode and dot products; its
+        tangent is kept."""
+        near = lam / k
+        np.add(w, k, out=buf)
+        inv = np.divide(1.0, buf, out=buf)  # 1 / (omega + kappa)
+        s = float(np.dot(bw, inv))  # S_1
+        if direct:
+            g, size = near + s - alpha, near + s + alpha
+        else:
+            sc = k * float(np.dot(b, inv))  # S_1c
+            g, size = near - sc + one_minus, near + sc + abs(one_minus)
+        d = near + k * float(np.dot(np.multiply(bw, inv, out=tmp), inv))  # lam/kappa + S_12
+        if math.isfinite(g) and math.isfinite(d) and d > 0:
+            tangents.append((k, g, d, size + s + 1.0))
+        seen[k] = g, size
+        return g, size
+
+    def decided(k: float):
+        """G(k) >= 0 (True) or < 0 (False) if a tangent clears the margin, else None."""
+        for ke, ge, de, se in reversed(tangents):  # the last is usually the nearest to the root
+            r = k / ke
+            below, above = ge - de * (r - 1.0), ge + de * (1.0 / r - 1.0)  # G lies between
+            if below > 0.0 or above < 0.0:
+                margin = trust * (lam / k + const + se * (1.0 + abs(r - 1.0) + abs(1.0 / r - 1.0)))
+                if below > margin:
+                    return True
+                if above < -margin:
+                    return False
+        return None
+
+    left, right = 0, nodes.size
     while left < right:
         mid = (left + right) // 2
         k = float(nodes[mid])
-        near = lam / k
-        np.add(w, k, out=buf)
-        if direct:
-            s = float(np.dot(b, np.divide(w, buf, out=buf)))
-            g = near + s - alpha
-            size = near + s + alpha
-        else:
-            s = float(np.dot(b, np.divide(k, buf, out=buf)))
-            g = near - s + one_minus
-            size = near + s + abs(one_minus)
-        if not abs(g) > slack * size:  # too close to call (or not finite): as the vectorised solver
-            g = _g_exact(spec, nodes[mid], direct, alpha, lam)
-        if g >= 0:
+        up = decided(k)
+        if up is None and tangents:  # first a Newton step (it lands left of the root) for a tangent there
+            probe = max(lo, max(ke + ke * (ge / de) for ke, ge, de, _ in tangents))
+            if probe < hi and probe not in seen:
+                cheap(probe)
+                up = decided(k)
+        if up is None:
+            g, size = seen[k] if k in seen else cheap(k)
+            if not abs(g) > slack * size:  # too close to call (or not finite): as the vectorised solver
+                g = _g_exact(spec, nodes[mid], direct, alpha, lam)
+            up = g >= 0
+        if up:
             left = mid + 1
         else:
             right = mid
@@ -183,7 +239,7 @@ def solve_point(spec, alpha: float, lam: float) -> dict | None:
     """
     if not lam > 0:
         return None
-    low, top, _ = _extremes(spec)
+    low, top = _extremes(spec)[:2]
     if (lam + spec.mean_omega) >= NUMPY.large * top * alpha:
         return None  # omega_max / kappa below 2^-60: the first-order limit of solve_reduced
     if alpha > 1.0 and lam <= NUMPY.tiny * low * (alpha - 1.0):
@@ -201,16 +257,17 @@ def _solve(spec, alpha: float, lam: float, top) -> dict | None:
     if found is None:
         return None
     kappa, iterations, (k_last, x, y) = found
-    if np.log2(lam) - np.log2(kappa) < -900:
+    if lam < kappa * 2.0**-890 and np.log2(lam) - np.log2(kappa) < -900:  # (the first test: no numpy call)
         return None  # V_hat below 2^-900: the residual needs the rescaled solution
     w, b, c = spec.omega, spec.bulk, spec.teacher
     if kappa != k_last:
         x, y = _ratios(spec, kappa)
     totals = _total(np.array(sum_terms(SUM_NAMES)(w, b, c, x, y)), axis=1)  # row by row, as np.sum
-    sums = dict(zip(SUM_NAMES, totals.tolist(), strict=True))
+    totals = totals.tolist()
+    sums = dict(zip(SUM_NAMES, totals, strict=True))
     v_hat = lam / kappa
-    out = {name: f(alpha=alpha, noise=spec.noise, V_hat=v_hat, **sums)
-           for name, f in compiled().stable.items()}
+    noise = spec.noise  # the arguments of the closed forms: (alpha, noise, V_hat, *SUM_NAMES)
+    out = {name: f(alpha, noise, v_hat, *totals) for name, f in compiled().stable.items()}
     out["V"] = sums["S_1"] * kappa / lam
     out["kappa"] = kappa
     out["V_hat"] = out["m_hat"] = v_hat
@@ -222,7 +279,7 @@ def _solve(spec, alpha: float, lam: float, top) -> dict | None:
     out["residual"] = root.raw_residual(spec, alpha, lam, out, point=True)
     out["test_loss"] = out["eg"] / 2
     est = estimation_terms()(w, b, c, x, y, out["eg"], alpha)
-    out["estimation_error"] = _total(np.broadcast_to(est, w.shape))
+    out["estimation_error"] = _total(est if np.shape(est) == w.shape else np.broadcast_to(est, w.shape))
     if not (out["residual"] <= root.RESIDUAL_TOL and np.isfinite(out["estimation_error"])):
         return None
     return out

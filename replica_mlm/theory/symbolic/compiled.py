@@ -255,12 +255,13 @@ def _load_sum_terms(names: tuple[str, ...], backend: str) -> Callable:
 
 
 def ratios_at(kappa: float, omega: np.ndarray, low: float, top: float, *,
-              ascending: bool = False) -> tuple[np.ndarray, np.ndarray]:
+              ascending: bool = False, split: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ratios ``(x, y)`` of :func:`compiled_sums` at one float64 ``kappa`` over the modes
     ``omega`` whose smallest and largest values are ``low`` and ``top``: the same numbers as
     the summands of :func:`compiled_sums` use, without finding the extremes on every call.
     With ``ascending`` (``omega`` sorted from small to large) a kappa inside the spectrum splits
-    the modes in two slices instead of masking every mode."""
+    the modes in two slices instead of masking every mode; ``split``, if given, is where
+    (``np.searchsorted(omega, kappa)``, found by the caller, e.g. on a cached list)."""
     if kappa <= low:
         r = kappa / omega
         d = 1.0 + r
@@ -271,7 +272,8 @@ def ratios_at(kappa: float, omega: np.ndarray, low: float, top: float, *,
         return 1.0 / d, r / d
     if not ascending:
         return _ratios_numpy(kappa, omega)
-    j = int(np.searchsorted(omega, kappa, side="left"))  # kappa <= omega from j on
+    # kappa <= omega from j on
+    j = int(np.searchsorted(omega, kappa, side="left")) if split is None else split
     r = np.empty(omega.shape)
     np.divide(omega[:j], kappa, out=r[:j])
     np.divide(kappa, omega[j:], out=r[j:])
