@@ -30,7 +30,14 @@ import numpy as np
 
 from replica_mlm.theory.solvers import root
 from replica_mlm.theory.solvers.backend import NUMPY
-from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled, estimation_terms, ratios_at, sum_terms
+from replica_mlm.theory.symbolic.compiled import (
+    STABLE_SUMS,
+    SUM_NAMES,
+    compiled,
+    estimation_terms,
+    ratios_at,
+    sum_terms,
+)
 
 EPS = root.EPS
 #: a node's cheap G decides its sign where ``|G| > SLACK (p + 8) eps`` times the size of G's terms
@@ -57,29 +64,36 @@ def _extremes(spec) -> tuple:
     return found
 
 
-def _ratios(spec, k):
-    low, top, ascending, modes = _extremes(spec)
+def _ratios(spec, k, extremes=None):
+    """:func:`.compiled.ratios_at` at ``k`` (``extremes``: :func:`_extremes` of ``spec``, if at hand)."""
+    low, top, ascending, modes = _extremes(spec) if extremes is None else extremes
     if ascending and low < k <= top:
         return ratios_at(k, spec.omega, low, top, ascending=True, split=bisect.bisect_left(modes, k))
     return ratios_at(k, spec.omega, low, top, ascending=ascending)
 
 
+def _max(a: float, b: float) -> float:
+    """``np.maximum`` of two Python floats (NaN if either is), without a numpy call."""
+    return a if (a >= b or a != a) else b
+
+
 def _bounds(spec, alpha: float, lam: float, top) -> tuple:
-    """:func:`.root._bounds` at one point (lam > 0), in the same operations."""
+    """:func:`.root._bounds` at one point (lam > 0), in the same operations (on Python floats:
+    sqrt is correctly rounded in both; hypot is numpy's)."""
     inv_mean = spec.moment("bulk", -1)
     delta = 1.0 - alpha
-    disc = np.hypot(delta, 2.0 * np.sqrt(inv_mean * lam))
+    disc = float(np.hypot(delta, 2.0 * math.sqrt(inv_mean * lam)))
     kq = (delta + disc) / (2.0 * inv_mean) if delta > 0 else 0.0
     if not (delta > 0) and disc > delta:
         kq = 2.0 * lam / (disc - delta)
     t = lam + spec.mean_omega - alpha * top
-    disc = np.hypot(t, 2.0 * np.sqrt(alpha * lam * top))
+    disc = float(np.hypot(t, 2.0 * math.sqrt(alpha * lam * top)))
     kb = (t + disc) / (2.0 * alpha) if t > 0 else 0.0
     if not (t > 0) and disc > t:
         kb = 2.0 * lam * top / (disc - t)
-    if not np.isfinite(kb):
+    if not math.isfinite(kb):
         kb = 0.0
-    lo = np.maximum(np.maximum(lam / alpha, kq), kb)
+    lo = _max(_max(lam / alpha, kq), kb)
     hi = (lam + spec.mean_omega) / alpha
     return lo, hi
 
@@ -142,15 +156,15 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
         near = lam / k
         np.add(w, k, out=buf)
         inv = np.divide(1.0, buf, out=buf)  # 1 / (omega + kappa)
-        s = float(np.dot(bw, inv))  # S_1
         if direct:
+            s = float(np.dot(bw, inv))  # S_1
             g, size = near + s - alpha, near + s + alpha
         else:
-            sc = k * float(np.dot(b, inv))  # S_1c
-            g, size = near - sc + one_minus, near + sc + abs(one_minus)
+            s = k * float(np.dot(b, inv))  # S_1c
+            g, size = near - s + one_minus, near + s + abs(one_minus)
         d = near + k * float(np.dot(np.multiply(bw, inv, out=tmp), inv))  # lam/kappa + S_12
-        if math.isfinite(g) and math.isfinite(d) and d > 0:
-            tangents.append((k, g, d, size + s + 1.0))
+        if math.isfinite(g) and math.isfinite(d) and d > 0:  # (D <= lam/kappa + S_1 <= size + 1)
+            tangents.append((k, g, d, size + 2.0))
         seen[k] = g, size
         return g, size
 
@@ -201,18 +215,19 @@ def _newton(spec, alpha: float, lam: float, top):
     w, b, c = spec.omega, spec.bulk, spec.teacher
     delta, step_tol, g_tol = 1.0 - alpha, float(NUMPY.step_tol), float(NUMPY.g_tol)
     k = float(k)  # Python floats: the same IEEE operations as numpy's, without its scalar overhead
+    ext = _extremes(spec)
     for it in range(1, NUMPY.max_iter + 1):
-        x, y = _ratios(spec, k)
+        x, y = _ratios(spec, k, ext)
         t1, t1c, t12 = terms(w, b, c, x, y)
         if direct:
             s1 = float(_total(t1))
-            g = newton_direct(kappa=k, S_1=s1, alpha=alpha, lam=lam)
+            g = newton_direct(k, s1, alpha, lam)  # (kappa, S_1, alpha, lam)
             size = s1 + alpha
         else:
             s1c = float(_total(t1c))
-            g = newton(kappa=k, S_1c=s1c, delta=delta, lam=lam)
+            g = newton(k, s1c, delta, lam)  # (kappa, S_1c, delta, lam)
             size = s1c + abs(delta)
-        s = k * (g / newton_scale(kappa=k, S_12=float(_total(t12)), lam=lam))
+        s = k * (g / newton_scale(k, float(_total(t12)), lam))  # (kappa, S_12, lam)
         new = k + s
         big = lam / k
         if math.isnan(g) or math.isnan(s):
@@ -262,12 +277,14 @@ def _solve(spec, alpha: float, lam: float, top) -> dict | None:
     w, b, c = spec.omega, spec.bulk, spec.teacher
     if kappa != k_last:
         x, y = _ratios(spec, kappa)
-    totals = _total(np.array(sum_terms(SUM_NAMES)(w, b, c, x, y)), axis=1)  # row by row, as np.sum
-    totals = totals.tolist()
-    sums = dict(zip(SUM_NAMES, totals, strict=True))
+    # only the sums the closed forms use (the same summands, row by row as np.sum); the others
+    # are NaN: a closed form that used one would be NaN, and the vectorised solver would answer
+    sums = dict.fromkeys(SUM_NAMES, math.nan)
+    sums.update(zip(STABLE_SUMS, _total(np.array(sum_terms(STABLE_SUMS)(w, b, c, x, y)), axis=1).tolist(),
+                    strict=True))
     v_hat = lam / kappa
-    noise = spec.noise  # the arguments of the closed forms: (alpha, noise, V_hat, *SUM_NAMES)
-    out = {name: f(alpha, noise, v_hat, *totals) for name, f in compiled().stable.items()}
+    noise, args = spec.noise, tuple(sums.values())  # the closed forms take (alpha, noise, V_hat, *SUM_NAMES)
+    out = {name: f(alpha, noise, v_hat, *args) for name, f in compiled().stable.items()}
     out["V"] = sums["S_1"] * kappa / lam
     out["kappa"] = kappa
     out["V_hat"] = out["m_hat"] = v_hat

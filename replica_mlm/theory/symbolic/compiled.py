@@ -23,9 +23,11 @@ from replica_mlm.theory.symbolic import compiled_cache
 
 #: the reduced spectral sums of ``potentials.SUMS``, by name (checked against it when derived)
 SUM_NAMES = ("S_1", "S_1c", "S_2", "S_2c", "Q_T", "M", "R", "P_rho", "S_12")
+#: the sums the closed forms of ``reduce().stable`` use (the others of SUM_NAMES enter none of them)
+STABLE_SUMS = ("S_1", "S_2", "Q_T", "M", "R", "S_12")
 #: the sets of sums the solvers evaluate together, compiled (and cached) with every backend
 SUM_SETS = (("S_1", "S_1c"), ("S_1", "S_1c", "S_12"), SUM_NAMES,
-            ("R", "S_1c", "S_2", "S_12", "kR_prime", "kS_2c_prime", "S_F"))
+            ("R", "S_1c", "S_2", "S_12", "kR_prime", "kS_2c_prime", "S_F"), STABLE_SUMS)
 #: Python names of the symbols of :mod:`.potentials` whose sympy names are not identifiers
 PY_NAMES = {r"\hat{V}": "V_hat", r"\hat{q}": "q_hat", r"\hat{m}": "m_hat", "lambda": "lam",
             "sigma^2": "noise", "S_1c'": "S_1c_prime", "R'": "R_prime", "S_2c'": "S_2c_prime",
