@@ -8,11 +8,14 @@ same floating-point operations, so that it returns **the same bits** as the vect
 (checked in ``tests/test_one_point.py``). What it saves is the bookkeeping of arrays of one
 point (masks, broadcasting, ``np.where`` over both branches), not a single sum.
 
-The one shortcut: the bisection only needs the *sign* of G at a node. It is first taken from a
-cheap form of the needed sum (one division per mode and one dot product); where ``|G|`` is not
-larger than a bound on the difference between the two forms (a few ``p eps`` of the size of G's
-terms) the node is evaluated exactly as :func:`.root._count_bisect` does, so the count of nodes
-with G >= 0, hence the start, is the same.
+The shortcuts: the bisection only needs the *sign* of G at a node. Most nodes take it from the
+tangents of G at the points already evaluated (G is convex in kappa and concave in 1/kappa, so
+the two tangents bound it from both sides; :func:`_start`), where they clear the rounding by far;
+the others from a cheap form of the needed sum (one division per mode and dot products); where
+``|G|`` is not larger than a bound on the difference between the two forms (a few ``p eps`` of
+the size of G's terms) the node is evaluated exactly as :func:`.root._count_bisect` does, so the
+count of nodes with G >= 0, hence the start, is the same (``tests/test_one_point_start.py``).
+The closed forms get only the sums they use (:data:`.compiled.STABLE_SUMS`: the same summands).
 
 Anything outside the covered case (lam = 0, the strong-ridge and least-squares limits, hats
 below 2^-900 that need rescaling for the residual, a non-finite number, a residual above
