@@ -206,19 +206,18 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
     return max(nodes[left - 1] if left > 0 else lo, lo)
 
 
-def _newton(spec, alpha: float, lam: float, top):
+def _newton(spec, alpha: float, lam: float, ext: tuple):
     """(kappa, iterations, (kappa of the last step, its ratios x, y)) as :func:`.root._newton`
-    for one point, or None if it fails."""
+    for one point, or None if it fails (``ext``: :func:`_extremes` of ``spec``)."""
     fns = compiled()
     direct = alpha < 0.5
-    lo, hi = _bounds(spec, alpha, lam, top)
+    lo, hi = _bounds(spec, alpha, lam, ext[1])
     k = _start(spec, lo, hi, direct, alpha, lam)
     terms = sum_terms(("S_1", "S_1c", "S_12"))
     newton, newton_direct, newton_scale = fns.newton, fns.newton_direct, fns.newton_scale
     w, b, c = spec.omega, spec.bulk, spec.teacher
     delta, step_tol, g_tol = 1.0 - alpha, float(NUMPY.step_tol), float(NUMPY.g_tol)
     k = float(k)  # Python floats: the same IEEE operations as numpy's, without its scalar overhead
-    ext = _extremes(spec)
     for it in range(1, NUMPY.max_iter + 1):
         x, y = _ratios(spec, k, ext)
         t1, t1c, t12 = terms(w, b, c, x, y)
@@ -257,21 +256,23 @@ def solve_point(spec, alpha: float, lam: float) -> dict | None:
     """
     if not lam > 0:
         return None
-    low, top = _extremes(spec)[:2]
+    ext = _extremes(spec)
+    low, top = ext[:2]
     if (lam + spec.mean_omega) >= NUMPY.large * top * alpha:
         return None  # omega_max / kappa below 2^-60: the first-order limit of solve_reduced
     if alpha > 1.0 and lam <= NUMPY.tiny * low * (alpha - 1.0):
         return None  # least squares is exact
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         try:
-            return _solve(spec, alpha, lam, top)
+            return _solve(spec, alpha, lam, ext)
         except ZeroDivisionError:  # a Python float divided by 0: left to the vectorised solver
             return None
 
 
-def _solve(spec, alpha: float, lam: float, top) -> dict | None:
-    """:func:`solve_point` past its regime checks, under one numpy error state."""
-    found = _newton(spec, alpha, lam, top)
+def _solve(spec, alpha: float, lam: float, ext: tuple) -> dict | None:
+    """:func:`solve_point` past its regime checks, under one numpy error state (``ext``:
+    :func:`_extremes` of ``spec``)."""
+    found = _newton(spec, alpha, lam, ext)
     if found is None:
         return None
     kappa, iterations, (k_last, x, y) = found
@@ -279,7 +280,7 @@ def _solve(spec, alpha: float, lam: float, top) -> dict | None:
         return None  # V_hat below 2^-900: the residual needs the rescaled solution
     w, b, c = spec.omega, spec.bulk, spec.teacher
     if kappa != k_last:
-        x, y = _ratios(spec, kappa)
+        x, y = _ratios(spec, kappa, ext)
     # only the sums the closed forms use (the same summands, row by row as np.sum); the others
     # are NaN: a closed form that used one would be NaN, and the vectorised solver would answer
     sums = dict.fromkeys(SUM_NAMES, math.nan)
@@ -293,13 +294,16 @@ def _solve(spec, alpha: float, lam: float, top) -> dict | None:
     out["V_hat"] = out["m_hat"] = v_hat
     out["iterations"] = iterations
     out["regime"] = root.NEWTON
-    if not (v_hat != 0.0 and all(math.isfinite(out[k]) for k in ("eg", "train_loss", "m", "q", "V",
-                                                                 "q_hat", "V_hat", "kappa"))):
+    finite = math.isfinite
+    if not (v_hat != 0.0 and finite(out["eg"]) and finite(out["train_loss"]) and finite(out["m"])
+            and finite(out["q"]) and finite(out["V"]) and finite(out["q_hat"]) and finite(v_hat)
+            and finite(kappa)):
         return None
     out["residual"] = root.raw_residual(spec, alpha, lam, out, point=True)
     out["test_loss"] = out["eg"] / 2
     est = estimation_terms()(w, b, c, x, y, out["eg"], alpha)
-    out["estimation_error"] = _total(est if np.shape(est) == w.shape else np.broadcast_to(est, w.shape))
-    if not (out["residual"] <= root.RESIDUAL_TOL and np.isfinite(out["estimation_error"])):
+    out["estimation_error"] = _total(est if getattr(est, "shape", None) == w.shape
+                                     else np.broadcast_to(est, w.shape))
+    if not (out["residual"] <= root.RESIDUAL_TOL and finite(out["estimation_error"])):
         return None
     return out
