@@ -184,10 +184,11 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
                     return False
         return None
 
-    left, right = 0, nodes.size
+    values = nodes.tolist()
+    left, right = 0, len(values)
     while left < right:
         mid = (left + right) // 2
-        k = float(nodes[mid])
+        k = values[mid]
         up = decided(k)
         if up is None and tangents:  # first a Newton step (it lands left of the root) for a tangent there
             probe = max(lo, max(ke + ke * (ge / de) for ke, ge, de, _ in tangents))
