@@ -278,13 +278,15 @@ def ratios_at(kappa: float, omega: np.ndarray, low: float, top: float, *,
     j = int(np.searchsorted(omega, kappa, side="left")) if split is None else split
     r = np.empty(omega.shape)
     np.divide(omega[:j], kappa, out=r[:j])
-    np.divide(kappa, omega[j:], out=r[j:])
+    tail = r[j:]  # a view: where kappa <= omega
+    np.divide(kappa, omega[j:], out=tail)
     d = 1.0 + r
     x = 1.0 / d  # kappa > omega: x = 1 / d, y = r / d; kappa <= omega: x = r / d, y = 1 / d
     y = np.divide(r, d, out=r)
-    tail = x[j:].copy()
-    x[j:] = y[j:]
-    y[j:] = tail
+    x_tail = x[j:]
+    swap = x_tail.copy()
+    x_tail[...] = tail
+    tail[...] = swap
     return x, y
 
 
