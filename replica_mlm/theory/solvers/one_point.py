@@ -136,9 +136,10 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
     omega > 0), so at an evaluated node e, with ``D = lam/kappa_e + S_12(kappa_e)``
     (``-kappa G'``), every kappa has ``G >= g_e - D (kappa/kappa_e - 1)`` (the tangent in kappa
     lies below G) and ``G <= g_e + D (kappa_e/kappa - 1)`` (the tangent in u lies above G). Past
-    a margin ``TRUST`` times the size of their terms, far above the rounding of either form, these
-    bounds decide the sign of G as any evaluation would; after a node or two near the root the
-    rest of the bisection is decided without a sum.
+    a margin of ``TRUST`` times the rounding bound ``SLACK (p + 8) eps`` of the size of their terms
+    (and of G's at the node), these bounds decide the sign of G as any evaluation would; after a
+    node or two near the root (one of them a Newton step, which lands left of it) the rest of the
+    bisection is decided without a sum.
     """
     nodes = _table(lo, hi)
     w, b = spec.omega, spec.bulk
