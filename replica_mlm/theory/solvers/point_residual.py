@@ -34,8 +34,11 @@ def raw_residual_point(spec, alpha: float, lam: float, x: dict, products: tuple)
     bw, cw2, cw3, bw2 = products
     g = 1.0 / (lam + x["V_hat"] * spec.omega)
     mg = x["m_hat"] * g
-    total_q = _total(cw3 * mg**2 + bw2 * (share * g) * (eg / one_plus_v) * g)
+    rows = np.empty((3, g.size))  # the summands of V, m and q, summed row by row in one call
+    np.multiply(bw, g, out=rows[0])
+    np.multiply(cw2, mg, out=rows[1])
+    np.add(cw3 * mg**2, bw2 * (share * g) * (eg / one_plus_v) * g, out=rows[2])
+    total_v, total_m, total_q = _total(rows, axis=1).tolist()
     return max(_rel(x["V_hat"], share), _rel(x["m_hat"], share),
                _rel(x["q_hat"], share * (eg / one_plus_v), share * (eg_scale / one_plus_v)),
-               _rel(x["V"], float(_total(bw * g))), _rel(x["m"], float(_total(cw2 * mg))),
-               _rel(x["q"], float(total_q)))
+               _rel(x["V"], total_v), _rel(x["m"], total_m), _rel(x["q"], total_q))

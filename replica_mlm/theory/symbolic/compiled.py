@@ -23,9 +23,11 @@ from replica_mlm.theory.symbolic import compiled_cache
 
 #: the reduced spectral sums of ``potentials.SUMS``, by name (checked against it when derived)
 SUM_NAMES = ("S_1", "S_1c", "S_2", "S_2c", "Q_T", "M", "R", "P_rho", "S_12")
+#: the sums the closed forms of ``reduce().stable`` use (the others of SUM_NAMES enter none of them)
+STABLE_SUMS = ("S_1", "S_2", "Q_T", "M", "R", "S_12")
 #: the sets of sums the solvers evaluate together, compiled (and cached) with every backend
 SUM_SETS = (("S_1", "S_1c"), ("S_1", "S_1c", "S_12"), SUM_NAMES,
-            ("R", "S_1c", "S_2", "S_12", "kR_prime", "kS_2c_prime", "S_F"))
+            ("R", "S_1c", "S_2", "S_12", "kR_prime", "kS_2c_prime", "S_F"), STABLE_SUMS)
 #: Python names of the symbols of :mod:`.potentials` whose sympy names are not identifiers
 PY_NAMES = {r"\hat{V}": "V_hat", r"\hat{q}": "q_hat", r"\hat{m}": "m_hat", "lambda": "lam",
             "sigma^2": "noise", "S_1c'": "S_1c_prime", "R'": "R_prime", "S_2c'": "S_2c_prime",
@@ -255,12 +257,13 @@ def _load_sum_terms(names: tuple[str, ...], backend: str) -> Callable:
 
 
 def ratios_at(kappa: float, omega: np.ndarray, low: float, top: float, *,
-              ascending: bool = False) -> tuple[np.ndarray, np.ndarray]:
+              ascending: bool = False, split: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ratios ``(x, y)`` of :func:`compiled_sums` at one float64 ``kappa`` over the modes
     ``omega`` whose smallest and largest values are ``low`` and ``top``: the same numbers as
     the summands of :func:`compiled_sums` use, without finding the extremes on every call.
     With ``ascending`` (``omega`` sorted from small to large) a kappa inside the spectrum splits
-    the modes in two slices instead of masking every mode."""
+    the modes in two slices instead of masking every mode; ``split``, if given, is where
+    (``np.searchsorted(omega, kappa)``, found by the caller, e.g. on a cached list)."""
     if kappa <= low:
         r = kappa / omega
         d = 1.0 + r
@@ -271,16 +274,19 @@ def ratios_at(kappa: float, omega: np.ndarray, low: float, top: float, *,
         return 1.0 / d, r / d
     if not ascending:
         return _ratios_numpy(kappa, omega)
-    j = int(np.searchsorted(omega, kappa, side="left"))  # kappa <= omega from j on
+    # kappa <= omega from j on
+    j = int(np.searchsorted(omega, kappa, side="left")) if split is None else split
     r = np.empty(omega.shape)
     np.divide(omega[:j], kappa, out=r[:j])
-    np.divide(kappa, omega[j:], out=r[j:])
+    tail = r[j:]  # a view: where kappa <= omega
+    np.divide(kappa, omega[j:], out=tail)
     d = 1.0 + r
     x = 1.0 / d  # kappa > omega: x = 1 / d, y = r / d; kappa <= omega: x = r / d, y = 1 / d
     y = np.divide(r, d, out=r)
-    tail = x[j:].copy()
-    x[j:] = y[j:]
-    y[j:] = tail
+    x_tail = x[j:]
+    swap = x_tail.copy()
+    x_tail[...] = tail
+    tail[...] = swap
     return x, y
 
 
