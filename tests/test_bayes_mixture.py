@@ -141,3 +141,49 @@ def test_refuses_what_it_cannot_do(small_site):
     with pytest.raises(ValueError, match=r"task\.mixture"):
         rm.bayes_optimal(rm.GaussianPotts.random(L=20, shift=3.0, seed=0).masked_site(0), alpha=1.0,
                          theory="mixture")
+
+
+def _report() -> None:  # pragma: no cover - the numbers of docs/bayes_optimal.md
+    site = rm.PottsModel.random_ising(L=201, beta=0.6, seed=3).masked_site(0, rng=0, samples=2000)
+    rng = np.random.default_rng(7)
+    print("simulation, p = 200, 16 seeds x 3000 test draws: theory, simulation +- SE, z")
+    for alpha in (0.5, 1.0, 2.0, 4.0):
+        bo = rm.bayes_optimal(site, alpha=alpha, theory="mixture")
+        sims = _simulate(site, alpha, seeds=16, n_test=3000, rng=rng)
+        mean, se = sims.mean(axis=0), sims.std(axis=0, ddof=1) / np.sqrt(len(sims))
+        print(f"alpha {alpha}: " + " | ".join(
+            f"{name} {t:.4f} {m:.4f} +- {s:.4f} z {(m - t) / s:+.2f}" for name, t, m, s in
+            zip(("eg", "test_loss", "est"), (bo.eg, bo.test_loss, bo.estimation_error), mean, se,
+                strict=True)))
+    grid, lams = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0), (0.01, 0.1, 1.0)
+    for beta in (0.3, 0.5, 0.8, 1.2):
+        typical, tau = _prior_typical(beta)
+        theory = MixtureTheory(typical.mixture)
+        site = rm.PottsModel.random_ising(L=13, beta=beta, seed=0).masked_site(0, rng=0)
+        for name, task in (("prior-typical teacher", typical), ("the site's own teacher", site)):
+            gaps = []
+            for alpha in grid:
+                bo = (bayes_mixture.mixture_point(theory, alpha, tau) if task is typical else
+                      rm.bayes_optimal(site, alpha=alpha, theory="mixture").as_dict())
+                for lam in (*lams, 1.0 / tau, 10.0):
+                    sp = rm.solve(task, alpha=alpha, lam=lam, loss="logistic", theory="mixture")
+                    gaps.append((sp.eg - bo["eg"], sp.test_loss - bo["test_loss"], alpha, lam))
+            worst_eg, worst_tl = min(gaps), min(gaps, key=lambda g: g[1])
+            print(f"beta {beta}, {name}: smallest ERM - BO eg {worst_eg[0]:+.2e} (alpha {worst_eg[2]}, "
+                  f"lam {worst_eg[3]:.3g}), test loss {worst_tl[1]:+.2e} (alpha {worst_tl[2]}, "
+                  f"lam {worst_tl[3]:.3g})")
+        far = rm.bayes_optimal(site, alpha=1e7, theory="mixture")
+        mix = site.mixture
+        theta = np.linalg.solve(mix.covariance, mix.means[0] - mix.means[1])
+        print(f"  alpha = 1e7: eg {far.eg:.7f}, Phi(-sqrt(theta S theta)/2) "
+              f"{ndtr(-np.sqrt(theta @ mix.covariance @ theta) / 2):.7f}")
+        for alpha in (0.5, 2.0, 8.0):
+            m = rm.bayes_optimal(site, alpha=alpha, theory="mixture")
+            g = rm.bayes_optimal(site, alpha=alpha)
+            print(f"  alpha {alpha}: mixture eg {m.eg:.4f} test_loss {m.test_loss:.4f} "
+                  f"est {m.estimation_error:.4f} | gaussian eg {g.eg:.4f} test_loss {g.test_loss:.4f} "
+                  f"est {g.estimation_error:.4f}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _report()
