@@ -191,9 +191,9 @@ def plot(rows, path) -> None:
         ax.minorticks_off()
         ax.set_xlabel("L (sequence length; p = L - 1 inputs)")
         ax.set_title({"eg": "classification error", "test_loss": "test cross-entropy (nats)",
-                      "estimation_error": "estimation error |w - w*|^2"}[m])
-    axes[0].set_ylabel("|theory - simulation| (mean over alpha)")
-    handles = [Line2D([], [], color=c, lw=2, label=f"beta = {b}")
+                      "estimation_error": r"estimation error $|\hat w - w^*|^2$"}[m])
+    axes[0].set_ylabel(r"|theory $-$ simulation| (mean over $\alpha$)")
+    handles = [Line2D([], [], color=c, lw=2, label=rf"$\beta$ = {b}")
                for b, c in zip(betas, colours, strict=False)]
     handles += [Line2D([], [], color="k", ls="-", marker="o", label="Gaussian equivalence"),
                 Line2D([], [], color="k", ls="--", marker="s", label="Gaussian mixture"),
@@ -204,7 +204,8 @@ def plot(rows, path) -> None:
     alphas = sorted({r["alpha"] for r in rows})
     lams = sorted({r["lam"] for r in rows})
     fig.suptitle("Ising (SK) site 0: gap of each theory to pseudo-likelihood fits on Boltzmann samples, "
-                 f"lam = {', '.join(f'{x:g}' for x in lams)}, alpha = {', '.join(f'{x:g}' for x in alphas)}",
+                 rf"$\lambda$ = {', '.join(f'{x:g}' for x in lams)}, "
+                 rf"$\alpha$ = {', '.join(f'{x:g}' for x in alphas)}",
                  fontsize=10)
     fig.savefig(path, dpi=120)
 
