@@ -183,6 +183,13 @@ def _report() -> None:  # pragma: no cover - the numbers of docs/bayes_optimal.m
             print(f"  alpha {alpha}: mixture eg {m.eg:.4f} test_loss {m.test_loss:.4f} "
                   f"est {m.estimation_error:.4f} | gaussian eg {g.eg:.4f} test_loss {g.test_loss:.4f} "
                   f"est {g.estimation_error:.4f}")
+    for L in (41, 81):  # weak coupling at larger L (mixtures from 20000 sampled sequences)
+        site = rm.PottsModel.random_ising(L=L, beta=0.3, seed=0).masked_site(0, rng=0, samples=20000)
+        for alpha in (0.5, 2.0, 8.0):
+            m = rm.bayes_optimal(site, alpha=alpha, theory="mixture")
+            g = rm.bayes_optimal(site, alpha=alpha)
+            print(f"beta 0.3, L {L}, alpha {alpha}: mixture - gaussian eg {m.eg - g.eg:+.4f}, "
+                  f"test_loss {m.test_loss - g.test_loss:+.4f}")
 
 
 if __name__ == "__main__":  # pragma: no cover
