@@ -70,9 +70,9 @@ class BayesOptimal:
         ``channel`` is ``"mixture"`` for ``theory="mixture"``, whose fields read differently
         (docs/bayes_optimal.md, section "On the Gaussian mixture"): ``m = w_hat . mu`` and
         ``q = w_hat^T S w_hat`` (as ``rm.solve(theory="mixture")``), ``V`` the posterior variance of
-        the logit, ``q_hat = alpha / 4``,
-        ``rho = mu^T S^{-1} mu``, ``estimation_error`` on the task's actual teacher, ``residual`` that of
-        the predictive log-loss's quadrature (the rest is closed form), ``iterations`` its evaluations.
+        the logit, ``q_hat = alpha / 4``, ``rho = mu^T S^{-1} mu``, ``estimation_error`` on the
+        task's actual teacher, ``residual`` that of the predictive log-loss's quadrature (the rest is
+        closed form), ``iterations`` its evaluations.
     """
 
     alpha: float
@@ -219,12 +219,15 @@ def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, 
     """
     alpha = _checks.positive(alpha, "alpha")
     _checks.at_most(alpha, 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
+    mixture = _checks.choice(theory, THEORIES, "theory") == "mixture"
+    if mixture:
+        mix, tau, order = _mixture_setup(task, prior, channel, beta, order)
+    else:
+        spec, tau, chan, order = _setup(task, prior, channel, beta, order)
     if init is not None and not isinstance(init, BayesOptimal):
         raise TypeError(f"init must be a BayesOptimal, got {type(init).__name__}")
-    if _checks.choice(theory, THEORIES, "theory") == "mixture":
-        mix, tau, order = _mixture_setup(task, prior, channel, beta, order)
+    if mixture:
         return _mixture_point(mix, tau, prior, order, alpha)
-    spec, tau, chan, order = _setup(task, prior, channel, beta, order)
     return _point(spec, tau, prior, chan, order, alpha, None if init is None else _pack(init))
 
 
