@@ -148,44 +148,71 @@ def _gap(rows, m, name, L) -> float:
     return float(np.mean([abs(r[f"{m}_{name}"] - r[f"{m}_sim"]) for r in rows if r["L"] == L]))
 
 
+def _gap_se(rows, m, L) -> float:
+    """Standard error of :func:`_gap` from the simulations' (the mean of independent points)."""
+    se = [r[f"{m}_se"] for r in rows if r["L"] == L]
+    return float(np.sqrt(np.sum(np.square(se))) / len(se))
+
+
 def plot(rows, path) -> None:
     """|theory - simulation| against L (log-log), one panel per measure, one colour per beta, solid
-    gaussian, dashed mixture, averaged over the alpha points; error bars one simulation SE (the lower
-    one clipped at 90 % of the gap); open markers: gaps below 2 SE (not resolved)."""
+    lines and circles gaussian, dashed lines and squares mixture, averaged over the alpha points;
+    error bars one standard error of that mean from the simulations' (the lower one clipped at 90 %
+    of the gap); open markers: gaps below 2 SE (not resolved). The points of each (beta, theory) are
+    shifted a little along L so that their error bars do not hide each other."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     betas = sorted({r["beta"] for r in rows})
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), constrained_layout=True)
+    sizes = sorted({r["L"] for r in rows})
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), constrained_layout=True)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = {"gaussian": ("-", "o"), "mixture": ("--", "s")}
     for ax, m in zip(axes, MEASURES, strict=True):
-        for b, colour in zip(betas, colours, strict=False):
+        for j, (b, colour) in enumerate(zip(betas, colours, strict=False)):
             sel = [r for r in rows if r["beta"] == b]
             Ls = sorted({r["L"] for r in sel})
-            for name, style in (("gaussian", "-o"), ("mixture", "--s")):
+            for k, (name, (line, marker)) in enumerate(styles.items()):
                 gap = np.array([_gap(sel, m, name, L) for L in Ls])
-                se = np.array([np.sqrt(np.mean([r[f"{m}_se"] ** 2 for r in sel if r["L"] == L])) for L in Ls])
-                ax.errorbar(Ls, gap, yerr=[np.minimum(se, 0.9 * gap), se], fmt=style, color=colour, ms=4,
-                            capsize=2, label=f"beta = {b}, {name}")
+                se = np.array([_gap_se(sel, m, L) for L in Ls])
+                x = np.array(Ls) * np.exp(0.035 * (2 * j + k - len(betas) + 0.5))
+                ax.errorbar(x, gap, yerr=[np.minimum(se, 0.9 * gap), se], ls=line, color=colour, lw=1.2,
+                            capsize=2, elinewidth=0.8)
                 weak = gap < 2 * se  # not resolved: open markers
-                ax.plot(np.array(Ls)[weak], gap[weak], style[-1], color="white", ms=2.5, ls="none")
+                ax.plot(x[~weak], gap[~weak], marker, color=colour, ms=5, ls="none")
+                ax.plot(x[weak], gap[weak], marker, color=colour, mfc="white", ms=5, ls="none")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xticks(sorted({r["L"] for r in rows}))
-        ax.set_xticklabels([str(L) for L in sorted({r["L"] for r in rows})])
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([str(L) for L in sizes])
         ax.minorticks_off()
-        ax.set_xlabel("L")
-        ax.set_title({"eg": "classification error", "test_loss": "test cross-entropy",
-                      "estimation_error": "estimation error"}[m])
-    axes[0].set_ylabel("|theory - simulation| (mean over alpha)")
-    axes[-1].legend(fontsize=7, ncol=1, loc="center left", bbox_to_anchor=(1.02, 0.5))
+        ax.set_xlabel("L (sequence length; p = L - 1 inputs)")
+        ax.set_title({"eg": "classification error", "test_loss": "test cross-entropy (nats)",
+                      "estimation_error": r"estimation error $|\hat w - w^*|^2$"}[m])
+    axes[0].set_ylabel(r"|theory $-$ simulation| (mean over $\alpha$)")
+    handles = [Line2D([], [], color=c, lw=2, label=rf"$\beta$ = {b}")
+               for b, c in zip(betas, colours, strict=False)]
+    handles += [Line2D([], [], color="k", ls="-", marker="o", label="Gaussian equivalence"),
+                Line2D([], [], color="k", ls="--", marker="s", label="Gaussian mixture"),
+                Line2D([], [], color="k", ls="none", marker="o", mfc="white",
+                       label="open: gap < 2 SE (not resolved)"),
+                Line2D([], [], color="k", ls="none", marker="|", ms=10, label="bars: 1 SE of the mean gap")]
+    axes[-1].legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    alphas = sorted({r["alpha"] for r in rows})
+    lams = sorted({r["lam"] for r in rows})
+    fig.suptitle("Ising (SK) site 0: gap of each theory to pseudo-likelihood fits on Boltzmann samples, "
+                 rf"$\lambda$ = {', '.join(f'{x:g}' for x in lams)}, "
+                 rf"$\alpha$ = {', '.join(f'{x:g}' for x in alphas)}",
+                 fontsize=10)
     fig.savefig(path, dpi=120)
 
 
 def rates(rows) -> str:
-    """Least-squares slope of log|gap| against log L per (beta, measure, theory), over the sizes."""
+    """Least-squares slope of log|gap| against log L per (beta, measure, theory), over the sizes, and
+    which gaps are resolved (at least 2 SE)."""
     out = []
     for b in sorted({r["beta"] for r in rows}):
         sel = [r for r in rows if r["beta"] == b]
@@ -195,8 +222,10 @@ def rates(rows) -> str:
         for m in MEASURES:
             for name in ("gaussian", "mixture"):
                 gap = [_gap(sel, m, name, L) for L in Ls]
+                resolved = [g >= 2 * _gap_se(sel, m, L) for g, L in zip(gap, Ls, strict=True)]
                 slope = np.polyfit(np.log(Ls), np.log(gap), 1)[0]
-                out.append(f"beta={b} {m} {name}: gap {' '.join(f'{g:.4f}' for g in gap)} at L={Ls}, "
+                out.append(f"beta={b} {m} {name}: gap {' '.join(f'{g:.4f}' for g in gap)} at L={Ls} "
+                           f"(resolved, >= 2 SE: {''.join('y' if r else 'n' for r in resolved)}), "
                            f"slope {slope:+.2f}")
     return "\n".join(out)
 

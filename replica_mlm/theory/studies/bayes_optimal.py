@@ -12,6 +12,10 @@ with warm starts. The prior is isotropic, ``w* ~ N(0, (tau / p) I)``:
     The Sherrington-Kirkpatrick ensemble of an Ising site, ``w* = 2 beta J`` with couplings of
     variance ``1 / L``: ``tau = 4 beta^2 p / L`` with ``L = p + 1`` (``4 beta^2`` for a task
     without a finite ``p``). Needs ``beta``.
+
+``theory="mixture"`` (an Ising site's Gaussian mixture, ``task.mixture``) takes the same prior and
+computes the posterior in closed form (:mod:`.bayes_mixture`; docs/bayes_optimal.md, section "On the
+Gaussian mixture").
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import bayes_sides, channels, energetic
+from replica_mlm.theory.solve import THEORIES
 from replica_mlm.theory.solvers import nishimori
+from replica_mlm.theory.studies import bayes_mixture
 
 PRIORS = ("gaussian", "sk")
 #: per-point fields of a BayesOptimal stored as arrays in a BayesOptimalCurve
@@ -61,6 +67,12 @@ class BayesOptimal:
     rho, noise, tau : float
         The prior's signal ``E w*^T Sigma w*``, the label noise and ``E |w*|^2`` of the prior.
     prior, channel : str
+        ``channel`` is ``"mixture"`` for ``theory="mixture"``, whose fields read differently
+        (docs/bayes_optimal.md, section "On the Gaussian mixture"): ``m = w_hat . mu`` and
+        ``q = w_hat^T S w_hat`` (as ``rm.solve(theory="mixture")``), ``V`` the posterior variance of
+        the logit, ``q_hat = alpha / 4``, ``rho = mu^T S^{-1} mu``, ``estimation_error`` on the
+        task's actual teacher, ``residual`` that of the predictive log-loss's quadrature (the rest is
+        closed form), ``iterations`` its evaluations.
     """
 
     alpha: float
@@ -169,7 +181,7 @@ def _setup(task, prior, channel, beta, order):
 
 @keywords
 def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, beta: float | None = None,
-                  order: int = energetic.ORDER, init=None) -> BayesOptimal:
+                  order: int = energetic.ORDER, init=None, theory: str = "gaussian") -> BayesOptimal:
     """The Bayes-optimal error of ``task`` at one alpha (docs/bayes_optimal.md).
 
     Parameters
@@ -187,7 +199,11 @@ def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, 
     order : int
         Gauss-Legendre nodes per panel of the channel-side quadrature.
     init : BayesOptimal, optional
-        A warm start.
+        A warm start (not needed by ``theory="mixture"``, a closed form).
+    theory : {"gaussian", "mixture"}
+        ``"gaussian"``: the state evolution with Gaussian inputs of the task's covariance.
+        ``"mixture"``: the exact Gaussian posterior of the task's two-cluster mixture (Ising sites;
+        ``channel`` must be left unset); a multi-class site is a ValueError.
 
     Returns
     -------
@@ -203,10 +219,40 @@ def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, 
     """
     alpha = _checks.positive(alpha, "alpha")
     _checks.at_most(alpha, 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
-    spec, tau, chan, order = _setup(task, prior, channel, beta, order)
+    mixture = _checks.choice(theory, THEORIES, "theory") == "mixture"
+    if mixture:
+        mix, tau, order = _mixture_setup(task, prior, channel, beta, order)
+    else:
+        spec, tau, chan, order = _setup(task, prior, channel, beta, order)
     if init is not None and not isinstance(init, BayesOptimal):
         raise TypeError(f"init must be a BayesOptimal, got {type(init).__name__}")
+    if mixture:
+        return _mixture_point(mix, tau, prior, order, alpha)
     return _point(spec, tau, prior, chan, order, alpha, None if init is None else _pack(init))
+
+
+def _mixture_setup(task, prior, channel, beta, order):
+    mix = bayes_mixture.mixture_theory(task)
+    if channel is not None:
+        raise ValueError(f"theory='mixture' has its own channel (the logit of the mixture's two clusters); "
+                         f"leave channel unset, got channel={channel!r}")
+    _, tau = prior_spectrum(task, prior=prior, beta=beta)
+    order = _checks.positive_int(order, "order")
+    _checks.at_most(order, 256, "order", "Gauss-Legendre nodes per panel, 1 to 256")
+    return mix, tau, order
+
+
+def _mixture_point(mix, tau, prior, order, alpha) -> BayesOptimal:
+    out = bayes_mixture.mixture_point(mix, alpha, tau, order=order)
+    if not out["residual"] <= bayes_mixture.TOL:
+        raise ConvergenceError(f"theory='mixture' at alpha={alpha:g}: the predictive log-loss's quadrature "
+                               f"changes by {out['residual']:.3g} (relative) at {out['order']} nodes per "
+                               "panel")
+    return BayesOptimal(
+        alpha=float(alpha), eg=out["eg"], test_loss=out["test_loss"],
+        estimation_error=out["estimation_error"], m=out["m"], q=out["q"], V=out["V"], q_hat=out["q_hat"],
+        converged=True, residual=out["residual"],
+        iterations=out["evaluations"], rho=out["rho"], noise=0.0, tau=tau, prior=prior, channel="mixture")
 
 
 def _pack(point) -> np.ndarray:
@@ -230,12 +276,19 @@ def _point(spec, tau, prior, chan, order, alpha, start) -> BayesOptimal:
 
 @keywords
 def bayes_optimal_curve(task, *, alpha, prior: str = "gaussian", channel=None, beta: float | None = None,
-                        order: int = energetic.ORDER) -> BayesOptimalCurve:
+                        order: int = energetic.ORDER, theory: str = "gaussian") -> BayesOptimalCurve:
     """:func:`bayes_optimal` at every alpha of a grid (in the order given), each point
     warm-started from the previous ones (extrapolated linearly in ``log(q / V)`` from the last two);
-    a point that fails from the warm start is retried from the cold start."""
+    a point that fails from the warm start is retried from the cold start. ``theory="mixture"``:
+    the closed form of :mod:`.bayes_mixture` at every alpha (no start needed)."""
     alphas = _checks.grid(alpha, "alpha")
     _checks.at_most(float(alphas.max()), 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
+    if _checks.choice(theory, THEORIES, "theory") == "mixture":
+        mix, tau, order = _mixture_setup(task, prior, channel, beta, order)
+        points = [_mixture_point(mix, tau, prior, order, float(a)) for a in alphas]
+        cols = {c: np.array([getattr(p, c) for p in points]) for c in COLUMNS}
+        return BayesOptimalCurve(**cols, rho=points[0].rho, noise=0.0, tau=tau, prior=prior,
+                                 channel="mixture")
     spec, tau, chan, order = _setup(task, prior, channel, beta, order)
     points: list[BayesOptimal] = []
     for a in alphas:
