@@ -1,9 +1,9 @@
 """The L-BFGS driver of :func:`replica_mlm.fit_potts` and what its convergence proves.
 
-:func:`lbfgs` runs scipy's L-BFGS-B on ``y = x / scale`` (a diagonal preconditioner; the plm
-problem supplies one, :mod:`replica_mlm.proteins.plm_fit`) and stops on the gradient in the
-*original* variables ``x``, so that ``tol`` keeps its meaning (a frequency mismatch, see
-:class:`replica_mlm.proteins.potts_fit.PottsFit`) whatever the scaling.
+:func:`lbfgs` runs L-BFGS (:mod:`replica_mlm.proteins.quasi_newton`) on ``y = x / scale`` (a
+diagonal preconditioner; the plm problem supplies one, :mod:`replica_mlm.proteins.plm_fit`) and
+stops on the gradient in the *original* variables ``x``, so that ``tol`` keeps its meaning (a
+frequency mismatch, see :class:`replica_mlm.proteins.potts_fit.PottsFit`) whatever the scaling.
 
 :func:`plm_certificate` turns a plmDCA gradient into a bound on the distance to the optimum: the
 penalised objective ``F(h, W)`` (W off the diagonal blocks) is strongly convex with modulus ``mu =
@@ -22,69 +22,68 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
+from replica_mlm.proteins import quasi_newton
 from replica_mlm.proteins.plm_objective import PseudoLikelihood
 
 __all__ = ["lbfgs", "plm_certificate"]
 
-#: L-BFGS-B history length (memory: about ``2 MAXCOR`` copies of the parameter vector)
+#: L-BFGS history length (memory: about ``2 MAXCOR`` copies of the parameter vector)
 MAXCOR = 10
+#: iterations without a new smallest gradient after which :func:`lbfgs` gives up (``"other"``)
+STALL = 25
 
 
 class _Stop(Exception):
     """Raised by :func:`lbfgs`'s callback to stop (``reason``: "gradient" or "objective")."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, y, f, g, nit: int) -> None:
         super().__init__(reason)
-        self.reason = reason
+        self.reason, self.y, self.f, self.g, self.nit = reason, y, f, g, nit
 
 
 def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None = None,
           window: int = 10, scale: np.ndarray | None = None) -> optimize.OptimizeResult:
-    """scipy's L-BFGS-B on ``fun(x) -> (F, grad)`` with the stopping rules of :func:`fit_potts`.
+    """L-BFGS (:func:`replica_mlm.proteins.quasi_newton.minimize`) on ``fun(x) -> (F, grad)``.
 
     Minimises over ``y = x / scale`` (``scale`` None: ones). Stops at ``max|grad_x| <= tol``
     (``stop="gradient"``), after ``max_iter`` iterations (``"max_iter"``), or, if ``ftol`` is
     given, when ``F`` fell by less than ``ftol * max(|F|, 1)`` over the last ``window`` iterations
-    (``"objective"``; a plateau, not a convergence test); ``"other"`` is scipy's own stop (a line
-    search that found no decrease, usually rounding noise in ``F``). Returns ``x``, ``fun``,
-    ``jac`` (in ``x``), ``nit`` and ``stop`` of the last accepted iterate.
+    (``"objective"``; a plateau, not a convergence test); ``"other"`` is a line search that found
+    no acceptable step, or :data:`STALL` iterations without a new smallest ``max|grad_x|`` (the
+    rounding of ``F`` and ``grad`` in single precision: the caller then finishes in double).
+    Returns ``x``, ``fun``, ``jac`` (in ``x``), ``nit`` and ``stop`` of the last accepted iterate.
     """
     s = np.ones(x0.size) if scale is None else np.asarray(scale, dtype=float)
-    last: dict = {}
-    accepted: dict = {}
     history: list[float] = []
+    best = {"g": np.inf, "at": 0}
 
     def fg(y):
         f, g = fun(s * y)
-        last.update(y=y.copy(), f=f, g=g)
         return f, s * g
 
-    def callback(yk):
-        if not np.array_equal(yk, last["y"]):
-            fg(yk)
-        accepted.update(x=s * last["y"], f=last["f"], g=last["g"])
-        history.append(last["f"])
-        if float(np.max(np.abs(last["g"]))) <= tol:
-            raise _Stop("gradient")
+    def callback(y, f, gy):
+        history.append(f)
+        gmax = float(np.max(np.abs(gy / s)))
+        if gmax <= tol:
+            raise _Stop("gradient", y, f, gy, len(history))
+        if gmax < best["g"]:
+            best.update(g=gmax, at=len(history))
+        elif len(history) - best["at"] >= STALL:
+            raise _Stop("other", y, f, gy, len(history))
         if ftol is not None and len(history) > window:
             drop = history[-window - 1] - history[-1]
             if drop < ftol * max(abs(history[-1]), 1.0):
-                raise _Stop("objective")
+                raise _Stop("objective", y, f, gy, len(history))
 
     f0, g0 = fun(x0)
     if float(np.max(np.abs(g0))) <= tol:
         return optimize.OptimizeResult(x=x0.copy(), fun=f0, jac=g0, nit=0, stop="gradient")
     try:
-        res = optimize.minimize(fg, x0 / s, jac=True, method="L-BFGS-B", callback=callback,
-                                options={"maxiter": max_iter, "gtol": 0.0, "ftol": 1e-15,
-                                         "maxcor": MAXCOR, "maxfun": 2 * max_iter + 20})
-    except _Stop as stop:
-        return optimize.OptimizeResult(x=accepted["x"], fun=accepted["f"], jac=accepted["g"],
-                                       nit=len(history), stop=stop.reason)
-    f, g = fun(s * res.x)
-    stop = "max_iter" if res.nit >= max_iter else "other"
-    return optimize.OptimizeResult(x=s * res.x, fun=f, jac=g, nit=int(res.nit), stop=stop,
-                                   message=res.message)
+        y, f, gy, nit, stop = quasi_newton.minimize(fg, x0 / s, max_iter=max_iter, memory=MAXCOR,
+                                                    callback=callback)
+    except _Stop as halt:
+        y, f, gy, nit, stop = halt.y, halt.f, halt.g, halt.nit, halt.reason
+    return optimize.OptimizeResult(x=s * y, fun=f, jac=gy / s, nit=int(nit), stop=stop)
 
 
 def plm_certificate(data: PseudoLikelihood, h: np.ndarray, W: np.ndarray, lambda_h: float,
