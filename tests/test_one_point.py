@@ -66,21 +66,28 @@ def test_one_point_is_the_vectorised_solver_to_the_bit(name):
     assert used == len(_points(0))
 
 
-def test_eg_agrees_with_an_independent_brent_root():
-    """eg and kappa from the scalar path against the closed form of benchmarks/bench_overhead.py:
-    kappa by scipy's brentq on lam/kappa + S_1(kappa) = alpha, then eg = (R + sigma^2) /
-    (1 - S_2 / alpha). Both are exact to rounding amplified by the condition number
-    1 / (1 - S_2 / alpha) of the peak (9e3 at alpha = 1, lam = 1e-9): within 32 eps of it."""
-    spec = SPECTRA["site"]
+def brent_closed_form(spec, alpha: float, lam: float) -> tuple[float, float, float]:
+    """(eg, kappa, condition number) of the closed form of benchmarks/bench_overhead.py: kappa by
+    scipy's brentq on lam/kappa + S_1(kappa) = alpha, then eg = (R + sigma^2) / (1 - S_2 / alpha),
+    whose condition number is 1 / (1 - S_2 / alpha)."""
     w, b, c = spec.omega, spec.bulk, spec.teacher
+
+    def g(k):
+        return lam / k + np.dot(b, w / (w + k)) - alpha
+    k = brentq(g, lam / alpha, (lam + np.dot(b, w)) / alpha, xtol=1e-300, rtol=8.9e-16)
+    y = w / (w + k)
+    cond = 1.0 / (1.0 - np.dot(b, y * y) / alpha)
+    return (k * k * np.dot(c, w / (w + k) ** 2) + spec.noise) * cond, k, cond
+
+
+def test_eg_agrees_with_an_independent_brent_root():
+    """eg and kappa from the scalar path against :func:`brent_closed_form`. Both are exact to
+    rounding amplified by the condition number of the peak (9e3 at alpha = 1, lam = 1e-9): within
+    32 eps of it."""
+    spec = SPECTRA["site"]
     eps = np.finfo(float).eps
     for alpha, lam in _points(11, 30):
-        def g(k, alpha=alpha, lam=lam):
-            return lam / k + np.dot(b, w / (w + k)) - alpha
-        k = brentq(g, lam / alpha, (lam + np.dot(b, w)) / alpha, xtol=1e-300, rtol=8.9e-16)
-        y = w / (w + k)
-        cond = 1.0 / (1.0 - np.dot(b, y * y) / alpha)
-        eg = (k * k * np.dot(c, w / (w + k) ** 2) + spec.noise) * cond
+        eg, k, cond = brent_closed_form(spec, alpha, lam)
         got = one_point.solve_point(spec, alpha, lam)
         assert abs(got["eg"] / eg - 1) <= 32 * eps * cond, (alpha, lam, got["eg"], eg, cond)
         assert abs(got["kappa"] / k - 1) <= 32 * eps * cond, (alpha, lam, got["kappa"], k, cond)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy.optimize import brentq
+from test_one_point import brent_closed_form
 
 import replica_mlm as rm
 from replica_mlm.theory.solvers import one_point, root
@@ -153,19 +153,12 @@ def test_the_closed_forms_take_only_the_stable_sums():
 
 @pytest.mark.parametrize("name", ["limit 3", "ill-conditioned", "lanczos"])
 def test_eg_agrees_with_a_brent_root_on_every_spectrum(name):
-    """rm.solve against the closed form of benchmarks/bench_overhead.py (scipy's brentq on
-    lam/kappa + S_1(kappa) = alpha, then eg = (R + sigma^2) / (1 - S_2 / alpha)): within 32 eps
-    times the condition number 1 / (1 - S_2 / alpha) of eg, as tests/test_one_point.py on the site."""
+    """rm.solve against the closed form of benchmarks/bench_overhead.py (test_one_point's
+    brent_closed_form): within 32 eps times the condition number of eg."""
     spec = SPECTRA[name]
-    w, b, c = spec.omega, spec.bulk, spec.teacher
     eps = np.finfo(float).eps
     for alpha, lam in _points(17, 25):
-        def g(k, alpha=alpha, lam=lam):
-            return lam / k + np.dot(b, w / (w + k)) - alpha
-        k = brentq(g, lam / alpha, (lam + np.dot(b, w)) / alpha, xtol=1e-300, rtol=8.9e-16)
-        y = w / (w + k)
-        cond = 1.0 / (1.0 - np.dot(b, y * y) / alpha)
-        eg = (k * k * np.dot(c, w / (w + k) ** 2) + spec.noise) * cond
+        eg, k, cond = brent_closed_form(spec, alpha, lam)
         sp = rm.solve(spec, alpha=alpha, lam=lam)
         assert sp.converged and sp.residual <= root.RESIDUAL_TOL
         assert abs(sp.eg / eg - 1) <= 32 * eps * cond, (alpha, lam, sp.eg, eg, cond)
