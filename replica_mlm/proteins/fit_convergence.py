@@ -29,7 +29,7 @@ __all__ = ["lbfgs", "plm_certificate"]
 
 #: L-BFGS history length (memory: about ``2 MAXCOR`` copies of the parameter vector)
 MAXCOR = 10
-#: iterations without a new smallest gradient after which :func:`lbfgs` gives up (``"other"``)
+#: iterations without a new smallest gradient nor a fall of F after which :func:`lbfgs` gives up
 STALL = 25
 
 
@@ -49,8 +49,10 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
     (``stop="gradient"``), after ``max_iter`` iterations (``"max_iter"``), or, if ``ftol`` is
     given, when ``F`` fell by less than ``ftol * max(|F|, 1)`` over the last ``window`` iterations
     (``"objective"``; a plateau, not a convergence test); ``"other"`` is a line search that found
-    no acceptable step, or :data:`STALL` iterations without a new smallest ``max|grad_x|`` (the
-    rounding of ``F`` and ``grad`` in single precision: the caller then finishes in double).
+    no acceptable step, or :data:`STALL` iterations without a new smallest ``max|grad_x|`` over
+    which ``F`` fell by less than its rounding allowance ``quasi_newton.EPS_F |F|`` (the rounding
+    of ``F`` and ``grad`` in single precision: the caller then finishes in double; a non-convex
+    fit whose gradient wanders while ``F`` still falls goes on).
     Returns ``x``, ``fun``, ``jac`` (in ``x``), ``nit`` and ``stop`` of the last accepted iterate.
     """
     s = np.ones(x0.size) if scale is None else np.asarray(scale, dtype=float)
@@ -68,7 +70,8 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
             raise _Stop("gradient", y, f, gy, len(history))
         if gmax < best["g"]:
             best.update(g=gmax, at=len(history))
-        elif len(history) - best["at"] >= STALL:
+        elif (len(history) - best["at"] >= STALL
+              and history[-STALL - 1] - f <= quasi_newton.EPS_F * abs(f)):
             raise _Stop("other", y, f, gy, len(history))
         if ftol is not None and len(history) > window:
             drop = history[-window - 1] - history[-1]
