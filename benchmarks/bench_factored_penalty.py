@@ -9,11 +9,11 @@ For one family (``rm.datasets.protein_family``, columns with <= 20 % gaps):
    (seed 0, or ``--start plm``: from a plm fit of the training part only); one line per lambda_J:
    weighted held-out MLM loss, iterations, max|grad|, F, and the penalty of the fit beside plm's
    on the same raw couplings (``penalty_values``: factored, lambda_J |W|_*, (lambda_J/2) |W|_F^2);
-3. one factored fit on all sequences per ``--heads`` at the chosen lambda_J (random start seed 0,
+3. ``--checkpoints 150,300,600``: one H = ``--select-heads`` run on all sequences at the chosen
+   lambda_J, the contacts read at those iterations of a single L-BFGS run (float32 products);
+4. one factored fit on all sequences per ``--heads`` at the chosen lambda_J (random start seed 0,
    ``--max-iter`` iterations, ``precision="single"`` with the double finish): CPU seconds, ratio to
-   mean-field, top-L/5, L/2, L precision (C-beta < 8 A, j - i >= 6, Frobenius + APC);
-4. ``--checkpoints 150,300,600``: one more H = ``--select-heads`` run on all sequences at the
-   chosen lambda_J, the contacts read at those iterations of a single L-BFGS run (float32 products).
+   mean-field, top-L/5, L/2, L precision (C-beta < 8 A, j - i >= 6, Frobenius + APC).
 
 The contacts are printed, never used for the choice.
 
@@ -68,9 +68,11 @@ def checkpoints(msa, structure, heads: int, lam: float, stops: list[int]) -> Non
             print(f"  it={it[0]:4d} cpu={time.process_time() - t0:7.1f} F={f:.6f} |g|={np.max(np.abs(g)):.1e}"
                   f"  P@L/5,L/2,L {_prec(J, structure)}", flush=True)
 
-    optimize.minimize(prob.loss_grad, x0, jac=True, method="L-BFGS-B", callback=cb,
-                      options={"maxiter": max(stops), "gtol": 0.0, "ftol": 1e-15, "maxcor": 10,
-                               "maxfun": 2 * max(stops) + 20})
+    res = optimize.minimize(prob.loss_grad, x0, jac=True, method="L-BFGS-B", callback=cb,
+                            options={"maxiter": max(stops), "gtol": 0.0, "ftol": 1e-15, "maxcor": 10,
+                                     "maxfun": 2 * max(stops) + 20})
+    if it[0] < max(stops):
+        print(f"  stopped at it={it[0]}: {res.message}", flush=True)
 
 
 def main() -> None:
@@ -112,6 +114,10 @@ def main() -> None:
         print(f"chosen lambda_J = {lam:g} (bracketed: {sel.bracketed})", flush=True)
     else:
         lam = args.lambda_J
+    if args.checkpoints:
+        print(f"checkpoints H={args.select_heads} lambda_J={lam:g}, all sequences, random start seed 0",
+              flush=True)
+        checkpoints(msa, structure, args.select_heads, lam, [int(v) for v in args.checkpoints.split(",")])
     for h in [int(v) for v in args.heads.split(",") if v.strip()]:
         fit = rm.fit_potts(msa, method="factored", heads=h, lambda_J=lam, max_iter=args.max_iter,
                            precision="single")
@@ -119,10 +125,6 @@ def main() -> None:
               f"{fit.cpu_seconds / mf_cpu:6.1f}  P@L/5,L/2,L {_prec(fit.couplings, structure)}  "
               f"it={fit.iterations} conv={fit.converged} |g|={fit.gradient_norm:.1e} "
               f"F={fit.objective:.5f}  {_pen(fit)}", flush=True)
-    if args.checkpoints:
-        print(f"checkpoints H={args.select_heads} lambda_J={lam:g}, all sequences, random start seed 0",
-              flush=True)
-        checkpoints(msa, structure, args.select_heads, lam, [int(v) for v in args.checkpoints.split(",")])
 
 
 if __name__ == "__main__":
