@@ -174,7 +174,10 @@ def fit_potts(
         Identity threshold of the sequence weights ``msa.weights(identity=reweight)``; None for
         uniform weights. Default 0.8.
     lambda_h, lambda_J : float >= 0
-        Penalties on the fields and the couplings (module docstring); default 0.01 each.
+        Penalties on the fields and the couplings (module docstring); default 0.01 each. The
+        factored penalty is a nuclear-type norm, not plm's square: the same ``lambda_J`` is a far
+        weaker penalty there (docs/proteins.md, "Choosing the penalty"); choose it on held-out
+        pseudo-likelihood with :func:`replica_mlm.proteins.penalty_selection.select_penalty`.
     max_iter : int
         L-BFGS iterations at most (default 500).
     tol : float
