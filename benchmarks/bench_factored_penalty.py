@@ -27,11 +27,12 @@ import time
 import warnings
 
 import numpy as np
-from scipy import optimize
 
 import replica_mlm as rm
+from replica_mlm.proteins import quasi_newton
 from replica_mlm.proteins.contacts import coupling_scores
 from replica_mlm.proteins.factored_fit import FactoredProblem
+from replica_mlm.proteins.fit_convergence import MAXCOR
 from replica_mlm.proteins.mean_field import mean_field_couplings
 from replica_mlm.proteins.penalty_selection import penalty_values, select_penalty
 from replica_mlm.proteins.plm_objective import PseudoLikelihood
@@ -52,7 +53,8 @@ def _pen(fit) -> str:
 
 
 def checkpoints(msa, structure, heads: int, lam: float, stops: list[int]) -> None:
-    """Contacts at several iterations of one factored L-BFGS run (fit_potts' settings, float32)."""
+    """Contacts at several iterations of one factored L-BFGS run (fit_potts' driver and settings,
+    float32 products, no double finish)."""
     data = PseudoLikelihood(msa.sequences, msa.weights(identity=0.8), msa.q)
     prob = FactoredProblem(data, heads, 0.01, lam, dtype=np.float32)
     x0 = prob.init(np.random.default_rng(0), 0.01)
@@ -68,11 +70,10 @@ def checkpoints(msa, structure, heads: int, lam: float, stops: list[int]) -> Non
             print(f"  it={it[0]:4d} cpu={time.process_time() - t0:7.1f} F={f:.6f} |g|={np.max(np.abs(g)):.1e}"
                   f"  P@L/5,L/2,L {_prec(J, structure)}", flush=True)
 
-    res = optimize.minimize(prob.loss_grad, x0, jac=True, method="L-BFGS-B", callback=cb,
-                            options={"maxiter": max(stops), "gtol": 0.0, "ftol": 1e-15, "maxcor": 10,
-                                     "maxfun": 2 * max(stops) + 20})
-    if it[0] < max(stops):
-        print(f"  stopped at it={it[0]}: {res.message}", flush=True)
+    _, _, _, nit, stop = quasi_newton.minimize(prob.loss_grad, x0, max_iter=max(stops),
+                                               memory=MAXCOR, callback=lambda x, f, g: cb(x))
+    if nit < max(stops):
+        print(f"  stopped at it={nit}: {stop} (no acceptable step)", flush=True)
 
 
 def main() -> None:
