@@ -16,7 +16,7 @@ of sequences ``B_eff = sum_mu w_mu``. Two parametrisations of the couplings:
 * ``method="factored"``: ``W_ij(a, b) = sum_h A^h_ij V^h_ab`` with ``H`` heads
   (:mod:`replica_mlm.proteins.factored_fit`), penalty ``(lambda_J / 2) sum_h (|A^h|^2 + |V^h|^2)``.
 
-Both are minimised by scipy's L-BFGS-B with the analytic gradient of
+Both are minimised by L-BFGS (:mod:`replica_mlm.proteins.quasi_newton`) with the analytic gradient of
 :mod:`replica_mlm.proteins.plm_objective` (all sites at once; for ``"plm"`` in the data's span,
 :mod:`replica_mlm.proteins.plm_fit`, cheaper when there are fewer sequences than ``L q``, and
 preconditioned), driven by :func:`replica_mlm.proteins.fit_convergence.lbfgs` (docs/proteins.md,
@@ -82,7 +82,8 @@ class PottsFit:
         ``F`` at the returned point.
     stop : str
         Why L-BFGS stopped: ``"gradient"`` (``tol`` met), ``"objective"`` (the ``ftol`` plateau
-        rule), ``"max_iter"`` or ``"other"`` (line search failure; scipy's message).
+        rule), ``"max_iter"`` or ``"other"`` (no acceptable step, or no progress in ``F`` nor the gradient:
+        the rounding of a single-precision run, see ``precision``).
     iterations_double : int
         Of :attr:`iterations`, those of the double-precision finish of a ``precision="single"``
         fit (0 if none was needed).
@@ -195,11 +196,13 @@ def fit_potts(
         Standard deviation of the factored initialisation (default 0.01).
     precision : {"double", "single"}
         Precision of the large matrix products with the data (``"single"``: float32, about 2.5
-        times faster on one core; the softmax, the objective's sums and L-BFGS stay in float64).
-        A single-precision run that stops before ``tol`` (float32 rounding in ``F`` ends the line
-        searches near max|grad| ~ 1e-4) is finished in double precision with the iterations left
-        (:attr:`PottsFit.iterations_double`); the reported gradient is always computed in double.
-        Default ``"double"`` (exact to rounding; the gradient tests use it).
+        times faster on one core; the softmax, the objective's sums and the iterates stay in
+        float64; L-BFGS keeps its history pairs in float32 in either precision). A
+        single-precision run that stops before ``tol`` (float32 rounding ends its progress, below
+        max|grad| ~ 1e-5 on the three families of docs/proteins.md) is finished in double
+        precision with the iterations left (:attr:`PottsFit.iterations_double`); the reported
+        gradient is always computed in double. Default ``"double"`` (exact to rounding; the
+        gradient tests use it).
     init : PottsFit or ndarray (L, L, q, q), optional
         Factored model only: start from the best rank-``heads`` factorisation of these couplings
         (:meth:`FactoredProblem.from_couplings`; e.g. a plm fit's, then the factored fit's own
