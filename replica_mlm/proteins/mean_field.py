@@ -22,14 +22,20 @@ def frequencies(msa: MSA, *, reweight: float | None = 0.8,
     """
     if not isinstance(msa, MSA):
         raise TypeError(f"msa must be an MSA, got {type(msa).__name__}")
+    w = np.ones(msa.N) if reweight is None else msa.weights(reweight)
+    return weighted_frequencies(msa.sequences, w, msa.q, pseudocount=pseudocount)
+
+
+def weighted_frequencies(s: np.ndarray, w: np.ndarray, q: int, *,
+                         pseudocount: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`frequencies` of sequences ``s`` (N, L) with weights ``w`` (N,), checked by the caller."""
     lam = _checks.as_scalar(pseudocount, "pseudocount")
     if not 0 <= lam < 1:
         raise ValueError(f"pseudocount must be in [0, 1), got {lam}")
-    w = np.ones(msa.N) if reweight is None else msa.weights(reweight)
-    L, q = msa.L, msa.q
+    N, L = s.shape
     _checks.allocation(8 * (L * q) ** 2, "the two-site frequencies (L q)^2")
-    X = np.zeros((msa.N, L * q))
-    X[np.arange(msa.N)[:, None], np.arange(L) * q + msa.sequences] = 1.0
+    X = np.zeros((N, L * q))
+    X[np.arange(N)[:, None], np.arange(L) * q + s] = 1.0
     w = w / w.sum()
     fi = (w @ X).reshape(L, q)
     fij = ((X * w[:, None]).T @ X).reshape(L, q, L, q).transpose(0, 2, 1, 3)
@@ -59,7 +65,12 @@ def mean_field_couplings(msa: MSA, *, reweight: float | None = 0.8,
         C_{ia, jb} = f_ij(a, b) - f_i(a) f_j(b); zero for the gap and on the diagonal i = j.
         Score pairs with :func:`replica_mlm.proteins.contacts.coupling_scores`.
     """
-    fi, fij = frequencies(msa, reweight=reweight, pseudocount=pseudocount)
+    return couplings_from_frequencies(*frequencies(msa, reweight=reweight, pseudocount=pseudocount))
+
+
+def couplings_from_frequencies(fi: np.ndarray, fij: np.ndarray) -> np.ndarray:
+    """Mean-field couplings ``-(C^-1)`` from the frequencies of :func:`weighted_frequencies`
+    (see :func:`mean_field_couplings`)."""
     L, q = fi.shape
     C = fij[:, :, 1:, 1:] - fi[:, None, 1:, None] * fi[None, :, None, 1:]
     C = C.transpose(0, 2, 1, 3).reshape(L * (q - 1), L * (q - 1))
