@@ -5,19 +5,21 @@ For one family (``rm.datasets.protein_family``, columns with <= 20 % gaps):
 1. mean-field DCA (80 % identity, pseudocount 0.5) is timed, for the CPU ratio;
 2. ``select_penalty`` (replica_mlm.proteins.penalty_selection): 15 % of the sequences held out
    (seed 0), factored attention with ``--select-heads`` heads fitted on the rest at each lambda_J
-   of ``--lambdas`` (``--refine``: plus the geometric midpoints around the best), random start
-   (seed 0, or ``--start plm``: from a plm fit of the training part only); one line per lambda_J:
-   weighted held-out MLM loss, iterations, max|grad|, F, and the penalty of the fit beside plm's
-   on the same raw couplings (``penalty_values``: factored, lambda_J |W|_*, (lambda_J/2) |W|_F^2);
+   of ``--lambdas`` (``--refine``: plus the geometric midpoints around the best), from ``--start``
+   (``mean-field``, the default, from the mean-field couplings of the training part;
+   ``random``, seed 0; ``plm``, from a plm fit of the training part only); one line per lambda_J:
+   weighted held-out MLM loss, iterations, max|grad|, F;
 3. ``--checkpoints 150,300,600``: one H = ``--select-heads`` run on all sequences at the chosen
    lambda_J, the contacts read at those iterations of a single L-BFGS run (float32 products);
-4. one factored fit on all sequences per ``--heads`` at the chosen lambda_J (random start seed 0,
-   ``--max-iter`` iterations, ``precision="single"`` with the double finish): CPU seconds, ratio to
-   mean-field, top-L/5, L/2, L precision (C-beta < 8 A, j - i >= 6, Frobenius + APC).
+4. one factored fit (``--attention`` linear or softmax) on all sequences per ``--heads`` at the
+   chosen lambda_J (``--start``, ``plm`` read as mean-field here; ``--max-iter`` iterations,
+   ``precision="single"`` with the double finish): CPU seconds (the mean-field start included),
+   ratio to mean-field, top-L/5, L/2, L precision (C-beta < 8 A, j - i >= 6, Frobenius + APC).
 
 The contacts are printed, never used for the choice.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_factored_penalty.py --family rhomboid --lambdas 0.01,0.1,1,10
+    OMP_NUM_THREADS=1 python benchmarks/bench_factored_penalty.py --family rhomboid \
+        --lambdas 0.001,0.003,0.01,0.03
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from replica_mlm.proteins.contacts import coupling_scores
 from replica_mlm.proteins.factored_fit import FactoredProblem
 from replica_mlm.proteins.fit_convergence import MAXCOR
 from replica_mlm.proteins.mean_field import mean_field_couplings
-from replica_mlm.proteins.penalty_selection import penalty_values, select_penalty
+from replica_mlm.proteins.penalty_selection import select_penalty
 from replica_mlm.proteins.plm_objective import PseudoLikelihood
 from replica_mlm.proteins.potts_fit import symmetric_zero_sum
 
@@ -46,18 +48,16 @@ def _prec(couplings, structure) -> str:
     return " ".join(f"{rm.contact_precision(scores, structure, top=t):.3f}" for t in TOPS)
 
 
-def _pen(fit) -> str:
-    p = penalty_values(fit)
-    return (f"pen factored {p['factored']:.4g} nuclear {p['nuclear']:.4g} plm-form {p['plm']:.4g} "
-            f"|W|_F {p['frobenius']:.4g} balance {p['balance']:.1e}")
-
-
-def checkpoints(msa, structure, heads: int, lam: float, stops: list[int]) -> None:
+def checkpoints(msa, structure, heads: int, lam: float, stops: list[int], start: str) -> None:
     """Contacts at several iterations of one factored L-BFGS run (fit_potts' driver and settings,
     float32 products, no double finish)."""
     data = PseudoLikelihood(msa.sequences, msa.weights(identity=0.8), msa.q)
     prob = FactoredProblem(data, heads, 0.01, lam, dtype=np.float32)
-    x0 = prob.init(np.random.default_rng(0), 0.01)
+    if start == "random":
+        x0 = prob.init(np.random.default_rng(0), 0.01)
+    else:
+        x0 = prob.from_couplings(mean_field_couplings(msa, reweight=0.8, pseudocount=0.5),
+                                 np.zeros((msa.L, msa.q)))
     it = [0]
     t0 = time.process_time()
 
@@ -79,13 +79,15 @@ def checkpoints(msa, structure, heads: int, lam: float, stops: list[int]) -> Non
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--family", default="rhomboid")
-    ap.add_argument("--lambdas", default="0.01,0.1,1,10")
+    ap.add_argument("--lambdas", default="0.001,0.003,0.01,0.03")
     ap.add_argument("--refine", action="store_true")
     ap.add_argument("--lambda-J", type=float, default=None, help="skip the selection, use this")
     ap.add_argument("--select-heads", type=int, default=32)
     ap.add_argument("--select-iter", type=int, default=150, help="iterations of the selection fits")
-    ap.add_argument("--start", default="random", choices=("random", "plm"))
+    ap.add_argument("--start", default="mean-field", choices=("mean-field", "random", "plm"))
     ap.add_argument("--heads", default="32", help="heads of the final fits on all sequences ('' none)")
+    ap.add_argument("--attention", default="linear", choices=("linear", "softmax"),
+                    help="attention of the selection and final fits (not of --checkpoints)")
     ap.add_argument("--max-iter", type=int, default=150)
     ap.add_argument("--checkpoints", default="", help="e.g. 150,300,600")
     args = ap.parse_args()
@@ -97,7 +99,7 @@ def main() -> None:
     mf = mean_field_couplings(msa, reweight=0.8, pseudocount=0.5)
     mf_cpu = time.process_time() - t0
     print(f"mean_field cpu {mf_cpu:.1f} s  P@L/5,L/2,L {_prec(mf, structure)}", flush=True)
-    opts = {"max_iter": args.select_iter, "precision": "single"}
+    opts = {"max_iter": args.select_iter, "precision": "single", "attention": args.attention}
     if args.lambda_J is None:
         lambdas = [float(v) for v in args.lambdas.split(",")]
         print(f"selection: H = {args.select_heads}, start {args.start}, {args.select_iter} iterations,"
@@ -106,7 +108,7 @@ def main() -> None:
         def report(lam, loss, fit):
             print(f"  lambda_J={lam:<8g} held-out {loss:.5f}  it={fit.iterations} conv={fit.converged} "
                   f"|g|={fit.gradient_norm:.1e} F={fit.objective:.5f} cpu={fit.cpu_seconds:.1f}  "
-                  f"{_pen(fit)}  [train-fit contacts, not used: {_prec(fit.couplings, structure)}]",
+                  f"[train-fit contacts, not used: {_prec(fit.couplings, structure)}]",
                   flush=True)
 
         sel = select_penalty(msa, "factored", lambdas, heads=args.select_heads, start=args.start,
@@ -118,14 +120,17 @@ def main() -> None:
     if args.checkpoints:
         print(f"checkpoints H={args.select_heads} lambda_J={lam:g}, all sequences, random start seed 0",
               flush=True)
-        checkpoints(msa, structure, args.select_heads, lam, [int(v) for v in args.checkpoints.split(",")])
+        checkpoints(msa, structure, args.select_heads, lam, [int(v) for v in args.checkpoints.split(",")],
+                    args.start)
     for h in [int(v) for v in args.heads.split(",") if v.strip()]:
+        init = "mean-field" if args.start == "plm" else args.start
         fit = rm.fit_potts(msa, method="factored", heads=h, lambda_J=lam, max_iter=args.max_iter,
-                           precision="single")
-        print(f"factored H={h:<4d} lambda_J={lam:g} cpu {fit.cpu_seconds:7.1f} s  x mf "
+                           precision="single", init=init, attention=args.attention)
+        print(f"factored {args.attention} H={h:<4d} start {init} lambda_J={lam:g} "
+              f"cpu {fit.cpu_seconds:7.1f} s  x mf "
               f"{fit.cpu_seconds / mf_cpu:6.1f}  P@L/5,L/2,L {_prec(fit.couplings, structure)}  "
               f"it={fit.iterations} conv={fit.converged} |g|={fit.gradient_norm:.1e} "
-              f"F={fit.objective:.5f}  {_pen(fit)}", flush=True)
+              f"F={fit.objective:.5f}", flush=True)
 
 
 if __name__ == "__main__":

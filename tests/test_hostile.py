@@ -428,6 +428,7 @@ TARGETS = [
     _t("fit_potts", lambda **k: rm.fit_potts(**k),
        Param("msa", MSA_STUB, [None, "abc", SEQS, 1.0, object(), [1, 2], b"x"], []),
        choice("method", "factored"), integer("heads", 2, extra=POSINT, none_ok=True),
+       choice("attention", "softmax"),
        real("reweight", 0.8, none_ok=True, extra=(*POS, 1.5)), real("lambda_h", 0.01, extra=NONNEG),
        real("lambda_J", 0.01, extra=NONNEG), integer("max_iter", 20, extra=POSINT, iterations=True),
        real("tol", 1e-5, extra=POS), seed("rng"), real("init_scale", 0.01, extra=POS),

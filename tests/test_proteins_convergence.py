@@ -114,5 +114,5 @@ def test_factored_start_is_the_best_rank_h_factorisation(piece):
     assert started.mlm_loss(msa, weights=w) < random.mlm_loss(msa, weights=w)
     with pytest.raises(ValueError, match="init"):
         rm.fit_potts(msa, method="plm", init=plm)
-    with pytest.raises(TypeError, match="init"):
+    with pytest.raises(ValueError, match="init"):
         rm.fit_potts(msa, method="factored", init="plm")

@@ -16,6 +16,7 @@ from replica_mlm.proteins.factored_fit import FactoredProblem
 from replica_mlm.proteins.plm_fit import PLMProblem
 from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
 from replica_mlm.proteins.potts_fit import symmetric_zero_sum
+from replica_mlm.proteins.softmax_factored import SoftmaxFactoredProblem
 
 
 class StandInMSA:
@@ -92,6 +93,55 @@ def test_factored_gradient_matches_finite_differences():
     data, _, _ = _data(gen)
     problem = FactoredProblem(data, heads=3, lambda_h=0.03, lambda_J=0.05)
     _finite_difference_check(problem, problem.init(gen, 0.5), gen)
+
+
+def test_softmax_factored_gradient_and_objective():
+    """Softmax attention: the gradient by finite differences, and F is the weighted pseudo-nll at the
+    symmetrised couplings plus plm's penalty on them; rows of A^h positive and summing to one."""
+    gen = np.random.default_rng(4)
+    data, s, w = _data(gen)
+    problem = SoftmaxFactoredProblem(data, 3, lambda_h=0.03, lambda_J=0.05, head_size=2)
+    x = problem.init(gen, 0.5)
+    _finite_difference_check(problem, x, gen)
+    h, Q, K, V = problem.unpack(x)
+    A = problem.attention(Q, K)
+    assert np.all(A[:, np.arange(5), np.arange(5)] == 0.0) and np.all(A[:, ~np.eye(5, dtype=bool)] > 0)
+    np.testing.assert_allclose(A.sum(axis=2), 1.0, rtol=0, atol=1e-14)
+    W = np.einsum("hij,hab->ijab", A, V)
+    J = 0.5 * (W + W.transpose(1, 0, 3, 2))
+    expected = pseudo_nll(J, h, s, w) + 0.03 * np.sum(h**2) + 0.025 * np.sum(J**2)
+    assert problem.loss_grad(x)[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_softmax_attention_recovers_the_true_contacts(sampled):
+    J, msa = sampled
+    fit = rm.fit_potts(msa, method="factored", attention="softmax", heads=4, max_iter=300)
+    assert fit.attention == "softmax" and fit.heads == 4
+    A, V = fit.factors
+    np.testing.assert_allclose(A.sum(axis=2), 1.0, rtol=0, atol=1e-12)
+    scores = fit.contact_scores(apc=True)
+    iu = np.triu_indices(L_TRUE, 1)
+    top = np.argsort(scores[iu])[::-1][: len(CONTACTS)]
+    assert (J[iu] != 0.0)[top].mean() >= 0.8
+    independent = rm.fit_potts(msa, method="factored", heads=1, max_iter=1, init_scale=1e-8)
+    assert fit.mlm_loss(msa) < independent.mlm_loss(msa) - 1.0
+    with pytest.raises(ValueError, match="attention"):
+        rm.fit_potts(msa, method="plm", attention="softmax")
+    with pytest.raises(ValueError, match="attention"):
+        rm.fit_potts(msa, method="factored", attention="dense")
+
+
+def test_softmax_start_attends_to_the_couplings_contacts(sampled):
+    """from_couplings: each row's heaviest attention (mean over heads) falls on a true contact."""
+    J, msa = sampled
+    U = np.eye(Q_TRUE) * 1.5 - 0.5
+    data = PseudoLikelihood(msa.sequences, np.ones(msa.N), Q_TRUE)
+    problem = SoftmaxFactoredProblem(data, 4, 0.01, 0.01, head_size=4)
+    h, Q, K, V = problem.unpack(problem.from_couplings(J[:, :, None, None] * U, np.zeros((L_TRUE, Q_TRUE)),
+                                                       np.random.default_rng(0)))
+    A = problem.attention(Q, K).mean(axis=0)
+    assert np.mean(J[np.arange(L_TRUE), A.argmax(axis=1)] != 0.0) >= 8 / 9
+    assert np.all(np.isfinite(V)) and np.all(h == 0.0)
 
 
 def test_data_term_is_the_weighted_mlm_loss():
@@ -205,7 +255,8 @@ def test_single_precision_products_match_double():
     gen = np.random.default_rng(7)
     data, _, _ = _data(gen, M=40, L=6, q=5)
     for make in (lambda dt: PLMProblem(data, 0.03, 0.05, dtype=dt),
-                 lambda dt: FactoredProblem(data, 3, 0.03, 0.05, dtype=dt)):
+                 lambda dt: FactoredProblem(data, 3, 0.03, 0.05, dtype=dt),
+                 lambda dt: SoftmaxFactoredProblem(data, 3, 0.03, 0.05, head_size=2, dtype=dt)):
         double, single = make(np.float64), make(np.float32)
         x = gen.standard_normal(double.size) * 0.5
         f64, g64 = double.loss_grad(x)

@@ -2,16 +2,19 @@
 
 Couplings ``W_ij(a, b) = sum_h A^h_ij V^h_ab`` with ``A^h`` an L x L matrix with zero diagonal (the
 linear positional attention of head ``h``) and ``V^h`` a free q x q matrix, plus fields ``h_i``. The
-objective is that of :mod:`replica_mlm.proteins.plm_objective` with the penalty
+objective is plmDCA's, :mod:`replica_mlm.proteins.plm_objective` with the penalty
 
-    lambda_h sum_i |h_i|^2 + (lambda_J / 2) sum_h ( |A^h|_F^2 + |V^h|_F^2 ),
+    lambda_h sum_i |h_i|^2 + (lambda_J / 2) sum_{i != j} |W_ij|_F^2,
 
-the factored analogue of plmDCA's ``(lambda_J / 2) sum_{i != j} |W_ij|_F^2``. Only ``W = sum_h A^h
-(x) V^h`` is identifiable, and at any minimiser ``|A^h| = |V^h|``, so the penalty equals ``lambda_J
-sum_h |A^h|_F |V^h|_F``. The gradient goes through the coupling tensor: ``Mt`` is built from the
-factors (``(L^2, H) (H, q^2)``, one matrix product), the data term's gradient ``dD/dMt`` comes from
-:class:`~replica_mlm.proteins.plm_objective.PseudoLikelihood`, and ``dD/dA^h_ij = sum_ab dD/dW_ij(a,
-b) V^h_ab``, ``dD/dV^h = sum_ij A^h_ij dD/dW_ij`` (two more products of ``H L^2 q^2``).
+on the couplings themselves, so that ``lambda_J`` means what it means for ``method="plm"`` and the
+factored model is plm restricted to couplings of rank ``H`` when reshaped to an ``(L^2, q^2)``
+matrix: with ``H >= q^2`` it *is* plm (docs/proteins.md, "Factored attention"). Only ``W`` is
+identifiable (``A^h -> c A^h, V^h -> V^h / c`` changes nothing, the objective included). The
+gradient goes through the coupling tensor: ``Mt`` is built from the factors (``(L^2, H) (H, q^2)``,
+one matrix product), the data term's gradient ``dD/dMt`` comes from
+:class:`~replica_mlm.proteins.plm_objective.PseudoLikelihood`, ``dF/dW = dD/dW + lambda_J W``, and
+``dF/dA^h_ij = sum_ab dF/dW_ij(a, b) V^h_ab``, ``dF/dV^h = sum_ij A^h_ij dF/dW_ij`` (two more
+products of ``H L^2 q^2``).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ class FactoredProblem:
         The couplings reshaped to an ``(L^2, q^2)`` matrix (diagonal blocks zeroed) are cut to their
         ``H`` largest singular triplets ``s_h u_h v_h^T`` (Eckart-Young: the closest factored model
         in Frobenius norm), split evenly, ``A^h = sqrt(s_h) u_h``, ``V^h = sqrt(s_h) v_h`` (equal
-        norms, where the penalty of a product is smallest); the fields are taken as given.
+        norms); the fields are taken as given.
         """
         L, q, H = self.L, self.q, self.H
         J = np.array(couplings, dtype=float).reshape(L, L, q, q)
@@ -91,18 +94,18 @@ class FactoredProblem:
         L, q, H = self.L, self.q, self.H
         h, A, V = self.unpack(x)
         dt = self.dtype  # the (L q)^2 arrays live in it (no float64 copies at float32)
-        W = A.reshape(H, L * L).T.astype(dt) @ V.reshape(H, q * q).astype(dt)
+        W = A.reshape(H, L * L).T.astype(dt) @ V.reshape(H, q * q).astype(dt)  # (L^2, q^2)
+        ww = float(np.dot(W.ravel(), W.ravel()))  # the diagonal blocks are zero (A^h_ii = 0)
         Mt = W.reshape(L, L, q, q).transpose(0, 2, 1, 3).reshape(L * q, L * q)
-        del W
         value, dMt, dh = self.data.value_grad(Mt, h, dtype=dt)
         del Mt
         dW = dMt.reshape(L, q, L, q).transpose(0, 2, 1, 3).reshape(L * L, q * q)
         del dMt
+        dW += self.lambda_J * W
+        del W
         dA = (V.reshape(H, q * q).astype(dt) @ dW.T).astype(np.float64).reshape(H, L, L)
         dV = (A.reshape(H, L * L).astype(dt) @ dW).astype(np.float64)
-        lam_h, lam_J = self.lambda_h, self.lambda_J
-        a, v = x[self.n_h: self.n_h + self.n_A], x[self.n_h + self.n_A:]
-        f = value + lam_h * float(h.ravel() @ h.ravel()) + 0.5 * lam_J * (float(a @ a) + float(v @ v))
-        g = np.concatenate([(dh + 2.0 * lam_h * h).ravel(), dA[:, self.off].ravel() + lam_J * a,
-                            dV.ravel() + lam_J * v])
+        f = value + self.lambda_h * float(h.ravel() @ h.ravel()) + 0.5 * self.lambda_J * ww
+        g = np.concatenate([(dh + 2.0 * self.lambda_h * h).ravel(), dA[:, self.off].ravel(),
+                            dV.ravel()])
         return f, g

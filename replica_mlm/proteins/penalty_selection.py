@@ -8,14 +8,8 @@ one whose fit has the lowest weighted MLM loss (the per-site negative log condit
 sites, :meth:`~replica_mlm.proteins.potts_fit.PottsFit.mlm_loss`) on the held-out part, with the
 held-out part's own identity weights. The contacts never enter. A held-out sequence never enters
 a fit used for the choice: with ``start="plm"`` the factored fits start from a plm fit of the
-*training* part only.
-
-:func:`penalty_values` compares, on the same couplings, the factored model's penalty with plm's:
-``(lambda_J / 2) sum_h (|A^h|^2 + |V^h|^2)`` is at least ``lambda_J |W|_*``, the nuclear norm of
-the raw couplings reshaped to an ``(L^2, q^2)`` matrix (equal at a balanced factorisation along
-its singular vectors), while plm charges ``(lambda_J / 2) |W|_F^2``; the first is of degree one in
-the couplings, the second of degree two, so one ``lambda_J`` does not mean the same strength for
-both.
+*training* part only, with ``start="mean-field"`` from the mean-field couplings of the training
+part.
 """
 
 from __future__ import annotations
@@ -28,9 +22,9 @@ from replica_mlm import _checks
 from replica_mlm._checks import RngLike, as_generator
 from replica_mlm.proteins.potts_fit import METHODS, PottsFit, fit_potts
 
-__all__ = ["PenaltySelection", "held_out_split", "penalty_values", "select_penalty"]
+__all__ = ["PenaltySelection", "held_out_split", "select_penalty"]
 
-STARTS = ("random", "plm")
+STARTS = ("random", "mean-field", "plm")
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,9 +111,10 @@ def select_penalty(msa, method: str = "factored", lambdas=(0.01, 0.1, 1.0, 10.0)
         Fraction of the sequences held out (default 0.15).
     rng : int, Generator or None
         Seeds the split (default 0); the fits' own ``rng`` goes in ``fit_kwargs``.
-    start : {"random", "plm"}
-        Factored model only: the random start of :func:`fit_potts`, or the best rank-``H``
-        factorisation of a plm fit (at ``plm_lambda_J``) of the training part.
+    start : {"random", "mean-field", "plm"}
+        Factored model only: :func:`fit_potts`'s ``init="random"`` or ``init="mean-field"`` (of
+        the training part), or the best rank-``H`` factorisation of a plm fit (at
+        ``plm_lambda_J``) of the training part.
     refine : bool
         If True, also try the geometric midpoints between the best grid value and its neighbours
         (two more fits) and choose among all.
@@ -143,8 +138,8 @@ def select_penalty(msa, method: str = "factored", lambdas=(0.01, 0.1, 1.0, 10.0)
         raise ValueError(f"lambdas must hold at least two positive values, got {grid.tolist()}")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
-    if start == "plm" and method != "factored":
-        raise ValueError("start='plm' applies to method='factored' only")
+    if start != "random" and method != "factored":
+        raise ValueError(f"start={start!r} applies to method='factored' only")
     for key in ("lambda_J", "init", "reweight"):
         if key in fit_kwargs:
             raise TypeError(f"select_penalty chooses {key} itself; do not pass it in fit_kwargs")
@@ -157,6 +152,8 @@ def select_penalty(msa, method: str = "factored", lambdas=(0.01, 0.1, 1.0, 10.0)
         plm_kwargs = {k: v for k, v in fit_kwargs.items() if k != "heads"}
         fit_kwargs = dict(fit_kwargs, init=fit_potts(train, "plm", reweight=reweight,
                                                      lambda_J=plm_lambda_J, **plm_kwargs))
+    elif method == "factored":
+        fit_kwargs = dict(fit_kwargs, init=start)
     tried: list[float] = []
     losses: list[float] = []
     fits: list[PottsFit] = []
@@ -181,26 +178,3 @@ def select_penalty(msa, method: str = "factored", lambdas=(0.01, 0.1, 1.0, 10.0)
     return PenaltySelection(method=method, heads=fits[0].heads, lambdas=np.array(tried),
                             held_out_loss=np.array(losses), best=best, train=train_idx,
                             held_out=held_idx, start=start, fits=tuple(fits))
-
-
-def penalty_values(fit: PottsFit) -> dict:
-    """The coupling penalty of a factored fit beside plm's on the same raw couplings.
-
-    Returns ``{"factored": (lambda_J / 2) sum_h (|A^h|^2 + |V^h|^2), "nuclear": lambda_J |W|_*,
-    "plm": (lambda_J / 2) |W|_F^2, "frobenius": |W|_F, "balance": max_h ||A^h| - |V^h|| /
-    max_h |V^h|}`` with ``W = sum_h A^h (x) V^h`` reshaped to ``(L^2, q^2)``. ``factored >=
-    nuclear`` always; ``balance`` is 0 at any stationary point of the factored objective (the
-    gradient along ``A^h -> c A^h, V^h -> V^h / c`` is ``lambda_J (|A^h|^2 - |V^h|^2)``).
-    """
-    if not isinstance(fit, PottsFit) or fit.factors is None:
-        raise TypeError(f"fit must be a factored PottsFit (with .factors), got {type(fit).__name__}")
-    A, V = fit.factors
-    H, L = A.shape[0], A.shape[1]
-    q = V.shape[1]
-    lam = float(fit.penalties["lambda_J"])
-    W = A.reshape(H, L * L).T @ V.reshape(H, q * q)
-    nA, nV = np.linalg.norm(A.reshape(H, -1), axis=1), np.linalg.norm(V.reshape(H, -1), axis=1)
-    sv = np.linalg.svd(W, compute_uv=False)
-    return {"factored": 0.5 * lam * float(nA @ nA + nV @ nV), "nuclear": lam * float(sv.sum()),
-            "plm": 0.5 * lam * float(sv @ sv), "frobenius": float(np.sqrt(sv @ sv)),
-            "balance": float(np.max(np.abs(nA - nV)) / max(float(nV.max()), 1e-300))}

@@ -13,8 +13,12 @@ of sequences ``B_eff = sum_mu w_mu``. Two parametrisations of the couplings:
   site, hence the half). Defaults ``lambda_h = lambda_J = 0.01``, plmDCA's values for ``B_eff >
   500`` (plmDCA v2 raises both linearly to 0.1 as ``B_eff`` falls to 0: pass them for small
   families).
-* ``method="factored"``: ``W_ij(a, b) = sum_h A^h_ij V^h_ab`` with ``H`` heads
-  (:mod:`replica_mlm.proteins.factored_fit`), penalty ``(lambda_J / 2) sum_h (|A^h|^2 + |V^h|^2)``.
+* ``method="factored"``: ``W_ij(a, b) = sum_h A^h_ij V^h_ab`` with ``H`` heads and the same
+  penalty on ``W``: plm restricted to couplings of rank ``H`` (as an ``(L^2, q^2)`` matrix). The
+  attention ``A^h`` is a free ``L x L`` matrix (``attention="linear"``,
+  :mod:`replica_mlm.proteins.factored_fit`), or the softmax over ``j != i`` of per-site queries
+  and keys, rows positive and summing to one (``attention="softmax"``, Bhattacharya et al. 2020,
+  :mod:`replica_mlm.proteins.softmax_factored`).
 
 Both are minimised by L-BFGS (:mod:`replica_mlm.proteins.quasi_newton`) with the analytic gradient of
 :mod:`replica_mlm.proteins.plm_objective` (all sites at once; for ``"plm"`` in the data's span,
@@ -40,12 +44,18 @@ from replica_mlm.potts.model import check_sequences
 from replica_mlm.proteins import contacts
 from replica_mlm.proteins.factored_fit import FactoredProblem
 from replica_mlm.proteins.fit_convergence import MAXCOR, lbfgs, plm_certificate
+from replica_mlm.proteins.mean_field import couplings_from_frequencies, weighted_frequencies
 from replica_mlm.proteins.plm_fit import PLMProblem
 from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
+from replica_mlm.proteins.softmax_factored import HEAD_SIZE, SoftmaxFactoredProblem
 
 __all__ = ["PottsFit", "fit_potts"]
 
 METHODS = ("plm", "factored")
+#: named starts of the factored fit (``init=``)
+INITS = ("random", "mean-field")
+#: attention of the factored model (``attention=``)
+ATTENTIONS = ("linear", "softmax")
 #: heads of the factored model when ``heads`` is not given
 DEFAULT_HEADS = 32
 
@@ -63,6 +73,8 @@ class PottsFit:
     method : {"plm", "factored"}
     heads : int or None
         ``H`` of the factored model (None for ``"plm"``).
+    attention : {"linear", "softmax"} or None
+        The factored model's attention (None for ``"plm"``).
     penalties : dict
         ``{"lambda_h": ..., "lambda_J": ...}`` as in the module docstring.
     reweight : float or None
@@ -94,8 +106,9 @@ class PottsFit:
         (:func:`replica_mlm.proteins.fit_convergence.plm_certificate`); it also bounds the change
         of :attr:`couplings` and of the pairs' Frobenius scores before the APC.
     factors : tuple (A, V) or None
-        Factored model: attention (H, L, L) with zero diagonals and values (H, q, q), the raw
-        (asymmetric) couplings being ``W_ij = sum_h A[h, i, j] V[h]``.
+        Factored model: attention (H, L, L) with zero diagonals (rows summing to one for
+        ``attention="softmax"``) and values (H, q, q), the raw couplings being ``W_ij = sum_h
+        A[h, i, j] V[h]`` (symmetrised inside the softmax model's objective).
     """
 
     couplings: np.ndarray
@@ -113,6 +126,7 @@ class PottsFit:
     stop: str = ""
     iterations_double: int = 0
     distance_bound: float | None = None
+    attention: str | None = None
 
     @property
     def L(self) -> int:
@@ -149,6 +163,7 @@ def fit_potts(
     method: str = "plm",
     *,
     heads: int | None = None,
+    attention: str = "linear",
     reweight: float | None = 0.8,
     lambda_h: float = 0.01,
     lambda_J: float = 0.01,
@@ -171,14 +186,19 @@ def fit_potts(
         Free blocks per pair (plmDCA) or ``heads``-head factored attention.
     heads : int, optional
         Number of heads ``H`` of the factored model (default 32); only for ``"factored"``.
+    attention : {"linear", "softmax"}
+        Factored model only: a free ``L x L`` attention per head (default), or the softmax over
+        ``j != i`` of per-site queries and keys of dimension ``HEAD_SIZE = 16`` (Bhattacharya et
+        al. 2020; rows positive and summing to one, so far slower to fit, docs/proteins.md,
+        "Factored attention").
     reweight : float in (0, 1] or None
         Identity threshold of the sequence weights ``msa.weights(identity=reweight)``; None for
         uniform weights. Default 0.8.
     lambda_h, lambda_J : float >= 0
-        Penalties on the fields and the couplings (module docstring); default 0.01 each. The
-        factored penalty is a nuclear-type norm, not plm's square: the same ``lambda_J`` is a far
-        weaker penalty there (docs/proteins.md, "Choosing the penalty"); choose it on held-out
-        pseudo-likelihood with :func:`replica_mlm.proteins.penalty_selection.select_penalty`.
+        Penalties on the fields and the couplings (module docstring; the same for both methods);
+        default 0.01 each. Choose ``lambda_J`` on held-out pseudo-likelihood with
+        :func:`replica_mlm.proteins.penalty_selection.select_penalty` (docs/proteins.md,
+        "Choosing the penalty").
     max_iter : int
         L-BFGS iterations at most (default 500).
     tol : float
@@ -189,11 +209,13 @@ def fit_potts(
         plateau: ``stop="objective"``, ``converged`` still decided by ``tol`` alone). Default
         None: off.
     rng : int, Generator or None
-        Seeds the factored model's initialisation: ``A`` and ``V`` i.i.d. ``N(0, init_scale^2)``
-        (zero is a saddle point of the bilinear form); fields start at zero. The plm fit starts at
-        zero and uses no randomness. Default 0.
+        Seeds the factored model's random start: linear attention, ``A`` and ``V`` i.i.d.
+        ``N(0, init_scale^2)`` (zero is a saddle point of the bilinear form), fields zero;
+        softmax attention, queries and keys i.i.d. ``N(0, 1)``, ``V`` i.i.d. ``N(0,
+        init_scale^2)``, the fields of independent sites (and the noise of its mean-field start).
+        The plm fit starts at zero and uses no randomness. Default 0.
     init_scale : float
-        Standard deviation of the factored initialisation (default 0.01).
+        Standard deviation of the random start's values (default 0.01).
     precision : {"double", "single"}
         Precision of the large matrix products with the data (``"single"``: float32, about 2.5
         times faster on one core; the softmax, the objective's sums and the iterates stay in
@@ -203,20 +225,27 @@ def fit_potts(
         precision with the iterations left (:attr:`PottsFit.iterations_double`); the reported
         gradient is always computed in double. Default ``"double"`` (exact to rounding; the
         gradient tests use it).
-    init : PottsFit or ndarray (L, L, q, q), optional
-        Factored model only: start from the best rank-``heads`` factorisation of these couplings
-        (:meth:`FactoredProblem.from_couplings`; e.g. a plm fit's, then the factored fit's own
-        time is its ``cpu_seconds``), with the PottsFit's fields (zero for an array). Default None:
-        the random start of ``rng`` and ``init_scale``.
+    init : {"random", "mean-field"}, PottsFit or ndarray (L, L, q, q), optional
+        Factored model only: where L-BFGS starts. ``"random"`` (the default, also None): the
+        random start of ``rng`` and ``init_scale``. ``"mean-field"``: the best rank-``heads``
+        factorisation of the mean-field DCA couplings of the same weighted sequences
+        (pseudocount 0.5, :mod:`replica_mlm.proteins.mean_field`; data only, its time is counted
+        in ``cpu_seconds``), zero fields. A PottsFit or an array: the best rank-``heads``
+        factorisation of these couplings (:meth:`FactoredProblem.from_couplings`; e.g. a plm
+        fit's, then the factored fit's own time is its ``cpu_seconds``), with the PottsFit's fields
+        (zero for an array).
 
     Returns
     -------
     PottsFit
     """
     method = _checks.choice(method, METHODS, "method")
+    attention = _checks.choice(attention, ATTENTIONS, "attention")
     if method == "plm":
         if heads is not None:
             raise ValueError("heads applies to method='factored' only; leave it None for 'plm'")
+        if attention != "linear":
+            raise ValueError("attention applies to method='factored' only; leave it 'linear' for 'plm'")
     else:
         heads = DEFAULT_HEADS if heads is None else positive_int(heads, "heads")
     q = _alphabet_size(msa)
@@ -236,12 +265,18 @@ def fit_potts(
     dtype = {"double": np.float64, "single": np.float32}[
         _checks.choice(precision, ("double", "single"), "precision")]
     gen = as_generator(rng)
+    if isinstance(init, str):
+        init = _checks.choice(init, INITS, "init")
     if init is not None:
         if method != "factored":
             raise ValueError("init applies to method='factored' only; leave it None for 'plm'")
-        init_J, init_h = _init_arrays(init, L, q)
+        if not isinstance(init, str):
+            init_J, init_h = _init_arrays(init, L, q)
     Lq = L * q
-    n_params = Lq + (min(N, Lq) * Lq if method == "plm" else heads * (L * (L - 1) + q * q))
+    if method == "plm":
+        n_params = Lq + min(N, Lq) * Lq
+    else:
+        n_params = Lq + heads * ((L * (L - 1) if attention == "linear" else 2 * L * HEAD_SIZE) + q * q)
     _checks.allocation(8 * ((2 * MAXCOR + 8) * n_params + 6 * Lq * Lq + 4 * N * Lq),
                        f"fit_potts(method={method!r}, heads={heads}) on N = {N} sequences of L = {L} "
                        "columns")
@@ -255,8 +290,18 @@ def fit_potts(
         problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype)
         x0, scale = np.zeros(problem.size), problem.scale
     else:
-        problem = FactoredProblem(data, heads, lambda_h, lambda_J, dtype=dtype)
-        x0 = problem.init(gen, init_scale) if init is None else problem.from_couplings(init_J, init_h)
+        if attention == "linear":
+            problem = FactoredProblem(data, heads, lambda_h, lambda_J, dtype=dtype)
+            start_from = problem.from_couplings
+        else:
+            problem = SoftmaxFactoredProblem(data, heads, lambda_h, lambda_J, dtype=dtype)
+            start_from = lambda J, h: problem.from_couplings(J, h, gen)  # noqa: E731
+        if init is None or (isinstance(init, str) and init == "random"):
+            x0 = problem.init(gen, init_scale)
+        elif isinstance(init, str):  # "mean-field"
+            x0 = start_from(couplings_from_frequencies(*weighted_frequencies(s, w, q)), np.zeros((L, q)))
+        else:
+            x0 = start_from(init_J, init_h)
         scale = None
     res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale)
     n_double = 0
@@ -274,10 +319,15 @@ def fit_potts(
     if method == "plm":
         h, W = problem.unpack(res.x)
         factors = None
-    else:
+    elif attention == "linear":
         h, A, V = problem.unpack(res.x)
         W = problem.couplings(A, V)
         factors = (A, V)
+    else:
+        h, Qk, Kk, V = problem.unpack(res.x)
+        A = problem.attention(Qk, Kk)
+        W = problem.couplings(A, V)
+        factors = (A, V.copy())
     bound = (plm_certificate(data, h, W, lambda_h, lambda_J)["distance_bound"]
              if method == "plm" else None)
     J, fields = symmetric_zero_sum(W, h)
@@ -287,6 +337,7 @@ def fit_potts(
         converged=bool(np.isfinite(gnorm) and gnorm <= tol), iterations=int(res.nit),
         cpu_seconds=time.process_time() - start, gradient_norm=gnorm, objective=float(res.fun),
         factors=factors, stop=res.stop, iterations_double=n_double, distance_bound=bound,
+        attention=attention if method == "factored" else None,
     )
 
 
