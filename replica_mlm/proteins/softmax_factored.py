@@ -1,5 +1,7 @@
 """Factored attention with softmax-normalised positional attention (Bhattacharya et al. 2020).
 
+docs/proteins.md, "Factored attention".
+
 Couplings ``J = sym(W)``, ``W_ij(a, b) = sum_h A^h_ij V^h_ab``, with, per head ``h``, per-site
 queries and keys ``Q^h, K^h`` (L x d) and
 
