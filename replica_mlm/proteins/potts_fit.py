@@ -189,7 +189,7 @@ def fit_potts(
     attention : {"linear", "softmax"}
         Factored model only: a free ``L x L`` attention per head (default), or the softmax over
         ``j != i`` of per-site queries and keys of dimension ``HEAD_SIZE = 16`` (Bhattacharya et
-        al. 2020; rows positive and summing to one, so far slower to fit, docs/proteins.md,
+        al. 2020; rows positive and summing to one, and far slower to fit: docs/proteins.md,
         "Factored attention").
     reweight : float in (0, 1] or None
         Identity threshold of the sequence weights ``msa.weights(identity=reweight)``; None for
@@ -227,13 +227,15 @@ def fit_potts(
         gradient tests use it).
     init : {"random", "mean-field"}, PottsFit or ndarray (L, L, q, q), optional
         Factored model only: where L-BFGS starts. ``"random"`` (the default, also None): the
-        random start of ``rng`` and ``init_scale``. ``"mean-field"``: the best rank-``heads``
-        factorisation of the mean-field DCA couplings of the same weighted sequences
-        (pseudocount 0.5, :mod:`replica_mlm.proteins.mean_field`; data only, its time is counted
-        in ``cpu_seconds``), zero fields. A PottsFit or an array: the best rank-``heads``
-        factorisation of these couplings (:meth:`FactoredProblem.from_couplings`; e.g. a plm
-        fit's, then the factored fit's own time is its ``cpu_seconds``), with the PottsFit's fields
-        (zero for an array).
+        random start of ``rng`` and ``init_scale``. ``"mean-field"``: near the mean-field DCA
+        couplings of the same weighted sequences (pseudocount 0.5,
+        :mod:`replica_mlm.proteins.mean_field`; data only, its time is counted in
+        ``cpu_seconds``), with zero fields. A PottsFit or an array: near these couplings (e.g. a
+        plm fit's; the factored fit's own time is then its ``cpu_seconds``), with the PottsFit's
+        fields (zero for an array). "Near" is the best rank-``heads`` factorisation for linear
+        attention (:meth:`FactoredProblem.from_couplings`) and every head's attention on the
+        couplings' top contacts for softmax attention
+        (:meth:`~replica_mlm.proteins.softmax_factored.SoftmaxFactoredProblem.from_couplings`).
 
     Returns
     -------
