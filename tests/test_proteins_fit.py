@@ -138,7 +138,7 @@ def test_softmax_start_attends_to_the_couplings_contacts(sampled):
     data = PseudoLikelihood(msa.sequences, np.ones(msa.N), Q_TRUE)
     problem = SoftmaxFactoredProblem(data, 4, 0.01, 0.01, head_size=4)
     h, Q, K, V = problem.unpack(problem.from_couplings(J[:, :, None, None] * U, np.zeros((L_TRUE, Q_TRUE)),
-                                                       np.random.default_rng(0)))
+                                                       gen=np.random.default_rng(0)))
     A = problem.attention(Q, K).mean(axis=0)
     assert np.mean(J[np.arange(L_TRUE), A.argmax(axis=1)] != 0.0) >= 8 / 9
     assert np.all(np.isfinite(V)) and np.all(h == 0.0)

@@ -53,13 +53,15 @@ class FactoredProblem:
         x[self.n_h:] = gen.standard_normal(self.size - self.n_h) * scale
         return x
 
-    def from_couplings(self, couplings: np.ndarray, fields: np.ndarray) -> np.ndarray:
+    def from_couplings(self, couplings: np.ndarray, fields: np.ndarray, *,
+                       gen: np.random.Generator | None = None) -> np.ndarray:
         """Packed start from couplings (L, L, q, q): their best rank-``H`` factorisation.
 
         The couplings reshaped to an ``(L^2, q^2)`` matrix (diagonal blocks zeroed) are cut to their
         ``H`` largest singular triplets ``s_h u_h v_h^T`` (Eckart-Young: the closest factored model
         in Frobenius norm), split evenly, ``A^h = sqrt(s_h) u_h``, ``V^h = sqrt(s_h) v_h`` (equal
-        norms); the fields are taken as given.
+        norms); the fields are taken as given. Deterministic: ``gen`` is not used (it is there for
+        the interface :class:`~replica_mlm.proteins.softmax_factored.SoftmaxFactoredProblem` shares).
         """
         L, q, H = self.L, self.q, self.H
         J = np.array(couplings, dtype=float).reshape(L, L, q, q)
@@ -84,6 +86,10 @@ class FactoredProblem:
         A[:, self.off] = x[self.n_h: self.n_h + self.n_A].reshape(H, L * (L - 1))
         V = x[self.n_h + self.n_A:].reshape(H, q, q)
         return h, A, V
+
+    def factors(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Fields (L, q), attention (H, L, L) and values (H, q, q) at ``x``: :meth:`unpack`."""
+        return self.unpack(x)
 
     def couplings(self, A: np.ndarray, V: np.ndarray) -> np.ndarray:
         """``W[i, j, a, b] = sum_h A[h, i, j] V[h, a, b]`` (L, L, q, q)."""

@@ -195,7 +195,7 @@ def theory_loss(sigma: np.ndarray, teacher: np.ndarray, noise: np.ndarray, *, M,
 
 
 def class_moments(x: np.ndarray, colours: np.ndarray, ridge: float):
-    """The site's colours present in the pool as classes: ``(classes, weights, means, S)`` with
+    """The site's colours present in the pool as classes: ``(classes, weights, means, counts, S)`` with
     ``S`` the pooled within-class covariance of the (centred) inputs plus ``ridge`` on its diagonal,
     so that ``S + sum_c pi_c mu_c mu_c^T`` is the pool's ``Sigma`` with the same ridge."""
     classes, inverse, counts = np.unique(colours, return_inverse=True, return_counts=True)

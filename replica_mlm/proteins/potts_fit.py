@@ -267,13 +267,13 @@ def fit_potts(
     dtype = {"double": np.float64, "single": np.float32}[
         _checks.choice(precision, ("double", "single"), "precision")]
     gen = as_generator(rng)
-    if isinstance(init, str):
-        init = _checks.choice(init, INITS, "init")
-    if init is not None:
-        if method != "factored":
-            raise ValueError("init applies to method='factored' only; leave it None for 'plm'")
-        if not isinstance(init, str):
-            init_J, init_h = _init_arrays(init, L, q)
+    if init is not None and method != "factored":
+        raise ValueError("init applies to method='factored' only; leave it None for 'plm'")
+    origin = "random" if init is None else init
+    if isinstance(origin, str):
+        origin = _checks.choice(origin, INITS, "init")
+    else:
+        init_J, init_h = _init_arrays(origin, L, q)
     Lq = L * q
     if method == "plm":
         n_params = Lq + min(N, Lq) * Lq
@@ -292,18 +292,14 @@ def fit_potts(
         problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype)
         x0, scale = np.zeros(problem.size), problem.scale
     else:
-        if attention == "linear":
-            problem = FactoredProblem(data, heads, lambda_h, lambda_J, dtype=dtype)
-            start_from = problem.from_couplings
-        else:
-            problem = SoftmaxFactoredProblem(data, heads, lambda_h, lambda_J, dtype=dtype)
-            start_from = lambda J, h: problem.from_couplings(J, h, gen)  # noqa: E731
-        if init is None or (isinstance(init, str) and init == "random"):
+        problem = (FactoredProblem if attention == "linear" else SoftmaxFactoredProblem)(
+            data, heads, lambda_h, lambda_J, dtype=dtype)
+        if isinstance(origin, str) and origin == "random":
             x0 = problem.init(gen, init_scale)
-        elif isinstance(init, str):  # "mean-field"
-            x0 = start_from(couplings_from_frequencies(*weighted_frequencies(s, w, q)), np.zeros((L, q)))
         else:
-            x0 = start_from(init_J, init_h)
+            if isinstance(origin, str):  # "mean-field"
+                init_J, init_h = couplings_from_frequencies(*weighted_frequencies(s, w, q)), np.zeros((L, q))
+            x0 = problem.from_couplings(init_J, init_h, gen=gen)
         scale = None
     res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale)
     n_double = 0
@@ -321,15 +317,10 @@ def fit_potts(
     if method == "plm":
         h, W = problem.unpack(res.x)
         factors = None
-    elif attention == "linear":
-        h, A, V = problem.unpack(res.x)
+    else:
+        h, A, V = problem.factors(res.x)
         W = problem.couplings(A, V)
         factors = (A, V)
-    else:
-        h, Qk, Kk, V = problem.unpack(res.x)
-        A = problem.attention(Qk, Kk)
-        W = problem.couplings(A, V)
-        factors = (A, V.copy())
     bound = (plm_certificate(data, h, W, lambda_h, lambda_J)["distance_bound"]
              if method == "plm" else None)
     J, fields = symmetric_zero_sum(W, h)

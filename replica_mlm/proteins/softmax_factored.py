@@ -73,7 +73,7 @@ class SoftmaxFactoredProblem:
         x[self.n_h + 2 * self.n_qk:] = gen.standard_normal(self.H * self.q * self.q) * scale
         return x
 
-    def from_couplings(self, couplings: np.ndarray, fields: np.ndarray,
+    def from_couplings(self, couplings: np.ndarray, fields: np.ndarray, *,
                        gen: np.random.Generator) -> np.ndarray:
         """Packed start near couplings (L, L, q, q), e.g. mean-field DCA's.
 
@@ -107,6 +107,11 @@ class SoftmaxFactoredProblem:
         L, q, H, d, n_h, n_qk = self.L, self.q, self.H, self.d, self.n_h, self.n_qk
         return (x[:n_h].reshape(L, q), x[n_h: n_h + n_qk].reshape(H, L, d),
                 x[n_h + n_qk: n_h + 2 * n_qk].reshape(H, L, d), x[n_h + 2 * n_qk:].reshape(H, q, q))
+
+    def factors(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Fields (L, q), attention (H, L, L; :meth:`attention`) and values (H, q, q) at ``x``."""
+        h, Q, K, V = self.unpack(x)
+        return h, self.attention(Q, K), V
 
     def attention(self, Q: np.ndarray, K: np.ndarray) -> np.ndarray:
         """``A^h`` (H, L, L): row softmax of ``Q^h K^h^T / sqrt(d)`` over ``j != i`` (zero diagonal)."""
