@@ -41,7 +41,12 @@ class FactoredProblem:
         self.off = ~np.eye(self.L, dtype=bool)
         self.n_h = self.L * self.q
         self.n_A = heads * self.L * (self.L - 1)
-        self.size = self.n_h + self.n_A + heads * self.q * self.q
+        self.size = self.parameter_count(self.L, self.q, heads)
+
+    @staticmethod
+    def parameter_count(L: int, q: int, heads: int) -> int:
+        """Length of the packed vector: fields, off-diagonal attention, values."""
+        return L * q + heads * (L * (L - 1) + q * q)
 
     def set_dtype(self, dtype) -> None:
         """Precision of the two big products from now on (``float64`` for the double finish)."""

@@ -47,7 +47,7 @@ from replica_mlm.proteins.fit_convergence import MAXCOR, lbfgs, plm_certificate
 from replica_mlm.proteins.mean_field import couplings_from_frequencies, weighted_frequencies
 from replica_mlm.proteins.plm_fit import PLMProblem
 from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
-from replica_mlm.proteins.softmax_factored import HEAD_SIZE, SoftmaxFactoredProblem
+from replica_mlm.proteins.softmax_factored import SoftmaxFactoredProblem
 
 __all__ = ["PottsFit", "fit_potts"]
 
@@ -275,10 +275,8 @@ def fit_potts(
     else:
         init_J, init_h = _init_arrays(origin, L, q)
     Lq = L * q
-    if method == "plm":
-        n_params = Lq + min(N, Lq) * Lq
-    else:
-        n_params = Lq + heads * ((L * (L - 1) if attention == "linear" else 2 * L * HEAD_SIZE) + q * q)
+    factored = FactoredProblem if attention == "linear" else SoftmaxFactoredProblem
+    n_params = Lq + min(N, Lq) * Lq if method == "plm" else factored.parameter_count(L, q, heads)
     _checks.allocation(8 * ((2 * MAXCOR + 8) * n_params + 6 * Lq * Lq + 4 * N * Lq),
                        f"fit_potts(method={method!r}, heads={heads}) on N = {N} sequences of L = {L} "
                        "columns")
@@ -292,8 +290,7 @@ def fit_potts(
         problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype)
         x0, scale = np.zeros(problem.size), problem.scale
     else:
-        problem = (FactoredProblem if attention == "linear" else SoftmaxFactoredProblem)(
-            data, heads, lambda_h, lambda_J, dtype=dtype)
+        problem = factored(data, heads, lambda_h, lambda_J, dtype=dtype)
         if isinstance(origin, str) and origin == "random":
             x0 = problem.init(gen, init_scale)
         else:

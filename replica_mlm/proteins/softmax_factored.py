@@ -55,8 +55,13 @@ class SoftmaxFactoredProblem:
         self.lambda_h, self.lambda_J = lambda_h, lambda_J
         self.n_h = self.L * self.q
         self.n_qk = heads * self.L * head_size
-        self.size = self.n_h + 2 * self.n_qk + heads * self.q * self.q
+        self.size = self.parameter_count(self.L, self.q, heads, head_size=head_size)
         self.sites = np.arange(self.L)
+
+    @staticmethod
+    def parameter_count(L: int, q: int, heads: int, *, head_size: int = HEAD_SIZE) -> int:
+        """Length of the packed vector: fields, queries and keys, values."""
+        return L * q + heads * (2 * L * head_size + q * q)
 
     def set_dtype(self, dtype) -> None:
         """Precision of the big products from now on (``float64`` for the double finish)."""
