@@ -34,6 +34,8 @@ _EXPORTS = {
     "ConvergenceError": "replica_mlm.errors",
     "SaddlePoint": "replica_mlm.theory.solve",
     "solve": "replica_mlm.theory.solve",
+    "show_options": "replica_mlm.theory.routes",
+    "MulticlassCurve": "replica_mlm.theory.studies.curve",
     "separability_threshold": "replica_mlm.theory.studies.separability",
     "bayes_optimal": "replica_mlm.theory.studies.bayes_optimal",
     "bayes_optimal_curve": "replica_mlm.theory.studies.bayes_optimal",

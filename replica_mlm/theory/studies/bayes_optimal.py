@@ -30,8 +30,8 @@ from replica_mlm._keywords import keywords
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
-from replica_mlm.theory.sides import bayes_sides, channels, energetic
-from replica_mlm.theory.solve import THEORIES
+from replica_mlm.theory import routes
+from replica_mlm.theory.sides import bayes_sides, energetic
 from replica_mlm.theory.solvers import nishimori
 from replica_mlm.theory.studies import bayes_mixture
 
@@ -171,9 +171,8 @@ def prior_spectrum(task, *, prior: str = "gaussian", beta: float | None = None) 
     return bayes_sides.gaussian_prior(spec, tau), float(tau)
 
 
-def _setup(task, prior, channel, beta, order):
+def _setup(task, prior, chan, beta, order):
     spec, tau = prior_spectrum(task, prior=prior, beta=beta)
-    chan = channels.resolve(channel, task)
     order = _checks.positive_int(order, "order")
     _checks.at_most(order, 256, "order", "Gauss-Legendre nodes per panel, 1 to 256")
     return spec, tau, chan, order
@@ -219,11 +218,12 @@ def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, 
     """
     alpha = _checks.positive(alpha, "alpha")
     _checks.at_most(alpha, 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
-    mixture = _checks.choice(theory, THEORIES, "theory") == "mixture"
+    route = routes.plan(task, entry="bayes_optimal", channel=channel, theory=theory, bayes=True)
+    mixture = route.route == "bayes-mixture"
     if mixture:
-        mix, tau, order = _mixture_setup(task, prior, channel, beta, order)
+        mix, tau, order = _mixture_setup(task, prior, beta, order)
     else:
-        spec, tau, chan, order = _setup(task, prior, channel, beta, order)
+        spec, tau, chan, order = _setup(task, prior, route.channel, beta, order)
     if init is not None and not isinstance(init, BayesOptimal):
         raise TypeError(f"init must be a BayesOptimal, got {type(init).__name__}")
     if mixture:
@@ -231,11 +231,8 @@ def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, 
     return _point(spec, tau, prior, chan, order, alpha, None if init is None else _pack(init))
 
 
-def _mixture_setup(task, prior, channel, beta, order):
+def _mixture_setup(task, prior, beta, order):
     mix = bayes_mixture.mixture_theory(task)
-    if channel is not None:
-        raise ValueError(f"theory='mixture' has its own channel (the logit of the mixture's two clusters); "
-                         f"leave channel unset, got channel={channel!r}")
     _, tau = prior_spectrum(task, prior=prior, beta=beta)
     order = _checks.positive_int(order, "order")
     _checks.at_most(order, 256, "order", "Gauss-Legendre nodes per panel, 1 to 256")
@@ -283,13 +280,14 @@ def bayes_optimal_curve(task, *, alpha, prior: str = "gaussian", channel=None, b
     the closed form of :mod:`.bayes_mixture` at every alpha (no start needed)."""
     alphas = _checks.grid(alpha, "alpha")
     _checks.at_most(float(alphas.max()), 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
-    if _checks.choice(theory, THEORIES, "theory") == "mixture":
-        mix, tau, order = _mixture_setup(task, prior, channel, beta, order)
+    route = routes.plan(task, entry="bayes_optimal_curve", channel=channel, theory=theory, bayes=True)
+    if route.route == "bayes-mixture":
+        mix, tau, order = _mixture_setup(task, prior, beta, order)
         points = [_mixture_point(mix, tau, prior, order, float(a)) for a in alphas]
         cols = {c: np.array([getattr(p, c) for p in points]) for c in COLUMNS}
         return BayesOptimalCurve(**cols, rho=points[0].rho, noise=0.0, tau=tau, prior=prior,
                                  channel="mixture")
-    spec, tau, chan, order = _setup(task, prior, channel, beta, order)
+    spec, tau, chan, order = _setup(task, prior, route.channel, beta, order)
     points: list[BayesOptimal] = []
     for a in alphas:
         starts = []

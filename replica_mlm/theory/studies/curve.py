@@ -12,8 +12,9 @@ from replica_mlm import io as rm_io
 from replica_mlm._keywords import keywords
 from replica_mlm._progress import bar, shown
 from replica_mlm.errors import ConvergenceError
-from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
-from replica_mlm.theory.solve import SOLVER_OPTIONS, THEORIES, SaddlePoint, solve, solve_reduced
+from replica_mlm.tasks.protocol import spectrum_of
+from replica_mlm.theory import routes
+from replica_mlm.theory.solve import SOLVER_OPTIONS, SaddlePoint, solve_planned, solve_reduced
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
@@ -114,78 +115,141 @@ def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = 
     return rm_io.write_csv(path, rows, columns=columns)
 
 
+@dataclass(frozen=True)
+class MulticlassCurve:
+    """Multi-class saddle points (a Potts site, :class:`.multiclass.MulticlassSaddlePoint`) along
+    a grid of alpha at one lam; docs/multiclass.md.
+
+    Attributes
+    ----------
+    alpha, eg, test_loss, estimation_error, train_loss, residual, iterations : ndarray
+        As in the saddle point, one entry per alpha.
+    Q, M, V, Q_hat, M_hat, V_hat : ndarray
+        The order parameters, stacked: shape ``(len(alpha), K, K)`` (``M`` of the mixture theory:
+        ``(len(alpha), K, q)``).
+    lam : float
+    method : str
+        ``"general"``, ``"symmetric"`` or ``"mixture"``: the solver of the points.
+    converged : bool
+    points : list of MulticlassSaddlePoint
+        The points themselves (with their integration errors).
+    """
+
+    alpha: np.ndarray
+    eg: np.ndarray
+    test_loss: np.ndarray
+    estimation_error: np.ndarray
+    train_loss: np.ndarray
+    residual: np.ndarray
+    iterations: np.ndarray
+    Q: np.ndarray
+    M: np.ndarray
+    V: np.ndarray
+    Q_hat: np.ndarray
+    M_hat: np.ndarray
+    V_hat: np.ndarray
+    lam: float
+    method: str
+    converged: bool
+    points: list
+
+    @classmethod
+    def from_points(cls, points: list) -> MulticlassCurve:
+        """Stack multi-class saddle points that share lam and task into a curve."""
+        names = ("alpha", "eg", "test_loss", "estimation_error", "train_loss", "residual", "iterations",
+                 "Q", "M", "V", "Q_hat", "M_hat", "V_hat")
+        cols = {c: np.array([getattr(p, c) for p in points]) for c in names}
+        return cls(**cols, lam=points[0].lam, method=points[0].method,
+                   converged=all(p.converged for p in points), points=list(points))
+
+    def __len__(self) -> int:
+        return len(self.alpha)
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per alpha (the rows of each point's ``to_frame``)."""
+        import pandas as pd
+
+        return pd.concat([p.to_frame() for p in self.points], ignore_index=True)
+
+
 @keywords(options=SOLVER_OPTIONS)
 def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, channel=None,
                    progress: bool | None = None, theory: str = "gaussian",
-                   **options) -> LearningCurve | list[LearningCurve]:
+                   **options) -> LearningCurve | MulticlassCurve | list:
     """Solve the saddle point at every alpha of a grid, at one ``lam`` or at each of several.
+
+    Whatever :func:`solve` solves, this draws: the route is planned once
+    (:func:`.routes.plan`, docs/architecture.md, section "Routes"), the grid, the loss, the
+    channel and the options are checked once, before any point is solved.
 
     Parameters
     ----------
-    task : MaskedSite, limit or Spectrum
-        The learning task.
+    task : MaskedSite, limit, Spectrum or PottsSite
+        The learning task (a multi-class site gives a :class:`MulticlassCurve`).
     alpha : array_like
         Grid of sample ratios n/p, each > 0 (any order).
     lam : float or array_like
-        Ridge strength >= 0 (> 0 for the general engine). A scalar (a float, a numpy scalar or a
-        0-d array) gives one :class:`LearningCurve`; a 1-d sequence of lam gives a list of
-        curves, one per lam in the order given (as :func:`replica_mlm.simulate` gives one
+        Ridge strength >= 0 (> 0 off the reduced route). A scalar (a float, a numpy scalar or a
+        0-d array) gives one curve; a 1-d sequence of lam gives a list of curves, one per lam in
+        the order given (as :func:`replica_mlm.simulate` gives one
         :class:`~replica_mlm.Simulation` per alpha of a sequence).
-    method, loss, channel, **options
-        Passed to :func:`solve`. With the general engine each point is warm-started from the
-        solution at the previous alpha of the grid (so a grid in increasing order follows the
-        curve continuously); a point that fails from the warm start is retried from a cold start.
-        The loss and channel are checked once, before any point is solved, by
-        :func:`replica_mlm.theory.sides.channels.check_pair` (ValueError, as in :func:`solve`).
+    method, loss, channel, theory, **options
+        As in :func:`solve`. The reduced route (square loss, gaussian channel) solves every alpha
+        at once. The others solve point by point, each warm-started from the solution at the
+        previous alpha of the grid (scalar routes: extrapolated from the previous two), so that a
+        grid in increasing order follows the curve continuously; a point that fails from the warm
+        start is retried from a cold start. ``init`` is therefore not an option here.
     progress : bool or None
-        A progress bar on stderr over the alphas of the general engine (point by point; the fast
-        path solves every alpha at once); None: only when stderr is a terminal.
-    theory : {"gaussian", "mixture"}
-        As in :func:`solve`: ``"mixture"`` solves the task's Gaussian mixture (``task.mixture``),
-        warm-starting each point from the previous one (docs/discrete.md, section "The replica
-        theory of the mixture").
+        A progress bar on stderr over the alphas solved point by point; None: only when stderr
+        is a terminal.
 
     Returns
     -------
-    LearningCurve or list of LearningCurve
+    LearningCurve, MulticlassCurve or list of them
         One curve for a scalar ``lam``; ``[curve(lam_0), curve(lam_1), ...]`` for a sequence.
     """
     shown(progress)  # TypeError for anything but None, True, False
-    mixture = _checks.choice(theory, THEORIES, "theory") == "mixture"
-
-    def run(lm: float) -> LearningCurve:
-        if mixture:
-            return _mixture_curve(task, alpha=alpha, lam=lm, method=method, loss=loss, channel=channel,
-                                  **options)
-        return _learning_curve(task, alpha=alpha, lam=lm, method=method, loss=loss, channel=channel,
-                               progress=progress, **options)
-
-    if _checks.is_sequence(lam):
-        return [run(float(lm)) for lm in _checks.grid(lam, "lam", positive=False)]
-    return run(lam)
-
-
-def _mixture_curve(task, *, alpha, lam, method, loss, channel, **options) -> LearningCurve:
-    """:func:`learning_curve` at one lam with ``theory="mixture"``: each point warm-started from the
-    extrapolation of the previous two (then the previous one, then cold), as the general engine."""
-    alphas = _checks.grid(alpha, "alpha")
+    route = routes.plan(task, entry="learning_curve", loss=loss, channel=channel, theory=theory,
+                        method=method)
     if "init" in options:
         raise ValueError("learning_curve warm-starts each point itself; do not pass init")
-    if isinstance(task, MulticlassTask):
-        raise ValueError("learning_curve takes a scalar site (as with theory='gaussian'); solve a "
-                         "multi-class site point by point with rm.solve(task, theory='mixture')")
-    return _warm_started(alphas, lambda a, start: solve(
-        task, alpha=a, lam=lam, method=method, loss=loss, channel=channel, theory="mixture", init=start,
-        **options))
+    route.check_options(options)
+    alphas = _checks.grid(alpha, "alpha")
+    if _checks.is_sequence(lam):
+        lams = [route.check_lam(float(lm)) for lm in _checks.grid(lam, "lam", positive=False)]
+        return [_curve(route, task, alphas, lm, progress, options) for lm in lams]
+    return _curve(route, task, alphas, route.check_lam(lam), progress, options)
 
 
-def _warm_started(alphas: np.ndarray, solve_at, *, progress=False, desc: str = "") -> LearningCurve:
-    """The curve of ``solve_at(alpha, init)`` over ``alphas``, each point started in turn from the
-    extrapolation of the last two points, the last point, then cold (``init=None``); the
-    ConvergenceError of the last start is raised."""
-    points: list[SaddlePoint] = []
+def _curve(route, task, alphas: np.ndarray, lam: float, progress, options: dict):
+    """The curve at one lam on a planned route."""
+    if route.route == "root":  # vectorised over alpha
+        spec = spectrum_of(task)
+        out = solve_reduced(spec, alphas, lam)
+        return LearningCurve(alpha=alphas, **{c: out[c] for c in COLUMNS if c != "alpha"}, lam=lam,
+                             rho=spec.rho, noise=spec.noise, method="root")
+    if route.route == "iterate":
+        spec = spectrum_of(task)
+        return LearningCurve.from_points([solve_planned(route, spec, float(a), lam, **options)
+                                          for a in alphas])
+    at = task if route.route.startswith(("mixture", "multiclass")) else spectrum_of(task)
+    points = _warm_started(alphas, lambda a, start: solve_planned(route, at, a, lam, init=start, **options),
+                           progress=progress, desc=f"learning curve at lam = {lam:g}",
+                           extrapolate=not route.route.endswith("multiclass"))
+    if route.route.endswith("multiclass"):
+        return MulticlassCurve.from_points(points)
+    return LearningCurve.from_points(points)
+
+
+def _warm_started(alphas: np.ndarray, solve_at, *, progress=False, desc: str = "",
+                  extrapolate: bool = True) -> list:
+    """The points ``solve_at(alpha, init)`` over ``alphas``, each started in turn from the
+    extrapolation of the last two points (``extrapolate``: scalar order parameters), the last
+    point, then cold (``init=None``); the ConvergenceError of the last start is raised."""
+    points: list = []
     for a in bar(alphas, progress=progress, desc=desc, unit="alpha"):
-        starts = [_extrapolated(points, float(a)), points[-1] if points else None, None]
+        starts = [_extrapolated(points, float(a))] if extrapolate else []
+        starts += [points[-1] if points else None, None]
         starts = [x for i, x in enumerate(starts) if all(x is not y for y in starts[:i])]
         for k, start in enumerate(starts):
             try:
@@ -195,7 +259,7 @@ def _warm_started(alphas: np.ndarray, solve_at, *, progress=False, desc: str = "
                 if k == len(starts) - 1:
                     raise
         points.append(pt)
-    return LearningCurve.from_points(points)
+    return points
 
 
 def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None:
@@ -221,30 +285,3 @@ def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None
 
     V, q, m = packing.unpack(pack(p1) + t * (pack(p1) - pack(p0)), p1.rho)
     return replace(p1, alpha=alpha, V=V, q=q, m=m)
-
-
-def _learning_curve(task, *, alpha, lam, method, loss, channel, progress=None, **options) -> LearningCurve:
-    """:func:`learning_curve` at one lam."""
-    from replica_mlm.theory.sides import channels, losses
-    spec = spectrum_of(task)
-    alphas = _checks.grid(alpha, "alpha")
-    lam = _checks.nonnegative(lam, "lam")
-    loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel, task)
-    fast = loss_obj.is_square and channel_obj.name == "gaussian"
-    if method is None:
-        method = "root" if fast else "general"
-    channels.check_pair(loss_obj, channel_obj, lam=lam, general=method == "general")
-    if method == "root" and fast and not options:  # vectorised over alpha
-        out = solve_reduced(spec, alphas, lam)
-        return LearningCurve(alpha=alphas, **{c: out[c] for c in COLUMNS if c != "alpha"}, lam=lam,
-                             rho=spec.rho, noise=spec.noise, method="root")
-    if method == "general":
-        if "init" in options:
-            raise ValueError("learning_curve warm-starts each point itself; do not pass init")
-        return _warm_started(alphas, lambda a, start: solve(
-            spec, alpha=a, lam=lam, method=method, loss=loss_obj, channel=channel_obj, init=start,
-            **options), progress=progress, desc=f"learning curve at lam = {lam:g}")
-    return LearningCurve.from_points(
-        [solve(spec, alpha=float(a), lam=lam, method=method, loss=loss_obj, channel=channel_obj,
-               **options) for a in alphas]
-    )

@@ -8,6 +8,7 @@ import sympy as sp
 
 from replica_mlm import _checks
 from replica_mlm._keywords import keywords
+from replica_mlm.theory import routes
 from replica_mlm.theory.studies.bayes_equations import bayes_equations, channel_partition_equations
 from replica_mlm.theory.symbolic import potentials as P
 
@@ -77,16 +78,20 @@ def equations(*, latex: bool = False, loss=None, channel=None,
         "V", "q", "m", "estimation_error"`` (general engine).
     """
     latex = _checks.flag(latex, "latex")
-    theory = _checks.choice(theory, ("gaussian", "mixture"), "theory")
+    theory = _checks.choice(theory, routes.THEORIES, "theory")
     if _checks.flag(bayes_optimal, "bayes_optimal"):
         if loss is not None:
             raise ValueError("bayes_optimal=True takes no loss: the Bayes-optimal estimator has none")
         if theory == "mixture":
             raise ValueError("bayes_optimal=True is derived for theory='gaussian' only "
                              "(docs/bayes_optimal.md)")
+        routes.plan(None, entry="equations", channel=channel, bayes=True)
         return _render(bayes_equations(channel), latex)
     if theory == "mixture" and channel is not None:
         raise ValueError("theory='mixture' has no channel (the label is the cluster): leave channel=None")
+    # the route that would solve (loss, channel) decides which equations are printed
+    route = routes.plan(None, entry="equations", loss="logistic" if loss is None and theory == "mixture"
+                        else loss, channel=channel, theory=theory).route
     eqs = P.derive()
     p = sp.Symbol("p", positive=True, integer=True)
     k = sp.Symbol("k", integer=True, positive=True)
@@ -103,7 +108,7 @@ def equations(*, latex: bool = False, loss=None, channel=None,
         out.update(_mixture("logistic" if loss is None else loss))
         for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):
             out[name] = sp.Eq(sym, mode_sum(eqs.mode[sym]))
-    elif loss is None and channel is None:
+    elif route == "root":
         for sym, name in ((P.V_hat, "V_hat"), (P.q_hat, "q_hat"), (P.m_hat, "m_hat")):
             out[name] = sp.Eq(sym, eqs.hat[sym])
         for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):

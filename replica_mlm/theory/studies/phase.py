@@ -12,7 +12,8 @@ from replica_mlm._keywords import keywords
 from replica_mlm._progress import bar, shown
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
-from replica_mlm.theory.solve import SaddlePoint, solve, solve_reduced
+from replica_mlm.theory import routes
+from replica_mlm.theory.solve import SaddlePoint, solve_planned, solve_reduced
 from replica_mlm.theory.solvers.root import alpha_derivative
 from replica_mlm.theory.studies import brent
 
@@ -119,6 +120,7 @@ def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
         Arrays shaped like ``alpha``: 0-d for a scalar (``float(res.lam_opt)``,
         ``res.points[0]`` the saddle point), ``(k,)`` for a grid of k alpha.
     """
+    kind = _Kind(routes.plan(task, entry="optimal_lambda", loss=loss, channel=channel))
     spec = spectrum_of(task)
     scalar = not _checks.is_sequence(alpha)
     alphas = np.atleast_1d(_checks.positive(alpha, "alpha")) if scalar else _checks.grid(alpha, "alpha")
@@ -130,7 +132,6 @@ def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
     xatol = _checks.positive(xatol, "xatol")
     if xatol > 1.0:
         raise ValueError(f"xatol (tolerance in log lam) must be in (0, 1], got {xatol}")
-    kind = _Kind(loss, channel, task)
     found = _optimal(task, spec, alphas, (lo, hi), xatol, kind, progress=shown(progress))
     shape = () if scalar else alphas.shape
     points = tuple(sp for _, sp, _, _ in found)
@@ -146,22 +147,23 @@ def optimal_lambda(task, *, alpha, bounds: tuple[float, float] = LAM_BOUNDS,
 
 
 class _Kind:
-    """The loss and channel of a diagram: fast path (square, gaussian) or the general engine."""
+    """The route of a diagram (:func:`.routes.plan`): the reduced one (square loss, gaussian
+    channel) or the general engine, with the loss and channel it resolved."""
 
-    def __init__(self, loss=None, channel=None, task=None) -> None:
-        from replica_mlm.theory.sides import channels, losses
-        self.loss, self.channel = losses.resolve(loss), channels.resolve(channel, task)
-        self.fast = self.loss.is_square and self.channel.name == "gaussian"
+    def __init__(self, route: routes.Plan | None = None) -> None:
+        self.route = route or routes.plan(None, entry="phase_diagram")
+        self.fast = self.route.fast
 
     def solve(self, task, alpha: float, lam: float, init: SaddlePoint | None = None) -> SaddlePoint:
+        """The point at (alpha, lam), from ``init`` if given (the general engine), else cold."""
         if self.fast:
-            return solve(task, alpha=alpha, lam=lam)
+            return solve_planned(self.route, task, alpha, lam)
         try:
-            return solve(task, alpha=alpha, lam=lam, loss=self.loss, channel=self.channel, init=init)
+            return solve_planned(self.route, task, alpha, lam, init=init)
         except ConvergenceError:
             if init is None:
                 raise
-            return solve(task, alpha=alpha, lam=lam, loss=self.loss, channel=self.channel)
+            return solve_planned(self.route, task, alpha, lam)
 
 
 def _optimal(task, spec, alphas: np.ndarray, bounds, xatol: float,
@@ -426,12 +428,14 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
     progress : bool
         A progress bar on stderr over rows (and over the alphas of the optimal lam).
     """
+    kind = _Kind(routes.plan(task, entry="phase_diagram", loss=loss, channel=channel))
     spec = spectrum_of(task)
     optimal = _checks.flag(optimal, "optimal")
     progress = _checks.flag(progress, "progress")
     alphas = increasing_grid(alpha, "alpha")
     lams = increasing_grid(lam, "lam")
-    kind = _Kind(loss, channel, task)
+    for lm in lams:
+        kind.route.check_lam(float(lm))
     if kind.fast:
         eg, et, slope = _grid(spec, alphas, lams[:, None])
     else:
