@@ -1553,13 +1553,13 @@ def test_the_one_driver_gives_the_general_engines_numbers(loss, channel, alpha, 
     lo, ch = losses.resolve(loss), channels.resolve(channel)
     init = None
     if warm:
-        init = engine.solve_point(engine.Problem(spec, 0.8 * alpha, 0.1, lo, ch))["packed"]
-    old = _old_hybr_loop(engine.Problem(spec, alpha, 0.1, lo, ch), init, tol=engine.TOL,
+        init = engine.solve_point(engine.gaussian_problem(spec, 0.8 * alpha, 0.1, lo, ch))["packed"]
+    old = _old_hybr_loop(engine.gaussian_problem(spec, alpha, 0.1, lo, ch), init, tol=engine.TOL,
                          warmup=engine.WARMUP, xtols=(engine.XTOL, engine.XTOL_FINE),
                          retry_xtol=engine.XTOL_FINE, maxfev=400,
                          domain=(FloatingPointError, OverflowError, ZeroDivisionError, ValueError))
     with _driver_used():
-        new = engine.solve_point(engine.Problem(spec, alpha, 0.1, lo, ch), init=init)
+        new = engine.solve_point(engine.gaussian_problem(spec, alpha, 0.1, lo, ch), init=init)
     _close(new, {**old[1], "residual": old[0]}, ("V", "q", "m", "V_hat", "q_hat", "m_hat", "residual"))
 
 
@@ -1638,7 +1638,8 @@ def test_one_packing_for_the_engine_and_the_multiclass_theory():
 
 
 def test_the_ridge_prior_once_scalar_and_k_by_k():
-    # issue 23: the ridge prior (engine.Problem.prior, multiclass.prior, root.estimation_error_of_hats)
+    # issue 23: the ridge prior (prior.Ridge, the engine's prior side; multiclass.prior,
+    # root.estimation_error_of_hats)
     # lives in theory/sides/prior.py; at K = 1 the K x K closed forms are the scalar ones
     from replica_mlm.theory.sides import channels, losses, prior
     from replica_mlm.theory.solvers import engine, multiclass
@@ -1647,10 +1648,10 @@ def test_the_ridge_prior_once_scalar_and_k_by_k():
     omega, theta = spec.omega, np.sqrt(spec.teacher)
     p = 1 / spec.bulk[0]
     assert np.allclose(spec.bulk, 1 / p, rtol=1e-15)
-    problem = engine.Problem(spec, 1.0, 0.05, losses.resolve("logistic"), channels.resolve("logit"))
     for lam, hats in [(0.05, (0.8, 1.3, 0.6)), (2.0, (3.0, 0.2, -0.4)), (1e-4, (0.01, 5.0, 1.0))]:
         scalar = prior.ridge(spec, lam, *hats)
-        problem.lam = lam
+        problem = engine.gaussian_problem(spec, 1.0, lam, losses.resolve("logistic"),
+                                          channels.resolve("logit"))
         assert problem.prior(*hats) == scalar
         matrices = [np.array([[h]]) for h in hats]
         V, Q, M, _, _ = prior.ridge_matrices(omega, theta[:, None], p, lam, *matrices)

@@ -30,24 +30,16 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm._keywords import keywords
 from replica_mlm.errors import ConvergenceError
-from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
-from replica_mlm.tasks.masked_site import MaskedSite
-from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
+from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
-from replica_mlm.theory.sides import channels, losses, prior
-from replica_mlm.theory.sides.task_loss import default_loss
+from replica_mlm.theory import routes
+from replica_mlm.theory.sides import prior
 from replica_mlm.theory.solvers import fixed_point, one_point, precise, root
 from replica_mlm.theory.solvers.packing import pack as packing_pack
 from replica_mlm.theory.symbolic.compiled import compiled
 
-METHODS = ("root", "iterate", "general")
-#: the keywords ``**options`` of :func:`solve` passes on: to method="iterate", to the general engine
-#: and to a PottsSite's multi-class solver
-SOLVER_OPTIONS = ("damping", "tol", "max_iter", "init", "order", "integration", "randomisations", "seed")
-#: task classes that are never multi-class (no runtime protocol check needed)
-SCALAR_TASKS = (Spectrum, MaskedSite, GaussianPottsLimit)
-#: the two theories of a discrete site: Gaussian equivalence, or its Gaussian mixture
-THEORIES = ("gaussian", "mixture")
+#: the keywords ``**options`` of :func:`solve` passes on: every route's options (:data:`.routes.ROUTES`)
+SOLVER_OPTIONS = tuple(dict.fromkeys(k for r in routes.ROUTES.values() for k in r.options))
 #: cold start (V, q, m) of method="iterate" (init=None)
 ITERATE_INIT = (1000.0, 1e-3, 1e-3)
 
@@ -192,9 +184,11 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         ``MulticlassSaddlePoint`` with ``method="mixture"`` (docs/multiclass.md, section "The site as
         a Gaussian mixture"); option ``order`` (Gauss-Hermite nodes per dimension).
     **options
-        For ``"iterate"``: ``damping`` (0.5), ``tol`` (1e-12), ``max_iter`` (100000) and
-        ``init`` ((V, q, m); None or omitted: (1000, 1e-3, 1e-3)). For ``"general"``: ``init`` (a SaddlePoint
-        to warm-start from) and ``order`` (Gauss-Legendre nodes per quadrature panel, 16).
+        Owned and checked by the route that serves the call (:func:`.routes.plan`;
+        ``rm.show_options(route)`` lists them, docs/architecture.md, section "Routes"). For
+        ``"iterate"``: ``damping`` (0.5), ``tol`` (1e-12), ``max_iter`` (100000) and ``init`` ((V, q, m);
+        None or omitted: (1000, 1e-3, 1e-3)). For ``"general"`` and ``"mixture"``: ``init`` (a
+        SaddlePoint to warm-start from) and ``order`` (Gauss-Legendre nodes per quadrature panel, 16).
         ``"root"`` takes none.
 
     Returns
@@ -211,59 +205,37 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
-    if _checks.choice(theory, THEORIES, "theory") == "mixture":
-        return _solve_mixture(task, alpha=alpha, lam=lam, method=method, precision=precision, loss=loss,
-                              channel=channel, **options)
-    # e.g. a PottsSite: the multi-class theory (docs/multiclass.md); the scalar tasks never are one
-    # (and skip the slow runtime protocol check)
-    if not isinstance(task, SCALAR_TASKS) and isinstance(task, MulticlassTask):
-        return _solve_multiclass(task, alpha=alpha, lam=lam, method=method, precision=precision,
-                                 loss=loss, channel=channel, **options)
-    spec = spectrum_of(task)  # a SpectralTask: the reduced solver or the general engine
-    alpha = _checks.positive(alpha, "alpha")
-    lam = _checks.nonnegative(lam, "lam")
-    # the named losses and channels import sympy only when derived: the square/gaussian path needs none
-    loss_obj = losses.resolve(default_loss(task) if loss is None else loss)
-    channel_obj = channels.resolve(channel, task)
-    fast = loss_obj.is_square and channel_obj.name == "gaussian"
-    if method is None:
-        method = "root" if fast else "general"
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS} (or None), got {method!r}")
-    if method in ("root", "iterate") and not fast:
-        raise ValueError(f"method {method!r} solves the square loss with the gaussian channel only; "
-                         f"use method='general' (or None) for loss {loss_obj.name!r}, channel "
-                         f"{channel_obj.name!r}")
-    channels.check_pair(loss_obj, channel_obj, lam=lam, general=method == "general")
-    if precision is not None:
-        return _solve_precise(task, spec, alpha, lam, precision, fast=fast, method=method, **options)
-    if method == "root":
-        return _solve_root(spec, alpha, lam, **options)
-    if method == "iterate":
-        return _solve_iterate(spec, alpha, lam, **options)
-    return solve_general(spec, alpha, lam, loss_obj, channel_obj, **options)
+    route = routes.plan(task, loss=loss, channel=channel, theory=theory, method=method, precision=precision)
+    route.check_options(options)
+    return solve_planned(route, task, _checks.positive(alpha, "alpha"), route.check_lam(lam),
+                         precision=precision, **options)
 
 
-def _solve_mixture(task, *, alpha, lam, method, precision, loss, channel, init=None,
-                   order: int | None = None):
-    """The route of ``theory="mixture"``: the two-cluster mixture theory (:mod:`.mixture_engine`)."""
-    from replica_mlm.theory.solvers import engine, mixture_engine
-    if not hasattr(task, "mixture"):
-        raise ValueError(f"theory='mixture' needs a task with a Gaussian mixture (task.mixture, e.g. an "
-                         f"Ising or Potts site of PottsModel.masked_site), got {type(task).__name__}")
-    if method not in (None, "general") or precision is not None or channel is not None:
-        raise ValueError("theory='mixture' is solved by the general engine with the mixture's own "
-                         "channel side: method, precision and channel take their defaults")
-    if isinstance(task, MulticlassTask):  # a Potts site: softmax cross-entropy on q clusters
+def solve_planned(route: routes.Plan, task, alpha: float, lam: float, *, precision=None, **options):
+    """One point on a route already planned (:func:`.routes.plan`; its options, ``alpha`` and
+    ``lam`` checked): what :func:`solve` does after planning, and what the curves and studies call
+    point by point, without checking their inputs again."""
+    if route.route == "mixture-multiclass":
         from replica_mlm.theory.solvers import mixture_multiclass
-        if loss not in (None, "cross_entropy"):
-            raise ValueError(f"theory='mixture' of a multi-class site learns with loss='cross_entropy', "
-                             f"got {loss!r}")
-        return mixture_multiclass.solve(task, alpha=alpha, lam=lam, order=order, init=init)
-    mixture = task.mixture
-    alpha = _checks.positive(alpha, "alpha")
-    lam = _checks.positive(lam, "lam")
-    loss_obj = losses.resolve(default_loss(task) if loss is None else loss)
+        return mixture_multiclass.solve(task, alpha=alpha, lam=lam, **options)
+    if route.route == "multiclass":
+        from replica_mlm.theory.solvers import multiclass
+        return multiclass.solve(task, alpha=alpha, lam=lam, loss=route.loss, **options)
+    if route.route == "mixture":
+        return _solve_mixture(task, alpha, lam, route.loss, **options)
+    spec = spectrum_of(task)
+    if precision is not None:
+        return _solve_precise(task, spec, alpha, lam, precision, **options)
+    if route.route == "root":
+        return _solve_root(spec, alpha, lam)
+    if route.route == "iterate":
+        return _solve_iterate(spec, alpha, lam, **options)
+    return solve_general(spec, alpha, lam, route.loss, route.channel, **options)
+
+
+def _solve_mixture(task, alpha: float, lam: float, loss_obj, *, init=None, order: int | None = None):
+    """The route ``"mixture"``: the two-cluster mixture theory (:mod:`.mixture_engine`)."""
+    from replica_mlm.theory.solvers import engine, mixture_engine
     order = 16 if order is None else _checks.positive_int(order, "order")
     start = None
     if init is not None:
@@ -271,7 +243,7 @@ def _solve_mixture(task, *, alpha, lam, method, precision, loss, channel, init=N
             raise TypeError(f"init must be a SaddlePoint, got {type(init).__name__}")
         if all(math.isfinite(x) and x > 0 for x in (init.V, init.q)) and init.rho > 0:
             start = np.array(packing_pack(init.V, init.q, init.m, init.rho))
-    theory = mixture_engine.MixtureTheory(mixture)
+    theory = mixture_engine.MixtureTheory(task.mixture)
     try:
         out = mixture_engine.solve_point(theory, alpha, lam, loss_obj, init=start, order=order)
     except engine.EngineFailure as exc:
@@ -281,23 +253,8 @@ def _solve_mixture(task, *, alpha, lam, method, precision, loss, channel, init=N
                    message=f"mixture theory (general engine, {out['iterations']} channel-side evaluations)")
 
 
-def _solve_multiclass(task, *, alpha, lam, method, precision, loss, channel, **options):
-    """The route of a :class:`~replica_mlm.tasks.potts_site.PottsSite`: the multi-class theory."""
-    from replica_mlm.theory.solvers import multiclass
-    if method not in (None, "general") or precision is not None or channel not in (None, task.channel):
-        raise ValueError("a PottsSite is solved by the multi-class theory: method, precision and "
-                         "channel take their defaults")
-    return multiclass.solve(task, alpha=alpha, lam=lam, loss=loss, **options)
-
-
-def _solve_precise(task, spec: Spectrum, alpha: float, lam: float, precision, *, fast: bool, method: str,
-                   **options) -> SaddlePoint:
-    """The route of ``precision=``: the reduced equations in mpmath (:mod:`.precise`)."""
-    if not fast:
-        raise ValueError("precision= is available for the square loss with the gaussian channel "
-                         "only (the reduced closed forms); the general engine works in float64")
-    if method != "root":
-        raise ValueError("precision= works with method='root' and no options")
+def _solve_precise(task, spec: Spectrum, alpha: float, lam: float, precision, **options) -> SaddlePoint:
+    """The route ``"root"`` with ``precision=``: the reduced equations in mpmath (:mod:`.precise`)."""
     digits = _checks.precision_digits(precision)
     if digits < 16:
         raise ValueError(f"precision must be >= 16 digits (float64 gives ~16), got {digits}")
@@ -321,8 +278,7 @@ def solve_general(spec: Spectrum, alpha: float, lam: float, loss, channel, *, in
                   order: int = 16) -> SaddlePoint:
     """The general engine (:mod:`.engine`) at one point; ``init`` a SaddlePoint to start from."""
     from replica_mlm.theory.solvers import engine
-    order = _checks.positive_int(order, "order")
-    problem = engine.Problem(spec, alpha, lam, loss, channel, order=order)
+    problem = engine.gaussian_problem(spec, alpha, lam, loss, channel, order=order)
     start = None
     if init is not None:
         if not isinstance(init, SaddlePoint):
@@ -387,14 +343,8 @@ def root_message(alpha: float, lam: float, regime: int = root.NEWTON) -> str:
     return "alpha = 1, lam = 0: interpolation peak, eg = inf exactly"
 
 
-def _solve_root(spec: Spectrum, alpha: float, lam: float, **options) -> SaddlePoint:
-    """The route of ``method="root"``: the reduced scalar equation (:mod:`.root`); no options."""
-    if options:
-        raise ValueError(
-            f"solve() with method='root' (the default for the square loss and the gaussian channel) takes "
-            f"no options, got {sorted(options)}: damping, tol, max_iter and init are options of "
-            f"method='iterate'; order and init of the general engine; integration, randomisations and seed "
-            f"of a PottsSite's multi-class solver")
+def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
+    """The route ``"root"``: the reduced scalar equation (:mod:`.root`); no options."""
     found = one_point.solve_point(spec, alpha, lam)  # the common case, on scalars (same bits)
     if found is not None:
         return _result(spec, alpha, lam, found, method="root", message=root_message(alpha, lam))

@@ -171,3 +171,30 @@ def error(channel: Channel, *, q: float, m: float, rho: float, noise: float,
         zv, _ = channel.partition(label, (m / q) * wv, v, noise)
         total += float(np.dot(c * zv, (label * wv < 0)))
     return total
+
+
+@dataclass(frozen=True)
+class GaussianCovariates:
+    """The channel side of Gaussian covariates whose labels come from a channel
+    (:class:`.interfaces.ChannelSide`): the integrals :func:`hats`, :func:`error` and
+    :func:`test_loss` of one (loss, channel, rho, noise)."""
+
+    loss: Loss
+    channel: Channel
+    rho: float
+    noise: float
+    order: int = ORDER
+
+    @property
+    def name(self) -> str:
+        return self.channel.name
+
+    def hats(self, alpha: float, V: float, q: float, m: float) -> dict[str, float]:
+        return hats(self.loss, self.channel, alpha=alpha, V=V, q=q, m=m, rho=self.rho, noise=self.noise,
+                    order=self.order)
+
+    def error(self, q: float, m: float) -> float:
+        return error(self.channel, q=q, m=m, rho=self.rho, noise=self.noise, order=self.order)
+
+    def test_loss(self, q: float, m: float) -> float:
+        return test_loss(self.loss, self.channel, q=q, m=m, rho=self.rho, noise=self.noise, order=self.order)

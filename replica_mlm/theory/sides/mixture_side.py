@@ -19,10 +19,13 @@ two). The prior side is the ridge prior of :mod:`.prior` on the modes of ``S`` w
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtr
 
+from replica_mlm.tasks.spectrum import Spectrum
+from replica_mlm.theory.sides import prior
 from replica_mlm.theory.sides.energetic import ORDER, panels
 from replica_mlm.theory.sides.losses import Loss
 
@@ -84,3 +87,45 @@ def estimation_error(omega, mu_modes, target_modes, p: int, lam: float, V_hat: f
     bias = np.sum((m_hat * mu_modes * g - target_modes) ** 2)
     var = np.sum(q_hat * omega * g * g) / p
     return float(bias + var)
+
+
+@dataclass(frozen=True)
+class MixtureClusters:
+    """The channel side of a two-cluster mixture (:class:`.interfaces.ChannelSide`): the label is
+    the cluster, the student's field on class ``y`` is ``y m + sqrt(q) xi``."""
+
+    loss: Loss
+    weights: tuple[float, float]
+    order: int = ORDER
+    name: str = "mixture"
+
+    def hats(self, alpha: float, V: float, q: float, m: float) -> dict[str, float]:
+        return hats(self.loss, alpha=alpha, V=V, q=q, m=m, weights=self.weights, order=self.order)
+
+    def error(self, q: float, m: float) -> float:
+        return error(q=q, m=m)
+
+    def test_loss(self, q: float, m: float) -> float:
+        return test_loss(self.loss, q=q, m=m, weights=self.weights, order=self.order)
+
+
+@dataclass(frozen=True, eq=False)
+class MixturePrior:
+    """The prior side of a two-cluster mixture (:class:`.interfaces.PriorSide`): the ridge prior on
+    the modes of the pooled covariance ``S`` (eigenvalues ``omega``) with ``theta = S^{-1} mu``
+    (``spec``), whose estimation error is measured against the site's own teacher
+    (``target_modes``; :func:`estimation_error`)."""
+
+    spec: Spectrum
+    lam: float
+    omega: np.ndarray
+    mu_modes: np.ndarray
+    target_modes: np.ndarray
+    p: int
+
+    def overlaps(self, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:
+        return prior.ridge(self.spec, self.lam, V_hat, q_hat, m_hat)
+
+    def estimation_error(self, V_hat: float, q_hat: float, m_hat: float) -> float:
+        return estimation_error(self.omega, self.mu_modes, self.target_modes, self.p, self.lam, V_hat, q_hat,
+                                m_hat)

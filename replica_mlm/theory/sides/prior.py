@@ -15,10 +15,29 @@ theta_k|^2 + (omega_k / p) tr(G_k Q_hat G_k)``; at K = 1 these are the scalar fo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.symbolic.compiled import compiled, compiled_estimation
+
+
+@dataclass(frozen=True)
+class Ridge:
+    """The ridge prior side of a scalar saddle point (:class:`.interfaces.PriorSide`): the penalty
+    ``(lam p / 2) |w|^2`` on the modes of ``spec``."""
+
+    spec: Spectrum
+    lam: float
+
+    def overlaps(self, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:
+        """``(V, q, m)`` at the hats (:func:`ridge`)."""
+        return ridge(self.spec, self.lam, V_hat, q_hat, m_hat)
+
+    def estimation_error(self, V_hat: float, q_hat: float, m_hat: float) -> float:
+        """``E |w_hat - w*|^2`` at the hats (:func:`estimation_error`)."""
+        return estimation_error(self.spec, self.lam, V_hat, q_hat, m_hat)
 
 
 def ridge(spec: Spectrum, lam: float, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:

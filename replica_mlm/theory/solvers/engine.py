@@ -29,7 +29,7 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import energetic, prior
-from replica_mlm.theory.sides.channels import Channel, check_pair
+from replica_mlm.theory.sides.channels import Channel
 from replica_mlm.theory.sides.convexity import NonConvexLoss
 from replica_mlm.theory.sides.losses import Loss
 from replica_mlm.theory.solvers import fixed_point
@@ -69,20 +69,29 @@ class EngineFailure(RuntimeError):
 
 
 class Problem:
-    """The fixed-point map of one (spectrum, alpha, lam, loss, channel) point."""
+    """The fixed-point map of one point: a channel side and a prior side composed at ``alpha``
+    (docs/architecture.md, section "The sides of a saddle point").
 
-    def __init__(self, spec: Spectrum, alpha: float, lam: float, loss: Loss, channel: Channel, *,
-                 order: int = energetic.ORDER) -> None:
-        check_pair(loss, channel, lam=lam, general=True)
+    Parameters
+    ----------
+    channel_side : :class:`.interfaces.ChannelSide`
+        Hats, error, test and training loss (e.g. :class:`.energetic.GaussianCovariates`,
+        :class:`.mixture_side.MixtureClusters`).
+    prior_side : :class:`.interfaces.PriorSide`
+        Overlaps and estimation error from the hats (e.g. :class:`.prior.Ridge`,
+        :class:`.mixture_side.MixturePrior`); its ``spec`` gives ``rho`` and ``noise``.
+    alpha : float
+        Sample ratio, at most :data:`ALPHA_MAX`.
+    """
+
+    def __init__(self, channel_side, prior_side, alpha: float) -> None:
         _checks.at_most(alpha, ALPHA_MAX, "alpha", f"the general engine takes 0 < alpha <= {ALPHA_MAX:g}; "
                         "the solution tends to its alpha -> infinity limit (the population risk "
                         "minimiser) with corrections O(1/alpha), below 1e-12 there")
-        order = _checks.positive_int(order, "order")
-        _checks.at_most(order, ORDER_MAX, "order", f"Gauss-Legendre nodes per panel, 1 to {ORDER_MAX}; "
-                        f"the default {energetic.ORDER} already integrates to ~1e-16")
-        self.spec, self.alpha, self.lam = spec, float(alpha), float(lam)
-        self.loss, self.channel, self.order = loss, channel, order
-        self.rho, self.noise = spec.rho, spec.noise
+        self.channel_side, self.prior_side = channel_side, prior_side
+        self.spec, self.alpha, self.lam = prior_side.spec, float(alpha), float(prior_side.lam)
+        self.loss = channel_side.loss
+        self.rho, self.noise = self.spec.rho, self.spec.noise
         self.signal = self.rho > 0
         self.evaluations = 0
         self._memo: dict[tuple[float, float, float], dict[str, float]] = {}
@@ -106,8 +115,7 @@ class Problem:
         out = self._memo.get(key)
         if out is None:
             self.evaluations += 1
-            out = energetic.hats(self.loss, self.channel, alpha=self.alpha, V=V, q=q, m=m, rho=self.rho,
-                                 noise=self.noise, order=self.order)
+            out = self.channel_side.hats(self.alpha, V, q, m)
             if not self.signal:
                 out["m_hat"] = 0.0
             if len(self._memo) >= MEMO:
@@ -116,7 +124,7 @@ class Problem:
         return dict(out)
 
     def prior(self, V_hat: float, q_hat: float, m_hat: float) -> tuple[float, float, float]:
-        return prior.ridge(self.spec, self.lam, V_hat, q_hat, m_hat)
+        return self.prior_side.overlaps(V_hat, q_hat, m_hat)
 
     def image(self, x) -> np.ndarray:
         """``pack(prior(hats(unpack(x))))``: the fixed-point map in the packed unknowns."""
@@ -161,9 +169,41 @@ class Problem:
         return max(_rel(V, V2), _rel(q, q2), _rel(m, m2)), {"V": V, "q": q, "m": m, **h}
 
     def finish(self, point: dict, residual: float) -> dict:
-        """Derived quantities at a solved point (:func:`_finish`; a subclass with another channel
-        side, e.g. the Gaussian mixture's, derives its own)."""
-        return _finish(self, point, residual)
+        """Derived quantities at a solved point: the errors from the channel side, the estimation
+        error from the prior side; the square loss's training loss in the package's MSE
+        convention ``|y - X w|^2 / n`` (no factor 1/2)."""
+        V, q, m = point["V"], point["q"], point["m"]
+        train = point["train_loss"]
+        if self.loss.is_square:
+            train = 2.0 * train
+        return {
+            **point,
+            "train_loss": train,
+            "eg": self.channel_side.error(q, m),
+            "test_loss": self.channel_side.test_loss(q, m),
+            "estimation_error": self.prior_side.estimation_error(point["V_hat"], point["q_hat"],
+                                                                 point["m_hat"]),
+            "kappa": self.lam / point["V_hat"] if point["V_hat"] > 0 else math.inf,
+            "residual": residual,
+            "iterations": self.evaluations,
+            "packed": self.pack(V, q, m),
+        }
+
+
+def gaussian_problem(spec: Spectrum, alpha: float, lam: float, loss: Loss, channel: Channel, *,
+                     order: int = energetic.ORDER) -> Problem:
+    """The problem of Gaussian covariates with a label channel and the ridge prior on ``spec``."""
+    order = check_order(order)
+    side = energetic.GaussianCovariates(loss, channel, rho=spec.rho, noise=spec.noise, order=order)
+    return Problem(side, prior.Ridge(spec, float(lam)), alpha)
+
+
+def check_order(order) -> int:
+    """Gauss-Legendre nodes per panel: an int from 1 to :data:`ORDER_MAX`."""
+    order = _checks.positive_int(order, "order")
+    _checks.at_most(order, ORDER_MAX, "order", f"Gauss-Legendre nodes per panel, 1 to {ORDER_MAX}; "
+                    f"the default {energetic.ORDER} already integrates to ~1e-16")
+    return order
 
 
 def _rel(a: float, b: float) -> float:
@@ -194,26 +234,3 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
                             "evaluations", last=failure.point, residual=failure.residual,
                             iterations=problem.evaluations) from None
     return problem.finish(found.point, found.residual)
-
-
-def _finish(problem: Problem, point: dict, residual: float) -> dict:
-    """Derived quantities at a solved point."""
-    loss, channel = problem.loss, problem.channel
-    V, q, m = point["V"], point["q"], point["m"]
-    args = dict(q=q, m=m, rho=problem.rho, noise=problem.noise, order=problem.order)
-    train = point["train_loss"]
-    if loss.is_square:  # the package's MSE convention |y - X w|^2 / n, no factor 1/2
-        train = 2.0 * train
-    spec = problem.spec
-    est = prior.estimation_error(spec, problem.lam, point["V_hat"], point["q_hat"], point["m_hat"])
-    return {
-        **point,
-        "train_loss": train,
-        "eg": energetic.error(channel, **args),
-        "test_loss": energetic.test_loss(loss, channel, **args),
-        "estimation_error": est,
-        "kappa": problem.lam / point["V_hat"] if point["V_hat"] > 0 else math.inf,
-        "residual": residual,
-        "iterations": problem.evaluations,
-        "packed": problem.pack(V, q, m),
-    }
