@@ -11,7 +11,7 @@ and their conjugates:
   in closed form over the modes of the covariance, and the estimation error.
 
 A problem (:class:`replica_mlm.theory.solvers.engine.Problem` for scalar overlaps,
-:class:`replica_mlm.theory.solvers.multiclass.MatrixFixedPoint` for K x K ones) composes one of each
+:class:`replica_mlm.theory.solvers.multiclass.MatrixProblem` for K x K ones) composes one of each
 with the packing of the unknowns, on the one fixed-point driver (:mod:`.fixed_point`). A new theory
 variant is a new side: one class with these methods, in one file.
 
@@ -68,3 +68,27 @@ class PriorSide(Protocol):
 
     def estimation_error(self, V_hat: float, q_hat: float, m_hat: float) -> float:
         """``E |w_hat - w*|^2`` at the hats."""
+
+
+@runtime_checkable
+class MatrixChannelSide(Protocol):
+    """The channel side of a K x K saddle point (a multi-class site, a q-cluster mixture)."""
+
+    def hats(self, alpha: float, V, Q, M) -> dict:
+        """``V_hat, Q_hat, M_hat`` and the mean training loss (key ``train_loss``) at ``(V, Q, M)``."""
+
+    def cold_hats(self, alpha: float) -> dict:
+        """The hats the cold start puts into the prior side."""
+
+
+@runtime_checkable
+class MatrixPriorSide(Protocol):
+    """The prior side of a K x K saddle point."""
+
+    lam: float
+
+    def overlaps(self, h: dict):
+        """``(V, Q, M)`` at the hats ``h``."""
+
+    def estimation_error(self, h: dict) -> float:
+        """``E |W - W*|_F^2`` at the hats ``h``."""

@@ -18,6 +18,8 @@ mu_{c,k} / omega_k`` per mode of ``S`` (then the mean term ``omega_k M_hat theta
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import log_softmax
 
@@ -65,12 +67,20 @@ def error(rule: mc.Rule, *, Q, M, weights, P) -> float:
     return total
 
 
-def estimation_error(omega, theta, target, p: int, lam: float, V_hat, Q_hat, M_hat) -> float:
-    """``E |W - W*|_F^2``: per mode ``k`` of ``S`` the estimator's mean ``omega_k G_k M_hat theta_k``
-    against the teacher's rows ``target_k`` (d x K), plus the variance (as :mod:`.prior`)."""
-    from replica_mlm.theory.sides.prior import ridge_matrices
+@dataclass(frozen=True, eq=False)
+class MixtureClasses:
+    """The channel side of a q-cluster mixture learnt with the softmax cross-entropy
+    (:class:`.interfaces.MatrixChannelSide`): integration rule, class weights, simplex basis ``P``."""
 
-    _, _, _, G, gm = ridge_matrices(omega, theta, p, lam, V_hat, Q_hat, M_hat)
-    bias = np.sum((omega[:, None] * gm - target) ** 2)
-    var = np.einsum("k,kab,bc,kac->", omega / p, G, Q_hat, G)
-    return float(bias + var)
+    rule: mc.Rule
+    weights: np.ndarray
+    P: np.ndarray
+
+    def hats(self, alpha: float, V, Q, M) -> dict:
+        return hats(self.rule, alpha=alpha, Q=Q, M=M, V=V, weights=self.weights, P=self.P)
+
+    def cold_hats(self, alpha: float) -> dict:
+        """The hats of the cold start: those of the square loss's size, ``M_hat`` along the means."""
+        K, q = self.P.shape[1], self.P.shape[0]
+        return {"V_hat": alpha / 2 * np.eye(K), "Q_hat": alpha / 4 * np.eye(K),
+                "M_hat": alpha / 2 * (self.P.T / q)}

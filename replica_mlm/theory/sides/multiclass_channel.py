@@ -311,3 +311,45 @@ def rule_for(K: int, integration: str, *, order: int, seed: int) -> Rule:
 def nodes_count(rule: Rule) -> int:
     """Outer nodes times inner nodes per outer node: the size of the rule."""
     return rule.xi.shape[0] * rule.eta.shape[1]
+
+
+def _cold_hats(alpha: float, rho) -> dict:
+    """The hats of the cold start: those of the square loss's size."""
+    K = rho.shape[0]
+    eye = np.eye(K)
+    scale = 1.0 + np.trace(rho) / K
+    return {"V_hat": alpha / 2 * eye, "Q_hat": alpha * scale / 4 * eye, "M_hat": alpha / 2 * eye}
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxCovariates:
+    """The channel side of a Gaussian-covariate site with the softmax channel, learnt with the
+    softmax cross-entropy (:class:`.interfaces.MatrixChannelSide`)."""
+
+    rule: Rule
+    rho: np.ndarray
+    bias: np.ndarray
+    P: np.ndarray
+    symmetric: bool = False
+
+    def hats(self, alpha: float, V, Q, M) -> dict:
+        return hats(self.rule, alpha=alpha, Q=Q, M=M, rho=self.rho, V=V, bias=self.bias, P=self.P,
+                    symmetric=self.symmetric)
+
+    def cold_hats(self, alpha: float) -> dict:
+        return _cold_hats(alpha, self.rho)
+
+
+@dataclass(frozen=True, eq=False)
+class SquareCovariates:
+    """The channel side of a K-output Gaussian-covariate site with the gaussian channel, learnt
+    with the square loss, in closed form (:class:`.interfaces.MatrixChannelSide`)."""
+
+    rho: np.ndarray
+    noise: float
+
+    def hats(self, alpha: float, V, Q, M) -> dict:
+        return square_gaussian_hats(alpha=alpha, Q=Q, M=M, rho=self.rho, V=V, noise=self.noise)
+
+    def cold_hats(self, alpha: float) -> dict:
+        return _cold_hats(alpha, self.rho)

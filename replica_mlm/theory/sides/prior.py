@@ -72,9 +72,40 @@ def ridge_matrices(omega: np.ndarray, theta: np.ndarray, p: int, lam: float, V_h
     return (V + V.T) / 2, (Q + Q.T) / 2, M, G, gm
 
 
-def estimation_error_matrices(omega, theta, p: int, lam: float, V_hat, Q_hat, M_hat) -> float:
-    """``E |W - W*|_F^2`` from K x K hats (mode by mode, see the module docstring)."""
+def estimation_error_matrices(omega, theta, p: int, lam: float, V_hat, Q_hat, M_hat, target=None) -> float:
+    """``E |W - W*|_F^2`` from K x K hats (mode by mode, see the module docstring); the teacher's
+    rows are ``target`` (default ``theta``; a mixture's site has its own teacher beside the rows
+    ``theta = S^{-1} mu`` its means define)."""
     _, _, _, G, gm = ridge_matrices(omega, theta, p, lam, V_hat, Q_hat, M_hat)
-    bias = np.sum((omega[:, None] * gm - theta) ** 2)
+    bias = np.sum((omega[:, None] * gm - (theta if target is None else target)) ** 2)
     var = np.einsum("k,kab,bc,kac->", omega / p, G, Q_hat, G)
     return float(bias + var)
+
+
+@dataclass(frozen=True, eq=False)
+class RidgeMatrices:
+    """The ridge prior side of a K x K saddle point (:class:`.interfaces.MatrixPriorSide`): modes
+    ``omega`` with teacher rows ``theta`` (``target``: the rows the estimation error is measured
+    against, default ``theta``); ``symmetric`` projects the overlaps onto multiples of I (a
+    colour-symmetric task, where that projection is exact)."""
+
+    omega: np.ndarray
+    theta: np.ndarray
+    p: int
+    lam: float
+    symmetric: bool = False
+    target: np.ndarray | None = None
+
+    def overlaps(self, h: dict):
+        """``(V, Q, M)`` at the hats ``h`` (keys ``V_hat``, ``Q_hat``, ``M_hat``)."""
+        V, Q, M, _, _ = ridge_matrices(self.omega, self.theta, self.p, self.lam, h["V_hat"], h["Q_hat"],
+                                       h["M_hat"])
+        if self.symmetric:  # exact projection onto multiples of I
+            eye = np.eye(V.shape[0])
+            V, Q, M = (np.trace(X) / V.shape[0] * eye for X in (V, Q, M))
+        return V, Q, M
+
+    def estimation_error(self, h: dict) -> float:
+        """``E |W - W*|_F^2`` at the hats ``h``."""
+        return estimation_error_matrices(self.omega, self.theta, self.p, self.lam, h["V_hat"], h["Q_hat"],
+                                         h["M_hat"], target=self.target)

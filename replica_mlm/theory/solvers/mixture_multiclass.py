@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm.theory.sides import mixture_classes as side
+from replica_mlm.theory.sides import mixture_classes, prior
 from replica_mlm.theory.sides import multiclass_channel as mc
-from replica_mlm.theory.sides import prior
-from replica_mlm.theory.solvers import multiclass, packing
+from replica_mlm.theory.solvers import multiclass
 
 #: Gauss-Hermite nodes per dimension of the hats and the test loss, and the finer rule of the check
 HERMITE = {1: 64, 2: 20}
@@ -40,41 +39,6 @@ class MixtureTheory:
         self.K = self.q - 1
 
 
-class Problem(multiclass.MatrixFixedPoint):
-    """The fixed-point map of one (mixture, alpha, lam) point, for :func:`.multiclass.solve_point`."""
-
-    def __init__(self, theory: MixtureTheory, alpha: float, lam: float, rule: mc.Rule) -> None:
-        self.theory, self.alpha, self.lam, self.rule = theory, alpha, lam, rule
-        self.K, self.q = theory.K, theory.q
-        self.evaluations = 0
-
-    def pack(self, V, Q, M) -> np.ndarray:
-        return np.concatenate([packing.pack_matrices(V, Q, np.zeros((self.K, self.K)))[:-self.K**2],
-                               M.ravel()])
-
-    def unpack(self, x):
-        n = self.K * (self.K + 1) // 2
-        V, Q, _ = packing.unpack_matrices(np.concatenate([x[:2 * n], np.zeros(self.K**2)]), self.K)
-        return V, Q, np.asarray(x[2 * n:]).reshape(self.K, self.q)
-
-    def hats(self, V, Q, M) -> dict:
-        self.evaluations += 1
-        th = self.theory
-        return side.hats(self.rule, alpha=self.alpha, Q=Q, M=M, V=V, weights=th.weights, P=th.P)
-
-    def prior(self, h: dict):
-        th = self.theory
-        V, Q, M, _, _ = prior.ridge_matrices(th.omega, th.theta, th.p, self.lam, h["V_hat"], h["Q_hat"],
-                                             h["M_hat"])
-        return V, Q, M
-
-    def start(self) -> np.ndarray:
-        a, K, q = self.alpha, self.K, self.q
-        h = {"V_hat": a / 2 * np.eye(K), "Q_hat": a / 4 * np.eye(K),
-             "M_hat": a / 2 * (self.theory.P.T / q)}
-        return self.pack(*self.prior(h))
-
-
 def solve_point(theory: MixtureTheory, alpha: float, lam: float, *, order: int | None = None,
                 init=None) -> dict:
     """One point: the saddle point, the test measures with their integration errors (the test
@@ -82,16 +46,17 @@ def solve_point(theory: MixtureTheory, alpha: float, lam: float, *, order: int |
     K = theory.K
     order = HERMITE.get(K, 12) if order is None else order
     rule = mc.hermite_rule(K, order)
-    problem = Problem(theory, alpha, lam, rule)
+    side = mixture_classes.MixtureClasses(rule, theory.weights, theory.P)
+    ridge = prior.RidgeMatrices(theory.omega, theory.theta, theory.p, lam, target=theory.target)
+    problem = multiclass.MatrixProblem(side, ridge, multiclass.MatrixPacking(K, theory.q), alpha)
     start = None if init is None else problem.pack(init["V"], init["Q"], init["M"])
     point = multiclass.solve_point(problem, init=start)
     Q, M = point["Q"], point["M"]
     args = {"Q": Q, "M": M, "weights": theory.weights, "P": theory.P}
-    tl = side.test_loss(rule, **args)
-    tl_fine = side.test_loss(mc.hermite_rule(K, int(np.ceil(1.5 * order))), **args)
-    rates = [side.error(mc.sobol_rule(K, EG_M, 1000 + r), **args) for r in range(EG_SCRAMBLINGS)]
-    est = side.estimation_error(theory.omega, theory.theta, theory.target, theory.p, lam, point["V_hat"],
-                                point["Q_hat"], point["M_hat"])
+    tl = mixture_classes.test_loss(rule, **args)
+    tl_fine = mixture_classes.test_loss(mc.hermite_rule(K, int(np.ceil(1.5 * order))), **args)
+    rates = [mixture_classes.error(mc.sobol_rule(K, EG_M, 1000 + r), **args) for r in range(EG_SCRAMBLINGS)]
+    est = ridge.estimation_error(point)
     return {**point, "test_loss": tl, "eg": float(np.mean(rates)), "estimation_error": est,
             "integration_error": {"test_loss": float(abs(tl_fine - tl)),
                                   "eg": float(np.std(rates, ddof=1) / np.sqrt(len(rates)))},

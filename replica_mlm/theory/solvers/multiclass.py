@@ -140,10 +140,55 @@ class MulticlassSaddlePoint:
         return pd.DataFrame([row])
 
 
-class MatrixFixedPoint:
-    """The map and residual of a fixed point in ``(V, Q, M)`` matrices, shared by the multi-class
-    problems (this module's :class:`Problem` and the mixture's): a subclass gives ``pack``,
-    ``unpack``, ``hats`` (the channel side) and ``prior`` (the prior side)."""
+@dataclass(frozen=True, eq=False)
+class MatrixPacking:
+    """The unknowns of ``(V, Q, M)`` (:mod:`.packing`): the Cholesky factors of V and Q with
+    logarithmic diagonals, then M (K x ``columns``) row by row; or, for a colour-symmetric task
+    (``rho = r I``, every order parameter a multiple of I), ``(log v, log q, artanh(m / sqrt(q r)))``."""
+
+    K: int
+    columns: int
+    symmetric_rho: float | None = None
+
+    def pack(self, V, Q, M) -> np.ndarray:
+        if self.symmetric_rho is not None:
+            return packing.pack(V[0, 0], Q[0, 0], M[0, 0], self.symmetric_rho)
+        return packing.pack_matrices(V, Q, M)
+
+    def unpack(self, x):
+        if self.symmetric_rho is not None:
+            eye = np.eye(self.K)
+            return tuple(s * eye for s in packing.unpack(x, self.symmetric_rho))
+        return packing.unpack_matrices(x, self.K, self.columns)
+
+
+class MatrixProblem:
+    """The fixed-point map of one point with K x K order parameters: a channel side and a prior
+    side composed at ``alpha`` with the packing of the unknowns (docs/architecture.md, section
+    "The sides of a saddle point"): :class:`.multiclass_channel.SoftmaxCovariates`,
+    :class:`.multiclass_channel.SquareCovariates` or :class:`.mixture_classes.MixtureClasses` with
+    :class:`.prior.RidgeMatrices`."""
+
+    def __init__(self, channel_side, prior_side, packer: MatrixPacking, alpha: float) -> None:
+        self.channel_side, self.prior_side, self.packer = channel_side, prior_side, packer
+        self.alpha, self.lam = alpha, prior_side.lam
+        self.evaluations = 0
+
+    def pack(self, V, Q, M) -> np.ndarray:
+        return self.packer.pack(V, Q, M)
+
+    def unpack(self, x):
+        return self.packer.unpack(x)
+
+    def hats(self, V, Q, M) -> dict:
+        self.evaluations += 1
+        return self.channel_side.hats(self.alpha, V, Q, M)
+
+    def prior(self, h: dict):
+        return self.prior_side.overlaps(h)
+
+    def start(self) -> np.ndarray:
+        return self.pack(*self.prior(self.channel_side.cold_hats(self.alpha)))
 
     def image(self, x) -> np.ndarray:
         V, Q, M = self.unpack(x)
@@ -160,56 +205,17 @@ class MatrixFixedPoint:
         return res, {"V": V, "Q": Q, "M": M, **h}
 
 
-class Problem(MatrixFixedPoint):
-    """The fixed-point map of one (task, alpha, lam, loss, rule) point."""
-
-    def __init__(self, task, alpha: float, lam: float, loss: str, rule: mc.Rule | None) -> None:
-        self.task, self.alpha, self.lam, self.loss, self.rule = task, alpha, lam, loss, rule
-        self.omega, self.theta = task.modes
-        self.rho = task.rho
-        self.K = task.K
-        self.symmetric = task.symmetric
-        self.P = task.basis
-        self.evaluations = 0
-
-    # --- parametrisation ----------------------------------------------------------------
-    def pack(self, V, Q, M) -> np.ndarray:
-        """The unknowns (:mod:`.packing`): ``(log v, log q, artanh(m / sqrt(q r)))`` of a
-        colour-symmetric task, else the Cholesky factors of V and Q and M."""
-        if self.symmetric:
-            return packing.pack(V[0, 0], Q[0, 0], M[0, 0], self.rho[0, 0])
-        return packing.pack_matrices(V, Q, M)
-
-    def unpack(self, x):
-        """``(V, Q, M)`` from the unknowns of :meth:`pack`."""
-        if self.symmetric:
-            eye = np.eye(self.K)
-            return tuple(s * eye for s in packing.unpack(x, self.rho[0, 0]))
-        return packing.unpack_matrices(x, self.K)
-
-    # --- the two sides ------------------------------------------------------------------
-    def hats(self, V, Q, M) -> dict:
-        self.evaluations += 1
-        if self.loss == "square":
-            return mc.square_gaussian_hats(alpha=self.alpha, Q=Q, M=M, rho=self.rho, V=V,
-                                           noise=self.task.noise)
-        return mc.hats(self.rule, alpha=self.alpha, Q=Q, M=M, rho=self.rho, V=V, bias=self.task.bias,
-                       P=self.P, symmetric=self.symmetric)
-
-    def prior(self, h: dict):
-        V, Q, M, _, _ = prior.ridge_matrices(self.omega, self.theta, self.task.p, self.lam, h["V_hat"],
-                                             h["Q_hat"], h["M_hat"])
-        if self.symmetric:  # exact projection onto multiples of I
-            eye = np.eye(self.K)
-            V, Q, M = (np.trace(X) / self.K * eye for X in (V, Q, M))
-        return V, Q, M
-
-    def start(self) -> np.ndarray:
-        a, K = self.alpha, self.K
-        eye = np.eye(K)
-        scale = 1.0 + np.trace(self.rho) / K
-        h = {"V_hat": a / 2 * eye, "Q_hat": a * scale / 4 * eye, "M_hat": a / 2 * eye}
-        return self.pack(*self.prior(h))
+def site_problem(task, alpha: float, lam: float, loss: str, rule: mc.Rule | None) -> MatrixProblem:
+    """The problem of a Potts site: its channel side (softmax cross-entropy, or the square loss in
+    closed form) with the ridge prior on its modes."""
+    omega, theta = task.modes
+    if loss == "square":
+        side = mc.SquareCovariates(task.rho, task.noise)
+    else:
+        side = mc.SoftmaxCovariates(rule, task.rho, task.bias, task.basis, symmetric=task.symmetric)
+    ridge = prior.RidgeMatrices(omega, theta, task.p, lam, symmetric=task.symmetric)
+    packer = MatrixPacking(task.K, task.K, task.rho[0, 0] if task.symmetric else None)
+    return MatrixProblem(side, ridge, packer, alpha)
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
@@ -217,7 +223,7 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
     return 0.0 if scale == 0 else float(np.max(np.abs(a - b))) / scale
 
 
-def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluations: int = 600) -> dict:
+def solve_point(problem: MatrixProblem, *, init=None, tol: float = TOL, max_evaluations: int = 600) -> dict:
     """Solve one point; ``init`` a packed start (warm start) or None. Raises ConvergenceError.
 
     The driver is :func:`.fixed_point.solve` (hybr, relative step 1e-14): :data:`WARMUP` damped
@@ -241,21 +247,20 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
     return {**found.point, "residual": found.residual, "packed": found.x}
 
 
-def _outputs(problem: Problem, point: dict) -> dict:
-    task = problem.task
+def _outputs(problem: MatrixProblem, point: dict) -> dict:
+    side = problem.channel_side
     Q, M = point["Q"], point["M"]
-    if problem.loss == "square":
-        E = problem.rho + task.noise * np.eye(problem.K) - M - M.T + Q
+    if isinstance(side, mc.SquareCovariates):
+        E = side.rho + side.noise * np.eye(Q.shape[0]) - M - M.T + Q
         meas = {"test_loss": float(np.trace(E)) / 2, "eg": float(np.trace(E))}
     else:
-        meas = mc.test_measures(problem.rule, Q=Q, M=M, rho=problem.rho, bias=task.bias, P=problem.P)
+        meas = mc.test_measures(side.rule, Q=Q, M=M, rho=side.rho, bias=side.bias, P=side.P)
         # the error rate integrates an indicator (argmax): a tensor rule converges slowly on it,
         # so it is integrated by EG_SCRAMBLINGS scrambled Sobol' rules of 2^EG_M points instead
-        rates = [mc.test_measures(mc.sobol_rule(problem.K, EG_M, 1000 + r), Q=Q, M=M, rho=problem.rho,
-                                  bias=task.bias, P=problem.P)["eg"] for r in range(EG_SCRAMBLINGS)]
+        rates = [mc.test_measures(mc.sobol_rule(Q.shape[0], EG_M, 1000 + r), Q=Q, M=M, rho=side.rho,
+                                  bias=side.bias, P=side.P)["eg"] for r in range(EG_SCRAMBLINGS)]
         meas["eg"], meas["eg_stderr"] = mean_stderr(rates)
-    est = prior.estimation_error_matrices(problem.omega, problem.theta, task.p, problem.lam, point["V_hat"],
-                           point["Q_hat"], point["M_hat"])
+    est = problem.prior_side.estimation_error(point)
     return {**meas, "estimation_error": est, "train_loss": point["train_loss"]}
 
 
@@ -327,7 +332,7 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
                      f"{_checks.count(randomisations)}) at K = {K}", steps=solves * SOLVE_EVALUATIONS)
 
     def one(rule, start):
-        problem = Problem(task, alpha, lam, loss, rule)
+        problem = site_problem(task, alpha, lam, loss, rule)
         packed = None if start is None else problem.pack(start["V"], start["Q"], start["M"])
         point = solve_point(problem, init=packed)
         return problem, point, _outputs(problem, point)

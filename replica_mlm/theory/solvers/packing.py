@@ -39,10 +39,12 @@ def pack_matrices(V: np.ndarray, Q: np.ndarray, M: np.ndarray) -> np.ndarray:
     return np.concatenate([_chol_pack(V), _chol_pack(Q), M.ravel()])
 
 
-def unpack_matrices(x, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(V, Q, M)`` from the unknowns of :func:`pack_matrices`."""
+def unpack_matrices(x, K: int, columns: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(V, Q, M)`` from the unknowns of :func:`pack_matrices` (M of shape K x ``columns``,
+    default K)."""
     n = K * (K + 1) // 2
-    return _chol_unpack(x[:n], K), _chol_unpack(x[n:2 * n], K), np.asarray(x[2 * n:]).reshape(K, K)
+    return (_chol_unpack(x[:n], K), _chol_unpack(x[n:2 * n], K),
+            np.asarray(x[2 * n:]).reshape(K, K if columns is None else columns))
 
 
 def _chol_pack(A: np.ndarray) -> np.ndarray:
