@@ -1571,11 +1571,11 @@ def test_the_one_driver_gives_the_multiclass_numbers(alpha):
     site = rm.PottsModel.random(L=6, q=3, seed=2, beta=0.8).masked_site(1)
     rule = mc.rule_for(site.K, "hermite", order=8, seed=0)
     errors = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, np.linalg.LinAlgError)
-    old = _old_hybr_loop(multiclass.Problem(site, alpha, 0.1, "cross_entropy", rule), None,
+    old = _old_hybr_loop(multiclass.site_problem(site, alpha, 0.1, "cross_entropy", rule), None,
                          tol=multiclass.TOL, warmup=multiclass.WARMUP, xtols=(1e-14,), retry_xtol=1e-14,
                          maxfev=600, domain=errors)
     with _driver_used():
-        new = multiclass.solve_point(multiclass.Problem(site, alpha, 0.1, "cross_entropy", rule))
+        new = multiclass.solve_point(multiclass.site_problem(site, alpha, 0.1, "cross_entropy", rule))
     _close(new, {**old[1], "residual": old[0]}, ("V", "Q", "M", "V_hat", "Q_hat", "M_hat", "residual"))
 
 
@@ -1619,7 +1619,7 @@ def test_one_packing_for_the_engine_and_the_multiclass_theory():
     sym = next(s for s in (site, *(rm.PottsModel(couplings=rm.PottsModel.random_ising(L=8, beta=1.0, seed=3)
                                                   .couplings, colours=np.eye(3), beta=1.5).masked_site(i)
                                   for i in range(3))) if s.symmetric)
-    problem = multiclass.Problem(sym, 1.0, 0.1, "cross_entropy", None)
+    problem = multiclass.site_problem(sym, 1.0, 0.1, "cross_entropy", None)
     r = float(sym.rho[0, 0])
     eye = np.eye(sym.K)
     for v, q, m in [(0.3, 0.7, 0.2), (2.0, 1e-3, -0.01), (1e-4, 5.0, 1.9)]:
@@ -1631,7 +1631,7 @@ def test_one_packing_for_the_engine_and_the_multiclass_theory():
         V, Q, M = problem.unpack(x)
         assert np.allclose([V[0, 0], Q[0, 0], M[0, 0]], [v, q, m], rtol=1e-13, atol=0)
         assert np.array_equal(V, V[0, 0] * eye)
-    general = multiclass.Problem(site, 1.0, 0.1, "cross_entropy", None)
+    general = multiclass.site_problem(site, 1.0, 0.1, "cross_entropy", None)
     A = np.array([[2.0, 0.3], [0.3, 1.0]])
     V, Q, M = general.unpack(general.pack(A, 2 * A, A.T))
     assert np.allclose(V, A, rtol=1e-13) and np.allclose(Q, 2 * A, rtol=1e-13) and np.array_equal(M, A.T)
