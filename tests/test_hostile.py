@@ -1638,7 +1638,7 @@ def test_one_packing_for_the_engine_and_the_multiclass_theory():
 
 
 def test_the_ridge_prior_once_scalar_and_k_by_k():
-    # issue 23: the ridge prior (prior.Ridge, the engine's prior side; multiclass.prior,
+    # issue 23: the ridge prior (prior.RidgePrior, the engine's prior side; multiclass.prior,
     # root.estimation_error_of_hats)
     # lives in theory/sides/prior.py; at K = 1 the K x K closed forms are the scalar ones
     from replica_mlm.theory.sides import channels, losses, prior

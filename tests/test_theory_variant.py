@@ -50,7 +50,7 @@ def test_a_variant_in_one_file_reproduces_the_reduced_solver(alpha, lam):
     site = rm.GaussianPotts.random(L=60, shift=3.0, seed=11).masked_site(3)
     spec = site.spectrum
     side = ClosedFormSquare(rho=spec.rho, noise=spec.noise)
-    ridge = prior.Ridge(spec, lam)
+    ridge = prior.RidgePrior(spec, lam)
     assert isinstance(side, ChannelSide) and isinstance(ridge, PriorSide)
     out = engine.solve_point(engine.Problem(side, ridge, alpha))
     exact = rm.solve(site, alpha=alpha, lam=lam)  # Newton on the reduced scalar equation

@@ -97,13 +97,15 @@ ENTRY_ROUTES = {
 
 @dataclass(frozen=True)
 class Plan:
-    """What :func:`plan` decided: the route, and the loss and channel resolved (None where the
-    route has its own: a multi-class site, a mixture's channel, the Bayes-optimal estimator)."""
+    """What :func:`plan` decided: the route, and the loss, the channel and the penalty resolved
+    (None where the route has its own: a multi-class site, a mixture's channel, the Bayes-optimal
+    estimator; the penalty of a scalar route, :mod:`.sides.penalties`, is the ridge by default)."""
 
     route: str
     entry: str
     loss: object = None
     channel: object = None
+    penalty: object = None
 
     @property
     def fast(self) -> bool:
@@ -160,7 +162,7 @@ def is_multiclass(task) -> bool:
 
 
 def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "gaussian",
-         method: str | None = None, precision=None, bayes: bool = False) -> Plan:
+         method: str | None = None, precision=None, bayes: bool = False, penalty=None) -> Plan:
     """The route that serves ``task`` with this loss, channel, theory and method, at ``entry``.
 
     ``task`` None plans for no task in particular (the printed equations; the default loss is then
@@ -172,10 +174,15 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
         For an unknown theory, method, loss or channel, a pair the theory does not solve
         (:func:`~replica_mlm.theory.sides.channels.check_pair`), or a route ``entry`` does not serve.
     """
-    from replica_mlm.theory.sides import channels, losses
+    from replica_mlm.theory.sides import channels, losses, penalties
     from replica_mlm.theory.sides.task_loss import default_loss
 
     mixture = _checks.choice(theory, THEORIES, "theory") == "mixture"
+    shaped = penalties.resolve(penalty)  # TypeError for anything but None or a Penalty
+    if mixture or bayes or precision is not None or is_multiclass(task):
+        where = ("theory='mixture'" if mixture else "the Bayes-optimal estimator" if bayes else
+                 "precision=" if precision is not None else "a multi-class site")
+        penalties.refuse(penalty, where)
     if method is not None and not (isinstance(method, str) and method in METHODS):
         raise ValueError(f"method must be one of {METHODS} (or None), got {method!r}")
     multiclass = is_multiclass(task)
@@ -222,7 +229,7 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
             raise ValueError("precision= is available for the square loss with the gaussian channel "
                              "only (the reduced closed forms); the general engine works in float64")
         raise ValueError("precision= works with method='root' and no options")
-    return _served(Plan(route, entry, loss=loss_obj, channel=channel_obj))
+    return _served(Plan(route, entry, loss=loss_obj, channel=channel_obj, penalty=shaped))
 
 
 def _served(p: Plan) -> Plan:

@@ -33,7 +33,7 @@ from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory import routes
-from replica_mlm.theory.sides import prior
+from replica_mlm.theory.sides import penalties, prior
 from replica_mlm.theory.solvers import fixed_point, one_point, precise, root
 from replica_mlm.theory.solvers.packing import pack as packing_pack
 from replica_mlm.theory.symbolic.compiled import compiled
@@ -131,7 +131,7 @@ class SaddlePoint:
 
 @keywords(options=SOLVER_OPTIONS)
 def solve(task, *, alpha: float, lam: float, method: str | None = None, precision: int | None = None,
-          loss=None, channel=None, theory: str = "gaussian", **options) -> SaddlePoint:
+          loss=None, channel=None, theory: str = "gaussian", penalty=None, **options) -> SaddlePoint:
     """Solve the replica saddle point at sample ratio ``alpha`` and ridge ``lam``.
 
     With the square loss and the gaussian channel (the defaults: ridge MLM) the exact reduced
@@ -183,6 +183,12 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
         Potts site): the softmax cross-entropy through :mod:`.mixture_multiclass`, a
         ``MulticlassSaddlePoint`` with ``method="mixture"`` (docs/multiclass.md, section "The site as
         a Gaussian mixture"); option ``order`` (Gauss-Hermite nodes per dimension).
+    penalty : Penalty, optional
+        The penalty (:mod:`.sides.penalties`, docs/theory.md, section 8): None or ``Ridge()`` the
+        ridge ``(lam p / 2) |w|^2``; ``ShapedRidge(power=beta)`` (or ``g=``) the penalty
+        ``(lam p / 2) w^T Sigma^beta w``, solved as the ridge on the transformed spectrum, the
+        estimation error in the original metric. Not with ``theory="mixture"``, ``precision=`` or
+        a multi-class site (ValueError).
     **options
         Owned and checked by the route that serves the call (:func:`.routes.plan`;
         ``rm.show_options(route)`` lists them, docs/architecture.md, section "Routes"). For
@@ -205,7 +211,8 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     ConvergenceError
         If the solver does not converge (the general engine: residual above 1e-10).
     """
-    route = routes.plan(task, loss=loss, channel=channel, theory=theory, method=method, precision=precision)
+    route = routes.plan(task, loss=loss, channel=channel, theory=theory, method=method, precision=precision,
+                        penalty=penalty)
     route.check_options(options)
     return solve_planned(route, task, _checks.positive(alpha, "alpha"), route.check_lam(lam),
                          precision=precision, **options)
@@ -223,14 +230,17 @@ def solve_planned(route: routes.Plan, task, alpha: float, lam: float, *, precisi
         return multiclass.solve(task, alpha=alpha, lam=lam, loss=route.loss, **options)
     if route.route == "mixture":
         return _solve_mixture(task, alpha, lam, route.loss, **options)
-    spec = spectrum_of(task)
+    original = spectrum_of(task)
     if precision is not None:
-        return _solve_precise(task, spec, alpha, lam, precision, **options)
+        return _solve_precise(task, original, alpha, lam, precision, **options)
+    spec = route.penalty.transform(original)  # the ridge on w' = Gamma^{1/2} w (itself for the ridge)
     if route.route == "root":
-        return _solve_root(spec, alpha, lam)
-    if route.route == "iterate":
-        return _solve_iterate(spec, alpha, lam, **options)
-    return solve_general(spec, alpha, lam, route.loss, route.channel, **options)
+        point = _solve_root(spec, alpha, lam)
+    elif route.route == "iterate":
+        point = _solve_iterate(spec, alpha, lam, **options)
+    else:
+        point = solve_general(spec, alpha, lam, route.loss, route.channel, **options)
+    return penalties.corrected(route.penalty, original, point)  # the estimation error, original metric
 
 
 def _solve_mixture(task, alpha: float, lam: float, loss_obj, *, init=None, order: int | None = None):

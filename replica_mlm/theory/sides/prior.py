@@ -24,7 +24,7 @@ from replica_mlm.theory.symbolic.compiled import compiled, compiled_estimation
 
 
 @dataclass(frozen=True)
-class Ridge:
+class RidgePrior:
     """The ridge prior side of a scalar saddle point (:class:`.interfaces.PriorSide`): the penalty
     ``(lam p / 2) |w|^2`` on the modes of ``spec``."""
 
@@ -83,7 +83,7 @@ def estimation_error_matrices(omega, theta, p: int, lam: float, V_hat, Q_hat, M_
 
 
 @dataclass(frozen=True, eq=False)
-class RidgeMatrices:
+class RidgeMatrixPrior:
     """The ridge prior side of a K x K saddle point (:class:`.interfaces.MatrixPriorSide`): modes
     ``omega`` with teacher rows ``theta`` (``target``: the rows the estimation error is measured
     against, default ``theta``); ``symmetric`` projects the overlaps onto multiples of I (a

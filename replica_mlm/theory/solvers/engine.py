@@ -78,7 +78,7 @@ class Problem:
         Hats, error, test and training loss (e.g. :class:`.energetic.GaussianCovariates`,
         :class:`.mixture_side.MixtureClusters`).
     prior_side : :class:`.interfaces.PriorSide`
-        Overlaps and estimation error from the hats (e.g. :class:`.prior.Ridge`,
+        Overlaps and estimation error from the hats (e.g. :class:`.prior.RidgePrior`,
         :class:`.mixture_side.MixturePrior`); its ``spec`` gives ``rho`` and ``noise``.
     alpha : float
         Sample ratio, at most :data:`ALPHA_MAX`.
@@ -195,7 +195,7 @@ def gaussian_problem(spec: Spectrum, alpha: float, lam: float, loss: Loss, chann
     """The problem of Gaussian covariates with a label channel and the ridge prior on ``spec``."""
     order = check_order(order)
     side = energetic.GaussianCovariates(loss, channel, rho=spec.rho, noise=spec.noise, order=order)
-    return Problem(side, prior.Ridge(spec, float(lam)), alpha)
+    return Problem(side, prior.RidgePrior(spec, float(lam)), alpha)
 
 
 def check_order(order) -> int:

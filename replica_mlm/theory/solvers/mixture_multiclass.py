@@ -47,7 +47,7 @@ def solve_point(theory: MixtureTheory, alpha: float, lam: float, *, order: int |
     order = HERMITE.get(K, 12) if order is None else order
     rule = mc.hermite_rule(K, order)
     side = mixture_classes.MixtureClasses(rule, theory.weights, theory.P)
-    ridge = prior.RidgeMatrices(theory.omega, theory.theta, theory.p, lam, target=theory.target)
+    ridge = prior.RidgeMatrixPrior(theory.omega, theory.theta, theory.p, lam, target=theory.target)
     problem = multiclass.MatrixProblem(side, ridge, multiclass.MatrixPacking(K, theory.q), alpha)
     start = None if init is None else problem.pack(init["V"], init["Q"], init["M"])
     point = multiclass.solve_point(problem, init=start)

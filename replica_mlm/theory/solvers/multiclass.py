@@ -167,7 +167,7 @@ class MatrixProblem:
     side composed at ``alpha`` with the packing of the unknowns (docs/architecture.md, section
     "The sides of a saddle point"): :class:`.multiclass_channel.SoftmaxCovariates`,
     :class:`.multiclass_channel.SquareCovariates` or :class:`.mixture_classes.MixtureClasses` with
-    :class:`.prior.RidgeMatrices`."""
+    :class:`.prior.RidgeMatrixPrior`."""
 
     def __init__(self, channel_side, prior_side, packer: MatrixPacking, alpha: float) -> None:
         self.channel_side, self.prior_side, self.packer = channel_side, prior_side, packer
@@ -213,7 +213,7 @@ def site_problem(task, alpha: float, lam: float, loss: str, rule: mc.Rule | None
         side = mc.SquareCovariates(task.rho, task.noise)
     else:
         side = mc.SoftmaxCovariates(rule, task.rho, task.bias, task.basis, symmetric=task.symmetric)
-    ridge = prior.RidgeMatrices(omega, theta, task.p, lam, symmetric=task.symmetric)
+    ridge = prior.RidgeMatrixPrior(omega, theta, task.p, lam, symmetric=task.symmetric)
     packer = MatrixPacking(task.K, task.K, task.rho[0, 0] if task.symmetric else None)
     return MatrixProblem(side, ridge, packer, alpha)
 

@@ -14,6 +14,7 @@ from replica_mlm._progress import bar, shown
 from replica_mlm.errors import ConvergenceError
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory import routes
+from replica_mlm.theory.sides import penalties
 from replica_mlm.theory.solve import SOLVER_OPTIONS, SaddlePoint, solve_planned, solve_reduced
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
@@ -174,7 +175,7 @@ class MulticlassCurve:
 
 @keywords(options=SOLVER_OPTIONS)
 def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, channel=None,
-                   progress: bool | None = None, theory: str = "gaussian",
+                   progress: bool | None = None, theory: str = "gaussian", penalty=None,
                    **options) -> LearningCurve | MulticlassCurve | list:
     """Solve the saddle point at every alpha of a grid, at one ``lam`` or at each of several.
 
@@ -193,7 +194,7 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
         0-d array) gives one curve; a 1-d sequence of lam gives a list of curves, one per lam in
         the order given (as :func:`replica_mlm.simulate` gives one
         :class:`~replica_mlm.Simulation` per alpha of a sequence).
-    method, loss, channel, theory, **options
+    method, loss, channel, theory, penalty, **options
         As in :func:`solve`. The reduced route (square loss, gaussian channel) solves every alpha
         at once. The others solve point by point, each warm-started from the solution at the
         previous alpha of the grid (scalar routes: extrapolated from the previous two), so that a
@@ -210,7 +211,7 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
     """
     shown(progress)  # TypeError for anything but None, True, False
     route = routes.plan(task, entry="learning_curve", loss=loss, channel=channel, theory=theory,
-                        method=method)
+                        method=method, penalty=penalty)
     if "init" in options:
         raise ValueError("learning_curve warm-starts each point itself; do not pass init")
     route.check_options(options)
@@ -223,17 +224,17 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
 
 def _curve(route, task, alphas: np.ndarray, lam: float, progress, options: dict):
     """The curve at one lam on a planned route."""
-    if route.route == "root":  # vectorised over alpha
-        spec = spectrum_of(task)
+    if route.route == "root":  # vectorised over alpha, on the spectrum the penalty transforms
+        original = spectrum_of(task)
+        spec = route.penalty.transform(original)
         out = solve_reduced(spec, alphas, lam)
-        return LearningCurve(alpha=alphas, **{c: out[c] for c in COLUMNS if c != "alpha"}, lam=lam,
-                             rho=spec.rho, noise=spec.noise, method="root")
+        curve = LearningCurve(alpha=alphas, **{c: out[c] for c in COLUMNS if c != "alpha"}, lam=lam,
+                              rho=spec.rho, noise=spec.noise, method="root")
+        return penalties.corrected(route.penalty, original, curve)
     if route.route == "iterate":
-        spec = spectrum_of(task)
-        return LearningCurve.from_points([solve_planned(route, spec, float(a), lam, **options)
+        return LearningCurve.from_points([solve_planned(route, task, float(a), lam, **options)
                                           for a in alphas])
-    at = task if route.route.startswith(("mixture", "multiclass")) else spectrum_of(task)
-    points = _warm_started(alphas, lambda a, start: solve_planned(route, at, a, lam, init=start, **options),
+    points = _warm_started(alphas, lambda a, start: solve_planned(route, task, a, lam, init=start, **options),
                            progress=progress, desc=f"learning curve at lam = {lam:g}",
                            extrapolate=not route.route.endswith("multiclass"))
     if route.route.endswith("multiclass"):
