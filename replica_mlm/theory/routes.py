@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from replica_mlm import _checks
+from replica_mlm._keywords import keywords
 from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
 from replica_mlm.tasks.masked_site import MaskedSite
 from replica_mlm.tasks.protocol import MulticlassTask
@@ -132,6 +133,7 @@ class Plan:
         return _checks.positive(lam, "lam")
 
 
+@keywords
 def show_options(route: str | None = None, *, disp: bool = True) -> str | None:
     """The options each route takes, as ``scipy.optimize.show_options`` lists a method's.
 
