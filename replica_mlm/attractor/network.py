@@ -348,38 +348,8 @@ class AttractorNetwork:
 
         J = init_scale / np.sqrt(d) * gen.normal(size=(N, N, d, d))
         J[np.arange(N), np.arange(N)] = 0.0
-        # full batch: the cost recorded after a step and the gradient of the next step come from
-        # one evaluation at the same J (half the work of evaluating them apart, same numbers)
-        with np.errstate(over="raise", invalid="raise"):
-            try:
-                cost, full_grad = _cost_and_gradient(J, arr, beta, lam, norm)
-            except FloatingPointError:
-                raise ValueError(f"overflow in the cost at the initial couplings: lower "
-                                 f"init_scale = {init_scale:g} or beta = {beta:g}") from None
-        costs = [cost]
-        elapsed = 0.0
-        for _ in bar(range(epochs), progress=None, desc="training couplings", unit="epoch"):
-            t0 = time.perf_counter()
-            with np.errstate(over="raise", invalid="raise"):
-                try:
-                    if bs < M:
-                        order = gen.permutation(M)
-                        for start in range(0, M, bs):
-                            batch = arr[order[start : start + bs]]
-                            _, grad = _cost_and_gradient(J, batch, beta, lam, norm)
-                            J -= lr * grad
-                        elapsed += time.perf_counter() - t0
-                        costs.append(_cost_and_gradient(J, arr, beta, lam, norm)[0])
-                    else:
-                        J -= lr * full_grad
-                        cost, full_grad = _cost_and_gradient(J, arr, beta, lam, norm)
-                        elapsed += time.perf_counter() - t0
-                        costs.append(cost)
-                except FloatingPointError:
-                    raise ValueError(
-                        f"training diverged (overflow in the couplings) at epoch {len(costs)}: "
-                        f"lower lr = {lr:g}"
-                    ) from None
+        costs, elapsed = _descend(J, arr, beta=beta, lam=lam, norm=norm, lr=lr, epochs=epochs,
+                                  bs=bs, gen=gen, init_scale=init_scale)
         net = cls(J, beta=beta, gamma=gamma)
         net.history = FitHistory(
             cost=np.asarray(costs),
@@ -390,3 +360,47 @@ class AttractorNetwork:
             normalisation=norm,
         )
         return net
+
+
+def _descend(J: np.ndarray, arr: np.ndarray, *, beta: float, lam: float, norm: str, lr: float,
+             epochs: int, bs: int, gen: np.random.Generator,
+             init_scale: float) -> tuple[list, float]:
+    """Gradient descent on the couplings ``J`` (in place) for the epochs of :meth:`AttractorNetwork.fit`.
+
+    Returns the training costs (at the initial couplings, then after each epoch) and the seconds
+    spent in the steps; an overflow raises ValueError naming the setting to lower.
+    """
+    M = len(arr)
+    # full batch: the cost recorded after a step and the gradient of the next step come from
+    # one evaluation at the same J (half the work of evaluating them apart, same numbers)
+    with np.errstate(over="raise", invalid="raise"):
+        try:
+            cost, full_grad = _cost_and_gradient(J, arr, beta, lam, norm)
+        except FloatingPointError:
+            raise ValueError(f"overflow in the cost at the initial couplings: lower "
+                             f"init_scale = {init_scale:g} or beta = {beta:g}") from None
+    costs = [cost]
+    elapsed = 0.0
+    for _ in bar(range(epochs), progress=None, desc="training couplings", unit="epoch"):
+        t0 = time.perf_counter()
+        with np.errstate(over="raise", invalid="raise"):
+            try:
+                if bs < M:
+                    order = gen.permutation(M)
+                    for start in range(0, M, bs):
+                        batch = arr[order[start : start + bs]]
+                        _, grad = _cost_and_gradient(J, batch, beta, lam, norm)
+                        J -= lr * grad
+                    elapsed += time.perf_counter() - t0
+                    costs.append(_cost_and_gradient(J, arr, beta, lam, norm)[0])
+                else:
+                    J -= lr * full_grad
+                    cost, full_grad = _cost_and_gradient(J, arr, beta, lam, norm)
+                    elapsed += time.perf_counter() - t0
+                    costs.append(cost)
+            except FloatingPointError:
+                raise ValueError(
+                    f"training diverged (overflow in the couplings) at epoch {len(costs)}: "
+                    f"lower lr = {lr:g}"
+                ) from None
+    return costs, elapsed
