@@ -34,7 +34,7 @@ keeps ``J`` bounded: without it the first term is unbounded below (scaling ``J``
 
 Shapes: a configuration is ``(N, d)``; every method also accepts a batch ``(M, N, d)`` and works
 on it in chunks so that the ``(chunk, N, N, d)`` intermediate stays below ``_CHUNK_ELEMENTS``.
-The checks, kernels, cost and gradient are in :mod:`replica_mlm.attractor.network_kernel`.
+The local energies, attention, cost and gradient are computed in :mod:`replica_mlm.attractor.energy`.
 """
 
 from __future__ import annotations
@@ -47,22 +47,76 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm._checks import as_generator, finite_array, nonnegative, positive, positive_int
 from replica_mlm._progress import bar
-from replica_mlm.attractor.network_kernel import (
+from replica_mlm.attractor.energy import (
     _attention_kernel,
-    _check_couplings,
-    _check_gamma,
-    _check_normalisation,
-    _check_tokens,
     _chunks,
     _cost_and_gradient,
     _energies_kernel,
     _fields,
-    _normalise,
     _offdiag_softmax,
     _scores,
 )
 
 __all__ = ["AttractorNetwork", "FitHistory"]
+
+# ----------------------------------------------------------------------------------------------
+# input checks, and the normalisation of the tokens in the dynamics
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_couplings(couplings) -> np.ndarray:
+    J = finite_array(couplings, "couplings", ndim=4)
+    N, N2, d, d2 = J.shape
+    if N != N2 or d != d2:
+        raise ValueError(
+            "couplings must have shape (N, N, d, d) (one d x d block per pair of tokens), "
+            f"got {J.shape}"
+        )
+    if N < 2:
+        raise ValueError(f"couplings must couple at least N = 2 tokens, got N = {N}")
+    J = np.array(J, dtype=float, copy=True)
+    J[np.arange(N), np.arange(N)] = 0.0  # J_ii is unused: keep it at zero
+    return J
+
+
+def _check_gamma(gamma) -> float:
+    g = nonnegative(gamma, "gamma")
+    if g > 1:
+        raise ValueError(f"gamma must be in [0, 1] (weight of the token's own state), got {g}")
+    return g
+
+
+def _check_tokens(x, N: int, d: int, name: str = "x") -> tuple[np.ndarray, bool]:
+    """An (N, d) or (M, N, d) finite array; returns it as (M, N, d) and whether it was batched."""
+    arr = finite_array(x, name)
+    if arr.ndim == 2:
+        batched = False
+        arr = arr[None]
+    elif arr.ndim == 3:
+        batched = True
+    else:
+        raise ValueError(
+            f"{name} must have shape (N, d) = ({N}, {d}) or (M, N, d), got {arr.shape}"
+        )
+    if arr.shape[1:] != (N, d):
+        raise ValueError(
+            f"{name} must have shape (N, d) = ({N}, {d}) or (M, {N}, {d}) to match the couplings, "
+            f"got {arr.shape if batched else arr.shape[1:]}"
+        )
+    return arr, batched
+
+
+def _check_normalisation(normalisation) -> str:
+    return _checks.choice(normalisation, ("none", "vmf"), "normalisation")
+
+
+def _normalise(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """v / |v| token-wise; a token with |v| = 0 (possible only if gamma = 0) keeps ``fallback``."""
+    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+    tiny = np.finfo(float).tiny
+    safe = np.where(norm > tiny, norm, 1.0)
+    return np.where(norm > tiny, v / safe, fallback)
+
 
 # ----------------------------------------------------------------------------------------------
 # public API
