@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from replica_mlm.attractor.network_kernel import _cost_and_gradient
+from replica_mlm.attractor.energy import _cost_and_gradient
 
 
 def naive_gradient(J: np.ndarray, x: np.ndarray, beta: float, lam: float) -> np.ndarray:

@@ -44,27 +44,13 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.colors import LogNorm
-    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     eg = np.where(np.isfinite(pd.eg), pd.eg, np.nan)
     rc = {**STYLE, "figure.figsize": (5.6, 4.6), "hatch.color": "0.85", "hatch.linewidth": 0.6}
     with plt.rc_context(rc):
         fig, ax = plt.subplots()
-        vmin, vmax = np.nanmin(eg), np.nanpercentile(eg, 99)
-        norm = LogNorm(vmin=vmin, vmax=vmax)
-        cmap = plt.get_cmap("cividis")
-        mesh = ax.pcolormesh(pd.alpha, pd.y, eg, norm=norm, cmap=cmap, shading="nearest", rasterized=True)
-        cbar = fig.colorbar(mesh, ax=ax, pad=0.02, extend="max" if np.nanmax(eg) > vmax else "neither")
-        # a shift diagram is drawn at one lam: say which
-        at = "" if pd.axis == "lam" else rf" at $\lambda = {latex_number(float(pd.lam))}$"
-        cbar.set_label(r"generalisation error $e_g$" + at)
-        log_ticks(cbar.ax.yaxis)
-        lv = np.geomspace(vmin, vmax, levels + 2)[1:-1]
-        # contour colour against the colour under it: white on the dark half of cividis
-        colors = ["white" if norm(v) < 0.55 else "black" for v in lv]
-        cs = ax.contour(pd.alpha, pd.y, eg, levels=lv, colors=colors, linewidths=0.7)
+        cs, colors = _eg_colours(fig, ax, pd, eg, levels)
         hurts = (pd.deg_dalpha > 0).astype(float)
         ax.contourf(pd.alpha, pd.y, hurts, levels=[0.5, 1.5], colors="none", hatches=["////"])
         # every line with its own explicit linestyle (the style's cycler cycles linestyles), the
@@ -73,23 +59,8 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         handles = [Patch(facecolor="0.3", edgecolor="0.85", hatch="////",
                          label=r"more data hurts: $\partial e_g/\partial\alpha > 0$"),
                    _contour_handle(colors)]
-        ax.axvline(pd.interpolation_alpha, color="white", ls="-", lw=2.2)
-        ax.axvline(pd.interpolation_alpha, color="black", ls=":", lw=1.0)
-        handles.append(Line2D([], [], color="black", ls=":", lw=1.0, label=r"interpolation, $\alpha = 1$"))
-        ok = np.isfinite(pd.peak_alpha)
-        peak_xy = np.column_stack([pd.peak_alpha[ok], pd.y[ok]])
-        if ok.any():
-            ax.plot(pd.peak_alpha[ok], pd.y[ok], color="white", ls="-", lw=2.6)
-            ax.plot(pd.peak_alpha[ok], pd.y[ok], color="black", ls="-.", lw=1.2)
-            handles.append(Line2D([], [], color="black", ls="-.", lw=1.2,
-                                  label=r"peak of $e_g$ in $\alpha$ ($\partial e_g/\partial\alpha = 0$)"))
-        if pd.optimal_lam is not None:
-            inside = (pd.optimal_lam >= pd.y[0]) & (pd.optimal_lam <= pd.y[-1])
-            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="white", ls="-", lw=2.6)
-            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="black", ls="-", lw=1.2)
-            handles.append(Line2D([], [], color="black", ls="-", lw=1.2,
-                                  label=r"optimal $\lambda^*(\alpha)$"))
-            peak_xy = np.vstack([peak_xy, np.column_stack([pd.alpha[inside], pd.optimal_lam[inside]])])
+        lines, peak_xy = _regime_lines(ax, pd)
+        handles += lines
         if pd.axis == "lam":
             ax.set_yscale("log")
             ax.set_ylabel(r"ridge strength $\lambda$")
@@ -103,6 +74,57 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         return _finish(fig, ax, title=title, path=path,
                        legend=dict(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14),
                                    ncol=2, fontsize=7.5, frameon=False))
+
+
+def _eg_colours(fig, ax, pd, eg: np.ndarray, levels: int):
+    """Draw eg in colour (log scale, smallest value to 99th percentile), its colour bar and contours.
+
+    Returns the contour set and each contour's colour (white on the dark half of cividis).
+    """
+    from matplotlib.colors import LogNorm
+
+    vmin, vmax = np.nanmin(eg), np.nanpercentile(eg, 99)
+    norm = LogNorm(vmin=vmin, vmax=vmax)
+    cmap = plt.get_cmap("cividis")
+    mesh = ax.pcolormesh(pd.alpha, pd.y, eg, norm=norm, cmap=cmap, shading="nearest", rasterized=True)
+    cbar = fig.colorbar(mesh, ax=ax, pad=0.02, extend="max" if np.nanmax(eg) > vmax else "neither")
+    # a shift diagram is drawn at one lam: say which
+    at = "" if pd.axis == "lam" else rf" at $\lambda = {latex_number(float(pd.lam))}$"
+    cbar.set_label(r"generalisation error $e_g$" + at)
+    log_ticks(cbar.ax.yaxis)
+    lv = np.geomspace(vmin, vmax, levels + 2)[1:-1]
+    # contour colour against the colour under it: white on the dark half of cividis
+    colors = ["white" if norm(v) < 0.55 else "black" for v in lv]
+    cs = ax.contour(pd.alpha, pd.y, eg, levels=lv, colors=colors, linewidths=0.7)
+    return cs, colors
+
+
+def _regime_lines(ax, pd) -> tuple[list, np.ndarray]:
+    """Draw the interpolation threshold, the peak of eg in alpha and the optimal-lam line.
+
+    Each line is drawn black on a white underlay. Returns their legend handles and the points of
+    the peak and optimal-lam lines (which the contour labels avoid).
+    """
+    from matplotlib.lines import Line2D
+
+    ax.axvline(pd.interpolation_alpha, color="white", ls="-", lw=2.2)
+    ax.axvline(pd.interpolation_alpha, color="black", ls=":", lw=1.0)
+    handles = [Line2D([], [], color="black", ls=":", lw=1.0, label=r"interpolation, $\alpha = 1$")]
+    ok = np.isfinite(pd.peak_alpha)
+    peak_xy = np.column_stack([pd.peak_alpha[ok], pd.y[ok]])
+    if ok.any():
+        ax.plot(pd.peak_alpha[ok], pd.y[ok], color="white", ls="-", lw=2.6)
+        ax.plot(pd.peak_alpha[ok], pd.y[ok], color="black", ls="-.", lw=1.2)
+        handles.append(Line2D([], [], color="black", ls="-.", lw=1.2,
+                              label=r"peak of $e_g$ in $\alpha$ ($\partial e_g/\partial\alpha = 0$)"))
+    if pd.optimal_lam is not None:
+        inside = (pd.optimal_lam >= pd.y[0]) & (pd.optimal_lam <= pd.y[-1])
+        ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="white", ls="-", lw=2.6)
+        ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="black", ls="-", lw=1.2)
+        handles.append(Line2D([], [], color="black", ls="-", lw=1.2,
+                              label=r"optimal $\lambda^*(\alpha)$"))
+        peak_xy = np.vstack([peak_xy, np.column_stack([pd.alpha[inside], pd.optimal_lam[inside]])])
+    return handles, peak_xy
 
 
 def _contour_handle(colors: list[str]):

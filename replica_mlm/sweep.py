@@ -325,15 +325,7 @@ def run_sweep(
     with folder_lock(out_dir) if out_dir is not None else contextlib.nullcontext():
         results: dict[int, dict] = {}
         if out_dir is not None:
-            fp = sweep_fingerprint(func, seed)
-            digest = fingerprint_digest(fp)
-            _remove_temporaries(out_dir)
-            if resume:
-                results = _load_finished(out_dir, points, fp, digest)
-            else:
-                for path in _point_files(out_dir).values():
-                    path.unlink()
-            write_json(out_dir / FINGERPRINT, {**fp, "sha256": digest}, indent=1)
+            results, digest = _prepare_folder(out_dir, func, seed, points, resume)
         resumed = len(results)
         todo = [k for k in range(len(points)) if k not in results]
 
@@ -346,21 +338,45 @@ def run_sweep(
 
         bar = _progress(len(points), resumed, progress, desc)
         try:
-            if scheduler is not None:
-                backend = _run_dask(func, points, todo, seed, threads, scheduler, finish, bar)
-            elif workers > 1 and len(todo) > 1:
-                backend = f"processes({workers})"
-                _run_processes(func, points, todo, seed, threads, workers, finish, bar)
-            else:
-                backend = "serial"
-                for k in todo:
-                    finish(k, _call(func, points[k], seed, k, threads))
-                    bar.update(1)
+            backend = _run_todo(func, points, todo, seed, threads, workers, scheduler, finish, bar)
         finally:
             bar.close()
     return SweepResult(points=points, results=[results[k] for k in range(len(points))], seed=seed,
                        computed=len(todo), resumed=resumed, elapsed=time.time() - started,
                        backend=backend, threads=threads)
+
+
+def _prepare_folder(out_dir: Path, func, seed: int, points: list[dict],
+                    resume: bool) -> tuple[dict[int, dict], str]:
+    """Ready ``out_dir`` for this sweep: the points it already holds (resume) and the fingerprint's digest.
+
+    Removes a killed run's temporaries; with ``resume`` checks and loads the finished points,
+    otherwise deletes the point files; then writes this sweep's fingerprint.
+    """
+    results: dict[int, dict] = {}
+    fp = sweep_fingerprint(func, seed)
+    digest = fingerprint_digest(fp)
+    _remove_temporaries(out_dir)
+    if resume:
+        results = _load_finished(out_dir, points, fp, digest)
+    else:
+        for path in _point_files(out_dir).values():
+            path.unlink()
+    write_json(out_dir / FINGERPRINT, {**fp, "sha256": digest}, indent=1)
+    return results, digest
+
+
+def _run_todo(func, points, todo, seed, threads, workers, scheduler, finish, bar) -> str:
+    """Compute the points ``todo`` on Dask, local processes or here; the name of the backend used."""
+    if scheduler is not None:
+        return _run_dask(func, points, todo, seed, threads, scheduler, finish, bar)
+    if workers > 1 and len(todo) > 1:
+        _run_processes(func, points, todo, seed, threads, workers, finish, bar)
+        return f"processes({workers})"
+    for k in todo:
+        finish(k, _call(func, points[k], seed, k, threads))
+        bar.update(1)
+    return "serial"
 
 
 def _run_processes(func, points, todo, seed, threads, workers, finish, bar) -> None:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replica_mlm as rm
-from replica_mlm.attractor.network_kernel import _cost_and_gradient, _energies_kernel
+from replica_mlm.attractor.energy import _cost_and_gradient, _energies_kernel
 
 EPS = np.finfo(float).eps
 

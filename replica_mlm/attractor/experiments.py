@@ -109,47 +109,83 @@ def digits_experiment(
     patch = tuple(settings.patch)
     vtr, vte = image_tokens(train, patch=patch), image_tokens(test, patch=patch)
     xtr, xte = encode_values(vtr), encode_values(vte)
-    if network is None:
-        net = AttractorNetwork.fit(
-            xtr, beta=settings.beta, gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
-            weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=gen,
-        )
-    elif not isinstance(network, AttractorNetwork):
-        raise TypeError(f"network must be an AttractorNetwork or None, got {type(network).__name__}")
-    elif (network.n_tokens, network.dim) != xtr.shape[1:]:
-        raise ValueError(f"network must have (N, d) = {xtr.shape[1:]} (the patches), got "
-                         f"({network.n_tokens}, {network.dim})")
-    else:
-        net = network
-    control = None
-    if control_rng is not None:
-        cgen = as_generator(control_rng)
-        flat = train.reshape(len(train), -1)
-        shuffled = np.column_stack([cgen.permutation(col) for col in flat.T]).reshape(train.shape)
-        control = AttractorNetwork.fit(
-            encode_values(image_tokens(shuffled, patch=patch)), beta=settings.beta,
-            gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
-            weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=cgen,
-        )
+    net = _fit(xtr, settings, gen) if network is None else _checked_network(network, xtr)
+    control = None if control_rng is None else _structureless_control(train, settings, control_rng)
     values = {"train": vtr[:n_eval], "test": vte[:n_eval]}
     mean_image = train.mean(axis=0)
     baselines = {
         "train": np.mean((train[:n_eval] - mean_image) ** 2, axis=(1, 2)),
         "test": np.mean((test[:n_eval] - mean_image) ** 2, axis=(1, 2)),
     }
-    # a trivial competitor: shrink the decoded corrupted input toward the mean training image,
-    # v_hat = vbar + k (v0 - vbar), with k fitted by least squares on corrupted training images
+    shrink = _shrinkage(vtr, settings, gen)
+    curves, memory, recall, life, trajs = run_corruption_tasks(
+        net, values, (xtr, xte), settings, gen, baselines=baselines, train_values=vtr,
+        shrink=shrink, control=control,
+    )
+    return DigitsExperiment(
+        curves=curves,
+        memory=memory,
+        recall=recall,
+        lifetimes=life,
+        baseline={k: _mean_sem(b) for k, b in baselines.items()},
+        shrink={task: k for task, (k, _) in shrink.items()},
+        examples=_examples(values, trajs, patch),
+        cost=None if net.history is None else net.history.cost,
+        seconds_per_epoch=None if net.history is None else net.history.seconds_per_epoch,
+        baseline_mean_image=float(baselines["test"].mean()),
+        settings=settings,
+        sizes={"n_train": n_train, "n_test": n_test, "n_eval": n_eval, "N": vtr.shape[1],
+               "d": 2 * vtr.shape[2]},
+        network=net,
+    )
+
+
+def _fit(x: np.ndarray, settings: AttractorSettings, gen: np.random.Generator) -> AttractorNetwork:
+    """An attractor network trained on the encoded patches ``x`` with the settings' hyperparameters."""
+    return AttractorNetwork.fit(
+        x, beta=settings.beta, gamma=settings.gamma, lr=settings.lr, epochs=settings.epochs,
+        weight_decay=settings.weight_decay, normalisation=settings.normalisation, rng=gen,
+    )
+
+
+def _checked_network(network, xtr: np.ndarray) -> AttractorNetwork:
+    """The given network, checked to be an AttractorNetwork with the (N, d) of the patches."""
+    if not isinstance(network, AttractorNetwork):
+        raise TypeError(f"network must be an AttractorNetwork or None, got {type(network).__name__}")
+    if (network.n_tokens, network.dim) != xtr.shape[1:]:
+        raise ValueError(f"network must have (N, d) = {xtr.shape[1:]} (the patches), got "
+                         f"({network.n_tokens}, {network.dim})")
+    return network
+
+
+def _structureless_control(train: np.ndarray, settings: AttractorSettings,
+                           control_rng) -> tuple[AttractorNetwork, np.random.Generator]:
+    """The control network, trained on the images with each pixel shuffled across images, and its rng."""
+    cgen = as_generator(control_rng)
+    flat = train.reshape(len(train), -1)
+    shuffled = np.column_stack([cgen.permutation(col) for col in flat.T]).reshape(train.shape)
+    patch = tuple(settings.patch)
+    return _fit(encode_values(image_tokens(shuffled, patch=patch)), settings, cgen), cgen
+
+
+def _shrinkage(vtr: np.ndarray, settings: AttractorSettings, gen: np.random.Generator) -> dict:
+    """Per task, the shrinkage factor k and the mean training image of the trivial competitor.
+
+    The competitor shrinks the decoded corrupted input toward the mean training image,
+    ``v_hat = vbar + k (v0 - vbar)``, with k fitted by least squares on corrupted training images.
+    """
     shrink = {}
     for task in ("masked", "noise"):
         x0, _ = corrupt(vtr, kind=task, n_masked=max(1, settings.n_masked * vtr.shape[1] // 16),
                         p_noise=settings.p_noise, rng=gen)
         a, b = (decode_values(x0) - vtr.mean(axis=0)).ravel(), (vtr - vtr.mean(axis=0)).ravel()
         shrink[task] = (float(a @ b / (a @ a)), vtr.mean(axis=0))
-    curves, memory, recall, life, trajs = run_corruption_tasks(
-        net, values, (xtr, xte), settings, gen, baselines=baselines, train_values=vtr,
-        shrink=shrink, control=None if control is None else (control, cgen),
-    )
-    examples = {
+    return shrink
+
+
+def _examples(values: dict, trajs: dict, patch: tuple) -> dict:
+    """Per task and split, the first four clean images and their states along the dynamics."""
+    return {
         task: {
             split: {
                 "clean": tokens_image(values[split][:4], patch=patch),
@@ -159,19 +195,3 @@ def digits_experiment(
         }
         for task in trajs
     }
-    return DigitsExperiment(
-        curves=curves,
-        memory=memory,
-        recall=recall,
-        lifetimes=life,
-        baseline={k: _mean_sem(b) for k, b in baselines.items()},
-        shrink={task: k for task, (k, _) in shrink.items()},
-        examples=examples,
-        cost=None if net.history is None else net.history.cost,
-        seconds_per_epoch=None if net.history is None else net.history.seconds_per_epoch,
-        baseline_mean_image=float(baselines["test"].mean()),
-        settings=settings,
-        sizes={"n_train": n_train, "n_test": n_test, "n_eval": n_eval, "N": vtr.shape[1],
-               "d": 2 * vtr.shape[2]},
-        network=net,
-    )

@@ -34,7 +34,7 @@ keeps ``J`` bounded: without it the first term is unbounded below (scaling ``J``
 
 Shapes: a configuration is ``(N, d)``; every method also accepts a batch ``(M, N, d)`` and works
 on it in chunks so that the ``(chunk, N, N, d)`` intermediate stays below ``_CHUNK_ELEMENTS``.
-The checks, kernels, cost and gradient are in :mod:`replica_mlm.attractor.network_kernel`.
+The local energies, attention, cost and gradient are computed in :mod:`replica_mlm.attractor.energy`.
 """
 
 from __future__ import annotations
@@ -47,22 +47,76 @@ import numpy as np
 from replica_mlm import _checks
 from replica_mlm._checks import as_generator, finite_array, nonnegative, positive, positive_int
 from replica_mlm._progress import bar
-from replica_mlm.attractor.network_kernel import (
+from replica_mlm.attractor.energy import (
     _attention_kernel,
-    _check_couplings,
-    _check_gamma,
-    _check_normalisation,
-    _check_tokens,
     _chunks,
     _cost_and_gradient,
     _energies_kernel,
     _fields,
-    _normalise,
     _offdiag_softmax,
     _scores,
 )
 
 __all__ = ["AttractorNetwork", "FitHistory"]
+
+# ----------------------------------------------------------------------------------------------
+# input checks, and the normalisation of the tokens in the dynamics
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_couplings(couplings) -> np.ndarray:
+    J = finite_array(couplings, "couplings", ndim=4)
+    N, N2, d, d2 = J.shape
+    if N != N2 or d != d2:
+        raise ValueError(
+            "couplings must have shape (N, N, d, d) (one d x d block per pair of tokens), "
+            f"got {J.shape}"
+        )
+    if N < 2:
+        raise ValueError(f"couplings must couple at least N = 2 tokens, got N = {N}")
+    J = np.array(J, dtype=float, copy=True)
+    J[np.arange(N), np.arange(N)] = 0.0  # J_ii is unused: keep it at zero
+    return J
+
+
+def _check_gamma(gamma) -> float:
+    g = nonnegative(gamma, "gamma")
+    if g > 1:
+        raise ValueError(f"gamma must be in [0, 1] (weight of the token's own state), got {g}")
+    return g
+
+
+def _check_tokens(x, N: int, d: int, name: str = "x") -> tuple[np.ndarray, bool]:
+    """An (N, d) or (M, N, d) finite array; returns it as (M, N, d) and whether it was batched."""
+    arr = finite_array(x, name)
+    if arr.ndim == 2:
+        batched = False
+        arr = arr[None]
+    elif arr.ndim == 3:
+        batched = True
+    else:
+        raise ValueError(
+            f"{name} must have shape (N, d) = ({N}, {d}) or (M, N, d), got {arr.shape}"
+        )
+    if arr.shape[1:] != (N, d):
+        raise ValueError(
+            f"{name} must have shape (N, d) = ({N}, {d}) or (M, {N}, {d}) to match the couplings, "
+            f"got {arr.shape if batched else arr.shape[1:]}"
+        )
+    return arr, batched
+
+
+def _check_normalisation(normalisation) -> str:
+    return _checks.choice(normalisation, ("none", "vmf"), "normalisation")
+
+
+def _normalise(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """v / |v| token-wise; a token with |v| = 0 (possible only if gamma = 0) keeps ``fallback``."""
+    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+    tiny = np.finfo(float).tiny
+    safe = np.where(norm > tiny, norm, 1.0)
+    return np.where(norm > tiny, v / safe, fallback)
+
 
 # ----------------------------------------------------------------------------------------------
 # public API
@@ -348,38 +402,8 @@ class AttractorNetwork:
 
         J = init_scale / np.sqrt(d) * gen.normal(size=(N, N, d, d))
         J[np.arange(N), np.arange(N)] = 0.0
-        # full batch: the cost recorded after a step and the gradient of the next step come from
-        # one evaluation at the same J (half the work of evaluating them apart, same numbers)
-        with np.errstate(over="raise", invalid="raise"):
-            try:
-                cost, full_grad = _cost_and_gradient(J, arr, beta, lam, norm)
-            except FloatingPointError:
-                raise ValueError(f"overflow in the cost at the initial couplings: lower "
-                                 f"init_scale = {init_scale:g} or beta = {beta:g}") from None
-        costs = [cost]
-        elapsed = 0.0
-        for _ in bar(range(epochs), progress=None, desc="training couplings", unit="epoch"):
-            t0 = time.perf_counter()
-            with np.errstate(over="raise", invalid="raise"):
-                try:
-                    if bs < M:
-                        order = gen.permutation(M)
-                        for start in range(0, M, bs):
-                            batch = arr[order[start : start + bs]]
-                            _, grad = _cost_and_gradient(J, batch, beta, lam, norm)
-                            J -= lr * grad
-                        elapsed += time.perf_counter() - t0
-                        costs.append(_cost_and_gradient(J, arr, beta, lam, norm)[0])
-                    else:
-                        J -= lr * full_grad
-                        cost, full_grad = _cost_and_gradient(J, arr, beta, lam, norm)
-                        elapsed += time.perf_counter() - t0
-                        costs.append(cost)
-                except FloatingPointError:
-                    raise ValueError(
-                        f"training diverged (overflow in the couplings) at epoch {len(costs)}: "
-                        f"lower lr = {lr:g}"
-                    ) from None
+        costs, elapsed = _descend(J, arr, beta=beta, lam=lam, norm=norm, lr=lr, epochs=epochs,
+                                  bs=bs, gen=gen, init_scale=init_scale)
         net = cls(J, beta=beta, gamma=gamma)
         net.history = FitHistory(
             cost=np.asarray(costs),
@@ -390,3 +414,47 @@ class AttractorNetwork:
             normalisation=norm,
         )
         return net
+
+
+def _descend(J: np.ndarray, arr: np.ndarray, *, beta: float, lam: float, norm: str, lr: float,
+             epochs: int, bs: int, gen: np.random.Generator,
+             init_scale: float) -> tuple[list, float]:
+    """Gradient descent on the couplings ``J`` (in place) for the epochs of :meth:`AttractorNetwork.fit`.
+
+    Returns the training costs (at the initial couplings, then after each epoch) and the seconds
+    spent in the steps; an overflow raises ValueError naming the setting to lower.
+    """
+    M = len(arr)
+    # full batch: the cost recorded after a step and the gradient of the next step come from
+    # one evaluation at the same J (half the work of evaluating them apart, same numbers)
+    with np.errstate(over="raise", invalid="raise"):
+        try:
+            cost, full_grad = _cost_and_gradient(J, arr, beta, lam, norm)
+        except FloatingPointError:
+            raise ValueError(f"overflow in the cost at the initial couplings: lower "
+                             f"init_scale = {init_scale:g} or beta = {beta:g}") from None
+    costs = [cost]
+    elapsed = 0.0
+    for _ in bar(range(epochs), progress=None, desc="training couplings", unit="epoch"):
+        t0 = time.perf_counter()
+        with np.errstate(over="raise", invalid="raise"):
+            try:
+                if bs < M:
+                    order = gen.permutation(M)
+                    for start in range(0, M, bs):
+                        batch = arr[order[start : start + bs]]
+                        _, grad = _cost_and_gradient(J, batch, beta, lam, norm)
+                        J -= lr * grad
+                    elapsed += time.perf_counter() - t0
+                    costs.append(_cost_and_gradient(J, arr, beta, lam, norm)[0])
+                else:
+                    J -= lr * full_grad
+                    cost, full_grad = _cost_and_gradient(J, arr, beta, lam, norm)
+                    elapsed += time.perf_counter() - t0
+                    costs.append(cost)
+            except FloatingPointError:
+                raise ValueError(
+                    f"training diverged (overflow in the couplings) at epoch {len(costs)}: "
+                    f"lower lr = {lr:g}"
+                ) from None
+    return costs, elapsed

@@ -94,35 +94,12 @@ def masked_site_comparison(
         :func:`~replica_mlm.attractor.transients.transient_memory` against predicting the mean.
     """
     gen = as_generator(rng)
-    P = finite_array(precision, "precision", ndim=2)
-    L = P.shape[0]
-    xs_tr = finite_array(x_train, "x_train", ndim=2)
-    x_clean = finite_array(x_test, "x_test", ndim=2)
-    for name, x in (("x_train", xs_tr), ("x_test", x_clean)):
-        if x.shape[1] != L:
-            raise ValueError(f"{name} must have L = {L} columns (the precision's size), "
-                             f"got shape {x.shape}")
-    n_eval = x_clean.shape[0]
-    if n_eval < 4:
-        raise ValueError(f"x_test needs at least 4 sequences for the split test, got {n_eval}")
+    P, xs_tr, x_clean = _checked_sequences(precision, x_train, x_test)
     C = np.linalg.inv(P)
     sd = np.sqrt(np.diag(C))
-    from scipy.special import ndtr
-
-    v_clean = ndtr(x_clean / sd)[..., None]
-    x0, mask = corrupt(v_clean, kind="masked", n_masked=1, mask_value=0.5, rng=gen)
-    site = np.argmax(mask, axis=1)
-    traj = net.run(x0, steps=positive_int(steps, "steps"))
-    x_hat = _value_to_x(decode_values(traj)[..., 0], sd)  # (T + 1, n_eval, L)
-    rows = np.arange(n_eval)
-    sq = (x_hat[:, rows, site] - x_clean[rows, site]) ** 2  # (T + 1, n_eval)
-    w_star = -P / np.diag(P)[:, None]
-    np.fill_diagonal(w_star, 0.0)
-    w_fit = np.zeros_like(P)
-    for i in range(L):
-        others = np.delete(np.arange(L), i)
-        coef, *_ = np.linalg.lstsq(xs_tr[:, others], xs_tr[:, i], rcond=None)
-        w_fit[i, others] = coef
+    sq, site = _attractor_errors(net, x_clean, sd, steps, gen)
+    rows = np.arange(x_clean.shape[0])
+    w_star, w_fit = _factored_attention(P, xs_tr)
     oracle = (np.einsum("mj,mj->m", w_star[site], x_clean) - x_clean[rows, site]) ** 2
     fitted = (np.einsum("mj,mj->m", w_fit[site], x_clean) - x_clean[rows, site]) ** 2
     zero = x_clean[rows, site] ** 2
@@ -157,6 +134,54 @@ def masked_site_comparison(
     t_sel = masked["attractor_vs_zero"]["t_best"]
     masked["attractor_heldout_minus_oracle"] = _mean_sem(sq[t_sel] - oracle)
     return masked
+
+
+def _checked_sequences(precision, x_train, x_test) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The precision matrix and the training and held-out sequences, checked against each other."""
+    P = finite_array(precision, "precision", ndim=2)
+    L = P.shape[0]
+    xs_tr = finite_array(x_train, "x_train", ndim=2)
+    x_clean = finite_array(x_test, "x_test", ndim=2)
+    for name, x in (("x_train", xs_tr), ("x_test", x_clean)):
+        if x.shape[1] != L:
+            raise ValueError(f"{name} must have L = {L} columns (the precision's size), "
+                             f"got shape {x.shape}")
+    n_eval = x_clean.shape[0]
+    if n_eval < 4:
+        raise ValueError(f"x_test needs at least 4 sequences for the split test, got {n_eval}")
+    return P, xs_tr, x_clean
+
+
+def _attractor_errors(net, x_clean: np.ndarray, sd: np.ndarray, steps,
+                      gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Squared error (T + 1, n_eval) of the dynamics at one random masked site per sequence, and the sites."""
+    from scipy.special import ndtr
+
+    v_clean = ndtr(x_clean / sd)[..., None]
+    x0, mask = corrupt(v_clean, kind="masked", n_masked=1, mask_value=0.5, rng=gen)
+    site = np.argmax(mask, axis=1)
+    traj = net.run(x0, steps=positive_int(steps, "steps"))
+    x_hat = _value_to_x(decode_values(traj)[..., 0], sd)  # (T + 1, n_eval, L)
+    rows = np.arange(x_clean.shape[0])
+    sq = (x_hat[:, rows, site] - x_clean[rows, site]) ** 2  # (T + 1, n_eval)
+    return sq, site
+
+
+def _factored_attention(P: np.ndarray, xs_tr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Bayes-optimal layer ``w*_ij = -P_ij / P_ii`` and the same layer fitted by least squares.
+
+    Row i predicts site i from the others (zero diagonal); the fitted one regresses each site of
+    the training sequences ``xs_tr`` on the other sites.
+    """
+    L = P.shape[0]
+    w_star = -P / np.diag(P)[:, None]
+    np.fill_diagonal(w_star, 0.0)
+    w_fit = np.zeros_like(P)
+    for i in range(L):
+        others = np.delete(np.arange(L), i)
+        coef, *_ = np.linalg.lstsq(xs_tr[:, others], xs_tr[:, i], rcond=None)
+        w_fit[i, others] = coef
+    return w_star, w_fit
 
 
 def potts_experiment(

@@ -452,24 +452,8 @@ class TransformerMLM:
         step = 0
         with torch_threads(self.threads):
             for epoch in range(1, epochs + 1):
-                perm = self._gen.permutation(M)
-                run = 0.0
-                for b in range(per_epoch):
-                    idx = perm[b * batch_size:(b + 1) * batch_size]
-                    rate = lr * 0.5 * (1.0 + math.cos(math.pi * step / T)) if schedule == "cosine" else lr
-                    if warmup:
-                        rate *= min(1.0, (step + 1) / warmup)
-                    for g in opt.param_groups:
-                        g["lr"] = rate
-                    opt.zero_grad()
-                    if masking == "all":
-                        loss = self._loss_sum(s[idx]) / (idx.size * self.L)
-                    else:
-                        loss = self._loss_random_site(s[idx], self._gen.integers(0, self.L, idx.size))
-                    loss.backward()
-                    opt.step()
-                    run += float(loss.detach()) * self.L
-                    step += 1
+                run, rate, step = self._sgd_epoch(s, opt, step, T, batch_size=batch_size, lr=lr,
+                                                  schedule=schedule, warmup=warmup, masking=masking)
                 if not all(torch.isfinite(p).all() for p in self.net.parameters()):
                     raise ValueError(f"SGD diverged (non-finite parameters) at lr={lr}: lower lr")
                 hist_train.append(run / per_epoch)
@@ -484,3 +468,30 @@ class TransformerMLM:
             message=f"{schedule} schedule, {T} steps of batch {batch_size}, lr {lr:g}, "
                     f"masking {masking}")
         return self.history
+
+    def _sgd_epoch(self, s, opt, step: int, T: int, *, batch_size: int, lr: float, schedule: str,
+                   warmup: int, masking: str) -> tuple[float, float, int]:
+        """One pass of SGD over ``s`` in a random order, from global step ``step`` of ``T``.
+
+        Returns the summed per-batch training loss (times L), the last learning rate, the next step.
+        """
+        M = s.shape[0]
+        perm = self._gen.permutation(M)
+        run = 0.0
+        for b in range(math.ceil(M / batch_size)):
+            idx = perm[b * batch_size:(b + 1) * batch_size]
+            rate = lr * 0.5 * (1.0 + math.cos(math.pi * step / T)) if schedule == "cosine" else lr
+            if warmup:
+                rate *= min(1.0, (step + 1) / warmup)
+            for g in opt.param_groups:
+                g["lr"] = rate
+            opt.zero_grad()
+            if masking == "all":
+                loss = self._loss_sum(s[idx]) / (idx.size * self.L)
+            else:
+                loss = self._loss_random_site(s[idx], self._gen.integers(0, self.L, idx.size))
+            loss.backward()
+            opt.step()
+            run += float(loss.detach()) * self.L
+            step += 1
+        return run, rate, step

@@ -88,39 +88,11 @@ def pilot_run(model: PottsLike, step: Callable, n_chains: int, n_sweeps: int, ma
     t_global = 0
     steps = bar(progress=progress, desc="sampler pilot run", unit="sweep")
     while True:
-        while burnt < T:
-            step(t_global, None)
-            t_global += 1
-            burnt += 1
-            steps.update()
-        states = np.empty((T, n_chains, model.L), dtype=np.int16)
-        energies = np.empty((T, n_chains))
-        if tally is not None:
-            tally[:] = 0
-        for t in range(T):
-            states[t], energies[t] = step(t_global, tally)
-            t_global += 1
-            steps.update()
-        rho_s, rho_e, (tau_s, w_s, g_s, ok_s), (tau_e, w_e, g_e, ok_e) = _windowed_taus(
-            states, energies, model.q, T // 4, geyer=tally is not None)
-        tau = max(tau_s, tau_e)
-        found = w_s > 0 and w_e > 0
-        if tally is not None:
-            # tempering: fast local moves plus a small, slowly decaying tail (configurations
-            # coming back from excursions up the ladder) that Sokal's window truncates
-            tau_s = max(tau_s, g_s, _blocked_spin_tau(states, model.q, BLOCKS))
-            tau_e = max(tau_e, g_e)
-            tau = max(tau_s, tau_e)
-            found = found and ok_s and ok_e
-        half = T // 2
-        m1, m2 = energies[:half].mean(axis=0), energies[half:].mean(axis=0)
-        diff, se = mean_stderr(m2 - m1, single=math.inf)
-        equilibrated = bool(abs(diff) <= 4 * se + 1e-12)
-        drift, drift_se = (hamming_drift(states, model.q) if n_chains >= 3
-                           else (math.nan, math.nan))
-        if n_chains >= 3:
-            # the Hamming distance is what the samples are for: its two halves must agree too
-            equilibrated = equilibrated and bool(abs(drift) <= 4 * drift_se + 1e-12)
+        states, energies, burnt, t_global = _burn_and_record(model, step, n_chains, T, tally, burnt,
+                                                             t_global, steps)
+        rho_s, rho_e, tau_s, w_s, tau_e, w_e, tau, found = _taus(states, energies, model.q, T,
+                                                                 tempering=tally is not None)
+        equilibrated, drift, drift_se = _equilibrated(states, energies, model.q, n_chains, T)
         log.info("pilot: %d chains, T = %d recorded steps: tau_spin %.1f (Sokal window %d), "
                  "tau_energy %.1f (window %d), tau %.1f, window found %s, equilibrated %s "
                  "(Hamming drift %.4f +- %.4f)", n_chains, T, tau_s, w_s, tau_e, w_e, tau,
@@ -152,6 +124,66 @@ def pilot_run(model: PottsLike, step: Callable, n_chains: int, n_sweeps: int, ma
         steps_burnt=int(burnt),
         record=(states, energies) if keep_record else None,
     )
+
+
+def _burn_and_record(model: PottsLike, step: Callable, n_chains: int, T: int,
+                     tally: np.ndarray | None, burnt: int, t_global: int, steps):
+    """Step until ``T`` steps were burnt, then record ``T`` steps of every chain.
+
+    Returns the recorded states (T, n_chains, L) and energies (T, n_chains), the steps burnt and
+    the global step count after the run; ``tally`` (tempering) is reset before the recording.
+    """
+    while burnt < T:
+        step(t_global, None)
+        t_global += 1
+        burnt += 1
+        steps.update()
+    states = np.empty((T, n_chains, model.L), dtype=np.int16)
+    energies = np.empty((T, n_chains))
+    if tally is not None:
+        tally[:] = 0
+    for t in range(T):
+        states[t], energies[t] = step(t_global, tally)
+        t_global += 1
+        steps.update()
+    return states, energies, burnt, t_global
+
+
+def _taus(states: np.ndarray, energies: np.ndarray, q: int, T: int, *, tempering: bool):
+    """Autocorrelations and integrated times of a recorded run: whether a window was found.
+
+    Returns ``(rho_spin, rho_energy, tau_spin, window_spin, tau_energy, window_energy, tau,
+    found)``; under tempering tau also takes Geyer's and the blocking estimates into account.
+    """
+    rho_s, rho_e, (tau_s, w_s, g_s, ok_s), (tau_e, w_e, g_e, ok_e) = _windowed_taus(
+        states, energies, q, T // 4, geyer=tempering)
+    tau = max(tau_s, tau_e)
+    found = w_s > 0 and w_e > 0
+    if tempering:
+        # tempering: fast local moves plus a small, slowly decaying tail (configurations
+        # coming back from excursions up the ladder) that Sokal's window truncates
+        tau_s = max(tau_s, g_s, _blocked_spin_tau(states, q, BLOCKS))
+        tau_e = max(tau_e, g_e)
+        tau = max(tau_s, tau_e)
+        found = found and ok_s and ok_e
+    return rho_s, rho_e, tau_s, w_s, tau_e, w_e, tau, found
+
+
+def _equilibrated(states: np.ndarray, energies: np.ndarray, q: int, n_chains: int, T: int):
+    """Whether the two halves of the run agree (mean energy; Hamming distance for >= 3 chains).
+
+    Returns ``(equilibrated, hamming_drift, hamming_drift_se)``, the drift NaN under 3 chains.
+    """
+    half = T // 2
+    m1, m2 = energies[:half].mean(axis=0), energies[half:].mean(axis=0)
+    diff, se = mean_stderr(m2 - m1, single=math.inf)
+    equilibrated = bool(abs(diff) <= 4 * se + 1e-12)
+    drift, drift_se = (hamming_drift(states, q) if n_chains >= 3
+                       else (math.nan, math.nan))
+    if n_chains >= 3:
+        # the Hamming distance is what the samples are for: its two halves must agree too
+        equilibrated = equilibrated and bool(abs(drift) <= 4 * drift_se + 1e-12)
+    return equilibrated, drift, drift_se
 
 
 def check_pilot_size(model: PottsLike, n_chains, n_sweeps, max_sweeps, n_rungs, what=None) -> None:

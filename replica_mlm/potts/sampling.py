@@ -68,7 +68,23 @@ def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_
     return_diagnostics = _checks.flag(return_diagnostics, "return_diagnostics")
     n_rungs = _checks.optional(_checks.positive_int, n_rungs, "n_rungs")
     beta_hot = _checks.positive(beta_hot, "beta_hot")
-    L, q, beta = model.L, model.q, model.beta
+    _check_cost(model, n, n_chains, sweeps_between, burn_in, n_rungs)
+    diag, method, ladder, swap_rounds = _sampler(
+        model, gen, method=method, sweeps_between=sweeps_between, burn_in=burn_in,
+        n_rungs=n_rungs, beta_hot=beta_hot, ladder=ladder, swap_rounds=swap_rounds,
+        progress=progress)
+    between = diag.sweeps_between if sweeps_between is None else sweeps_between
+    burn = diag.burn_in if burn_in is None else burn_in
+    C, advance, current = _start_chains(model, gen, n, n_chains, method, ladder, swap_rounds)
+    seqs = _save_every(advance, current, n, C, model.L, burn, between, progress)
+    if return_diagnostics:
+        return seqs, diag
+    return seqs
+
+
+def _check_cost(model: PottsLike, n, n_chains, sweeps_between, burn_in, n_rungs) -> None:
+    """Refuse a request whose memory or number of site updates is out of reach, before any work."""
+    L, q = model.L, model.q
     C = min(n, 500 if n_chains is None else n_chains)
     K = n_rungs or 1
     what = f"sample(n={n}, sweeps_between={sweeps_between}, burn_in={burn_in}, n_rungs={n_rungs})"
@@ -76,6 +92,15 @@ def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_
     _checks.allocation(2 * 8 * (n + C) * L + 8 * C * K * L * (q + 2), f"{what} of L = {L} sites")
     sweeps = (burn_in or 0) + (sweeps_between or 1) * (-(-n // C))
     _checks.work(sweeps * C * K * L * q, what, steps=sweeps * L)  # a sweep: a loop over the L sites
+
+
+def _sampler(model: PottsLike, gen, *, method, sweeps_between, burn_in, n_rungs, beta_hot, ladder,
+             swap_rounds, progress):
+    """The pilot's diagnostics (None when thinning and burn-in are given), method, ladder, swap rounds.
+
+    The pilot runs when ``sweeps_between`` or ``burn_in`` is unset and decides the sampler;
+    otherwise the requested method is checked and its ladder (a single rung for Gibbs) built.
+    """
     diag = None
     if sweeps_between is None or burn_in is None:
         diag = diagnose(model, gen, n_chains=None, n_sweeps=PILOT_SWEEPS, max_sweeps=PILOT_MAX_SWEEPS,
@@ -83,11 +108,11 @@ def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_
                         swap_rounds=swap_rounds, progress=progress)
         if not diag.mixing:
             warnings.warn(
-                f"{diag.method} sampler at beta={beta:.4g} did not decorrelate within "
+                f"{diag.method} sampler at beta={model.beta:.4g} did not decorrelate within "
                 f"the pilot run ({diag.n_sweeps} sweeps; tau_int >= {diag.tau_int:.1f} "
                 "sweeps): samples may not be from the Boltzmann distribution",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         method = diag.method
         ladder = diag.ladder
@@ -97,10 +122,18 @@ def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_
                          "unset, or choose gibbs or tempering")
     else:
         ladder = (checked_ladder(model, ladder, n_rungs, beta_hot)
-                  if method == "tempering" else np.array([beta]))
+                  if method == "tempering" else np.array([model.beta]))
         swap_rounds = _checks.positive_int(swap_rounds, "swap_rounds")
-    between = diag.sweeps_between if sweeps_between is None else sweeps_between
-    burn = diag.burn_in if burn_in is None else burn_in
+    return diag, method, ladder, swap_rounds
+
+
+def _start_chains(model: PottsLike, gen, n, n_chains, method, ladder, swap_rounds):
+    """The number of chains C, random starting states, and the chains' ``advance`` and ``current``.
+
+    ``advance()`` moves every chain one sweep (a tempering step for ``method="tempering"``);
+    ``current()`` is the (C, L) state to save: each chain's coldest rung under tempering.
+    """
+    L, q = model.L, model.q
     if method == "tempering":
         K = ladder.size
         C = min(n, max(16, 500 // K)) if n_chains is None else min(n_chains, n)
@@ -127,6 +160,11 @@ def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_
 
         def current() -> np.ndarray:
             return s
+    return C, advance, current
+
+
+def _save_every(advance, current, n, C, L, burn, between, progress) -> np.ndarray:
+    """Burn in, then save the C chains every ``between`` sweeps: the first n of the (n, L) rows."""
     per_chain = -(-n // C)
     steps = bar(progress=progress, desc=f"sampling {n} sequences", total=burn + (per_chain - 1) * between,
                 unit="sweep")
@@ -142,10 +180,7 @@ def draw(model: PottsLike, n, rng, *, n_chains, sweeps_between, burn_in, return_
         out[k] = current()
     steps.close()
     # interleave chains so that the first n rows come from as many chains as possible
-    seqs = out.reshape(per_chain * C, L)[:n].copy()
-    if return_diagnostics:
-        return seqs, diag
-    return seqs
+    return out.reshape(per_chain * C, L)[:n].copy()
 
 
 def _draw_resumed(model: PottsLike, n, rng, d, *, n_chains, sweeps_between, burn_in,

@@ -318,46 +318,9 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
     if init is not None and not isinstance(init, MulticlassSaddlePoint):
         raise TypeError(f"init must be a MulticlassSaddlePoint, got {type(init).__name__}")
     if loss != "square":  # every rule checked and the whole cost bounded before the first solve
-        nodes = mc.rule_size(K, integration, order)
-        if integration == "hermite":  # the error check solves again with 1.5 order nodes
-            finer = math.ceil(1.5 * order)
-            if finer ** (2 * K) > mc.HERMITE_NODES:
-                raise ValueError(f"order = {order}: the error check's Gauss-Hermite rule of ceil(1.5 "
-                                 f"order) = {finer} nodes per dimension has {finer}^{2 * K} nodes (limit "
-                                 "2^26): lower order or use integration='sobol'")
-            nodes += mc.rule_size(K, integration, finer)
-        solves = randomisations if integration == "sobol" else 1
-        _checks.work(solves * SOLVE_EVALUATIONS * nodes * NODE_OPERATIONS * K**2,
-                     f"solve(integration={integration!r}, order={order}, randomisations="
-                     f"{_checks.count(randomisations)}) at K = {K}", steps=solves * SOLVE_EVALUATIONS)
-
-    def one(rule, start):
-        problem = site_problem(task, alpha, lam, loss, rule)
-        packed = None if start is None else problem.pack(start["V"], start["Q"], start["M"])
-        point = solve_point(problem, init=packed)
-        return problem, point, _outputs(problem, point)
-
+        _check_cost(K, integration, order, randomisations)
     start = None if init is None else {"V": init.V, "Q": init.Q, "M": init.M}
-    if loss == "square":
-        problem, point, out = one(None, start)
-        runs, err, name = [(problem, point, out)], dict.fromkeys(OUTPUTS, 0.0), "closed form"
-    elif integration == "hermite":
-        problem, point, out = one(mc.rule_for(K, "hermite", order=order, seed=0), start)
-        finer = math.ceil(1.5 * order)
-        _, _, out2 = one(mc.rule_for(K, "hermite", order=finer, seed=0), point)
-        runs = [(problem, point, out)]
-        err = {k: abs(out2[k] - out[k]) for k in OUTPUTS}
-        err["eg"] = math.hypot(err["eg"], out.get("eg_stderr", 0.0))
-        name = f"hermite(n={order}) checked against n={finer}"
-    else:
-        runs = []
-        for r in range(randomisations):
-            rule = mc.rule_for(K, "sobol", order=order, seed=seed + r)
-            runs.append(one(rule, start if not runs else runs[0][1]))
-        vals = {k: np.array([run[2][k] for run in runs]) for k in OUTPUTS}
-        err = {k: mean_stderr(v).stderr for k, v in vals.items()}
-        err["eg"] = math.hypot(err["eg"], float(np.mean([run[2].get("eg_stderr", 0.0) for run in runs])))
-        name = f"sobol(m={order}) x {randomisations} scramblings, seeds {seed}..{seed + randomisations - 1}"
+    runs, err, name = _runs(task, alpha, lam, loss, integration, order, randomisations, seed, start)
     mean = {k: float(np.mean([run[2][k] for run in runs])) for k in OUTPUTS}
     mats = {k: np.mean([run[1][k] for run in runs], axis=0)
             for k in ("Q", "M", "V", "Q_hat", "M_hat", "V_hat")}
@@ -366,3 +329,59 @@ def solve(task, *, alpha: float, lam: float, loss: str | None = None, integratio
         residual=max(run[1]["residual"] for run in runs),
         iterations=sum(run[0].evaluations for run in runs), integration=name, integration_error=err,
         method="symmetric" if task.symmetric else "general")
+
+
+def _check_cost(K: int, integration: str, order: int, randomisations: int) -> None:
+    """Refuse rules too large to build, and solves whose total work is out of reach, before any solve."""
+    nodes = mc.rule_size(K, integration, order)
+    if integration == "hermite":  # the error check solves again with 1.5 order nodes
+        finer = math.ceil(1.5 * order)
+        if finer ** (2 * K) > mc.HERMITE_NODES:
+            raise ValueError(f"order = {order}: the error check's Gauss-Hermite rule of ceil(1.5 "
+                             f"order) = {finer} nodes per dimension has {finer}^{2 * K} nodes (limit "
+                             "2^26): lower order or use integration='sobol'")
+        nodes += mc.rule_size(K, integration, finer)
+    solves = randomisations if integration == "sobol" else 1
+    _checks.work(solves * SOLVE_EVALUATIONS * nodes * NODE_OPERATIONS * K**2,
+                 f"solve(integration={integration!r}, order={order}, randomisations="
+                 f"{_checks.count(randomisations)}) at K = {K}", steps=solves * SOLVE_EVALUATIONS)
+
+
+def _solve_with(task, alpha: float, lam: float, loss: str, rule, start: dict | None) -> tuple:
+    """One saddle point with integration rule ``rule`` from ``start``: (problem, point, outputs)."""
+    problem = site_problem(task, alpha, lam, loss, rule)
+    packed = None if start is None else problem.pack(start["V"], start["Q"], start["M"])
+    point = solve_point(problem, init=packed)
+    return problem, point, _outputs(problem, point)
+
+
+def _runs(task, alpha: float, lam: float, loss: str, integration: str, order: int,
+          randomisations: int, seed: int, start: dict | None) -> tuple[list, dict, str]:
+    """The solves to average, the integration error of each output, and the rule's description.
+
+    Square loss: one closed-form solve (no error). Gauss-Hermite: one solve, its error the change
+    under ``ceil(1.5 order)`` nodes. Sobol': one solve per scrambling, the error their standard
+    error. For both rules the error of eg also holds the standard error of its scrambled estimate.
+    """
+    K = task.K
+    if loss == "square":
+        problem, point, out = _solve_with(task, alpha, lam, loss, None, start)
+        return [(problem, point, out)], dict.fromkeys(OUTPUTS, 0.0), "closed form"
+    if integration == "hermite":
+        problem, point, out = _solve_with(task, alpha, lam, loss,
+                                          mc.rule_for(K, "hermite", order=order, seed=0), start)
+        finer = math.ceil(1.5 * order)
+        _, _, out2 = _solve_with(task, alpha, lam, loss,
+                                 mc.rule_for(K, "hermite", order=finer, seed=0), point)
+        err = {k: abs(out2[k] - out[k]) for k in OUTPUTS}
+        err["eg"] = math.hypot(err["eg"], out.get("eg_stderr", 0.0))
+        return [(problem, point, out)], err, f"hermite(n={order}) checked against n={finer}"
+    runs = []
+    for r in range(randomisations):
+        rule = mc.rule_for(K, "sobol", order=order, seed=seed + r)
+        runs.append(_solve_with(task, alpha, lam, loss, rule, start if not runs else runs[0][1]))
+    vals = {k: np.array([run[2][k] for run in runs]) for k in OUTPUTS}
+    err = {k: mean_stderr(v).stderr for k, v in vals.items()}
+    err["eg"] = math.hypot(err["eg"], float(np.mean([run[2].get("eg_stderr", 0.0) for run in runs])))
+    name = f"sobol(m={order}) x {randomisations} scramblings, seeds {seed}..{seed + randomisations - 1}"
+    return runs, err, name

@@ -29,13 +29,16 @@ class Minimum:
     success: bool
 
 
+#: scipy's constants of fminbound: sqrt of its machine epsilon, and the golden-section fraction
+_SQRT_EPS = sqrt(2.2e-16)
+_GOLDEN_MEAN = 0.5 * (3.0 - sqrt(5.0))
+
+
 def _fminbound(x1: float, x2: float, xatol: float, maxfun: int) -> Generator[float, float, Minimum]:
     """scipy's ``_minimize_scalar_bounded`` as a generator (yields x, receives f(x))."""
     flag = 0
-    sqrt_eps = sqrt(2.2e-16)
-    golden_mean = 0.5 * (3.0 - sqrt(5.0))
     a, b = x1, x2
-    fulc = a + golden_mean * (b - a)
+    fulc = a + _GOLDEN_MEAN * (b - a)
     nfc, xf = fulc, fulc
     rat = e = 0.0
     x = xf
@@ -44,56 +47,16 @@ def _fminbound(x1: float, x2: float, xatol: float, maxfun: int) -> Generator[flo
     fu = np.inf
     ffulc = fnfc = fx
     xm = 0.5 * (a + b)
-    tol1 = sqrt_eps * np.abs(xf) + xatol / 3.0
+    tol1 = _SQRT_EPS * np.abs(xf) + xatol / 3.0
     tol2 = 2.0 * tol1
     while np.abs(xf - xm) > (tol2 - 0.5 * (b - a)):
-        golden = 1
-        if np.abs(e) > tol1:  # parabolic fit
-            golden = 0
-            r = (xf - nfc) * (fx - ffulc)
-            q = (xf - fulc) * (fx - fnfc)
-            p = (xf - fulc) * q - (xf - nfc) * r
-            q = 2.0 * (q - r)
-            if q > 0.0:
-                p = -p
-            q = np.abs(q)
-            r = e
-            e = rat
-            if (np.abs(p) < np.abs(0.5 * q * r)) and (p > q * (a - xf)) and (p < q * (b - xf)):
-                rat = (p + 0.0) / q
-                x = xf + rat
-                if ((x - a) < tol2) or ((b - x) < tol2):
-                    si = np.sign(xm - xf) + ((xm - xf) == 0)
-                    rat = tol1 * si
-            else:
-                golden = 1
-        if golden:  # golden-section step
-            e = a - xf if xf >= xm else b - xf
-            rat = golden_mean * e
-        si = np.sign(rat) + (rat == 0)
-        x = xf + si * np.maximum(np.abs(rat), tol1)
+        x, e, rat = _trial_point(a, b, xf, fx, nfc, fnfc, fulc, ffulc, xm, e, rat, tol1, tol2)
         fu = yield x
         num += 1
-        if fu <= fx:
-            if x >= xf:
-                a = xf
-            else:
-                b = xf
-            fulc, ffulc = nfc, fnfc
-            nfc, fnfc = xf, fx
-            xf, fx = x, fu
-        else:
-            if x < xf:
-                a = x
-            else:
-                b = x
-            if (fu <= fnfc) or (nfc == xf):
-                fulc, ffulc = nfc, fnfc
-                nfc, fnfc = x, fu
-            elif (fu <= ffulc) or (fulc == xf) or (fulc == nfc):
-                fulc, ffulc = x, fu
+        a, b, xf, fx, nfc, fnfc, fulc, ffulc = _update_points(
+            x, fu, a, b, xf, fx, nfc, fnfc, fulc, ffulc)
         xm = 0.5 * (a + b)
-        tol1 = sqrt_eps * np.abs(xf) + xatol / 3.0
+        tol1 = _SQRT_EPS * np.abs(xf) + xatol / 3.0
         tol2 = 2.0 * tol1
         if num >= maxfun:
             flag = 1
@@ -101,6 +64,68 @@ def _fminbound(x1: float, x2: float, xatol: float, maxfun: int) -> Generator[flo
     if np.isnan(xf) or np.isnan(fx) or np.isnan(fu):
         flag = 2
     return Minimum(x=float(xf), fun=float(fx), nfev=num, success=flag == 0)
+
+
+def _trial_point(a, b, xf, fx, nfc, fnfc, fulc, ffulc, xm, e, rat, tol1, tol2):
+    """The next trial point ``x`` of fminbound, with the updated step memory ``(e, rat)``.
+
+    A parabolic step through the three best points ``xf``, ``nfc``, ``fulc`` when it is
+    acceptable (inside ``[a, b]``, shorter than half the step before last), else a golden-section
+    step into the larger part of the bracket; never closer than ``tol1`` to ``xf``.
+    """
+    golden = 1
+    if np.abs(e) > tol1:  # parabolic fit
+        golden = 0
+        r = (xf - nfc) * (fx - ffulc)
+        q = (xf - fulc) * (fx - fnfc)
+        p = (xf - fulc) * q - (xf - nfc) * r
+        q = 2.0 * (q - r)
+        if q > 0.0:
+            p = -p
+        q = np.abs(q)
+        r = e
+        e = rat
+        if (np.abs(p) < np.abs(0.5 * q * r)) and (p > q * (a - xf)) and (p < q * (b - xf)):
+            rat = (p + 0.0) / q
+            x = xf + rat
+            if ((x - a) < tol2) or ((b - x) < tol2):
+                si = np.sign(xm - xf) + ((xm - xf) == 0)
+                rat = tol1 * si
+        else:
+            golden = 1
+    if golden:  # golden-section step
+        e = a - xf if xf >= xm else b - xf
+        rat = _GOLDEN_MEAN * e
+    si = np.sign(rat) + (rat == 0)
+    x = xf + si * np.maximum(np.abs(rat), tol1)
+    return x, e, rat
+
+
+def _update_points(x, fu, a, b, xf, fx, nfc, fnfc, fulc, ffulc):
+    """fminbound's bracket ``[a, b]`` and three best points after evaluating ``f(x) = fu``.
+
+    Returns ``(a, b, xf, fx, nfc, fnfc, fulc, ffulc)``: the best point ``xf``, the second best
+    ``nfc`` and the previous second best ``fulc``, with their values.
+    """
+    if fu <= fx:
+        if x >= xf:
+            a = xf
+        else:
+            b = xf
+        fulc, ffulc = nfc, fnfc
+        nfc, fnfc = xf, fx
+        xf, fx = x, fu
+    else:
+        if x < xf:
+            a = x
+        else:
+            b = x
+        if (fu <= fnfc) or (nfc == xf):
+            fulc, ffulc = nfc, fnfc
+            nfc, fnfc = x, fu
+        elif (fu <= ffulc) or (fulc == xf) or (fulc == nfc):
+            fulc, ffulc = x, fu
+    return a, b, xf, fx, nfc, fnfc, fulc, ffulc
 
 
 def minimise_many(f: Callable[[np.ndarray, np.ndarray], np.ndarray], bounds: list[tuple[float, float]],

@@ -276,6 +276,47 @@ def reduce() -> ReducedSystem:
     4. q enters eg linearly through q_hat: solve that linear equation for eg, then q.
     """
     eqs = derive()
+    sums = _spectral_sums(eqs)
+
+    # V from its equation, V_hat from its own: V_hat = alpha / (1 + (1 - S1c)/V_hat)
+    v_of_vhat = S1 / V_hat
+    (v_hat_k,) = [
+        s for s in sp.solve(sp.Eq(V_hat, eqs.hat[V_hat].subs(V, v_of_vhat).subs(S1, 1 - S1C)), V_hat)
+        if s != 0
+    ]
+    root = kappa * v_hat_k - lam
+    values = _saddle_values(eqs, v_of_vhat, v_hat_k)
+    eg_sol = values["eg"]
+    # for lam > 0 the root equation solved for V_hat is exact given kappa (no cancellation)
+    (v_hat_from_root,) = sp.solve(root.subs(v_hat_k, V_hat), V_hat)
+
+    # the root equation divided by -kappa, G = lam/kappa - S_1c + 1 - alpha, is convex and
+    # decreasing in kappa (S_1c is concave increasing): Newton's method started left of the root
+    # climbs to it monotonically. Its derivative needs d S_1c / d kappa, one more spectral sum.
+    newton = sp.expand(-root / kappa)
+    s1c_of_kappa = sp.Function("S_1c")(kappa)
+    newton_slope = sp.diff(newton.subs(S1C, s1c_of_kappa), kappa).subs(
+        sp.Derivative(s1c_of_kappa, kappa), S1C_PRIME)
+    sums[S1C_PRIME] = sp.factor(sp.diff(sums[S1C], kappa))
+    deg_dalpha, partial_stable = _deg_dalpha(eg_sol, newton, newton_slope, sums)
+    sums[S12] = _free_of(sums[S2C] - sums[S1C])
+    sums[KR_PRIME] = sp.factor(kappa * sums[R_PRIME])
+    sums[KS2C_PRIME] = sp.factor(kappa * sums[S2C_PRIME])
+    sums[SF] = _free_of(sums[S1C] + sums[S12] - sums[KS2C_PRIME])
+    values = {k: _with_delta(v) for k, v in values.items()}
+    newton = _with_delta(newton)
+    deg_dalpha = _with_delta(deg_dalpha)
+    return ReducedSystem(
+        sums=sums, root=root, v_hat_of_kappa=_with_delta(v_hat_k),
+        v_hat_from_root=v_hat_from_root, values=values,
+        newton=newton, newton_slope=newton_slope,
+        deg_dalpha=deg_dalpha, deg_dalpha_fixed_kappa=_with_delta(partial_stable),
+        **_stable_forms(sums, values, newton, newton_slope, deg_dalpha),
+    )
+
+
+def _spectral_sums(eqs: SaddlePointEquations) -> dict:
+    """Steps 1-2 of :func:`reduce`: the per-mode summands of the spectral sums, checked free of V_hat."""
     if sp.simplify(eqs.hat[m_hat] - eqs.hat[V_hat]) != 0:
         raise AssertionError("the m_hat and V_hat equations differ: the reduction does not apply")
     at_kappa = {lam: kappa * V_hat, m_hat: V_hat}
@@ -286,7 +327,7 @@ def reduce() -> ReducedSystem:
     q_teacher = q_mode.coeff(q_hat, 0)  # part of q independent of q_hat
     q_noise = q_mode.coeff(q_hat, 1)  # coefficient of q_hat
     rho_mode = c * omega  # rho = w*^T Sigma w* = sum_k theta_k^2 omega_k
-    sums = {
+    return {
         S1: _free_of(V_hat * v_mode, V_hat),
         S1C: _free_of(b - V_hat * v_mode, V_hat),
         S2: _free_of(V_hat**2 * q_noise, V_hat),
@@ -297,14 +338,9 @@ def reduce() -> ReducedSystem:
         RHO_SUM: rho_mode,
     }
 
-    # V from its equation, V_hat from its own: V_hat = alpha / (1 + (1 - S1c)/V_hat)
-    v_of_vhat = S1 / V_hat
-    (v_hat_k,) = [
-        s for s in sp.solve(sp.Eq(V_hat, eqs.hat[V_hat].subs(V, v_of_vhat).subs(S1, 1 - S1C)), V_hat)
-        if s != 0
-    ]
-    root = kappa * v_hat_k - lam
 
+def _saddle_values(eqs: SaddlePointEquations, v_of_vhat: sp.Expr, v_hat_k: sp.Expr) -> dict:
+    """Step 4 of :func:`reduce`: eg, m, q, V, q_hat and the train loss in terms of the sums."""
     # q = Q_T + q_hat S_2 / V_hat^2, with q_hat from its equation where rho + sigma^2 - 2m + q
     # is written as eg; eg then solves a linear equation, written with R and S_2c
     q_hat_of_eg = eqs.hat[q_hat].subs(q, eg - rho - noise + 2 * m).subs(V, v_of_vhat)
@@ -322,7 +358,7 @@ def reduce() -> ReducedSystem:
     # equation solved for V) so that they stay finite where V_hat -> 0 and V -> infinity
     (v_of_vhat_hat_eq,) = sp.solve(sp.Eq(V_hat, eqs.hat[V_hat]), V)
     at_saddle = {q: eg - rho - noise + 2 * m}
-    values = {
+    return {
         "eg": eg_sol,
         "m": M_SUM,
         "q": q_sol,
@@ -334,17 +370,11 @@ def reduce() -> ReducedSystem:
             training_loss().subs(at_saddle).subs(V, v_of_vhat_hat_eq), V, q, m
         ).subs(eg, eg_sol),
     }
-    # for lam > 0 the root equation solved for V_hat is exact given kappa (no cancellation)
-    (v_hat_from_root,) = sp.solve(root.subs(v_hat_k, V_hat), V_hat)
 
-    # the root equation divided by -kappa, G = lam/kappa - S_1c + 1 - alpha, is convex and
-    # decreasing in kappa (S_1c is concave increasing): Newton's method started left of the root
-    # climbs to it monotonically. Its derivative needs d S_1c / d kappa, one more spectral sum.
-    newton = sp.expand(-root / kappa)
-    s1c_of_kappa = sp.Function("S_1c")(kappa)
-    newton_slope = sp.diff(newton.subs(S1C, s1c_of_kappa), kappa).subs(
-        sp.Derivative(s1c_of_kappa, kappa), S1C_PRIME)
-    sums[S1C_PRIME] = sp.factor(sp.diff(sums[S1C], kappa))
+
+def _deg_dalpha(eg_sol: sp.Expr, newton: sp.Expr, newton_slope: sp.Expr,
+                sums: dict) -> tuple[sp.Expr, sp.Expr]:
+    """d eg / d alpha along the saddle point and its fixed-kappa part; adds R', S_2c' to ``sums``."""
     # d eg / d alpha along the saddle point: implicit function theorem on G(kappa; alpha) = 0,
     # d kappa / d alpha = -(dG/dalpha) / (dG/dkappa); the sums R and S_2c move with kappa
     sums[R_PRIME] = sp.factor(sp.diff(sums[R_SUM], kappa))
@@ -359,20 +389,7 @@ def reduce() -> ReducedSystem:
         raise AssertionError(f"could not write d eg / d alpha with S_2: {partial}")
     deg_dalpha = partial_stable + kappa_prime * (
         sp.diff(eg_sol, R_SUM) * R_PRIME + sp.diff(eg_sol, S2C) * S2C_PRIME)
-    sums[S12] = _free_of(sums[S2C] - sums[S1C])
-    sums[KR_PRIME] = sp.factor(kappa * sums[R_PRIME])
-    sums[KS2C_PRIME] = sp.factor(kappa * sums[S2C_PRIME])
-    sums[SF] = _free_of(sums[S1C] + sums[S12] - sums[KS2C_PRIME])
-    values = {k: _with_delta(v) for k, v in values.items()}
-    newton = _with_delta(newton)
-    deg_dalpha = _with_delta(deg_dalpha)
-    return ReducedSystem(
-        sums=sums, root=root, v_hat_of_kappa=_with_delta(v_hat_k),
-        v_hat_from_root=v_hat_from_root, values=values,
-        newton=newton, newton_slope=newton_slope,
-        deg_dalpha=deg_dalpha, deg_dalpha_fixed_kappa=_with_delta(partial_stable),
-        **_stable_forms(sums, values, newton, newton_slope, deg_dalpha),
-    )
+    return deg_dalpha, partial_stable
 
 
 def ratio_form(summand: sp.Expr) -> sp.Expr:

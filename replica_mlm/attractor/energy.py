@@ -1,75 +1,23 @@
-"""The kernels of the attractor network (:class:`~replica_mlm.attractor.network.AttractorNetwork`).
+"""The local energies of the attractor network and what is built from them (docs/attractor.md).
 
-Input checks of couplings, tokens and options; the local fields, scores and off-diagonal softmax;
-the local energies and attention of a batch (in chunks, so that the ``(chunk, N, N, d)``
-intermediate stays below ``_CHUNK_ELEMENTS``); the von Mises-Fisher normaliser; the training cost
-and its gradient (docs/attractor.md; the equations are in the module docstring of
-:mod:`replica_mlm.attractor.network`).
+The maths of :class:`~replica_mlm.attractor.network.AttractorNetwork` (equations in the module
+docstring of :mod:`replica_mlm.attractor.network`), without input checks: the local fields and
+scores, the off-diagonal softmax, the local energies ``e_i`` and the attention ``-grad e_i`` of a
+batch (in chunks, so that the ``(chunk, N, N, d)`` intermediate stays below ``_CHUNK_ELEMENTS``),
+and the training cost ``L(J)`` with its gradient, the local rule (with the von Mises-Fisher
+normaliser of ``normalisation="vmf"``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._checks import finite_array, nonnegative
-
 # largest number of float64 entries of the (chunk, N, N, d) intermediate (32 MB)
 _CHUNK_ELEMENTS = 4_000_000
 
 
-# ----------------------------------------------------------------------------------------------
-# checks
-# ----------------------------------------------------------------------------------------------
-
-
-def _check_couplings(couplings) -> np.ndarray:
-    J = finite_array(couplings, "couplings", ndim=4)
-    N, N2, d, d2 = J.shape
-    if N != N2 or d != d2:
-        raise ValueError(
-            "couplings must have shape (N, N, d, d) (one d x d block per pair of tokens), "
-            f"got {J.shape}"
-        )
-    if N < 2:
-        raise ValueError(f"couplings must couple at least N = 2 tokens, got N = {N}")
-    J = np.array(J, dtype=float, copy=True)
-    J[np.arange(N), np.arange(N)] = 0.0  # J_ii is unused: keep it at zero
-    return J
-
-
-def _check_gamma(gamma) -> float:
-    g = nonnegative(gamma, "gamma")
-    if g > 1:
-        raise ValueError(f"gamma must be in [0, 1] (weight of the token's own state), got {g}")
-    return g
-
-
-def _check_tokens(x, N: int, d: int, name: str = "x") -> tuple[np.ndarray, bool]:
-    """An (N, d) or (M, N, d) finite array; returns it as (M, N, d) and whether it was batched."""
-    arr = finite_array(x, name)
-    if arr.ndim == 2:
-        batched = False
-        arr = arr[None]
-    elif arr.ndim == 3:
-        batched = True
-    else:
-        raise ValueError(
-            f"{name} must have shape (N, d) = ({N}, {d}) or (M, N, d), got {arr.shape}"
-        )
-    if arr.shape[1:] != (N, d):
-        raise ValueError(
-            f"{name} must have shape (N, d) = ({N}, {d}) or (M, {N}, {d}) to match the couplings, "
-            f"got {arr.shape if batched else arr.shape[1:]}"
-        )
-    return arr, batched
-
-
-def _check_normalisation(normalisation) -> str:
-    return _checks.choice(normalisation, ("none", "vmf"), "normalisation")
-
-
 def _chunks(M: int, N: int, d: int):
+    """Slices of a batch of M configurations small enough for the (chunk, N, N, d) intermediate."""
     size = max(1, _CHUNK_ELEMENTS // max(1, N * N * d))
     for start in range(0, M, size):
         yield slice(start, min(M, start + size))
@@ -219,11 +167,3 @@ def _cost_and_gradient(
     grad += weight_decay * J * off[:, :, None, None]
     cost = total / M + 0.5 * weight_decay * float(np.sum(J[off] ** 2))
     return cost, grad
-
-
-def _normalise(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    """v / |v| token-wise; a token with |v| = 0 (possible only if gamma = 0) keeps ``fallback``."""
-    norm = np.linalg.norm(v, axis=-1, keepdims=True)
-    tiny = np.finfo(float).tiny
-    safe = np.where(norm > tiny, norm, 1.0)
-    return np.where(norm > tiny, v / safe, fallback)
