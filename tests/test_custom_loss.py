@@ -34,7 +34,7 @@ def _data(channel, n=240, p=80, seed=3):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, p))
     nu = x @ (rng.standard_normal(p) / math.sqrt(p))
-    return x, erm.labels(nu, nu + 0.5 * rng.standard_normal(n), channel, rng)
+    return x, rm.channels.resolve(channel).sample(nu, 0.25, rng)
 
 
 @pytest.mark.parametrize("loss,channel", [(losses.resolve("logistic"), "sign"),

@@ -22,7 +22,7 @@ def _separate_partition(self, yv, muv, vv, s2):
         return (np.broadcast_to(zf(yv, muv, vv, s2), muv.shape),
                 np.broadcast_to(dzf(yv, muv, vv, s2), muv.shape))
     pf, dpf = (lambdify((y, nu, P.noise), e) for e in (self.p_out, self.p_out.diff(nu)))
-    nodes, weights = channels._hermite(channels.NU_NODES)
+    nodes, weights = channels.hermite(channels.NU_NODES)
     nus = muv[..., None] + np.sqrt(max(vv, 0.0)) * nodes
     return (np.broadcast_to(pf(yv, nus, s2), nus.shape) @ weights,
             np.broadcast_to(dpf(yv, nus, s2), nus.shape) @ weights)

@@ -32,7 +32,7 @@ def _data(n=150, p=60, seed=0, channel="sign"):
     x = rng.standard_normal((n, p))
     w_star = rng.standard_normal(p) / math.sqrt(p)
     nu = x @ w_star
-    y = erm.labels(nu, nu + 0.5 * rng.standard_normal(n), channel, rng)
+    y = rm.channels.resolve(channel).sample(nu, 0.25, rng)
     return x, y
 
 
@@ -96,7 +96,7 @@ def test_test_quantities_against_monte_carlo(name, channel):
     k = 2_000_000
     lam_ = math.sqrt(q) * rng.standard_normal(k)
     nu = (m / q) * lam_ + math.sqrt(rho - m * m / q) * rng.standard_normal(k)
-    y = erm.labels(nu, nu + math.sqrt(noise) * rng.standard_normal(k), channel, rng)
+    y = rm.channels.resolve(channel).sample(nu, noise, rng)
     losses = erm.pointwise(_loss(name, 0.8), y, lam_)
     wrong = (y != np.sign(lam_)) if channel != "gaussian" else (y - lam_) ** 2
     for ours, sample in ((eg, wrong), (tl, losses)):

@@ -376,6 +376,8 @@ TARGETS = [
        integer("d_model", 4, extra=POSINT), integer("heads", 1, extra=POSINT, huge=False),
        real("gamma", 1.0, extra=(-1.0,)), seed("rng")),
     _t("losses.Huber", lambda **k: rm.losses.Huber(**k), real("delta", 1.0, extra=POS)),
+    _t("channels.resolve", lambda **k: rm.channels.resolve(**k),
+       Param("channel", "sign", NOT_NONE(list(BAD_CHOICE)), [None])),
     _t("simulate", lambda **k: rm.simulate(**k), Param("task", SITE, [*BAD_TASK, LIMIT, SPEC], []),
        grid("alpha", np.array([2.0, 3.0])), grid("lam", np.array([0.0, 0.1])),
        integer("seeds", 3, extra=(*POSINT, 1)), seed("rng")),

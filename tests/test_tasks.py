@@ -40,8 +40,7 @@ class DiagonalSite:
 
     def draw(self, n, rng):
         x = rng.standard_normal((n, self.p)) * np.sqrt(self.omega)
-        nu = x @ self.teacher
-        return x, nu, nu + np.sqrt(self.noise) * rng.standard_normal(n)
+        return x, x @ self.teacher  # the channel draws the labels from the field
 
     def measures(self, weights):
         sw = self.omega[:, None] * weights

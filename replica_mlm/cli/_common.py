@@ -18,6 +18,7 @@ from replica_mlm import io
 from replica_mlm._version import __version__
 from replica_mlm.io import write_json
 from replica_mlm.run_folder import folder_lock
+from replica_mlm.theory.sides import channels, losses
 
 #: key of ``click.Context.meta`` mapping sweep fingerprint fields to the options that set them
 RESUME_LABELS = "replica_mlm.resume_labels"
@@ -314,25 +315,50 @@ def echo_section(section, written: str) -> None:
 
 # --- loss and label channel (general ERM; see docs/theory.md, sections 6-7) ----------------
 
-LOSS_NAMES = ("square", "absolute", "huber", "logistic", "hinge")
-CHANNEL_NAMES = ("gaussian", "sign", "logit")
+class RegistryName(click.ParamType):
+    """A name of the losses' or the channels' registry (``rm.losses``, ``rm.channels``), checked by
+    the registry's own ``resolve``: an unknown name is a usage error (exit 2) with the same
+    message as :func:`replica_mlm.solve` gives. The value is the name, stripped and lower-cased."""
+
+    def __init__(self, registry) -> None:
+        self.registry = registry
+        self.name = registry.__name__.rpartition(".")[2].rstrip("s")
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "[" + "|".join(self.registry.names()) + "]"
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+        return [CompletionItem(n) for n in self.registry.names() if n.startswith(incomplete)]
+
+    def convert(self, value, param, ctx):
+        try:
+            self.registry.resolve(value)
+        except (TypeError, ValueError) as exc:
+            self.fail(str(exc), param, ctx)
+        return value.strip().lower()
+
+
+#: ``--loss`` and ``--channel`` values: names of the registries ``rm.losses`` and ``rm.channels``
+LOSS = RegistryName(losses)
+CHANNEL = RegistryName(channels)
 
 
 def erm_options(f):
     """``--loss`` and ``--channel``: the convex loss and the label channel (default: ridge MLM)."""
-    f = click.option("--channel", type=click.Choice(CHANNEL_NAMES), default="gaussian", show_default=True,
-                     help="Label channel: gaussian (y = w*.x + noise, the MLM label), sign (the sign of "
-                          "it) or logit (P(y|nu) = 1/(1+exp(-y nu))).")(f)
-    f = click.option("--loss", type=click.Choice(LOSS_NAMES), default="square", show_default=True,
-                     help="Training loss (default instance of each; huber has delta = 1). Logistic and "
-                          "hinge need --channel sign or logit; pairs but square/gaussian need lam > 0.")(f)
+    f = click.option("--channel", type=CHANNEL, default="gaussian", show_default=True,
+                     help="Label channel (rm.channels): gaussian is y = w*.x + noise (the MLM label), "
+                          "sign its sign, logit P(y|nu) = 1/(1+exp(-y nu)).")(f)
+    f = click.option("--loss", type=LOSS, default="square", show_default=True,
+                     help="Training loss (rm.losses; default instance of each, huber has delta = 1). "
+                          "Logistic and hinge need a binary channel (sign, logit); pairs but "
+                          "square/gaussian need lam > 0.")(f)
     return f
 
 
 def check_erm(loss: str, channel: str, lams=()) -> None:
     """Usage errors for loss/channel pairs (and lam) the theory refuses: the message of the theory
     layer's one rule, :func:`replica_mlm.theory.sides.channels.check_pair`."""
-    from replica_mlm.theory.sides import channels, losses
     loss_obj, channel_obj = losses.resolve(loss), channels.resolve(channel)
     try:
         channels.check_pair(loss_obj, channel_obj)

@@ -6,15 +6,14 @@ import re
 
 import click
 
-from replica_mlm.cli._common import CONVENTIONS
+from replica_mlm.cli._common import CHANNEL, CONVENTIONS, LOSS
 
 
 @click.command("equations", epilog=CONVENTIONS)
 @click.option("--latex", is_flag=True, default=False, help="Print one LaTeX aligned block.")
-@click.option("--loss", "loss", default=None,
-              type=click.Choice(["square", "absolute", "huber", "logistic", "hinge"]),
+@click.option("--loss", "loss", default=None, type=LOSS,
               help="Show the general engine's equations for this loss (docs/theory.md, section 6).")
-@click.option("--channel", "channel", default=None, type=click.Choice(["gaussian", "sign", "logit"]),
+@click.option("--channel", "channel", default=None, type=CHANNEL,
               help="Label channel of the general engine's equations.")
 def equations(latex, loss, channel):
     """Print the replica-symmetric saddle-point equations (docs/theory.md, sections 3 and 6).

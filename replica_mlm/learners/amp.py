@@ -28,7 +28,6 @@ import numpy as np
 
 from replica_mlm import _checks
 from replica_mlm._keywords import keywords
-from replica_mlm.learners.erm import labels
 from replica_mlm.theory.sides import bayes_sides, channels
 from replica_mlm.theory.solvers import nishimori
 from replica_mlm.theory.studies.bayes_optimal import prior_spectrum
@@ -119,7 +118,7 @@ def amp(X, y, *, site, prior: str = "gaussian", beta: float | None = None, chann
         Its covariance, channel and (for ``prior="gaussian"``) ``rho``.
     prior, beta : optional
         The prior, as in :func:`replica_mlm.bayes_optimal`.
-    channel : {"gaussian", "sign", "logit"}, optional
+    channel : str or rm.channels.Channel, optional
         Default: the site's.
     teacher : array, shape (p,), optional
         The teacher, to measure ``m_t = w_hat^T Sigma w*`` per iteration.
@@ -201,6 +200,4 @@ def instance(site, n: int, *, rng: _checks.RngLike = 0, prior: str = "gaussian",
     p = omega.size
     w_star = gen.standard_normal(p) * math.sqrt(tau / p)
     X = (gen.standard_normal((n, p)) * np.sqrt(omega)) @ u.T
-    nu = X @ w_star
-    noisy = nu + math.sqrt(spec.noise) * gen.standard_normal(n)
-    return X, labels(nu, noisy, chan, gen), w_star
+    return X, chan.sample(X @ w_star, float(spec.noise), gen), w_star

@@ -13,7 +13,9 @@ lam p-strong convexity of the objective,
   w_hat = X^T a / (lam p) and its dual point a.
 
 The loss and the channel are the theory's own objects (:class:`replica_mlm.theory.sides.losses.Loss`,
-:class:`replica_mlm.theory.sides.channels.Channel`, resolved from names by their ``resolve``).
+:class:`replica_mlm.theory.sides.channels.Channel`, resolved from names by their ``resolve``);
+the labels are drawn by the channel itself (:meth:`Channel.sample
+<replica_mlm.theory.sides.channels.Channel.sample>`), so any channel the theory solves is simulated.
 A loss without a specialised solver (e.g. :meth:`Loss.from_sympy`) is fitted by the generic
 solver :func:`fit_generic`: damped Newton with the loss's sympy derivatives ``loss'`` and
 ``loss''``, certified by |grad F| / (lam p) (it needs a loss differentiable in z).
@@ -48,9 +50,6 @@ from replica_mlm.learners import logistic
 from replica_mlm.theory.sides import channels, energetic, losses
 from replica_mlm.theory.sides.losses import Absolute, Hinge, Huber, Logistic, Loss, Square
 
-#: label channels simulate draws labels from: Gaussian noise, sign of the noisy teacher field,
-#: logistic (no extra noise)
-CHANNELS = ("gaussian", "sign", "logit")
 #: the losses with a specialised solver (any other convex loss: :func:`fit_generic`)
 SPECIALISED = {Square: "square", Absolute: "absolute", Huber: "huber", Logistic: "logistic",
                Hinge: "hinge"}
@@ -71,30 +70,16 @@ def _delta(loss: Loss) -> float:
     return float(loss.delta) if isinstance(loss, Huber) else 1.0
 
 
-def check_channel(channel, loss: Loss):
-    """The theory's :class:`~replica_mlm.theory.sides.channels.Channel` of a name or a Channel,
-    one simulate can draw labels from (:data:`CHANNELS`) and compatible with the loss
-    (:func:`replica_mlm.theory.sides.channels.check_pair`); else ValueError (TypeError for a wrong type)."""
-    if isinstance(channel, str) and channel.strip().lower() not in CHANNELS:
-        raise ValueError(f"channel must be one of {CHANNELS}, got {channel!r}")
-    resolved = channels.resolve(channel)
-    if resolved.name not in CHANNELS or resolved is not channels.resolve(resolved.name):
-        raise ValueError(f"channel must be one of {CHANNELS} (simulate draws labels of these only), "
-                         f"got {channel!r}")
+def check_channel(channel, loss: Loss, task=None):
+    """The theory's :class:`~replica_mlm.theory.sides.channels.Channel` of a name, a Channel or
+    None (the task's own), by the registry's
+    :func:`~replica_mlm.theory.sides.channels.resolve` (whose message refuses an unknown name),
+    compatible with the loss (:func:`replica_mlm.theory.sides.channels.check_pair`); else
+    ValueError (TypeError for a wrong type). Every channel draws its own labels
+    (:meth:`~replica_mlm.theory.sides.channels.Channel.sample`)."""
+    resolved = channels.resolve(channel, task)
     channels.check_pair(loss, resolved)
     return resolved
-
-
-def labels(nu: np.ndarray, noisy: np.ndarray, channel, gen: np.random.Generator) -> np.ndarray:
-    """Labels from the teacher field nu: gaussian -> ``noisy`` = nu + sigma eps; sign -> its sign;
-    logit -> +1 with probability 1 / (1 + exp(-nu)) (one uniform draw per sample from ``gen``).
-    ``channel`` is a Channel or its name."""
-    name = getattr(channel, "name", channel)
-    if name == "gaussian":
-        return noisy
-    if name == "sign":
-        return np.where(noisy >= 0, 1.0, -1.0)
-    return np.where(gen.random(nu.shape) < special.expit(nu), 1.0, -1.0)
 
 
 # --- pointwise losses ------------------------------------------------------------------------

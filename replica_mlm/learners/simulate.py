@@ -15,7 +15,7 @@ from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
 from replica_mlm.stats import mean_stderr, zscore
 from replica_mlm.tasks.protocol import DrawnTask
-from replica_mlm.theory.sides import losses
+from replica_mlm.theory.sides import channels, losses
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,8 @@ class Simulation:
         The task simulated (the replica values are solved on it); None for a PottsModel.
     loss_object : Loss or None
         The loss trained (a ``rm.losses.Loss``, e.g. a ``Huber(delta)``), for the replica values.
+    channel_object : Channel or None
+        A channel of one's own (not the registry's) that drew the labels, for the replica values.
     z : ndarray, shape (k,), or None
         ``(eg_mean - eg_theory) / eg_stderr`` per lam (:func:`replica_mlm.stats.zscore`; the
         ``z`` column of ``replica-mlm simulate``); None where ``eg_theory`` is.
@@ -76,18 +78,19 @@ class Simulation:
     channel: str = "gaussian"
     task: object = field(default=None, repr=False, compare=False)
     loss_object: object = field(default=None, repr=False, compare=False)
+    channel_object = None  # an attribute, not a field (the result's fields stay): set by simulate
 
     @cached_property
     def _replica(self) -> tuple[np.ndarray, np.ndarray] | None:
         if self.task is None:
             return None
         loss = self.loss if self.loss_object is None else self.loss_object
-        return _theory(self.task, self.alpha, self.lam, loss, self.channel)
+        return _theory(self.task, self.alpha, self.lam, loss, self.channel_object or self.channel)
 
-    def __getstate__(self) -> dict:  # a Loss object does not pickle: its replica values do
+    def __getstate__(self) -> dict:  # a Loss or Channel object does not pickle: its replica values do
         state = dict(self.__dict__)
-        if state.get("loss_object") is not None:
-            state["_replica"], state["loss_object"] = self._replica, None
+        if state.get("loss_object") is not None or state.get("channel_object") is not None:
+            state["_replica"], state["loss_object"], state["channel_object"] = self._replica, None, None
         return state
 
     eg_theory = property(lambda self: None if self._replica is None else self._replica[0])
@@ -250,7 +253,7 @@ def _ridge_gram(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray | N
 
 @keywords
 def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
-             loss=None, channel: str | None = None, site: int | None = None,
+             loss=None, channel=None, site: int | None = None,
              n_test: int | None = None, threads=INHERIT, progress: bool | None = None
              ) -> Simulation | list[Simulation]:
     """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
@@ -299,10 +302,11 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         only (default :data:`N_TEST`), whose test measures are averages over a test sample. A
         MaskedSite has exact test quantities (eg and test_loss from the overlaps, no test
         sample): passing n_test with it is a ValueError.
-    channel : {"gaussian", "sign", "logit"}, optional
-        Default: the task's own channel (``"gaussian"`` for a Gaussian Potts site).
-        Labels: ``y = w* . x + sigma eps`` (sigma^2 = ``site.noise``), its sign, or +1 with
-        probability ``1 / (1 + exp(-w* . x))``. Logistic and hinge need a binary channel.
+    channel : str or rm.channels.Channel, optional
+        A name of ``rm.channels`` or a channel of one's own, as for :func:`replica_mlm.solve`
+        (default: the task's own). It draws the labels (``Channel.sample``): ``w* . x + sigma eps``
+        (sigma^2 = ``site.noise``), its sign, +1 with probability ``1 / (1 + exp(-w* . x))``, or
+        from a channel's own ``sampler=`` or ``P_out``. Logistic and hinge need a binary channel.
     threads : int or None
         BLAS threads during the call (scoped with threadpoolctl, restored afterwards). Default:
         the enclosing setting (e.g. a sweep's ``threads=``), else 1 -- many small SVDs run far
@@ -337,23 +341,20 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         raise TypeError("task must be a MaskedSite (a finite instance; any task that draws training sets, "
                         "replica_mlm.tasks.protocol.DrawnTask) or an Ising PottsModel, got "
                         f"{type(task).__name__}")
-    if loss is None:
-        loss = default_loss(task)
+    loss = default_loss(task) if loss is None else loss
     if site is not None:
         raise ValueError("site= selects the masked site of a PottsModel; a MaskedSite is one site already")
     if n_test is not None:
         raise ValueError(f"n_test is for PottsModel tasks only, got n_test={n_test}: a MaskedSite's eg and "
                          "test_loss are exact (from the overlaps, no test sample); leave n_test out")
     site = task
-    if channel is None:
-        channel = site.channel
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.grid(lam, "lam", positive=False)
     seeds = _seed_count(seeds)
     named = isinstance(loss, str)  # a named loss is its default instance: the name says it all
     loss = losses.resolve(loss)
     solver = erm.solver_of(loss)
-    channel = erm.check_channel(channel, loss)
+    channel = erm.check_channel(channel, loss, site)
     if solver != "square" and np.any(lam == 0):
         raise ValueError(
             f"lam must be > 0 for the {loss.name} loss: at lam = 0 the minimiser need not exist or be unique "
@@ -377,30 +378,30 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         for k, gen in enumerate(bar(children, progress=progress, desc=f"simulate: alpha = {alpha:g}",
                                     unit="training set")):
             # in the task's own basis (a MaskedSite: the eigenbasis of Sigma), read back by measures
-            x, nu, noisy = site.draw(n, gen)
-            y = erm.labels(nu, noisy, channel, gen)
+            x, nu = site.draw(n, gen)
+            y = channel.sample(nu, noise, gen)
             if solver == "square":
                 w = ridge_path(x, y, lam)
                 out["kkt_residual"][k] = 0.0
+                out["train_loss"][k] = np.mean((y[:, None] - x @ w) ** 2, axis=0)
             else:
                 w, out["kkt_residual"][k] = erm.fit(x, y, lam, loss)
-            z = x @ w
-            if solver == "square":
-                out["train_loss"][k] = np.mean((y[:, None] - z) ** 2, axis=0)
-            else:
-                out["train_loss"][k] = np.mean(erm.pointwise(loss, y[:, None], z), axis=0)
+                out["train_loss"][k] = np.mean(erm.pointwise(loss, y[:, None], x @ w), axis=0)
             fit = site.measures(w)
             for j in range(lam.size):
                 out["eg"][k, j], out["test_loss"][k, j] = erm.test_quantities(
                     float(fit["m"][j]), float(fit["q"][j]), rho, noise, loss, channel)
-            if channel.name == "gaussian":  # the exact quadratic form sigma^2 + d^T Sigma d
+            if channel is channels.resolve("gaussian"):  # the exact quadratic form sigma^2 + d^T Sigma d
                 out["eg"][k] = fit["error"]
             out["estimation_error"][k] = fit["estimation_error"]
-    return Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=loss.name, channel=channel.name,
-                      task=site, loss_object=None if named else loss, **out)
+    sim = Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=loss.name, channel=channel.name,
+                     task=site, loss_object=None if named else loss, **out)
+    if not channels.registered(channel):
+        object.__setattr__(sim, "channel_object", channel)
+    return sim
 
 
-def _theory(task, alpha: float, lam: np.ndarray, loss, channel: str) -> tuple[np.ndarray, np.ndarray]:
+def _theory(task, alpha: float, lam: np.ndarray, loss, channel) -> tuple[np.ndarray, np.ndarray]:
     """The replica eg and training loss at (alpha, each lam), NaN where the solver fails."""
     from replica_mlm.errors import ConvergenceError
     from replica_mlm.theory.solve import solve
@@ -427,7 +428,7 @@ def _simulate_ising(model: PottsModel, *, site, alpha, lam, seeds, rng, loss, ch
     if not isinstance(loss, losses.Logistic):
         raise ValueError("the pseudo-likelihood of an Ising site is the logistic loss, got "
                          f"loss={loss.name!r}")
-    if channel not in (None, "logit"):
+    if channel is not None and channels.resolve(channel) is not channels.resolve("logit"):
         raise ValueError(f"an Ising site's labels follow the logit channel, got channel={channel!r}")
     lam, seeds, n_test, p, n = _sequence_counts(model, alpha, lam, seeds, n_test)
     with blas_threads(threads):

@@ -27,11 +27,15 @@ class MaskedSite:
         Teacher weights w*, with ``|w*|^2`` at most 1e150.
     noise : float
         Label noise variance sigma^2 >= 0.
-    channel : {"gaussian", "sign", "logit"}
-        How labels arise from the teacher field ``nu = w* . x``: ``y = nu + sigma xi``
-        (default, the Gaussian Potts site), ``y = sign(nu + sigma xi)``, or
-        ``P(y | nu) = 1 / (1 + exp(-y nu))`` (an Ising spin; ``noise`` must be 0). Solvers use it
-        as the default channel of the task.
+    channel : str or rm.channels.Channel
+        How labels arise from the teacher field ``nu = w* . x``: a name in
+        ``rm.channels.names()`` -- ``"gaussian"``, ``y = nu + sigma xi`` (default, the Gaussian
+        Potts site), ``"sign"``, ``y = sign(nu + sigma xi)``, or ``"logit"``,
+        ``P(y | nu) = 1 / (1 + exp(-y nu))`` (an Ising spin) -- or a channel of one's own
+        (``rm.channels.Channel``). Solvers and simulations use it as the default channel of the
+        task; the name is checked there, by the one registry of channels
+        (:func:`replica_mlm.theory.sides.channels.resolve`, which also refuses a nonzero noise
+        for a channel that does not use it, e.g. ``"logit"``).
 
     Attributes
     ----------
@@ -40,10 +44,9 @@ class MaskedSite:
         :func:`replica_mlm.simulate` use when none is named (:class:`~replica_mlm.tasks.protocol.Task`).
     """
 
-    CHANNELS = ("gaussian", "sign", "logit")
     default_loss = "square"
 
-    def __init__(self, *, covariance, teacher, noise: float, channel: str = "gaussian") -> None:
+    def __init__(self, *, covariance, teacher, noise: float, channel="gaussian") -> None:
         self.covariance = _checks.positive_definite(covariance, "covariance")
         _checks.not_vanishing(self.covariance, "covariance")
         self.teacher = _checks.bounded_array(teacher, "teacher", ndim=1)
@@ -58,10 +61,9 @@ class MaskedSite:
                              f"{_checks.MAX_MAGNITUDE:.0e} (it is the sum of the spectrum's teacher weights, "
                              "and w*^T Sigma w* would overflow): rescale the data")
         self.noise = _checks.nonnegative(noise, "noise")
-        if not isinstance(channel, str) or channel not in self.CHANNELS:
-            raise ValueError(f"channel must be one of {self.CHANNELS}, got {channel!r}")
-        if channel == "logit" and self.noise != 0:
-            raise ValueError(f"the logit channel has no extra label noise: noise must be 0, got {noise}")
+        if not (isinstance(channel, str) or callable(getattr(channel, "sample", None))):
+            raise TypeError(f"channel must be a name (a str) or a rm.channels.Channel, got "
+                            f"{type(channel).__name__}")
         self.channel = channel
         self.covariance.setflags(write=False)
         self.teacher.setflags(write=False)
@@ -128,27 +130,27 @@ class MaskedSite:
         y = x @ self.teacher + np.sqrt(self.noise) * gen.standard_normal(n)
         return x, y
 
-    def draw(self, n: int, rng: _checks.RngLike = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A training set in the eigenbasis of Sigma (:class:`~replica_mlm.tasks.protocol.DrawnTask`).
+    def draw(self, n: int, rng: _checks.RngLike = None) -> tuple[np.ndarray, np.ndarray]:
+        """A training set's inputs in the eigenbasis of Sigma (a
+        :class:`~replica_mlm.tasks.protocol.DrawnTask`).
 
         The inputs are those of :meth:`sample` rotated by ``U`` (``x' = x U = z sqrt(omega)``, the
         same normal draws without the n p^2 rotation); every measure of a linear fit is invariant
-        under the rotation, and :meth:`measures` reads weights in this basis.
+        under the rotation, and :meth:`measures` reads weights in this basis. The labels are the
+        channel's to draw from the teacher's field (``channel.sample(nu, noise, rng)`` with the
+        same generator, :class:`replica_mlm.theory.sides.channels.Channel`).
 
         Returns
         -------
         x : ndarray, shape (n, p)
         nu : ndarray, shape (n,)
             The teacher's field ``w* . x``.
-        noisy : ndarray, shape (n,)
-            ``nu + sigma eps`` (the label of the gaussian channel, whose sign the sign channel takes).
         """
         n = _checks.positive_int(n, "n")
         gen = _checks.as_generator(rng)
         omega, _ = self._eigh
         x = gen.standard_normal((n, self.p)) * np.sqrt(omega)
-        nu = x @ self._eigen_teacher
-        return x, nu, nu + np.sqrt(self.noise) * gen.standard_normal(n)
+        return x, x @ self._eigen_teacher
 
     def measures(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         """Exact test measures of weights (p, k) in the eigenbasis of Sigma (that of :meth:`draw`).

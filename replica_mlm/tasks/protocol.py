@@ -35,9 +35,9 @@ class Task(Protocol):
 
     Attributes
     ----------
-    channel : str
-        Name of the label channel: ``"gaussian"``, ``"sign"``, ``"logit"`` (scalar labels) or
-        ``"softmax"`` (classes of a multi-class site).
+    channel : str or rm.channels.Channel
+        The label channel: a name of the registry ``rm.channels.names()`` or a channel of one's
+        own (scalar labels), or ``"softmax"`` (classes of a multi-class site).
     default_loss : str
         Name of the loss its theory and simulations use when none is named: ``"square"`` for a
         Gaussian site, ``"cross_entropy"`` for a multi-class site with the softmax channel.
@@ -121,10 +121,10 @@ class DrawnTask(Task, Protocol):
     @property
     def noise(self) -> float: ...
 
-    def draw(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``n`` inputs ``x`` (n, p), the teacher's field ``nu = w* . x`` (n,) and the noisy field
-        ``nu + sigma eps`` (n,), drawn from ``rng`` in this order; the channel turns the fields
-        into labels."""
+    def draw(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` inputs ``x`` (n, p) drawn from ``rng`` and the teacher's field ``nu = w* . x``
+        (n,); the channel draws the labels from the field next, from the same ``rng``
+        (``channel.sample(nu, noise, rng)``)."""
         ...
 
     def measures(self, weights: np.ndarray) -> dict[str, np.ndarray]:

@@ -169,10 +169,12 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
     loss : str or rm.losses.Loss, optional
         ``"square"`` (default, :func:`default_loss`), ``"absolute"``, ``"huber"``, ``"logistic"``,
         ``"hinge"`` (the default instance of each) or any :class:`rm.losses.Loss`.
-    channel : {"gaussian", "sign", "logit"}, optional
-        How labels are drawn from the teacher's field ``nu = w* . x``: ``"gaussian"`` (default)
-        ``y = nu + sigma eps``; ``"sign"`` ``y = sign(nu + sigma eps)``; ``"logit"``
-        ``P(y | nu) = 1 / (1 + exp(-y nu))``. ``sigma^2`` is the task's noise.
+    channel : str or rm.channels.Channel, optional
+        How labels are drawn from the teacher's field ``nu = w* . x``: a name of the registry
+        ``rm.channels.names()`` -- ``"gaussian"`` (default) ``y = nu + sigma eps``; ``"sign"``
+        ``y = sign(nu + sigma eps)``; ``"logit"`` ``P(y | nu) = 1 / (1 + exp(-y nu))`` -- or a
+        channel of one's own, ``rm.channels.Channel(name, p_out, labels=...)`` from sympy.
+        ``sigma^2`` is the task's noise. Default: the task's own channel.
     theory : {"gaussian", "mixture"}
         ``"gaussian"`` (default): the inputs are Gaussian with the task's covariance (Gaussian
         equivalence for a discrete site). ``"mixture"``: the task's Gaussian mixture (``task.mixture``:

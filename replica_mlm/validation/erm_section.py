@@ -128,8 +128,8 @@ def _test_errors(site, w: np.ndarray, n: int, rng: np.random.Generator) -> int:
 def _sign_eg_check(site, cfg, rng) -> Check:
     from replica_mlm.learners import erm
     n = round(2.0 * site.p)
-    x, noisy = site.sample(n, rng=rng)
-    y = erm.labels(x @ site.teacher, noisy, "sign", rng)
+    x, noisy = site.sample(n, rng=rng)  # noisy = w* . x + sigma eps, the gaussian channel's label
+    y = np.where(noisy >= 0, 1.0, -1.0)  # the sign channel's label, sign(w* . x + sigma eps)
     w, _ = erm.fit(x, y, np.array([0.1]), "logistic", 1.0)
     w = w[:, 0]
     m, q = float(site.teacher @ site.covariance @ w), float(w @ site.covariance @ w)

@@ -30,7 +30,7 @@ from functools import cache
 
 import numpy as np
 
-from replica_mlm.theory.sides.channels import Channel, _hermite
+from replica_mlm.theory.sides.channels import Channel, hermite
 from replica_mlm.theory.sides.losses import Loss
 
 #: half-width of the integration range in standard deviations
@@ -113,7 +113,7 @@ def nodes(loss: Loss, channel: Channel, *, V: float, q: float, m: float, rho: fl
     else:
         breaks = []
     rv, c = panels(np.sqrt(var_r), breaks, order)
-    inner_x, inner_w = _hermite(4 if shift else INNER)
+    inner_x, inner_w = hermite(4 if shift else INNER)
     cond_mean = cov / var_r * rv
     cond_sd = np.sqrt(max(q - cov * cov / var_r, 0.0))
     wv = cond_mean[:, None] + cond_sd * inner_x

@@ -16,13 +16,11 @@ lambdified once (cached per instance); everything the engine needs from the loss
 * ``f = (z* - w)/V`` (computed as ``-loss'(y, z*)`` off kinks, which does not cancel) and
   ``d_w f = (dz*/dw - 1)/V`` with ``dz*/dw = 1 / (1 + V loss''(y, z*))`` (0 on a kink).
 
-``log(1 + exp(u))`` in a user's expression is evaluated as a stable softplus (and its
-derivatives as logistic sigmoids), so a hand-written logistic loss equals :class:`Logistic`.
-See docs/theory.md, section "The general engine".
-
-sympy is imported (with :mod:`.symbolic`, e.g. ``losses.y``) only when a loss is derived: the
-built-in losses are names until then, and their numerical functions, once derived, are read from
-the disk cache (:func:`.compiled_cache.cached_functions`) by later processes, without sympy.
+``log(1 + exp(u))`` in a user's expression is evaluated as a stable softplus (and its derivatives as
+logistic sigmoids), so a hand-written logistic loss equals :class:`Logistic`. See docs/theory.md, section
+"The general engine". sympy is imported (with :mod:`.symbolic`, e.g. ``losses.y``) only when a loss is
+derived: the built-in losses are names until then, and their numerical functions, once derived, are read
+from the disk cache (:func:`.compiled_cache.cached_functions`) later on, without sympy.
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ EPS = np.finfo(float).eps
 _SYMBOLIC = ("y", "z", "w", "V", "Softplus", "Sigmoid", "NUMERIC", "stable", "lambdify")
 
 
-def __getattr__(name: str):
-    # the sympy symbols and helpers, without importing sympy with this module
+def __getattr__(name: str):  # the sympy symbols and helpers, without importing sympy with this module
     if name in _SYMBOLIC:
         from replica_mlm.theory.symbolic import expressions as symbolic
         return getattr(symbolic, name)
@@ -476,8 +473,13 @@ class Hinge(Loss):
         return sp.Max(0, 1 - y * z)
 
 
-#: the default instance of each named loss
+#: the registry of losses by name -> class (a name is its default instance); every name list reads it
 NAMED = {"square": Square, "absolute": Absolute, "huber": Huber, "logistic": Logistic, "hinge": Hinge}
+
+
+def names() -> tuple[str, ...]:
+    """The names of the built-in losses, in the order of :data:`NAMED`."""
+    return tuple(NAMED)
 
 
 @cache
@@ -486,14 +488,13 @@ def _default(key: str) -> Loss:
 
 
 def resolve(loss) -> Loss:
-    """A :class:`Loss` from a Loss, a name in :data:`NAMED` or None (square)."""
-    if loss is None:
-        return _default("square")
-    if isinstance(loss, Loss):
-        return loss
+    """A :class:`Loss` from a Loss, a name in :data:`NAMED` or None (square): the one place an
+    unknown loss is refused, with the same message from every entry point (``rm`` and the CLI)."""
+    if loss is None or isinstance(loss, Loss):
+        return _default("square") if loss is None else loss
+    choices = ", ".join(repr(n) for n in NAMED)
     if isinstance(loss, str):
-        key = loss.strip().lower()
-        if key in NAMED:
+        if (key := loss.strip().lower()) in NAMED:
             return _default(key)
-        raise ValueError(f"unknown loss {loss!r}; known: {sorted(NAMED)} or a rm.losses.Loss")
-    raise TypeError(f"loss must be a name ({sorted(NAMED)}) or a rm.losses.Loss, got {type(loss).__name__}")
+        raise ValueError(f"unknown loss {loss!r}: loss must be one of {choices} or a rm.losses.Loss")
+    raise TypeError(f"loss must be one of {choices} or a rm.losses.Loss, got {type(loss).__name__}")

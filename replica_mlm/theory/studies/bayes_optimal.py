@@ -191,7 +191,7 @@ def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, 
         Sample ratio n/p > 0.
     prior : {"gaussian", "sk"}
         Isotropic Gaussian prior on the teacher (see the module docstring).
-    channel : {"gaussian", "sign", "logit"}, optional
+    channel : str or rm.channels.Channel, optional
         The label channel (default: the task's own).
     beta : float, optional
         Inverse temperature, for ``prior="sk"`` only.

@@ -57,7 +57,7 @@ def equations(*, latex: bool = False, loss=None, channel=None,
     latex : bool
         Return one LaTeX ``aligned`` block instead of sympy objects.
     loss : str or rm.losses.Loss, optional
-    channel : {"gaussian", "sign", "logit"}, optional
+    channel : str or rm.channels.Channel, optional
     bayes_optimal : bool
         The Bayes-optimal equations of ``channel`` instead (docs/bayes_optimal.md, "The
         equations"): ``P_out``, ``Z``, ``dZ``, the fields, ``q_hat``, ``q``, ``V``, ``m`` and the

@@ -43,8 +43,10 @@ from scipy import integrate, optimize, special
 
 from replica_mlm._keywords import keywords
 from replica_mlm.tasks.spectrum import Spectrum
+from replica_mlm.theory.sides import channels
 
-#: label channels with binary labels, for which separability is defined
+#: the binary channels of the registry (:mod:`replica_mlm.theory.sides.channels`) whose
+#: ``P_out(+1 | nu)`` this module has in closed form (:func:`positive_label_probability`)
 CHANNELS = ("sign", "logit")
 
 _QUAD = {"epsabs": 1e-15, "epsrel": 1e-13, "limit": 400}
@@ -146,12 +148,13 @@ def separability_threshold(task, channel: str | None = None) -> float:
     if channel is None:
         own = getattr(task, "channel", None)
         channel = own if own in CHANNELS else "sign"
-    if not isinstance(channel, str) or channel not in CHANNELS:
+    resolved = channels.resolve(channel)  # the registry's message for an unknown name
+    if not channels.registered(resolved) or resolved.name not in CHANNELS:
         raise ValueError(
             f"separability is defined for the binary channels {CHANNELS}, got channel={channel!r}"
         )
-    rho, noise = _noise_of(task, channel)
-    return threshold(rho, noise, channel)
+    rho, noise = _noise_of(task, resolved.name)
+    return threshold(rho, noise, resolved.name)
 
 
 def threshold(rho: float, noise: float, channel: str = "sign") -> float:

@@ -79,7 +79,7 @@ DERIVATION = ("symbolic/potentials.py", "symbolic/compiled.py", "symbolic/compil
 #: cache files other than the compiled backends, and the further sources their contents depend on
 #: (the asymptotic series of :func:`replica_mlm.theory.studies.asymptotics.expansions`, stored as ``srepr``)
 EXTRA_SOURCES = {"expansions": ("studies/asymptotics.py",),
-                 "numeric": ("sides/losses.py", "sides/channels.py", "symbolic/expressions.py",
+                 "numeric": ("sides/losses.py", "sides/channels", "symbolic/expressions.py",
                              "symbolic/numeric_functions.py")}
 #: name of the function in every generated source
 FUNCTION = "_lambdifygenerated"
@@ -121,7 +121,9 @@ def fingerprint(backend: str = "numpy") -> dict:
     here = Path(__file__).parents[1]  # replica_mlm/theory: the paths above are relative to it
     digest = hashlib.sha256()
     for name in DERIVATION + EXTRA_SOURCES.get(backend, ()):
-        digest.update((here / name).read_bytes())
+        path = here / name  # a module, or a folder of them (every channel in its own file)
+        for part in sorted(path.glob("*.py")) if path.is_dir() else (path,):
+            digest.update(part.read_bytes())
     return {"replica_mlm": __version__, "sympy": metadata.version("sympy"),
             "numpy": np.__version__, "mpmath": mpmath.__version__,
             "python": f"{sys.version_info.major}.{sys.version_info.minor}",
