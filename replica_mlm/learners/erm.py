@@ -70,18 +70,6 @@ def _delta(loss: Loss) -> float:
     return float(loss.delta) if isinstance(loss, Huber) else 1.0
 
 
-def check_channel(channel, loss: Loss, task=None):
-    """The theory's :class:`~replica_mlm.theory.sides.channels.Channel` of a name, a Channel or
-    None (the task's own), by the registry's
-    :func:`~replica_mlm.theory.sides.channels.resolve` (whose message refuses an unknown name),
-    compatible with the loss (:func:`replica_mlm.theory.sides.channels.check_pair`); else
-    ValueError (TypeError for a wrong type). Every channel draws its own labels
-    (:meth:`~replica_mlm.theory.sides.channels.Channel.sample`)."""
-    resolved = channels.resolve(channel, task)
-    channels.check_pair(loss, resolved)
-    return resolved
-
-
 # --- pointwise losses ------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
 from replica_mlm.stats import mean_stderr, zscore
 from replica_mlm.tasks.protocol import DrawnTask
+from replica_mlm.theory import routes
 from replica_mlm.theory.sides import channels, losses
 
 
@@ -341,7 +342,6 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         raise TypeError("task must be a MaskedSite (a finite instance; any task that draws training sets, "
                         "replica_mlm.tasks.protocol.DrawnTask) or an Ising PottsModel, got "
                         f"{type(task).__name__}")
-    loss = default_loss(task) if loss is None else loss
     if site is not None:
         raise ValueError("site= selects the masked site of a PottsModel; a MaskedSite is one site already")
     if n_test is not None:
@@ -351,10 +351,10 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.grid(lam, "lam", positive=False)
     seeds = _seed_count(seeds)
-    named = isinstance(loss, str)  # a named loss is its default instance: the name says it all
-    loss = losses.resolve(loss)
+    named = isinstance(loss, str) or loss is None  # a named loss is its default instance
+    route = routes.plan(site, entry="simulate", loss=loss, channel=channel)  # as rm.solve decides
+    loss, channel = route.loss, route.channel
     solver = erm.solver_of(loss)
-    channel = erm.check_channel(channel, loss, site)
     if solver != "square" and np.any(lam == 0):
         raise ValueError(
             f"lam must be > 0 for the {loss.name} loss: at lam = 0 the minimiser need not exist or be unique "

@@ -4,7 +4,8 @@ docs/architecture.md, section "Routes". Every public entry point (:func:`replica
 :func:`replica_mlm.learning_curve`, :func:`replica_mlm.optimal_lambda`,
 :func:`replica_mlm.phase_diagram`, :func:`replica_mlm.bayes_optimal`,
 :func:`replica_mlm.bayes_optimal_curve`, :func:`replica_mlm.equations`, :func:`replica_mlm.simulate`)
-calls :func:`plan` once, with what it was given, before any point is solved. The plan names the
+calls :func:`plan` once (``rm.simulate`` for the theory it draws beside its simulations), with what
+it was given, before any point is solved. The plan names the
 route, holds the loss and the channel resolved and checked, and checks the route's options
 (:meth:`Plan.check_options`), which :func:`show_options` lists as ``scipy.optimize.show_options``
 does. What no route of an entry point serves is refused here, with one message.
@@ -93,6 +94,7 @@ ENTRY_ROUTES = {
     "bayes_optimal": ("bayes", "bayes-mixture"),
     "bayes_optimal_curve": ("bayes", "bayes-mixture"),
     "equations": ("root", "general", "mixture", "bayes"),
+    "simulate": ("root", "general"),
 }
 
 
