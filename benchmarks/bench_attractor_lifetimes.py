@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-from replica_mlm.io import atomic_write_text
+from replica_mlm._base.io import atomic_write_text
 from replica_mlm.validation.attractor_section import _table, lifetime_scan
 
 

@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 from replica_mlm import PottsModel
-from replica_mlm.io import write_json
-from replica_mlm.stats import mean_stderr
+from replica_mlm._base.io import write_json
+from replica_mlm._base.stats import mean_stderr
 
 
 def grouped_hamming(pm: PottsModel, seqs: np.ndarray, groups: int = 10) -> tuple[float, float]:

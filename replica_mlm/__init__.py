@@ -31,7 +31,7 @@ _EXPORTS = {
     "optimal_lambda": "replica_mlm.theory.studies.phase",
     "phase_diagram": "replica_mlm.theory.studies.phase",
     "shift_phase_diagram": "replica_mlm.theory.studies.phase",
-    "ConvergenceError": "replica_mlm.errors",
+    "ConvergenceError": "replica_mlm._base.errors",
     "SaddlePoint": "replica_mlm.theory.solve",
     "solve": "replica_mlm.theory.solve",
     "show_options": "replica_mlm.theory.routes",

@@ -6,13 +6,21 @@ figures with ``plt.style.use(rm.plotting.STYLE)`` (a dict), ``plt.style.use(rm.p
 (the file) or, with matplotlib >= 3.7, ``plt.style.use("replica_mlm.styles.paper")`` (by name).
 
 This module is the public face of the figures: the style and the writer live in
-:mod:`replica_mlm.figure_style`, the learning-curve figures in :mod:`replica_mlm.figures_curves`,
-the phase diagram in :mod:`replica_mlm.figures_phase`; their public names are this module's API.
+:mod:`replica_mlm.figures.style`, the learning-curve figures in :mod:`replica_mlm.figures.curves`,
+the phase diagram in :mod:`replica_mlm.figures.phase_diagrams`; their public names are this module's API.
 """
 
 from __future__ import annotations
 
-from replica_mlm.figure_style import (
+from replica_mlm.figures.curves import (
+    beats_no_learning,
+    plot_erm_curves,
+    plot_excess_decay,
+    plot_learning_curves,
+    plot_z_histogram,
+)
+from replica_mlm.figures.phase_diagrams import plot_phase_diagram
+from replica_mlm.figures.style import (
     FORMATS,
     LINESTYLES,
     MARKERS,
@@ -26,14 +34,6 @@ from replica_mlm.figure_style import (
     style,
     styled,
 )
-from replica_mlm.figures_curves import (
-    beats_no_learning,
-    plot_erm_curves,
-    plot_excess_decay,
-    plot_learning_curves,
-    plot_z_histogram,
-)
-from replica_mlm.figures_phase import plot_phase_diagram
 
 __all__ = ["FORMATS", "LINESTYLES", "MARKERS", "STYLE", "STYLE_FILE", "STYLE_NAME", "beats_no_learning",
            "grey", "latex_number", "log_ticks", "plot_erm_curves", "plot_excess_decay",

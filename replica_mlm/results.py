@@ -4,7 +4,7 @@ A sweep run on a cluster writes CSV and JSON (``replica-mlm curve``, ``simulate`
 ``validate`` and the sections); :func:`load` turns them into the package's result objects or
 pandas DataFrames, with every number exactly as computed. The CSV files hold numbers written with
 Python's shortest round-trip ``repr`` (``inf`` and ``nan`` as such), the JSON files follow the one
-convention of :mod:`replica_mlm.io` (``Infinity``, ``NaN``), so nothing is lost in the round trip.
+convention of :mod:`replica_mlm._base.io` (``Infinity``, ``NaN``), so nothing is lost in the round trip.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm import io
-from replica_mlm._keywords import keywords
+from replica_mlm._base import io
+from replica_mlm._base.keywords import keywords
 
 __all__ = ["load"]
 
@@ -42,7 +42,7 @@ def load(path: str | os.PathLike):
     dict, list of LearningCurve or pandas.DataFrame
         * ``*.json`` (``curve.json``, ``simulate.json``, ``phase.json``, ``report.json``, the
           sections' JSON files, sweep fingerprints and points): a dict, with ``inf`` and ``nan``
-          as floats (:func:`replica_mlm.io.loads`).
+          as floats (:func:`replica_mlm._base.io.loads`).
         * ``curve.csv`` (columns ``lam, alpha, eg, ..., rho, noise``) and anything written by
           :meth:`LearningCurve.to_csv` / :func:`~replica_mlm.theory.studies.curve.curves_to_csv`: a list of
           :class:`~replica_mlm.LearningCurve`, one per run of rows with the same lam, in file order,
@@ -50,7 +50,7 @@ def load(path: str | os.PathLike):
         * any other CSV (``simulate.csv``, ``phase.csv``, ``phase_lines.csv``): a DataFrame, one
           column per CSV column, floats parsed exactly (bit for bit as written).
 
-    The file is read with :func:`replica_mlm.io.read_text_file` (a FIFO, a device or a folder is
+    The file is read with :func:`replica_mlm._base.io.read_text_file` (a FIFO, a device or a folder is
     refused at once, a file over :data:`MAX_BYTES` too; a UTF-8 byte order mark is dropped) and
     checked against what the writer writes: every CSV row ends with a newline and has one cell per
     column, numeric columns hold numbers exactly as ``repr`` writes them (``1e999``, which would
@@ -103,7 +103,7 @@ def load(path: str | os.PathLike):
 
 
 def _table(text: str, path: Path) -> list[list[str]]:
-    """The rows of a CSV file, header first, checked against what :func:`replica_mlm.io.write_csv`
+    """The rows of a CSV file, header first, checked against what :func:`replica_mlm._base.io.write_csv`
     writes: a newline after every row, one cell per column, numbers as ``repr`` / ``str`` write
     them, and as many rows as the metadata written with the file records."""
     if not text.endswith("\n"):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.sweep import point_rng
+from replica_mlm._base.sweep import point_rng
 
 SITE = rm.GaussianPotts.random(L=40, shift=3.0, seed=0).masked_site(0)
 LIM = rm.GaussianPotts.limit(shift=3.0)

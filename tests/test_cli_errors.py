@@ -7,8 +7,8 @@ import stat
 import pytest
 from click.testing import CliRunner
 
+from replica_mlm._base.run_folder import folder_lock
 from replica_mlm.cli import main
-from replica_mlm.run_folder import folder_lock
 
 SMALL_SIM = ["simulate", "--L", "20", "--alpha", "2", "--lam", "0.1", "--seeds", "2", "--no-progress"]
 SMALL_CURVE = ["curve", "--L", "20", "--points", "3", "--lam", "0.1"]
@@ -81,7 +81,7 @@ def test_a_locked_out_folder_is_refused(tmp_path):
 
 def test_unreachable_scheduler_is_one_line(tmp_path, monkeypatch):
     pytest.importorskip("distributed", reason="dask.distributed is in the [test] extra")
-    import replica_mlm.sweep as sweep
+    import replica_mlm._base.sweep as sweep
 
     monkeypatch.setattr(sweep, "SCHEDULER_TIMEOUT", 1.0)
     res = CliRunner().invoke(main, [*SMALL_SIM, "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path)])

@@ -454,7 +454,7 @@ def test_the_cache_folder_is_private_and_the_key_secret(tmp_path, monkeypatch, f
 
 def test_two_processes_creating_the_key_at_once_use_the_same_one(tmp_path, monkeypatch):
     # the other process creates the key after this one found none and before it creates its own
-    from replica_mlm import io
+    from replica_mlm._base import io
     from replica_mlm.theory.symbolic import cache_guard
     winner = bytes(range(32))
     read = cache_guard.read_private

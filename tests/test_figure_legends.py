@@ -30,7 +30,7 @@ from matplotlib.text import Text
 import replica_mlm as rm
 from replica_mlm import plotting
 from replica_mlm.cli import main
-from replica_mlm.figures_proteins import plot_contact_map
+from replica_mlm.figures.protein_families import plot_contact_map
 
 
 def _dashes(artist, k: int = 0):
@@ -300,7 +300,7 @@ def test_site_learning_curves(tmp_path):
     """Two protein sites (theory lines, measured error bars, teacher floors) on a small alignment."""
     pytest.importorskip("biotite")
     pytest.importorskip("pandas")
-    from replica_mlm.figures_proteins import plot_site_learning_curves
+    from replica_mlm.figures.protein_families import plot_site_learning_curves
     from replica_mlm.proteins import datasets
     from replica_mlm.proteins.learning_curve import site_learning_curve
 

@@ -915,8 +915,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ORPHAN_SCRIPT = """
 import os, sys, time
 sys.path.insert(0, {root!r})
-from replica_mlm.sweep import run_sweep
-from replica_mlm._pool import Task, run_tasks
+from replica_mlm._base.sweep import run_sweep
+from replica_mlm._base.pool import Task, run_tasks
 
 def nap(point, rng=None):
     os.write(1, b"%d\\n" % os.getpid())  # the worker's pid, for the test (one write)
@@ -1150,7 +1150,7 @@ def test_load_and_resume_refuse_fifos_and_devices_at_once(tmp_path, monkeypatch)
     """A FIFO or a link to /dev/zero under a file's name is refused at once (ValueError naming it),
     by rm.load and by a sweep's resume (which reads under the folder lock); so is an oversized file."""
     from replica_mlm import results
-    from replica_mlm.sweep import BadPointFile, run_sweep
+    from replica_mlm._base.sweep import BadPointFile, run_sweep
 
     os.mkfifo(tmp_path / "fifo.csv")
     (tmp_path / "zero.json").symlink_to("/dev/zero")
@@ -1200,7 +1200,7 @@ def test_an_unwritable_out_says_so_not_another_run():
 def test_a_sweep_removes_only_its_own_leftover_temporaries(tmp_path, monkeypatch):
     """The next run into a sweep folder removes the temporaries a killed run left (named as
     the writer names them) and nothing else: a user's own .*.tmp files stay."""
-    from replica_mlm.sweep import run_sweep
+    from replica_mlm._base.sweep import run_sweep
 
     real_replace, renamed = os.replace, []
 
@@ -1257,7 +1257,7 @@ def _transformer_fit(epochs):
         "run_chains-n_sweeps", "sobol-randomisations"])
 def test_iteration_counts_beyond_the_work_limit_are_refused_up_front(call, names):
     """Loops over tiny arrays are bounded by their steps (each >= 10 us), before any work."""
-    from replica_mlm import _checks
+    from replica_mlm._base import checks as _checks
 
     with _within(), pytest.raises(ValueError) as info:
         call()
@@ -1353,7 +1353,7 @@ def test_covariance_of_vanishing_scale_is_refused_at_construction(make, name):
     # overflow warnings (asymptotics) depending on the path
     with _within(), pytest.raises(ValueError) as info:
         make()
-    from replica_mlm import _checks
+    from replica_mlm._base import checks as _checks
 
     assert re.match(f"{name} is too small .* {_checks.MIN_SCALE:g}", str(info.value)), info.value
 
@@ -1386,7 +1386,7 @@ def test_threads_beyond_the_allowed_range_is_a_named_error(call):
     with _within(), pytest.raises(ValueError) as info:
         call()
     assert str(info.value).startswith("threads must be <= "), info.value
-    from replica_mlm._threads import MAX_THREADS
+    from replica_mlm._base.threads import MAX_THREADS
 
     assert f"<= {MAX_THREADS} (the allowed range is 1 to {MAX_THREADS}" in str(info.value)
 

@@ -1,4 +1,4 @@
-"""One writer per kind of file (replica_mlm.io), one estimator of mean +- standard error (stats)."""
+"""One writer per kind of file (replica_mlm._base.io), one estimator of mean +- standard error (stats)."""
 
 import csv
 import io as stdio
@@ -11,8 +11,8 @@ import pytest
 from scipy import stats as sps
 
 import replica_mlm as rm
-from replica_mlm import io as rio
-from replica_mlm.stats import MeanSE, mean_stderr, zscore
+from replica_mlm._base import io as rio
+from replica_mlm._base.stats import MeanSE, mean_stderr, zscore
 
 FLOATS = [0.1, 1 / 3, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -0.0, np.inf, -np.inf,
           np.nan, np.float64(2.0) ** 0.5, np.float32(0.1), -7.5e-300]

@@ -1,5 +1,5 @@
 """A keyword a public function does not take: a TypeError that names it and suggests the closest
-keyword the function takes (replica_mlm._keywords), for every public function that takes keywords."""
+keyword the function takes (replica_mlm._base.keywords), for every public function that takes keywords."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm._keywords import keywords, unknown_keyword
+from replica_mlm._base.keywords import keywords, unknown_keyword
 
 
 def _public_functions() -> dict[str, object]:

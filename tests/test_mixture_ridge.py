@@ -8,7 +8,7 @@ the mixture"); both are checked here, with ridge simulated on the mixture itself
 import numpy as np
 import pytest
 
-from replica_mlm.errors import ConvergenceError
+from replica_mlm._base.errors import ConvergenceError
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.solve import solve
 from replica_mlm.theory.solvers.mixture_ridge import MixtureRidgeTheory, mixture_ridge_curve, solve_point

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.stats import zscore
+from replica_mlm._base.stats import zscore
 
 SITE = rm.GaussianPotts.random(L=80, shift=3.0, rng=0).masked_site(0)
 LIMIT = rm.GaussianPotts.limit(shift=3.0)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from replica_mlm._base.run_folder import LOCK_NAME, FolderBusy, folder_lock
 from replica_mlm.cli import main
 from replica_mlm.cli._common import OUT_ROOT
-from replica_mlm.run_folder import LOCK_NAME, FolderBusy, folder_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 CURVE = ["curve", "--L", "20", "--points", "4", "--lam", "0.1"]

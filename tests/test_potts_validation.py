@@ -21,7 +21,7 @@ import dataclasses  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from replica_mlm._pool import run_tasks  # noqa: E402
+from replica_mlm._base.pool import run_tasks  # noqa: E402
 from replica_mlm.potts.instances import tuned_instance  # noqa: E402
 from replica_mlm.potts.model import PottsModel  # noqa: E402
 from replica_mlm.validation import potts_section as section  # noqa: E402

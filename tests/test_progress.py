@@ -1,4 +1,4 @@
-"""Progress bars of long calls (replica_mlm._progress): on stderr when asked (progress=True), off
+"""Progress bars of long calls (replica_mlm._base.progress): on stderr when asked (progress=True), off
 with progress=False, and off by default (progress=None) when stderr is not a terminal (as under
 pytest); the phase diagrams keep their documented default, progress=False."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm._progress import shown
+from replica_mlm._base.progress import shown
 
 SITE = rm.GaussianPotts.random(L=20, shift=3.0, rng=0).masked_site(0)
 ISING = rm.PottsModel.random_ising(L=18, beta=0.3, rng=0)  # L > 16: the covariance is sampled

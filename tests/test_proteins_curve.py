@@ -74,7 +74,7 @@ def test_bad_arguments_are_refused(small):
 
 
 def test_figure_is_written(small, tmp_path):
-    from replica_mlm.figures_proteins import plot_site_learning_curves
+    from replica_mlm.figures.protein_families import plot_site_learning_curves
 
     fig = plot_site_learning_curves([small], path=tmp_path / "curve")
     assert (tmp_path / "curve.png").stat().st_size > 0 and (tmp_path / "curve.pdf").stat().st_size > 0

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from replica_mlm._base.run_folder import folder_lock
 from replica_mlm.cli import main
-from replica_mlm.run_folder import folder_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHAS = [round(0.3 + 0.2 * k, 1) for k in range(16)]  # 16 points, ~0.07 s of CPU each
@@ -128,7 +128,7 @@ SWEEP_SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_resume import slow_draw
-from replica_mlm.sweep import run_sweep
+from replica_mlm._base.sweep import run_sweep
 points = [{{"k": k, "sleep": 0.1}} for k in range({n})]
 res = run_sweep(slow_draw, points, seed=3, workers=2, out={out!r}, resume={resume})
 print(res.computed, res.resumed)
@@ -136,7 +136,7 @@ print(res.computed, res.resumed)
 
 
 def test_run_sweep_killed_twice_loses_and_recomputes_nothing(tmp_path):
-    from replica_mlm.sweep import run_sweep
+    from replica_mlm._base.sweep import run_sweep
 
     started = time.time()
     n, out = 12, tmp_path / "sweep"

@@ -10,9 +10,9 @@ import pytest
 
 import replica_mlm
 import replica_mlm._version
-from replica_mlm import io as rio
 from replica_mlm import run_folder
-from replica_mlm.sweep import BadPointFile, ResumeMismatch, ResumeRefused, point_rng, run_sweep
+from replica_mlm._base import io as rio
+from replica_mlm._base.sweep import BadPointFile, ResumeMismatch, ResumeRefused, point_rng, run_sweep
 from replica_mlm.validation.mlm_section import simulate_point
 
 
@@ -186,7 +186,7 @@ def test_unreachable_scheduler_is_named_after_a_bounded_wait(monkeypatch):
     pytest.importorskip("distributed", reason="dask.distributed is in the [test] extra")
     import time
 
-    import replica_mlm.sweep as sweep
+    import replica_mlm._base.sweep as sweep
 
     monkeypatch.setattr(sweep, "SCHEDULER_TIMEOUT", 1.0)
     started = time.time()
@@ -222,7 +222,7 @@ def test_each_worker_runs_with_the_asked_blas_threads():
 def test_simulate_inherits_the_threads_of_its_scope(monkeypatch):
     import importlib
 
-    from replica_mlm._threads import blas_threads
+    from replica_mlm._base.threads import blas_threads
 
     # the module replica_mlm.learners.simulate is imported on first use
     sim_module = importlib.import_module("replica_mlm.learners.simulate")
@@ -239,7 +239,7 @@ def test_simulate_inherits_the_threads_of_its_scope(monkeypatch):
         inner = replica_mlm.simulate(site, alpha=2.0, lam=0.1, seeds=2, rng=0)
     outer = replica_mlm.simulate(site, alpha=2.0, lam=0.1, seeds=2, rng=0, threads=1)
     assert np.array_equal(inner.eg, outer.eg)
-    from replica_mlm._threads import INHERIT, resolve_threads
+    from replica_mlm._base.threads import INHERIT, resolve_threads
 
     assert seen[0] is INHERIT and seen[1] == 1
     with blas_threads(2):

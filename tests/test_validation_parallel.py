@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from replica_mlm._pool import Task, run_tasks
+from replica_mlm._base.pool import Task, run_tasks
 
 
 def _draw(seed, n=5, *, scale=1.0):
@@ -37,7 +37,7 @@ def test_bad_input_and_failing_task():
     for bad in (1.5, True, "2"):
         with pytest.raises(TypeError, match="workers"):
             run_tasks([Task(_draw, (0,))], workers=bad)
-    with pytest.raises(TypeError, match=r"tasks\[1\] must be a replica_mlm._pool.Task"):
+    with pytest.raises(TypeError, match=r"tasks\[1\] must be a replica_mlm._base.pool.Task"):
         run_tasks([Task(_draw, (0,)), (_draw, (1,))])
     for workers in (1, 2):
         with pytest.raises(ArithmeticError, match="task 2 fails"):
@@ -45,7 +45,7 @@ def test_bad_input_and_failing_task():
 
 
 def _scope_threads(x):
-    from replica_mlm._threads import INHERIT, resolve_threads
+    from replica_mlm._base.threads import INHERIT, resolve_threads
 
     return x, resolve_threads(INHERIT)
 

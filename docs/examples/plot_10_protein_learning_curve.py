@@ -16,7 +16,7 @@ the Gaussian reduction"): higher at small M, the same at large M.
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.figures_proteins import plot_site_learning_curves
+from replica_mlm.figures.protein_families import plot_site_learning_curves
 from replica_mlm.proteins.learning_curve import site_learning_curve
 
 msa, _ = rm.datasets.protein_family("rhomboid")

@@ -12,7 +12,7 @@ contact table are printed by ``benchmarks/bench_contacts.py`` and quoted on :doc
 """
 
 import replica_mlm as rm
-from replica_mlm.figures_proteins import plot_contact_map
+from replica_mlm.figures.protein_families import plot_contact_map
 from replica_mlm.proteins.contacts import coupling_scores
 from replica_mlm.proteins.mean_field import mean_field_couplings
 

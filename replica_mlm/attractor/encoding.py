@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm._checks import as_generator, finite_array, nonnegative, positive_int
+from replica_mlm._base.checks import as_generator, finite_array, nonnegative, positive_int
 
 __all__ = [
     "corrupt",

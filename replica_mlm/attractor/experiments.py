@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replica_mlm._checks import as_generator, positive_int
+from replica_mlm._base.checks import as_generator, positive_int
 from replica_mlm.attractor.encoding import (
     corrupt,
     decode_values,

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from replica_mlm._base.stats import mean_stderr
 from replica_mlm.attractor.encoding import corrupt, decode_values, encode_values
 from replica_mlm.attractor.transients import transient_lifetimes, transient_memory
-from replica_mlm.stats import mean_stderr
 
 __all__ = ["AttractorSettings", "TransientCurves", "run_corruption_tasks", "transient_curves"]
 

@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._checks import as_generator, finite_array, nonnegative, positive, positive_int
-from replica_mlm._progress import bar
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.checks import as_generator, finite_array, nonnegative, positive, positive_int
+from replica_mlm._base.progress import bar
 from replica_mlm.attractor.energy import (
     _attention_kernel,
     _chunks,
@@ -364,7 +364,7 @@ class AttractorNetwork:
             Step size, > 0.
         epochs : int
             Passes through the data, >= 1 (a progress bar over them on stderr when it is a
-            terminal, :mod:`replica_mlm._progress`).
+            terminal, :mod:`replica_mlm._base.progress`).
         weight_decay : float
             lambda > 0: keeps ``J`` bounded (see module docstring).
         batch_size : int or None

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replica_mlm._checks import as_generator, finite_array, positive_int
+from replica_mlm._base.checks import as_generator, finite_array, positive_int
+from replica_mlm._base.stats import mean_stderr
 from replica_mlm.attractor.encoding import (
     corrupt,
     decode_values,
@@ -26,7 +27,6 @@ from replica_mlm.attractor.encoding import (
 from replica_mlm.attractor.measurements import AttractorSettings, run_corruption_tasks
 from replica_mlm.attractor.network import AttractorNetwork
 from replica_mlm.attractor.transients import _mean_sem, transient_memory
-from replica_mlm.stats import mean_stderr
 from replica_mlm.tasks.gaussian_potts import GaussianPotts
 
 __all__ = ["PottsExperiment", "masked_site_comparison", "potts_experiment"]

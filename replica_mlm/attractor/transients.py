@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replica_mlm._checks import as_generator, finite_array
-from replica_mlm.stats import mean_stderr
+from replica_mlm._base.checks import as_generator, finite_array
+from replica_mlm._base.stats import mean_stderr
 
 __all__ = ["Lifetimes", "TransientMemory", "transient_lifetimes", "transient_memory"]
 

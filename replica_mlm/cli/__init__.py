@@ -36,7 +36,7 @@ def os_error_message(exc: OSError) -> str:
 
 def resume_message(exc: ValueError, labels: dict[str, str]) -> str:
     """One line for a refused ``--resume``, naming the option (from ``labels``) that differs."""
-    from replica_mlm.sweep import ResumeMismatch
+    from replica_mlm._base.sweep import ResumeMismatch
 
     if not isinstance(exc, ResumeMismatch):  # a bad point file or a folder without fingerprint
         return f"--resume: {str(exc).replace('without resume', 'without --resume')}"
@@ -50,8 +50,8 @@ def resume_message(exc: ValueError, labels: dict[str, str]) -> str:
 
 class _Main(click.Group):
     def invoke(self, ctx: click.Context):
+        from replica_mlm._base.sweep import ResumeRefused
         from replica_mlm.cli._common import RESUME_LABELS
-        from replica_mlm.sweep import ResumeRefused
 
         try:
             return super().invoke(ctx)

@@ -14,10 +14,10 @@ from typing import Any
 import click
 import numpy as np
 
-from replica_mlm import io
+from replica_mlm._base import io
+from replica_mlm._base.io import write_json
+from replica_mlm._base.run_folder import folder_lock
 from replica_mlm._version import __version__
-from replica_mlm.io import write_json
-from replica_mlm.run_folder import folder_lock
 from replica_mlm.theory.sides import channels, losses
 
 #: key of ``click.Context.meta`` mapping sweep fingerprint fields to the options that set them
@@ -136,7 +136,7 @@ def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started:
 
 def output_set(out: Path, name: str):
     """The files of command ``name`` in ``out`` as one set, ``<name>.json`` (the metadata) last:
-    :func:`replica_mlm.io.output_set`. A failure (a full disk) leaves the folder's previous set."""
+    :func:`replica_mlm._base.io.output_set`. A failure (a full disk) leaves the folder's previous set."""
     claim_out()
     return io.output_set(out, manifest=f"{name}.json")
 
@@ -180,7 +180,7 @@ def default_out(command: str) -> Path:
 def out_option(command: str, help: str = "Output folder (created if missing)."):
     """``--out DIR`` (default :func:`default_out` of ``command``) and ``--overwrite``.
 
-    The command body runs inside :func:`replica_mlm.run_folder.folder_lock`: a second run into the same
+    The command body runs inside :func:`replica_mlm._base.run_folder.folder_lock`: a second run into the same
     folder at the same time stops at once with a one-line error (exit status 2). A folder that
     already holds files is refused (exit status 2) unless ``--overwrite`` is given, or ``--resume``
     for the commands that have it: a second run never replaces a first one's files unasked. The
@@ -230,7 +230,7 @@ def claim_out(*, subfolders: tuple[str, ...] = ()) -> None:
 
 def refuse_non_empty(out: Path, *, overwrite: bool, resumable: bool = False) -> None:
     """A usage error (exit status 2) if ``out`` holds files and ``overwrite`` is False."""
-    from replica_mlm.run_folder import LOCK_NAME
+    from replica_mlm._base.run_folder import LOCK_NAME
 
     if overwrite:
         return

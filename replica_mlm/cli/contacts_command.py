@@ -42,8 +42,8 @@ def contacts(*, family_or_file, pdb, method, heads, max_gap_fraction, max_iter, 
     import numpy as np
 
     import replica_mlm as rm
-    from replica_mlm.figures_proteins import plot_contact_map
-    from replica_mlm.io import write_csv
+    from replica_mlm._base.io import write_csv
+    from replica_mlm.figures.protein_families import plot_contact_map
     from replica_mlm.proteins.contacts import coupling_scores
     from replica_mlm.proteins.mean_field import mean_field_couplings
     from replica_mlm.proteins.structure import Structure

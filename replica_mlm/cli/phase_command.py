@@ -65,7 +65,7 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
 
     import matplotlib.pyplot as plt
 
-    from replica_mlm.io import write_csv
+    from replica_mlm._base.io import write_csv
     from replica_mlm.plotting import plot_phase_diagram
     from replica_mlm.theory.studies.phase import phase_diagram, shift_phase_diagram
 

@@ -60,10 +60,10 @@ def simulate(*, L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, ch
     import matplotlib.pyplot as plt
 
     from replica_mlm import learning_curve
-    from replica_mlm.io import write_csv
+    from replica_mlm._base.io import write_csv
+    from replica_mlm._base.stats import zscore
+    from replica_mlm._base.sweep import ResumeRefused, run_sweep
     from replica_mlm.plotting import plot_learning_curves
-    from replica_mlm.stats import zscore
-    from replica_mlm.sweep import ResumeRefused, run_sweep
     from replica_mlm.validation.mlm_section import simulate_point
 
     started = time.time()

@@ -44,8 +44,8 @@ def validate(*, quick, sections, seed, workers, threads, scheduler, resume, prog
     known deviations: claims of the papers measured and not reproduced, listed in the report with
     their numbers, which fail the run only if they unexpectedly pass.
     """
-    from replica_mlm._threads import blas_threads
-    from replica_mlm.sweep import ResumeRefused
+    from replica_mlm._base.sweep import ResumeRefused
+    from replica_mlm._base.threads import blas_threads
     from replica_mlm.validation.suite import run_suite
 
     check_scheduler(scheduler)

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._keywords import keywords
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.keywords import keywords
 from replica_mlm.theory.sides import bayes_sides, channels
 from replica_mlm.theory.solvers import nishimori
 from replica_mlm.theory.studies.bayes_optimal import prior_spectrum

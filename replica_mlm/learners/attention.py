@@ -44,8 +44,8 @@ import warnings
 import numpy as np
 from scipy.special import log_softmax
 
-from replica_mlm import _checks
-from replica_mlm._checks import (
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.checks import (
     RngLike,
     as_generator,
     finite_array,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_softmax
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.learners import logistic
 
 #: largest KKT residual ``max |grad| / (1 + lam p max |W|)`` accepted
@@ -53,9 +53,9 @@ def simulate_site(model, *, site: int, n: int, lam: np.ndarray, seeds: int, rng:
     ``mean`` (L, K) centres the inputs (the task's own mean, so that the fit is exactly the model
     of the theory). Returns ``test_loss``, ``eg`` (Rao-Blackwellised), ``train_loss``,
     ``estimation_error`` and ``kkt`` (the largest residual). ``progress``: a bar on stderr over
-    the seeds (:mod:`replica_mlm._progress`).
+    the seeds (:mod:`replica_mlm._base.progress`).
     """
-    from replica_mlm._progress import bar
+    from replica_mlm._base.progress import bar
     from replica_mlm.learners.pseudo_likelihood import _sampler
     from replica_mlm.tasks.potts_site import simplex_basis, teacher_of
 

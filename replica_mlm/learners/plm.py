@@ -11,8 +11,8 @@ import numpy as np
 from scipy import optimize, sparse
 from scipy.special import log_softmax
 
-from replica_mlm import _checks
-from replica_mlm._checks import finite_array, nonnegative, positive, positive_int
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.checks import finite_array, nonnegative, positive, positive_int
 from replica_mlm.learners.fit_info import FitInfo
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.potts.model import nll_from_logits as _nll

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.learners.amp import _checked_data
 from replica_mlm.theory.sides import bayes_sides
 from replica_mlm.theory.studies.bayes_optimal import prior_spectrum

@@ -71,9 +71,9 @@ def simulate_sites(model, *, sites, n: int, lam: np.ndarray, seeds: int, rng, n_
     (seeds, len(sites), len(lam)): ``eg`` and ``test_loss`` (Rao-Blackwellised, see
     :func:`site_measures`), ``train_loss`` (mean logistic loss on the training set) and
     ``estimation_error`` ``|w - w*|^2`` with ``w* = 2 beta J_{i,-i}``; and ``kkt``, the largest
-    optimiser residual. ``progress``: a bar on stderr over the seeds (:mod:`replica_mlm._progress`).
+    optimiser residual. ``progress``: a bar on stderr over the seeds (:mod:`replica_mlm._base.progress`).
     """
-    from replica_mlm._progress import bar
+    from replica_mlm._base.progress import bar
     from replica_mlm.tasks.ising_site import spins
 
     gen, diag = _sampler(model, rng)
@@ -141,7 +141,7 @@ def _sampler(model, rng):
     """The root generator and the sampler's pilot diagnostics; ValueError if it cannot mix."""
     import warnings
 
-    from replica_mlm import _checks
+    from replica_mlm._base import checks as _checks
 
     gen = _checks.as_generator(rng)
     with warnings.catch_warnings():

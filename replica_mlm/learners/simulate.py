@@ -7,13 +7,13 @@ from functools import cached_property
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._keywords import keywords
-from replica_mlm._progress import bar, shown
-from replica_mlm._threads import INHERIT, blas_threads
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.keywords import keywords
+from replica_mlm._base.progress import bar, shown
+from replica_mlm._base.stats import mean_stderr, zscore
+from replica_mlm._base.threads import INHERIT, blas_threads
 from replica_mlm.learners import erm
 from replica_mlm.potts.model import PottsModel
-from replica_mlm.stats import mean_stderr, zscore
 from replica_mlm.tasks.protocol import DrawnTask
 from replica_mlm.theory import routes
 from replica_mlm.theory.sides import channels, losses
@@ -61,7 +61,7 @@ class Simulation:
     channel_object : Channel or None
         A channel of one's own (not the registry's) that drew the labels, for the replica values.
     z : ndarray, shape (k,), or None
-        ``(eg_mean - eg_theory) / eg_stderr`` per lam (:func:`replica_mlm.stats.zscore`; the
+        ``(eg_mean - eg_theory) / eg_stderr`` per lam (:func:`replica_mlm._base.stats.zscore`; the
         ``z`` column of ``replica-mlm simulate``); None where ``eg_theory`` is.
     """
 
@@ -316,7 +316,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         ``MAX_THREADS`` (1024).
     progress : bool or None
         A progress bar on stderr over the training sets (over the alphas for a sequence); None:
-        only when stderr is a terminal (:mod:`replica_mlm._progress`).
+        only when stderr is a terminal (:mod:`replica_mlm._base.progress`).
 
     Returns
     -------
@@ -403,7 +403,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
 
 def _theory(task, alpha: float, lam: np.ndarray, loss, channel) -> tuple[np.ndarray, np.ndarray]:
     """The replica eg and training loss at (alpha, each lam), NaN where the solver fails."""
-    from replica_mlm.errors import ConvergenceError
+    from replica_mlm._base.errors import ConvergenceError
     from replica_mlm.theory.solve import solve
 
     eg, et = np.full(lam.size, np.nan), np.full(lam.size, np.nan)

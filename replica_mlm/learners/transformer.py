@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replica_mlm._checks import (
+from replica_mlm._base.checks import (
     RngLike,
     allocation,
     as_generator,
@@ -67,7 +67,7 @@ from replica_mlm._checks import (
     site_index,
     work,
 )
-from replica_mlm._threads import thread_count
+from replica_mlm._base.threads import thread_count
 from replica_mlm.potts.model import check_sequences
 
 INSTALL_HINT = (

@@ -38,8 +38,8 @@ import math
 import numpy as np
 from scipy.special import log_softmax, logsumexp
 
-from replica_mlm import _checks
-from replica_mlm._checks import (
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.checks import (
     RngLike,
     as_generator,
     positive,

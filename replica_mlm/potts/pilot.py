@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._progress import bar
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.progress import bar
+from replica_mlm._base.stats import mean_stderr
 from replica_mlm.potts.autocorrelation import BLOCKS, _blocked_spin_tau, _windowed_taus
 from replica_mlm.potts.diagnostics import (
     DECORRELATION,
@@ -28,7 +29,6 @@ from replica_mlm.potts.diagnostics import (
     log,
 )
 from replica_mlm.potts.kernel import PottsLike, energies_from_fields, gibbs_sweep, init_fields
-from replica_mlm.stats import mean_stderr
 
 __all__ = ["check_pilot_size", "pilot_gibbs", "pilot_run"]
 
@@ -77,7 +77,7 @@ def pilot_run(model: PottsLike, step: Callable, n_chains: int, n_sweeps: int, ma
     progress : bool or None
         A progress bar on stderr over the steps (their number is not known in advance: the run
         doubles until it is long enough); None: only when stderr is a terminal
-        (:mod:`replica_mlm._progress`).
+        (:mod:`replica_mlm._base.progress`).
 
     Returns
     -------

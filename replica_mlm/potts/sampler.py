@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._checks import RngLike, positive, positive_int
-from replica_mlm._progress import shown
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.checks import RngLike, positive, positive_int
+from replica_mlm._base.progress import shown
 from replica_mlm.potts import kernel, sampling, tempering, tuning
 from replica_mlm.potts.diagnostics import (
     TEMPERING_BETA_HOT,
@@ -212,7 +212,7 @@ class PottsSampler:
         progress : bool or None
             A progress bar on stderr over the pilot run's sweeps (when it runs), then over the
             sweeps that save samples; None: only when stderr is a terminal
-            (:mod:`replica_mlm._progress`).
+            (:mod:`replica_mlm._base.progress`).
 
         Returns
         -------

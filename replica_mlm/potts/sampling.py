@@ -14,8 +14,8 @@ import warnings
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._progress import bar
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.progress import bar
 from replica_mlm.potts.diagnostics import METHODS, GibbsDiagnostics
 from replica_mlm.potts.kernel import PottsLike, gibbs_sweep, init_fields
 from replica_mlm.potts.tempering import (

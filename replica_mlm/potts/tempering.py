@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erfcinv
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.potts.diagnostics import (
     METHODS,
     TEMPERING_MAX_RUNGS,

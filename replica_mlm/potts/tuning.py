@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.potts.diagnostics import (
     METHODS,
     TEMPERING_TARGET_ACCEPTANCE,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._keywords import keywords
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.keywords import keywords
 from replica_mlm.proteins.structure import MappedStructure, Structure
 
 _TOPS = {"L": 1, "L/2": 2, "L/5": 5, "L/10": 10}

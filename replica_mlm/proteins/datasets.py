@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.proteins.msa import MSA
 from replica_mlm.proteins.structure import MappedStructure, Structure
 

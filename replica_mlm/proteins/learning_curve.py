@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.learners.multinomial_pl import reduced_inputs
 from replica_mlm.tasks import lanczos
 from replica_mlm.tasks.potts_site import simplex_basis

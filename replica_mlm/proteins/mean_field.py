@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.proteins.msa import MSA
 
 

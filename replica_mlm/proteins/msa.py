@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm.io import read_text_file
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.io import read_text_file
 from replica_mlm.proteins.stockholm import parse_stockholm
 
 ALPHABET = "-ACDEFGHIKLMNPQRSTVWY"

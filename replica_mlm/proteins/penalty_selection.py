@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._checks import RngLike, as_generator
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.checks import RngLike, as_generator
 from replica_mlm.proteins.potts_fit import METHODS, PottsFit, fit_potts
 
 __all__ = ["PenaltySelection", "held_out_split", "select_penalty"]

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._checks import RngLike, as_generator, nonnegative, positive, positive_int
-from replica_mlm._keywords import keywords
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.checks import RngLike, as_generator, nonnegative, positive, positive_int
+from replica_mlm._base.keywords import keywords
 from replica_mlm.learners.attention import zero_sum_gauge
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.proteins import contacts

@@ -6,7 +6,7 @@ from functools import cached_property
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
 from replica_mlm.tasks.masked_site import MaskedSite
 

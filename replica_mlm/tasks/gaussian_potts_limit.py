@@ -33,7 +33,7 @@ from functools import cache, cached_property
 import mpmath
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.tasks.spectrum import Spectrum
 
 #: most quadrature nodes used (reached only for shifts within ~1e-5 of 2)

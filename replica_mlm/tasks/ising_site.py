@@ -22,8 +22,8 @@ from functools import cached_property
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._checks import site_index
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.checks import site_index
 from replica_mlm.tasks.masked_site import MaskedSite
 from replica_mlm.tasks.mixture import GaussianMixture, mixture_from_samples
 

@@ -6,7 +6,7 @@ from functools import cached_property
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.tasks.spectrum import Spectrum
 
 

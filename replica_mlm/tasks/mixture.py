@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 
 #: a pooled covariance whose smallest eigenvalue is below this fraction of its largest is singular
 #: for the theory; it is then regularised by adding this fraction of the largest eigenvalue

@@ -32,7 +32,7 @@ from functools import cached_property
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 
 #: largest number of sequences ``q**L`` enumerated exactly
 EXACT_MAX_STATES = 2**22
@@ -280,7 +280,7 @@ def potts_site(model, i: int, covariance: ColourCovariance) -> PottsSite:
     :func:`teacher_of`, ``b* = const + W*^T E[x_-i]`` so that ``P(s_i | s_-i) =
     softmax(P (W*^T (x_-i - E x_-i) + b*))`` exactly.
     """
-    from replica_mlm._checks import site_index
+    from replica_mlm._base.checks import site_index
 
     L, K = model.L, model.q - 1
     i = site_index(i, L)

@@ -7,7 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,7 +88,7 @@ class Spectrum:
         ValueError
             For an unknown ``method``, ``rank`` < 1 or given with ``"eigh"``.
         """
-        from replica_mlm.errors import ConvergenceError
+        from replica_mlm._base.errors import ConvergenceError
         from replica_mlm.tasks import lanczos
 
         method = _checks.choice(method, ("eigh", "lanczos"), "method")

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from replica_mlm import _checks
-from replica_mlm._keywords import keywords
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.keywords import keywords
 from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
 from replica_mlm.tasks.masked_site import MaskedSite
 from replica_mlm.tasks.protocol import MulticlassTask

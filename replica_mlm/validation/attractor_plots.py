@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm.stats import mean_stderr
+from replica_mlm._base.stats import mean_stderr
 
 __all__: list[str] = []
 

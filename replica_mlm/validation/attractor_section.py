@@ -40,11 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm._pool import Task, run_tasks
+from replica_mlm._base.io import write_json
+from replica_mlm._base.pool import Task, run_tasks
 from replica_mlm.attractor.experiments import digits_experiment
 from replica_mlm.attractor.measurements import AttractorSettings
 from replica_mlm.attractor.potts_sequences import potts_experiment
-from replica_mlm.io import write_json
 from replica_mlm.validation.attractor_plots import (
     _plot_errors,
     _plot_examples,

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm.io import write_json
+from replica_mlm._base.io import write_json
 from replica_mlm.validation.report import Check, Section
 
 GRID = (0.2, 0.5, 0.9, 1.0, 1.1, 2.0, 5.0, 20.0)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 
-from replica_mlm.stats import mean_stderr
+from replica_mlm._base.stats import mean_stderr
 from replica_mlm.validation.report import Check
 
 MEASURES = ("test_loss", "eg", "estimation_error")

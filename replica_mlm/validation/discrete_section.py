@@ -50,9 +50,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from replica_mlm._pool import Task, run_tasks
-from replica_mlm.io import write_json
-from replica_mlm.stats import mean_stderr, zscore
+from replica_mlm._base.io import write_json
+from replica_mlm._base.pool import Task, run_tasks
+from replica_mlm._base.stats import mean_stderr, zscore
 from replica_mlm.validation import discrete_mixture
 from replica_mlm.validation.discrete_plots import figures as draw_figures
 from replica_mlm.validation.discrete_plots import mixture_figure

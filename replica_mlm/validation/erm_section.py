@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm._pool import Task, run_tasks
-from replica_mlm.io import write_json
-from replica_mlm.stats import zscore
+from replica_mlm._base.io import write_json
+from replica_mlm._base.pool import Task, run_tasks
+from replica_mlm._base.stats import zscore
 from replica_mlm.validation.report import Check, Section
 
 Z_MAX = 4.0

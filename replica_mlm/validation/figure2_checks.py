@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
+from replica_mlm._base.stats import mean_stderr, zscore
 from replica_mlm.learners.attention import FactoredAttention
 from replica_mlm.learners.attention_diagnostics import finite_sample_excess
-from replica_mlm.stats import mean_stderr, zscore
 from replica_mlm.validation.report import Check, Section
 
 __all__ = ["KKT_FRACTION", "factored_checks", "transformer_checks"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm.stats import mean_stderr
+from replica_mlm._base.stats import mean_stderr
 
 
 def _save(fig, out: Path, stem: str) -> list[str]:

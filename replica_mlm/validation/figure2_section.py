@@ -96,12 +96,12 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm._checks import positive_int
-from replica_mlm._pool import Task, run_tasks
-from replica_mlm.io import write_json
+from replica_mlm._base.checks import positive_int
+from replica_mlm._base.io import write_json
+from replica_mlm._base.pool import Task, run_tasks
+from replica_mlm._base.stats import zscore
 from replica_mlm.learners.attention import FactoredAttention, reconstruction_error
 from replica_mlm.potts.instances import draw_like_pilot, tuned_instance
-from replica_mlm.stats import zscore
 from replica_mlm.validation.figure2_checks import _se, factored_checks, transformer_checks
 from replica_mlm.validation.report import Check, Section
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm._pool import Task, run_tasks
-from replica_mlm.io import write_json
+from replica_mlm._base.io import write_json
+from replica_mlm._base.pool import Task, run_tasks
 from replica_mlm.validation.mlm_section import instance_seed
 from replica_mlm.validation.report import Check, Section
 

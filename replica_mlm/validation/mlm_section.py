@@ -47,8 +47,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from replica_mlm.io import write_csv, write_json
-from replica_mlm.stats import mean_stderr, zscore
+from replica_mlm._base.io import write_csv, write_json
+from replica_mlm._base.stats import mean_stderr, zscore
 from replica_mlm.validation.report import Check, Section
 
 __all__ = ["MLMSettings", "run", "settings"]
@@ -430,14 +430,14 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1, schedu
         Root seed: GOE instance ``k`` of size ``L`` uses ``SeedSequence([rng, L, k])``, sweep point
         ``j`` its training sets from ``SeedSequence(rng, spawn_key=(j,))``.
     workers, scheduler, resume, progress
-        See :func:`replica_mlm.sweep.run_sweep`.
+        See :func:`replica_mlm._base.sweep.run_sweep`.
 
     Returns
     -------
     Section
         Checks (a), (c) and (d) of the module docstring.
     """
-    from replica_mlm.sweep import run_sweep
+    from replica_mlm._base.sweep import run_sweep
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ steps between samples. Rejected instances and their measured reasons are listed 
 test set's mean Hamming distance within 0.01 of the target. The quick mode (L = 6, q = 4, target
 0.5) keeps plain Gibbs (``tune_method="gibbs"``).
 
-Fits. Every fit is a :class:`~replica_mlm._pool.Task` seeded from the root seed and
+Fits. Every fit is a :class:`~replica_mlm._base.pool.Task` seeded from the root seed and
 its own key, run in ``workers`` processes (the numbers do not depend on ``workers``). Linear
 factored attention starts from the mean-field point (``init="mean-field"``), runs L-BFGS (up to
 ``max_iter``) and trust-region Newton to a tenth of the check's threshold; the full-block fit is
@@ -68,14 +68,14 @@ from pathlib import Path
 
 import numpy as np
 
-from replica_mlm._checks import positive_int
-from replica_mlm._pool import Task, run_tasks
-from replica_mlm._progress import bar
-from replica_mlm.io import write_json
+from replica_mlm._base.checks import positive_int
+from replica_mlm._base.io import write_json
+from replica_mlm._base.pool import Task, run_tasks
+from replica_mlm._base.progress import bar
+from replica_mlm._base.stats import mean_stderr
 from replica_mlm.learners.attention import FactoredAttention, reconstruction_error
 from replica_mlm.learners.plm import FullCouplingPotts
 from replica_mlm.potts.instances import draw_like_pilot, tuned_instance
-from replica_mlm.stats import mean_stderr
 from replica_mlm.validation.potts_checks import equivalence_check, sampler_checks
 from replica_mlm.validation.report import Check, Section
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 # atomic_write_text is re-exported for the validation sections, which import it from here
-from replica_mlm.io import atomic_write_text, to_plain, write_json
+from replica_mlm._base.io import atomic_write_text, to_plain, write_json
 from replica_mlm.validation import known_deviations
 
 

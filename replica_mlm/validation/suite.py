@@ -97,7 +97,7 @@ def run_suite(
     sections : list of str, optional
         Names from :data:`SECTIONS` (default: all available).
     workers, scheduler, resume, progress
-        Passed to the sections that take them (see :func:`replica_mlm.sweep.run_sweep`).
+        Passed to the sections that take them (see :func:`replica_mlm._base.sweep.run_sweep`).
     echo : callable, optional
         Called with one line of text per finished section (e.g. ``click.echo``).
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 
 if TYPE_CHECKING:  # pragma: no cover
     import sympy as sp

@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import prior
 from replica_mlm.theory.symbolic.compiled import compiled_estimation

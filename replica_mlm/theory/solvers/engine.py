@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import energetic, prior
 from replica_mlm.theory.sides.channels import Channel

@@ -68,7 +68,7 @@ def solve(task, *, alpha: float, lam: float, order: int | None = None, init=None
     a :class:`.multiclass.MulticlassSaddlePoint` with ``method="mixture"``, ``M`` of shape (K, q)
     (``W^T mu_c``, one column per class) and ``rho`` the q x q matrix ``theta^T S theta``
     (``theta = S^{-1} mu``, the means' Mahalanobis overlaps)."""
-    from replica_mlm import _checks
+    from replica_mlm._base import checks as _checks
 
     if task.channel != "softmax":
         raise ValueError(f"theory='mixture' of a multi-class site needs the softmax channel, got "

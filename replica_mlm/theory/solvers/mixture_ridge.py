@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 from replica_mlm.theory.sides import mixture_square as side
 from replica_mlm.theory.sides import prior
 from replica_mlm.theory.solvers import fixed_point
@@ -166,8 +166,8 @@ def _residual(th: MixtureRidgeTheory, alpha: float, lam: float, V: float, m, q) 
 def solve_point(theory: MixtureRidgeTheory, *, alpha: float, lam: float,
                 init: float | None = None) -> MixtureRidgePoint:
     """The saddle point at one ``(alpha, lam)`` (``init``: a start for ``V``, e.g. the previous
-    point's). :class:`~replica_mlm.errors.ConvergenceError` if the residual stays above :data:`TOL`."""
-    from replica_mlm.errors import ConvergenceError
+    point's). :class:`~replica_mlm._base.errors.ConvergenceError` if the residual stays above :data:`TOL`."""
+    from replica_mlm._base.errors import ConvergenceError
 
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.positive(lam, "lam")

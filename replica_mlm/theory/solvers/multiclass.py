@@ -32,9 +32,9 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm.errors import ConvergenceError
-from replica_mlm.stats import mean_stderr
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.errors import ConvergenceError
+from replica_mlm._base.stats import mean_stderr
 from replica_mlm.theory.sides import multiclass_channel as mc
 from replica_mlm.theory.sides import prior
 from replica_mlm.theory.sides.task_loss import default_loss

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from replica_mlm.errors import ConvergenceError
+from replica_mlm._base.errors import ConvergenceError
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import bayes_sides, energetic
 from replica_mlm.theory.sides.channels import Channel

@@ -27,8 +27,8 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from replica_mlm import _checks
-from replica_mlm._keywords import keywords
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.keywords import keywords
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory.solvers.precise import PreciseSpectrum, precise_spectrum
 from replica_mlm.theory.symbolic import potentials as P

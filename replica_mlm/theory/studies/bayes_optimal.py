@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm import io as rm_io
-from replica_mlm._keywords import keywords
-from replica_mlm.errors import ConvergenceError
+from replica_mlm._base import checks as _checks
+from replica_mlm._base import io as rm_io
+from replica_mlm._base.errors import ConvergenceError
+from replica_mlm._base.keywords import keywords
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory import routes
@@ -128,7 +128,7 @@ class BayesOptimalCurve:
         return len(self.alpha)
 
     def to_csv(self, path=None) -> str:
-        """The rows of :meth:`to_frame` as CSV (written atomically by :func:`replica_mlm.io.write_csv`
+        """The rows of :meth:`to_frame` as CSV (written atomically by :func:`replica_mlm._base.io.write_csv`
         when ``path`` is given); returns the text."""
         names = [f.name for f in fields(self) if f.name not in COLUMNS]
         rows = [[*(getattr(self, c)[i] for c in COLUMNS), *(getattr(self, n) for n in names)]

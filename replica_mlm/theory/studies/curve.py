@@ -7,11 +7,11 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm import io as rm_io
-from replica_mlm._keywords import keywords
-from replica_mlm._progress import bar, shown
-from replica_mlm.errors import ConvergenceError
+from replica_mlm._base import checks as _checks
+from replica_mlm._base import io as rm_io
+from replica_mlm._base.errors import ConvergenceError
+from replica_mlm._base.keywords import keywords
+from replica_mlm._base.progress import bar, shown
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory import routes
 from replica_mlm.theory.sides import penalties
@@ -102,7 +102,7 @@ def curves_to_csv(curves: list[LearningCurve], path: str | os.PathLike | None = 
     """Write learning curves as one CSV table (columns lam, alpha, eg, ..., rho, noise, method,
     converged, loss, channel).
 
-    Written by :func:`replica_mlm.io.write_csv` (numbers with Python's shortest round-trip
+    Written by :func:`replica_mlm._base.io.write_csv` (numbers with Python's shortest round-trip
     ``repr``, ``inf`` (the interpolation peak at lam = 0) as ``inf`` and ``nan`` as ``nan``), so
     :func:`replica_mlm.load` reads the curves back bit for bit. The file is written atomically
     when ``path`` is given. Returns the text.

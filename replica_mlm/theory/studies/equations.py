@@ -6,8 +6,8 @@ import re
 
 import sympy as sp
 
-from replica_mlm import _checks
-from replica_mlm._keywords import keywords
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.keywords import keywords
 from replica_mlm.theory import routes
 from replica_mlm.theory.studies.bayes_equations import bayes_equations, channel_partition_equations
 from replica_mlm.theory.symbolic import potentials as P

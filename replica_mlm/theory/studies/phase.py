@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._keywords import keywords
-from replica_mlm._progress import bar, shown
-from replica_mlm.errors import ConvergenceError
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.errors import ConvergenceError
+from replica_mlm._base.keywords import keywords
+from replica_mlm._base.progress import bar, shown
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory import routes
 from replica_mlm.theory.solve import SaddlePoint, solve_planned, solve_reduced

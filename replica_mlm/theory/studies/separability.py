@@ -41,7 +41,7 @@ import math
 import numpy as np
 from scipy import integrate, optimize, special
 
-from replica_mlm._keywords import keywords
+from replica_mlm._base.keywords import keywords
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels
 

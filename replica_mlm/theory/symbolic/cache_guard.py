@@ -12,10 +12,11 @@ folder the current user's own and lets the cache sign what it writes there:
   (``fstat``: a regular file of the current user, not writable by group or others) and reads at
   most :data:`MAX_BYTES`;
 * :func:`secret_key` is the per-user HMAC key: :data:`KEY_BYTES` random bytes (hex) in the file
-  :data:`KEY_NAME` of the folder, created with mode ``0o600`` by :func:`replica_mlm.io.atomic_write_text`
-  with ``exclusive=True`` (a temporary file opened ``O_CREAT | O_EXCL``, then hard-linked to its
-  name, which fails if the name exists): of two processes creating it at once, one links its key
-  and the other reads and uses that one; the key file is read with the same checks;
+  :data:`KEY_NAME` of the folder, created with mode ``0o600`` by
+  :func:`replica_mlm._base.io.atomic_write_text` with ``exclusive=True`` (a temporary file opened
+  ``O_CREAT | O_EXCL``, then hard-linked to its name, which fails if the name exists): of two
+  processes creating it at once, one links its key and the other reads and uses that one; the key
+  file is read with the same checks;
 * :func:`mac` is the HMAC-SHA256 of a list of strings under that key.
 
 On Windows (no ``os.getuid``) the owner and permission-bit checks are skipped: mode bits are
@@ -33,7 +34,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from replica_mlm import io
+from replica_mlm._base import io
 
 #: the most a cache file may hold (bytes); a larger file is not read (and gets rewritten)
 MAX_BYTES = 64 * 2**20

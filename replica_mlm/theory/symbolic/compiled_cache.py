@@ -14,7 +14,7 @@ strings, in a file of their own) in the user's cache directory:
 * the file name carries a digest of :func:`fingerprint`: the versions of replica_mlm, sympy,
   numpy, mpmath and Python, and a hash of the source of the derivation (``potentials.py``,
   ``compiled.py`` and this module), so a change of any of them derives afresh;
-* files are written with :func:`replica_mlm.io.write_json` (atomically, mode ``0o600``): two
+* files are written with :func:`replica_mlm._base.io.write_json` (atomically, mode ``0o600``): two
   processes may write at once, a reader sees a whole file; a file that does not parse, holds
   another fingerprint or lacks an entry is ignored and rewritten, and so is a file whose entries
   fail to load (any error, not only an unreadable file). Where the folder cannot be written the
@@ -69,7 +69,7 @@ from typing import Any
 import mpmath
 import numpy as np
 
-from replica_mlm import io, run_folder
+from replica_mlm._base import io, run_folder
 from replica_mlm.theory.symbolic import cache_guard, numeric_functions
 from replica_mlm.theory.symbolic.cache_guard import CacheWarning
 

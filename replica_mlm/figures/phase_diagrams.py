@@ -1,7 +1,7 @@
 """The phase-diagram figure: the learning regimes in the (alpha, lambda) plane.
 
-Drawn under :data:`replica_mlm.figure_style.STYLE` and written by
-:func:`replica_mlm.figure_style.save`; the public name is listed by :mod:`replica_mlm.plotting`.
+Drawn under :data:`replica_mlm.figures.style.STYLE` and written by
+:func:`replica_mlm.figures.style.save`; the public name is listed by :mod:`replica_mlm.plotting`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import os
 import matplotlib.pyplot as plt
 import numpy as np
 
-from replica_mlm._keywords import keywords
-from replica_mlm.figure_style import STYLE, _finish, latex_number, log_ticks
+from replica_mlm._base.keywords import keywords
+from replica_mlm.figures.style import STYLE, _finish, latex_number, log_ticks
 
 __all__ = ["plot_phase_diagram"]
 

@@ -1,7 +1,7 @@
 """Files written by replica_mlm: atomic writes, one JSON and one CSV convention, safe reads.
 
 A leaf module: it imports nothing from the package (only numpy and the standard library), so every
-layer may use it. The fingerprints and locks of output folders are in :mod:`replica_mlm.run_folder`.
+layer may use it. The fingerprints and locks of output folders are in :mod:`replica_mlm._base.run_folder`.
 
 Atomic writes (every file the package writes)
     :func:`atomic_open` (bytes or text; :func:`atomic_write_text` is built on it) writes a temporary

@@ -36,8 +36,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from replica_mlm import _checks
-from replica_mlm._threads import INHERIT, blas_threads, resolve_threads
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.threads import INHERIT, blas_threads, resolve_threads
 
 __all__ = ["POLL_SECONDS", "Task", "process_pool", "run_tasks"]
 
@@ -151,7 +151,7 @@ def run_tasks(tasks: Sequence[Task], *, workers: int = 1, threads: Any = INHERIT
     workers : int
         Worker processes (at most one per task is started; one task or ``workers=1`` runs here).
     threads : int, None or INHERIT
-        BLAS / OpenMP threads of each task (:func:`replica_mlm._threads.blas_threads`): by default
+        BLAS / OpenMP threads of each task (:func:`replica_mlm._base.threads.blas_threads`): by default
         the enclosing limit of the caller (one thread outside any), so ``workers`` processes use
         ``workers`` cores; ``None`` leaves the libraries' own setting.
     on_result : callable, optional
@@ -175,7 +175,7 @@ def run_tasks(tasks: Sequence[Task], *, workers: int = 1, threads: Any = INHERIT
     workers = _checks.positive_int(workers, "workers")
     for k, task in enumerate(tasks):
         if not isinstance(task, Task):
-            raise TypeError(f"tasks[{k}] must be a replica_mlm._pool.Task, got {type(task).__name__}")
+            raise TypeError(f"tasks[{k}] must be a replica_mlm._base.pool.Task, got {type(task).__name__}")
     threads = resolve_threads(threads)
     results: list[Any] = [None] * len(tasks)
     if workers == 1 or len(tasks) <= 1:

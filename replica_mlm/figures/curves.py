@@ -1,8 +1,8 @@
 """Learning-curve figures: test error against alpha (theory lines, simulation markers, the
 deviation panel), the excess-error decay, the z-score histogram and the ERM curves.
 
-Drawn under :data:`replica_mlm.figure_style.STYLE` and written by
-:func:`replica_mlm.figure_style.save`; the public names are listed by :mod:`replica_mlm.plotting`.
+Drawn under :data:`replica_mlm.figures.style.STYLE` and written by
+:func:`replica_mlm.figures.style.save`; the public names are listed by :mod:`replica_mlm.plotting`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from replica_mlm._keywords import keywords
-from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey, latex_number, log_ticks, save
+from replica_mlm._base.keywords import keywords
+from replica_mlm.figures.style import LINESTYLES, MARKERS, STYLE, _finish, grey, latex_number, log_ticks, save
 
 #: width (inches) of a learning-curve figure, whose legend sits below the axes in two columns
 LEGEND_BELOW_WIDTH = 5.8
@@ -292,7 +292,7 @@ def _simulation_points(simulations: Sequence) -> list[tuple]:
     TypeError naming ``simulations`` for anything but a sequence of Simulations and of flat
     (alpha, lam, mean, stderr) tuples of real numbers; ValueError for non-finite numbers.
     """
-    from replica_mlm import _checks
+    from replica_mlm._base import checks as _checks
     from replica_mlm.learners.simulate import Simulation
 
     shapes = "a sequence of Simulation objects or of (alpha, lam, mean, stderr) tuples of 4 real numbers"
@@ -336,7 +336,7 @@ def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
     -------
     matplotlib.figure.Figure
     """
-    from replica_mlm._checks import finite_vector
+    from replica_mlm._base.checks import finite_vector
 
     z, excl = finite_vector(z, "z"), finite_vector([] if excluded is None else excluded, "excluded")
     finite = np.concatenate([z, excl])

@@ -9,7 +9,7 @@ Folder locks
     :func:`folder_lock` takes an exclusive, non-blocking lock on a folder (a ``.lock`` file inside
     it, with the ``filelock`` package), so two runs cannot write into the same folder at once.
 
-Like :mod:`replica_mlm.io`, on which it builds, it imports nothing else from the package.
+Like :mod:`replica_mlm._base.io`, on which it builds, it imports nothing else from the package.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from replica_mlm.io import dumps, loads
+from replica_mlm._base.io import dumps, loads
 
 __all__ = ["LOCK_NAME", "FolderBusy", "fingerprint", "fingerprint_difference", "fingerprint_digest",
            "folder_lock"]

@@ -21,20 +21,20 @@ per-point function ``func(point, rng) -> dict``. Three properties make sweeps sa
   or does not belong to the sweep is refused with a :class:`BadPointFile` naming it. Appending
   points to a sweep and resuming keeps the finished ones (a point depends only on the
   fingerprint, itself and its index).
-* **One run per folder.** The run holds a lock on ``DIR`` (:func:`replica_mlm.run_folder.folder_lock`);
+* **One run per folder.** The run holds a lock on ``DIR`` (:func:`replica_mlm._base.run_folder.folder_lock`);
   a second run into the same folder at the same time fails at once with
-  :class:`replica_mlm.run_folder.FolderBusy`.
+  :class:`replica_mlm._base.run_folder.FolderBusy`.
 * **Same results from fresh and resumed runs.** Results pass through JSON (floats round-trip
-  exactly, ``inf`` and ``nan`` included: the convention of :mod:`replica_mlm.io`), so a value
+  exactly, ``inf`` and ``nan`` included: the convention of :mod:`replica_mlm._base.io`), so a value
   computed now and a value read from disk are identical.
 * **One BLAS thread per worker by default** (``threads=``, scoped with threadpoolctl inside each
-  worker; see :mod:`replica_mlm._threads` for why).
+  worker; see :mod:`replica_mlm._base.threads` for why).
 
 ``workers=N`` uses a :class:`concurrent.futures.ProcessPoolExecutor` whose workers exit when the
-run's process dies, even by ``SIGKILL`` (:func:`replica_mlm._pool.process_pool`); ``scheduler=ADDRESS`` (or
-a ``dask.distributed.Client``) sends the points to a Dask distributed cluster, which needs the
-optional extra ``pip install "replica-mlm[dask]"``. ``func`` must be picklable (a module-level
-function) for either.
+run's process dies, even by ``SIGKILL`` (:func:`replica_mlm._base.pool.process_pool`);
+``scheduler=ADDRESS`` (or a ``dask.distributed.Client``) sends the points to a Dask distributed
+cluster, which needs the optional extra ``pip install "replica-mlm[dask]"``. ``func`` must be
+picklable (a module-level function) for either.
 """
 
 from __future__ import annotations
@@ -53,11 +53,11 @@ from typing import Any
 
 import numpy as np
 
-from replica_mlm import _checks
-from replica_mlm._pool import Task, run_tasks
-from replica_mlm._threads import INHERIT, blas_threads, resolve_threads
-from replica_mlm.io import dumps, loads, read_text_file, to_plain, write_json
-from replica_mlm.run_folder import fingerprint, fingerprint_difference, fingerprint_digest, folder_lock
+from replica_mlm._base import checks as _checks
+from replica_mlm._base.io import dumps, loads, read_text_file, to_plain, write_json
+from replica_mlm._base.pool import Task, run_tasks
+from replica_mlm._base.run_folder import fingerprint, fingerprint_difference, fingerprint_digest, folder_lock
+from replica_mlm._base.threads import INHERIT, blas_threads, resolve_threads
 
 __all__ = ["BadPointFile", "ResumeMismatch", "ResumeRefused", "SweepResult", "point_rng", "run_sweep"]
 
@@ -185,7 +185,7 @@ def _point_files(out: Path) -> dict[int, Path]:
 
 def _remove_temporaries(out: Path) -> None:
     """Remove what a sweep killed while writing left: temporary files of its own point and
-    fingerprint files, named exactly as :func:`replica_mlm.io.atomic_open` names them
+    fingerprint files, named exactly as :func:`replica_mlm._base.io.atomic_open` names them
     (``.point-00001.json.<12 hex digits>.tmp``). Any other file stays, a user's ``.notes.tmp``
     too. Safe under the folder lock: no other run writes there."""
     for path in out.iterdir():
@@ -292,7 +292,7 @@ def run_sweep(
         Label of the progress bar.
     threads : int or None
         BLAS threads in each worker while it runs a point (threadpoolctl, scoped to the point).
-        Default: the enclosing :func:`replica_mlm._threads.blas_threads` setting, else 1 (many
+        Default: the enclosing :func:`replica_mlm._base.threads.blas_threads` setting, else 1 (many
         small LAPACK calls: threads only fight, worst with several workers on few cores).
         ``None`` leaves the BLAS libraries' own setting. At most ``MAX_THREADS`` (1024).
 
@@ -305,7 +305,7 @@ def run_sweep(
     ValueError
         For bad arguments, or a resume folder holding a different sweep (:class:`ResumeMismatch`,
         :class:`BadPointFile`).
-    replica_mlm.run_folder.FolderBusy
+    replica_mlm._base.run_folder.FolderBusy
         If another run holds the lock of ``out``.
     ConnectionError
         If the scheduler given by address cannot be reached within ``SCHEDULER_TIMEOUT`` seconds.

@@ -1,5 +1,5 @@
 """Keyword arguments a function does not take: one TypeError that names the typo and suggests the
-closest name it does take (a part of the shared input checks, :mod:`replica_mlm._checks`).
+closest name it does take (a part of the shared input checks, :mod:`replica_mlm._base.checks`).
 
 ``rm.solve(site, alpha=2.0, lamda=0.1)`` would otherwise say "missing argument 'lam'" without naming
 ``lamda``, and a keyword swallowed by ``**options`` would surface deep inside a solver under an

@@ -1,8 +1,8 @@
 """Figures of real protein families: a site's learning curve beside the replica prediction, and
 predicted contacts over a structure's contact map.
 
-Drawn under :data:`replica_mlm.figure_style.STYLE` and written by
-:func:`replica_mlm.figure_style.save`; the public names are listed by :mod:`replica_mlm.plotting`.
+Drawn under :data:`replica_mlm.figures.style.STYLE` and written by
+:func:`replica_mlm.figures.style.save`; the public names are listed by :mod:`replica_mlm.plotting`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from replica_mlm._keywords import keywords
-from replica_mlm.figure_style import LINESTYLES, MARKERS, STYLE, _finish, grey
+from replica_mlm._base.keywords import keywords
+from replica_mlm.figures.style import LINESTYLES, MARKERS, STYLE, _finish, grey
 from replica_mlm.proteins.contacts import ranked_pairs
 
 __all__ = ["plot_contact_map", "plot_site_learning_curves"]

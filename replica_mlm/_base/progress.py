@@ -2,7 +2,7 @@
 
 Every call that can take more than a few seconds takes ``progress=`` (None: a bar when stderr is
 a terminal, so logs and pipes stay clean; True: always; False: never) and draws its bar with
-:func:`bar`. The sweeps of :mod:`replica_mlm.sweep` follow the same rule.
+:func:`bar`. The sweeps of :mod:`replica_mlm._base.sweep` follow the same rule.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import contextvars
 import numbers
 from collections.abc import Iterator
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 
 __all__ = ["DEFAULT_THREADS", "INHERIT", "MAX_THREADS", "blas_threads", "resolve_threads", "thread_count"]
 

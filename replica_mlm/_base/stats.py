@@ -1,6 +1,6 @@
 """Means, their standard errors and z-scores: the one estimator every part of the package uses.
 
-A leaf module (numpy and :mod:`replica_mlm._checks` only), so every layer may use it.
+A leaf module (numpy and :mod:`replica_mlm._base.checks` only), so every layer may use it.
 
 :func:`mean_stderr`
     The sample mean and the standard error of the mean, ``std(ddof=1) / sqrt(n)`` (the unbiased
@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replica_mlm import _checks
+from replica_mlm._base import checks as _checks
 
 __all__ = ["MeanSE", "mean_stderr", "zscore"]
 

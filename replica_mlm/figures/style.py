@@ -17,8 +17,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from replica_mlm._keywords import keywords
-from replica_mlm.io import atomic_open
+from replica_mlm._base.io import atomic_open
+from replica_mlm._base.keywords import keywords
 
 __all__ = ["FORMATS", "LINESTYLES", "MARKERS", "STYLE", "STYLE_FILE", "STYLE_NAME", "grey",
            "latex_number", "log_ticks", "save", "style", "styled"]
@@ -28,7 +28,7 @@ LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 1)))
 MARKERS = ("o", "s", "^", "D", "v", "x")
 
 #: the style sheet shipped with the package (package data)
-STYLE_FILE = str(Path(__file__).with_name("styles") / "paper.mplstyle")
+STYLE_FILE = str(Path(__file__).parents[1] / "styles" / "paper.mplstyle")
 #: its name for ``plt.style.use`` (matplotlib >= 3.7 finds it inside the package)
 STYLE_NAME = "replica_mlm.styles.paper"
 #: the style as rcParams: ``plt.style.use(STYLE)`` or ``plt.rc_context(STYLE)``
@@ -74,7 +74,7 @@ def save(fig, path: str | os.PathLike, *, formats: Sequence[str] = FORMATS, **sa
     :data:`STYLE` apply wherever ``save`` is called (inside a style context or not): 300 dpi, a
     tight bounding box with a margin (so no label is cut off), white background, TrueType fonts in
     the PDF, no creation date in the PDF (identical input, identical file). Each file is written
-    atomically (:func:`replica_mlm.io.atomic_open`): a run killed while saving leaves the previous
+    atomically (:func:`replica_mlm._base.io.atomic_open`): a run killed while saving leaves the previous
     file or none, never a partial one; a full disk raises an OSError naming the file. ``savefig_kwargs`` go
     to :meth:`matplotlib.figure.Figure.savefig` and override those settings; ``formats`` picks a
     subset of ``(".png", ".pdf")``.
