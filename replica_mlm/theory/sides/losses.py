@@ -492,9 +492,9 @@ def resolve(loss) -> Loss:
     unknown loss is refused, with the same message from every entry point (``rm`` and the CLI)."""
     if loss is None or isinstance(loss, Loss):
         return _default("square") if loss is None else loss
+    if isinstance(loss, str) and (key := loss.strip().lower()) in NAMED:
+        return _default(key)
     choices = ", ".join(repr(n) for n in NAMED)
     if isinstance(loss, str):
-        if (key := loss.strip().lower()) in NAMED:
-            return _default(key)
         raise ValueError(f"unknown loss {loss!r}: loss must be one of {choices} or a rm.losses.Loss")
     raise TypeError(f"loss must be one of {choices} or a rm.losses.Loss, got {type(loss).__name__}")
