@@ -95,8 +95,10 @@ class _History:
         return -q.astype(np.float64)
 
 
-def _line_search(fg, x, f0, g0, p, t):
-    """A step ``t`` along ``p`` with (approximate) Wolfe conditions; returns ``(t, f, g)``."""
+def _line_search(fg, x, f0, g0, p, t, rounding=EPS_F):
+    """A step ``t`` along ``p`` with (approximate) Wolfe conditions; returns ``(t, f, g)``.
+
+    ``rounding``: the relative rounding of ``f`` allowed by the approximate-Wolfe test."""
     d0 = float(g0 @ p)
     if not d0 < 0.0:
         raise LineSearchFailed("not a descent direction")
@@ -104,7 +106,7 @@ def _line_search(fg, x, f0, g0, p, t):
     for _ in range(MAX_EVAL):
         f, g = fg(x + t * p)
         d = float(g @ p)
-        f_ok = bool(np.isfinite(f)) and f <= f0 + EPS_F * abs(f0)
+        f_ok = bool(np.isfinite(f)) and f <= f0 + rounding * abs(f0)
         armijo = bool(np.isfinite(f)) and f <= f0 + C1 * t * d0
         strong_wolfe = armijo and abs(d) <= -SIGMA * d0
         approx_wolfe = f_ok and SIGMA * d0 <= d <= (2.0 * C1 - 1.0) * d0
@@ -126,11 +128,13 @@ def _line_search(fg, x, f0, g0, p, t):
 
 
 def minimize(fg, x0: np.ndarray, *, max_iter: int, memory: int = 10, callback=None,
-             history=np.float32):
+             history=np.float32, rounding: float = EPS_F):
     """Minimise ``fg(x) -> (f, grad)`` from ``x0`` by L-BFGS (module docstring).
 
     ``callback(x, f, g)`` after each iteration may raise to stop. ``history``: the precision of
-    the stored pairs (float32 for the large fits, float64 for small ones). Returns ``(x, f, g,
+    the stored pairs (float32 for the large fits, float64 for small ones); ``rounding``: the
+    relative rounding of ``f`` the line search allows (:data:`EPS_F` for objectives with products
+    in single precision, smaller for ones in double). Returns ``(x, f, g,
     nit, stop)`` with ``stop`` in ``{"max_iter", "other"}`` (``"other"``: the line search failed;
     the last accepted iterate is returned).
     """
@@ -141,7 +145,7 @@ def minimize(fg, x0: np.ndarray, *, max_iter: int, memory: int = 10, callback=No
         p = hist.direction(g) if hist.count else -g
         t0 = 1.0 if hist.count else min(1.0, 1.0 / max(float(np.max(np.abs(g))), 1e-300))
         try:
-            t, f_new, g_new = _line_search(fg, x, f, g, p, t0)
+            t, f_new, g_new = _line_search(fg, x, f, g, p, t0, rounding)
         except LineSearchFailed:
             return x, f, g, nit, "other"
         s = t * p
@@ -166,7 +170,7 @@ class _Stop(Exception):
 
 def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None = None,
           window: int = 10, scale: np.ndarray | None = None, memory: int = MAXCOR,
-          history=np.float32, callback=None) -> optimize.OptimizeResult:
+          history=np.float32, rounding: float = EPS_F, callback=None) -> optimize.OptimizeResult:
     """L-BFGS (:func:`minimize`) on ``fun(x) -> (F, grad)``, stopped on the gradient in ``x``.
 
     Minimises over ``y = x / scale`` (``scale`` None: ones; a diagonal preconditioner) and stops
@@ -176,10 +180,11 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
     1)`` over the last ``window`` iterations (``"objective"``; a plateau, not a convergence
     test; ``window=1`` is scipy's ``ftol`` rule); ``"other"`` is a line search that found no
     acceptable step, or :data:`STALL` iterations without a new smallest ``max|grad_x|`` over which
-    ``F`` fell by less than its rounding allowance ``EPS_F |F|`` (the rounding of ``F`` and
-    ``grad`` in single precision: the caller then finishes in double; a non-convex fit whose
-    gradient wanders while ``F`` still falls goes on). ``memory`` and ``history``: the number and
-    precision of the stored pairs (:func:`minimize`). ``callback(x)`` is called with every
+    ``F`` fell by less than its rounding allowance ``rounding |F|`` (default :data:`EPS_F`, the
+    rounding of ``F`` and ``grad`` in single precision: the caller then finishes in double; a
+    non-convex fit whose gradient wanders while ``F`` still falls goes on). ``memory``,
+    ``history`` and ``rounding``: the number and precision of the stored pairs and the line
+    search's rounding allowance (:func:`minimize`). ``callback(x)`` is called with every
     accepted iterate (in ``x``).
     Returns ``x``, ``fun``, ``jac`` (in ``x``), ``nit`` and ``stop`` of the last accepted iterate.
     """
@@ -200,7 +205,7 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
             raise _Stop("gradient", y, f, gy, len(trace))
         if gmax < best["g"]:
             best.update(g=gmax, at=len(trace))
-        elif len(trace) - best["at"] >= STALL and trace[-STALL - 1] - f <= EPS_F * abs(f):
+        elif len(trace) - best["at"] >= STALL and trace[-STALL - 1] - f <= rounding * abs(f):
             raise _Stop("other", y, f, gy, len(trace))
         if ftol is not None and len(trace) > window:
             drop = trace[-window - 1] - trace[-1]
@@ -212,7 +217,7 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
         return optimize.OptimizeResult(x=x0.copy(), fun=f0, jac=g0, nit=0, stop="gradient")
     try:
         y, f, gy, nit, stop = minimize(fg, x0 / s, max_iter=max_iter, memory=memory,
-                                       callback=watch, history=history)
+                                       callback=watch, history=history, rounding=rounding)
     except _Stop as halt:
         y, f, gy, nit, stop = halt.y, halt.f, halt.g, halt.nit, halt.reason
     return optimize.OptimizeResult(x=s * y, fun=f, jac=gy / s, nit=int(nit), stop=stop)
