@@ -1,5 +1,6 @@
 """The weighted pseudo-likelihood of a Potts model with fields and a free ``q x q`` block per ordered
-pair: the one piece of maths behind both :func:`replica_mlm.fit_potts` methods.
+pair: the one piece of maths behind both :func:`replica_mlm.fit_potts` methods and
+:class:`replica_mlm.learners.plm.FullCouplingPotts` (docs/proteins.md, docs/potts.md).
 
 For sequences ``s^mu`` with weights ``w_mu`` (``B_eff = sum_mu w_mu``), fields ``h_i(a)`` and
 couplings ``W_ij(a, b)`` (``W_ii = 0``; ``W_ij`` need not equal ``W_ji^T``: the asymmetric
