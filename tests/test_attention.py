@@ -104,6 +104,19 @@ def test_full_coupling_gradient_matches_finite_differences():
 
 
 
+def test_pseudo_likelihood_kernel_sparse_products_equal_the_dense_ones():
+    from replica_mlm.learners.plm_objective import PseudoLikelihood
+
+    rng = np.random.default_rng(4)
+    s = rng.integers(0, 5, size=(40, 6))
+    s[1] = s[0]  # a duplicate (merged)
+    w = rng.uniform(0.5, 2.0, 40)
+    dense, sparse = PseudoLikelihood(s, w, 5), PseudoLikelihood(s, w, 5, sparse=True)
+    Mt, h = rng.standard_normal((30, 30)), rng.standard_normal((6, 5))
+    for a, b in zip(dense.value_grad(Mt, h), sparse.value_grad(Mt, h), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
 def test_full_coupling_fit_records_its_stationarity():
     # the recorded |grad F| is the objective's gradient at the returned couplings, recomputed here
     rng = np.random.default_rng(5)

@@ -139,7 +139,7 @@ class FullCouplingProblem:
     def __init__(self, s: np.ndarray, q: int, lam: float) -> None:
         M, L = s.shape
         self.L, self.q = L, q
-        self.data = PseudoLikelihood(s, np.ones(M), q)
+        self.data = PseudoLikelihood(s, np.ones(M), q, sparse=True)
         self.coef = lam * (L - 1) / M
         self.h = np.zeros((L, q))
         self.size = (L * q) ** 2
