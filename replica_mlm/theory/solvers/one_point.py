@@ -114,7 +114,7 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
     """
     nodes = _table(lo, hi)
     w, b = spec.omega, spec.bulk
-    bw = root.mode_products(spec)[0]  # b w
+    bw = root._mode_products(spec)[0]  # b w
     # the cheap and the compiled sums of positive terms differ by at most ~(p + log2 p + 10) eps
     # of the sum, G's two forms by a few eps more of its terms: SLACK (p + 8) eps is safe
     slack = SLACK * (w.size + 8) * EPS
@@ -272,7 +272,7 @@ def _solve(spec, alpha: float, lam: float, ext: tuple) -> dict | None:
             and finite(out["q"]) and finite(out["V"]) and finite(out["q_hat"]) and finite(v_hat)
             and finite(kappa)):
         return None
-    out["residual"] = _residual(spec, alpha, lam, out)
+    out["residual"] = root.raw_residual(spec, alpha, lam, out, point=True)
     out["test_loss"] = out["eg"] / 2
     est = estimation_terms()(w, b, c, x, y, out["eg"], alpha)
     out["estimation_error"] = _total(est if getattr(est, "shape", None) == w.shape
@@ -280,38 +280,3 @@ def _solve(spec, alpha: float, lam: float, ext: tuple) -> dict | None:
     if not (out["residual"] <= root.RESIDUAL_TOL and finite(out["estimation_error"])):
         return None
     return out
-
-
-#: relative residuals are taken against max(|a|, |b|, FLOOR) (as in :mod:`.root`)
-FLOOR = float(np.finfo(float).tiny)
-
-
-def _rel(a: float, b: float, scale: float = 0.0) -> float:
-    """``root._rel`` of two numbers (``|a - b|`` over the largest size, 0 if equal; inf if NaN)."""
-    if a == b:
-        return 0.0
-    big = max(abs(a), abs(b), abs(scale), FLOOR)
-    out = abs(a - b) / big
-    return math.inf if math.isnan(out) else out
-
-
-def _residual(spec, alpha: float, lam: float, x: dict) -> float:
-    """:func:`.root.raw_residual` of one point (scale 1) whose numbers are finite Python floats,
-    in the same floating-point operations (the same bits; ``tests/test_one_point.py``), on
-    numbers instead of arrays of one point; see :func:`.root.raw_residual` for the equations
-    (docs/theory.md, section "One scalar equation")."""
-    one_plus_v = 1.0 + x["V"]
-    share = alpha / one_plus_v
-    eg = spec.rho + spec.noise - 2.0 * x["m"] + x["q"]
-    eg_scale = spec.rho + spec.noise + 2.0 * abs(x["m"]) + abs(x["q"])
-    bw, cw2, cw3, bw2 = root.mode_products(spec)
-    g = 1.0 / (lam + x["V_hat"] * spec.omega)
-    mg = x["m_hat"] * g
-    rows = np.empty((3, g.size))  # the summands of V, m and q, summed row by row in one call
-    np.multiply(bw, g, out=rows[0])
-    np.multiply(cw2, mg, out=rows[1])
-    np.add(cw3 * mg**2, bw2 * (share * g) * (eg / one_plus_v) * g, out=rows[2])
-    total_v, total_m, total_q = _total(rows, axis=1).tolist()
-    return max(_rel(x["V_hat"], share), _rel(x["m_hat"], share),
-               _rel(x["q_hat"], share * (eg / one_plus_v), share * (eg_scale / one_plus_v)),
-               _rel(x["V"], total_v), _rel(x["m"], total_m), _rel(x["q"], total_q))

@@ -27,6 +27,7 @@ import numpy as np
 
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.solvers.backend import NUMPY, Backend
+from replica_mlm.theory.solvers.point_residual import raw_residual_point
 from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled
 
 #: elements of a (points x modes) block evaluated at once
@@ -414,8 +415,8 @@ def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam, kappa: np.ndarray,
     return np.where((lam == 0.0) & (alpha == 1.0), np.nan, out)
 
 
-def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0, *, backend: Backend = NUMPY
-                 ) -> np.ndarray:
+def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0, *, backend: Backend = NUMPY,
+                 point: bool = False) -> np.ndarray:
     """Largest relative violation of the six raw saddle-point equations of ``derive()`` at ``x``.
 
     ``x`` maps V, q, m, V_hat, q_hat, m_hat to arrays (or scalars) over points; with ``scale``
@@ -431,8 +432,10 @@ def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0, *, backend: Bac
     violation is
     relative to the size of the terms of its equation (for q_hat: ``rho + sigma^2 + 2|m| + q``
     in place of eg), floored at :data:`FLOOR` in float64 (mpmath ``backend``: object arrays, no
-    floor). (:mod:`.one_point` has the same operations on the numbers of one point.)
+    floor). ``point``: one point of finite Python floats (:mod:`.point_residual`, the same bits).
     """
+    if point:
+        return raw_residual_point(spec, alpha, lam, x, _mode_products(spec))
     dtype = backend.dtype
     alpha = np.asarray(alpha, dtype=dtype)
     get = {k: np.asarray(x[k], dtype=dtype) for k in ("V", "q", "m", "V_hat", "q_hat", "m_hat")}
@@ -448,7 +451,7 @@ def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0, *, backend: Bac
         worst = np.maximum(worst, _rel(get["q_hat"], q_hat, q_hat_scale))
         lam = (np.broadcast_to(np.asarray(lam, dtype=dtype), alpha.shape) * scale)[..., None]
         w = spec.omega
-        bw, cw2, cw3, bw2 = mode_products(spec)  # b w, c w^2, c w^3, b w^2 (as multiplied here)
+        bw, cw2, cw3, bw2 = _mode_products(spec)  # b w, c w^2, c w^3, b w^2 (as multiplied here)
         g = 1.0 / (lam + get["V_hat"][..., None] * w)
         mg = get["m_hat"][..., None] * g
         totals = {
@@ -466,7 +469,7 @@ def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0, *, backend: Bac
 _PRODUCTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def mode_products(spec) -> tuple:
+def _mode_products(spec) -> tuple:
     """``(b w, c w^2, c w^3, b w^2)`` of ``spec``, computed once per float64 spectrum (its arrays
     are read-only); the same numbers as the products written out (left to right)."""
     w, b, c = spec.omega, spec.bulk, spec.teacher
