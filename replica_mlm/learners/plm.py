@@ -27,8 +27,8 @@ __all__ = ["FullCouplingPotts"]
 GTOL = 1e-8
 #: pairs kept in the L-BFGS history (double precision: these problems are small)
 MEMORY = 20
-#: relative rounding of the objective (summed in double) allowed by L-BFGS's line search
-ROUNDING = 1e-12
+#: L-BFGS's rounding allowance: 0, strong Wolfe steps only (the objective is summed in double)
+ROUNDING = 0.0
 
 
 class FullCouplingPotts:

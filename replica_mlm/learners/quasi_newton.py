@@ -98,7 +98,8 @@ class _History:
 def _line_search(fg, x, f0, g0, p, t, rounding=EPS_F):
     """A step ``t`` along ``p`` with (approximate) Wolfe conditions; returns ``(t, f, g)``.
 
-    ``rounding``: the relative rounding of ``f`` allowed by the approximate-Wolfe test."""
+    ``rounding``: the relative rounding of ``f`` allowed by the approximate-Wolfe test; 0: the
+    strong Wolfe conditions only (an objective in double precision, whose decrease is seen)."""
     d0 = float(g0 @ p)
     if not d0 < 0.0:
         raise LineSearchFailed("not a descent direction")
@@ -109,7 +110,7 @@ def _line_search(fg, x, f0, g0, p, t, rounding=EPS_F):
         f_ok = bool(np.isfinite(f)) and f <= f0 + rounding * abs(f0)
         armijo = bool(np.isfinite(f)) and f <= f0 + C1 * t * d0
         strong_wolfe = armijo and abs(d) <= -SIGMA * d0
-        approx_wolfe = f_ok and SIGMA * d0 <= d <= (2.0 * C1 - 1.0) * d0
+        approx_wolfe = rounding > 0 and f_ok and SIGMA * d0 <= d <= (2.0 * C1 - 1.0) * d0
         if strong_wolfe or approx_wolfe:
             return t, f, g
         if d < 0.0 and (armijo or f_ok):
@@ -134,7 +135,7 @@ def minimize(fg, x0: np.ndarray, *, max_iter: int, memory: int = 10, callback=No
     ``callback(x, f, g)`` after each iteration may raise to stop. ``history``: the precision of
     the stored pairs (float32 for the large fits, float64 for small ones); ``rounding``: the
     relative rounding of ``f`` the line search allows (:data:`EPS_F` for objectives with products
-    in single precision, smaller for ones in double). Returns ``(x, f, g,
+    in single precision; 0, strong Wolfe steps only, for ones in double). Returns ``(x, f, g,
     nit, stop)`` with ``stop`` in ``{"max_iter", "other"}`` (``"other"``: the line search failed;
     the last accepted iterate is returned).
     """
