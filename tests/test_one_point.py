@@ -119,6 +119,24 @@ def test_ratios_at_gives_the_numbers_of_the_compiled_sums(name):
             assert np.array_equal(np.broadcast_to(got, w.shape), np.broadcast_to(want, (1, w.size))[0])
 
 
+@pytest.mark.parametrize("name", ["site", "unsorted", "ill-conditioned", "lanczos"])
+def test_backend_sums_at_a_few_kappas_are_those_of_the_block(name):
+    """NUMPY.sums at up to backend.FEW kappas (one kappa at a time) equals, to the bit, the same
+    kappas summed among many (the block of points x modes)."""
+    from replica_mlm.theory.solvers import backend
+
+    spec = SPECTRA[name]
+    w = spec.omega
+    kappas = np.array([w.min() / 3, w.min(), float(np.median(w)), w.max(), 5 * w.max(), 1e-300, 1e300,
+                       0.0, np.inf])
+    names = ("S_1", "S_1c", "S_2", "S_2c", "Q_T", "M", "R", "P_rho", "S_12")
+    block = backend.NUMPY.sums(spec, names, kappas)
+    for i in range(kappas.size):
+        few = backend.NUMPY.sums(spec, names, kappas[i:i + backend.FEW])
+        for key in names:
+            np.testing.assert_array_equal(few[key], block[key][i:i + backend.FEW], err_msg=key)
+
+
 @pytest.mark.parametrize("alpha, lam, regime", [(0.5, 0.0, "minimum-norm"), (3.0, 0.0, "least squares"),
                                                 (1.0, 0.0, "interpolation peak"),
                                                 (3.0, 1e-300, "least squares"), (0.3, 1e20, "first order")])

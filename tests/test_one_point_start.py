@@ -13,7 +13,7 @@ import pytest
 from test_one_point import brent_closed_form
 
 import replica_mlm as rm
-from replica_mlm.theory.solvers import one_point, root
+from replica_mlm.theory.solvers import backend, one_point, root
 from replica_mlm.theory.solvers.backend import NUMPY
 from replica_mlm.theory.symbolic.compiled import (
     STABLE_SUMS,
@@ -68,7 +68,7 @@ def test_the_start_is_the_vectorised_solvers_bisection(name):
     """The start found with tangents, cheap signs and exact fallbacks is the node of the vectorised
     solver's bisection, to the bit, on 70 points per spectrum (12 decades, unsorted, Lanczos)."""
     spec = SPECTRA[name]
-    top = one_point._extremes(spec)[1]
+    top = backend.extremes(spec)[1]
     for alpha, lam in _points(sum(map(ord, name))):
         lo, hi = one_point._bounds(spec, alpha, lam, top)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -108,7 +108,7 @@ def test_the_tangents_bound_g(name):
 def test_a_tangent_decides_only_past_the_rounding(monkeypatch):
     """With TRUST = inf no tangent decides (every sign is evaluated): the same starts."""
     spec = SPECTRA["ill-conditioned"]
-    top = one_point._extremes(spec)[1]
+    top = backend.extremes(spec)[1]
     pts = _points(9, 25)
 
     def starts():
@@ -127,10 +127,10 @@ def test_a_split_at_hand_is_the_searched_split(name):
     of np.searchsorted's split, for kappa across and at the modes."""
     spec = SPECTRA[name]
     w = spec.omega
-    low, top, ascending, modes = one_point._extremes(spec)
+    low, top, ascending, modes = backend.extremes(spec)
     for k in [*np.quantile(w, np.linspace(0, 1, 23)), *w[::17], low, top]:
         want = ratios_at(float(k), w, low, top, ascending=ascending)
-        got = one_point._ratios(spec, float(k))
+        got = backend.ratios(spec, float(k))
         assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True)), k
     assert (modes is None) == (not ascending)
 

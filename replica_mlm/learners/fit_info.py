@@ -22,9 +22,10 @@ class FitInfo:
         L-BFGS iterations (plus Newton iterations, see ``newton_iter``) or SGD epochs.
     converged : bool
         Factored attention: the final point is stationary, ``stationarity <= gtol`` (measured,
-        for every method). ``FullCouplingPotts``: L-BFGS's own convergence flag.
+        for every method). ``FullCouplingPotts``: L-BFGS stopped on its gradient or ``tol`` rule.
     message : str
-        The optimisers' messages.
+        The optimisers' messages (``FullCouplingPotts``: why L-BFGS stopped, ``"gradient"``,
+        ``"objective"``, ``"max_iter"`` or ``"other"``, :func:`replica_mlm.learners.quasi_newton.lbfgs`).
     objective : float
         Final value of the penalised objective ``F``.
     train_loss : float

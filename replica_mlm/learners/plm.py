@@ -2,22 +2,33 @@
 
 :class:`FullCouplingPotts` is the asymmetric pseudo-likelihood fit of Ekeberg et al. (2013) with
 the same objective normalisation as :meth:`replica_mlm.FactoredAttention.fit` (docs/potts.md); it
-is importable from :mod:`replica_mlm.learners.attention` too.
+is importable from :mod:`replica_mlm.learners.attention` too. Its objective is the pseudo-likelihood
+kernel of :mod:`replica_mlm.learners.plm_objective` (the one behind :func:`replica_mlm.fit_potts`),
+with unit weights and no fields, minimised by the package's L-BFGS
+(:func:`replica_mlm.learners.quasi_newton.lbfgs`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, sparse
 from scipy.special import log_softmax
 
 from replica_mlm._base import checks as _checks
 from replica_mlm._base.checks import finite_array, nonnegative, positive, positive_int
 from replica_mlm.learners.fit_info import FitInfo
+from replica_mlm.learners.plm_objective import PseudoLikelihood
+from replica_mlm.learners.quasi_newton import lbfgs
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.potts.model import nll_from_logits as _nll
 
 __all__ = ["FullCouplingPotts"]
+
+#: L-BFGS stops once the largest entry of the gradient is below this (or on ``tol``, see ``fit``)
+GTOL = 1e-8
+#: pairs kept in the L-BFGS history (double precision: these problems are small)
+MEMORY = 20
+#: L-BFGS's rounding allowance: 0, strong Wolfe steps only (the objective is summed in double)
+ROUNDING = 0.0
 
 
 class FullCouplingPotts:
@@ -28,7 +39,8 @@ class FullCouplingPotts:
     ``L (L-1) + q^2`` for factored attention; the same population optimum ``beta J_ij U``.
 
     Objective: ``(1/M)[ sum_mu sum_i -log P + (lam p / 2) sum_{i != j} |W_ij|_F^2 ]`` (convex,
-    same ``lam p / M`` scaling as :meth:`FactoredAttention.fit`), minimised by L-BFGS from zero.
+    same ``lam p / M`` scaling as :meth:`FactoredAttention.fit`), minimised by L-BFGS from zero
+    (:func:`replica_mlm.learners.quasi_newton.lbfgs`).
     """
 
     def __init__(self, couplings, *, fit_info: FitInfo | None = None) -> None:
@@ -57,7 +69,8 @@ class FullCouplingPotts:
     def logits(self, seqs) -> np.ndarray:
         s = check_sequences(seqs, L=self.L, q=self.q)
         Mt = self._W.transpose(0, 2, 1, 3).reshape(self.L * self.q, self.L * self.q)
-        return np.asarray(_onehot_sparse(s, self.q) @ Mt.T).reshape(-1, self.L, self.q)
+        data = PseudoLikelihood(s, np.ones(s.shape[0]), self.q, merge=False)
+        return data.logits(Mt, np.zeros((self.L, self.q))).reshape(-1, self.L, self.q)
 
     def conditionals(self, seqs) -> np.ndarray:
         return np.exp(log_softmax(self.logits(seqs), axis=2))
@@ -75,7 +88,11 @@ class FullCouplingPotts:
     def fit(
         cls, seqs, q: int, lam: float = 1e-3, *, max_iter: int = 1000, tol: float = 1e-9
     ) -> FullCouplingPotts:
-        """Fit by L-BFGS (analytic gradient). See the class docstring for the objective."""
+        """Fit by L-BFGS (analytic gradient) from zero.
+
+        Stops at ``max|grad F| <= GTOL``, when ``F`` falls by less than ``tol * max(|F|, 1)`` in one
+        iteration, or after ``max_iter`` iterations. See the class docstring for the objective.
+        """
         q = positive_int(q, "q")
         if q < 2:
             raise ValueError(f"q must be >= 2, got {q}")
@@ -85,16 +102,10 @@ class FullCouplingPotts:
             raise ValueError(f"seqs must have shape (M, L) with L >= 2, got shape {arr.shape}")
         L = arr.shape[1]
         s = check_sequences(arr, L=L, q=q)
-        problem = _PLMProblem(s, q, lam)
-        x0 = np.zeros(L * q * L * q)
-        res = optimize.minimize(
-            problem.loss_grad,
-            x0,
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": positive_int(max_iter, "max_iter"), "ftol": positive(tol, "tol"),
-                     "gtol": 1e-8, "maxcor": 20},
-        )
+        problem = FullCouplingProblem(s, q, lam)
+        res = lbfgs(problem.loss_grad, np.zeros(problem.size), max_iter=positive_int(max_iter, "max_iter"),
+                    tol=GTOL, ftol=positive(tol, "tol"), window=1, memory=MEMORY, history=np.float64,
+                    rounding=ROUNDING)
         gnorm = float(np.linalg.norm(res.jac))  # the objective's gradient at res.x
         W = res.x.reshape(L, q, L, q).transpose(0, 2, 1, 3).copy()
         W[np.arange(L), np.arange(L)] = 0.0
@@ -104,8 +115,8 @@ class FullCouplingPotts:
             method="lbfgs",
             lam=lam,
             n_iter=int(res.nit),
-            converged=bool(res.success),
-            message=str(res.message),
+            converged=res.stop in ("gradient", "objective"),
+            message=str(res.stop),
             objective=float(res.fun),
             train_loss=model.mlm_loss(s),
             history=np.empty(0),
@@ -119,44 +130,24 @@ class FullCouplingPotts:
 
 
 # ---------------------------------------------------------------------- internals
-def _onehot_sparse(s: np.ndarray, q: int) -> sparse.csr_matrix:
-    """One-hot (n, L q) sparse matrix with a 1 at column ``j q + s_j`` of row ``mu``."""
-    n, L = s.shape
-    cols = (np.arange(L)[None, :] * q + s).ravel()
-    rows = np.repeat(np.arange(n), L)
-    return sparse.csr_matrix((np.ones(n * L), (rows, cols)), shape=(n, L * q))
-
-
-class _PLMProblem:
-    """Objective and gradient of the full-block fit, with ``Mt[(i, a), (j, b)] = W_ij[a, b]``.
-
-    Logits ``Z = X Mt^T`` with ``X`` the sparse (M, L q) one-hot matrix; gradient of the summed loss
-    ``X^T G`` masked to off-diagonal blocks, ``G = P - onehot``.
-    """
+class FullCouplingProblem:
+    """Objective and gradient of the full-block fit in ``x = Mt.ravel()``, ``Mt[(i, a), (j, b)] =
+    W_ij[a, b]`` (L q, L q): the kernel's data term (:class:`PseudoLikelihood`, unit weights, zero
+    fields) plus ``(lam (L - 1) / 2M) |Mt|^2`` over the off-diagonal blocks (the diagonal blocks
+    never enter: their gradient is zero)."""
 
     def __init__(self, s: np.ndarray, q: int, lam: float) -> None:
-        self.M, self.L = s.shape
-        self.q = q
-        self.coef = lam * (self.L - 1)
-        self.X = _onehot_sparse(s, q)
-        self.XT = self.X.T.tocsr()
-        rows = np.arange(self.M)[:, None] * self.L + np.arange(self.L)[None, :]
-        self.target = (rows * q + s).ravel()
-        mask = np.ones((self.L, q, self.L, q))
-        mask[np.arange(self.L), :, np.arange(self.L), :] = 0.0
-        self.mask = mask.reshape(self.L * q, self.L * q)
+        M, L = s.shape
+        self.L, self.q = L, q
+        self.data = PseudoLikelihood(s, np.ones(M), q, sparse=True)
+        self.coef = lam * (L - 1) / M
+        self.h = np.zeros((L, q))
+        self.size = (L * q) ** 2
 
     def loss_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        Lq, M, q = self.L * self.q, self.M, self.q
-        Mt = x.reshape(Lq, Lq) * self.mask
-        Z = np.asarray(self.X @ Mt.T).reshape(M * self.L, q)
-        m = Z.max(axis=1, keepdims=True)
-        E = np.exp(Z - m)
-        tot = E.sum(axis=1, keepdims=True)
-        nll = float((m + np.log(tot)).sum() - Z.ravel()[self.target].sum())
-        G = (E / tot).ravel()
-        G[self.target] -= 1.0
-        G = G.reshape(M, Lq)
-        grad = np.asarray(self.XT @ G).T * self.mask + self.coef * Mt
-        f = (nll + 0.5 * self.coef * float(np.sum(Mt * Mt))) / M
-        return f, grad.ravel() / M
+        L, q = self.L, self.q
+        Mt = x.reshape(L * q, L * q).copy()
+        Mt.reshape(L, q, L, q)[np.arange(L), :, np.arange(L), :] = 0.0
+        value, dMt, _ = self.data.value_grad(Mt, self.h)
+        dMt += self.coef * Mt
+        return value + 0.5 * self.coef * float(Mt.ravel() @ Mt.ravel()), dMt.ravel()

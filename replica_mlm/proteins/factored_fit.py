@@ -2,7 +2,7 @@
 
 Couplings ``W_ij(a, b) = sum_h A^h_ij V^h_ab`` with ``A^h`` an L x L matrix with zero diagonal (the
 linear positional attention of head ``h``) and ``V^h`` a free q x q matrix, plus fields ``h_i``. The
-objective is plmDCA's, :mod:`replica_mlm.proteins.plm_objective` with the penalty
+objective is plmDCA's, :mod:`replica_mlm.learners.plm_objective` with the penalty
 
     lambda_h sum_i |h_i|^2 + (lambda_J / 2) sum_{i != j} |W_ij|_F^2,
 
@@ -12,7 +12,7 @@ matrix: with ``H >= q^2`` it *is* plm (docs/proteins.md, "Factored attention"). 
 identifiable (``A^h -> c A^h, V^h -> V^h / c`` changes nothing, the objective included). The
 gradient goes through the coupling tensor: ``Mt`` is built from the factors (``(L^2, H) (H, q^2)``,
 one matrix product), the data term's gradient ``dD/dMt`` comes from
-:class:`~replica_mlm.proteins.plm_objective.PseudoLikelihood`, ``dF/dW = dD/dW + lambda_J W``, and
+:class:`~replica_mlm.learners.plm_objective.PseudoLikelihood`, ``dF/dW = dD/dW + lambda_J W``, and
 ``dF/dA^h_ij = sum_ab dF/dW_ij(a, b) V^h_ab``, ``dF/dV^h = sum_ij A^h_ij dF/dW_ij`` (two more
 products of ``H L^2 q^2``).
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm.proteins.plm_objective import PseudoLikelihood
+from replica_mlm.learners.plm_objective import PseudoLikelihood
 
 __all__ = ["FactoredProblem"]
 

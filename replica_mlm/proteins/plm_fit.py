@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm.proteins.plm_objective import PseudoLikelihood
+from replica_mlm.learners.plm_objective import PseudoLikelihood
 
 __all__ = ["PLMProblem"]
 

@@ -20,10 +20,10 @@ of sequences ``B_eff = sum_mu w_mu``. Two parametrisations of the couplings:
   and keys, rows positive and summing to one (``attention="softmax"``, Bhattacharya et al. 2020,
   :mod:`replica_mlm.proteins.softmax_factored`).
 
-Both are minimised by L-BFGS (:mod:`replica_mlm.proteins.quasi_newton`) with the analytic gradient of
-:mod:`replica_mlm.proteins.plm_objective` (all sites at once; for ``"plm"`` in the data's span,
+Both are minimised by L-BFGS (:mod:`replica_mlm.learners.quasi_newton`) with the analytic gradient of
+:mod:`replica_mlm.learners.plm_objective` (all sites at once; for ``"plm"`` in the data's span,
 :mod:`replica_mlm.proteins.plm_fit`, cheaper when there are fewer sequences than ``L q``, and
-preconditioned), driven by :func:`replica_mlm.proteins.fit_convergence.lbfgs` (docs/proteins.md,
+preconditioned), driven by :func:`replica_mlm.learners.quasi_newton.lbfgs` (docs/proteins.md,
 "Convergence of the fits"). The fitted blocks are then symmetrised, ``J_ij = (W_ij + W_ji^T) /
 2``, and put in the zero-sum gauge, the fields shifted so that the Potts energy (hence every
 conditional of the symmetric model) is unchanged.
@@ -40,13 +40,14 @@ from replica_mlm._base import checks as _checks
 from replica_mlm._base.checks import RngLike, as_generator, nonnegative, positive, positive_int
 from replica_mlm._base.keywords import keywords
 from replica_mlm.learners.attention import zero_sum_gauge
+from replica_mlm.learners.plm_objective import PseudoLikelihood, pseudo_nll
+from replica_mlm.learners.quasi_newton import MAXCOR, lbfgs
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.proteins import contacts
 from replica_mlm.proteins.factored_fit import FactoredProblem
-from replica_mlm.proteins.fit_convergence import MAXCOR, lbfgs, plm_certificate
+from replica_mlm.proteins.fit_convergence import plm_certificate
 from replica_mlm.proteins.mean_field import couplings_from_frequencies, weighted_frequencies
 from replica_mlm.proteins.plm_fit import PLMProblem
-from replica_mlm.proteins.plm_objective import PseudoLikelihood, pseudo_nll
 from replica_mlm.proteins.softmax_factored import SoftmaxFactoredProblem
 
 __all__ = ["PottsFit", "fit_potts"]

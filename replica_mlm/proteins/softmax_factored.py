@@ -8,7 +8,7 @@ queries and keys ``Q^h, K^h`` (L x d) and
     A^h_ij = softmax_{j != i}( Q^h_i . K^h_j / sqrt(d) )        (rows positive, summing to one),
 
 ``V^h`` a free q x q matrix, and ``sym(W)_ij = (W_ij + W_ji^T) / 2`` (the Potts model is symmetric).
-The objective is the weighted pseudo-likelihood of :mod:`replica_mlm.proteins.plm_objective` at
+The objective is the weighted pseudo-likelihood of :mod:`replica_mlm.learners.plm_objective` at
 ``(h, J)`` plus plmDCA's own penalty on the couplings,
 
     lambda_h sum_i |h_i|^2 + (lambda_J / 2) sum_{i != j} |J_ij|_F^2,
@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from replica_mlm.learners.attention import zero_sum_gauge
+from replica_mlm.learners.plm_objective import PseudoLikelihood
 from replica_mlm.proteins.contacts import coupling_scores
-from replica_mlm.proteins.plm_objective import PseudoLikelihood
 
 __all__ = ["HEAD_SIZE", "SoftmaxFactoredProblem"]
 

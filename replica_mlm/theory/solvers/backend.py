@@ -10,6 +10,8 @@ Newton stopping rule and the residual of a converged point).
 
 from __future__ import annotations
 
+import bisect
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +19,41 @@ from typing import Any
 import mpmath
 import numpy as np
 
-from replica_mlm.theory.symbolic.compiled import compiled, compiled_estimation, compiled_sums
+from replica_mlm.theory.symbolic.compiled import (
+    compiled,
+    compiled_estimation,
+    compiled_sums,
+    ratios_at,
+    sum_terms,
+)
 
 EPS = np.finfo(float).eps
+#: float64 sums at up to this many kappa values are taken one kappa at a time (:meth:`Backend.sums`)
+FEW = 4
+#: per float64 spectrum: (omega_min, omega_max, ascending, omega as a list if ascending)
+_EXTREMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def extremes(spec) -> tuple:
+    """``(omega.min(), omega.max(), ascending, modes)`` of a (read-only) float64 spectrum, computed
+    once, as Python floats; ``ascending``: omega sorted from small to large (as ``eigh`` returns
+    it); ``modes``: then omega as a list (to find where a kappa splits it), else None."""
+    found = _EXTREMES.get(spec)
+    if found is None:
+        w = spec.omega
+        ascending = bool(np.all(w[1:] >= w[:-1]))
+        found = _EXTREMES[spec] = (float(w.min()), float(w.max()), ascending,
+                                   w.tolist() if ascending else None)
+    return found
+
+
+def ratios(spec, k: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ratios ``(x, y)`` of the summands at one float64 ``k`` (:func:`.compiled.ratios_at`,
+    the same numbers as :func:`.compiled.compiled_sums` uses), with the spectrum's extremes cached."""
+    low, top, ascending, modes = extremes(spec)
+    if ascending and low < k <= top:
+        return ratios_at(k, spec.omega, low, top, ascending=True, split=bisect.bisect_left(modes, k))
+    return ratios_at(k, spec.omega, low, top, ascending=ascending)
 
 
 @dataclass(frozen=True)
@@ -135,6 +169,15 @@ class Backend:
         names = tuple(names)
         fn = compiled_sums(names, self.name)
         out = {name: np.empty(kappa.shape, dtype=self.dtype) for name in names}
+        if self.name == "numpy" and kappa.size <= FEW:  # one kappa at a time: no broadcasting
+            terms, w, b, c = sum_terms(names), spec.omega, spec.bulk, spec.teacher
+            for i, k in enumerate(kappa.ravel().tolist()):
+                x, y = ratios(spec, k)
+                for name, val in zip(names, terms(w, b, c, x, y), strict=True):
+                    if np.shape(val) != w.shape:
+                        val = np.broadcast_to(val, w.shape)
+                    out[name].flat[i] = np.add.reduce(val)  # as a row of the block below
+            return out
         if self.name == "numpy":
             rows = max(1, chunk // spec.omega.size)
             for start in range(0, kappa.size, rows):

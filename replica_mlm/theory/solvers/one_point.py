@@ -25,20 +25,17 @@ which handles it (and raises where a point does not converge).
 
 from __future__ import annotations
 
-import bisect
 import math
-import weakref
 
 import numpy as np
 
 from replica_mlm.theory.solvers import root
-from replica_mlm.theory.solvers.backend import NUMPY
+from replica_mlm.theory.solvers.backend import NUMPY, extremes, ratios
 from replica_mlm.theory.symbolic.compiled import (
     STABLE_SUMS,
     SUM_NAMES,
     compiled,
     estimation_terms,
-    ratios_at,
     sum_terms,
 )
 
@@ -49,32 +46,6 @@ SLACK = 4.0
 TRUST = 64.0
 #: the sum of an array as np.sum takes it (the same pairwise summation), without its wrapper
 _total = np.add.reduce
-#: per spectrum: (omega_min, omega_max, ascending, omega as a list or None)
-_EXTREMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _extremes(spec) -> tuple:
-    """``(omega.min(), omega.max(), ascending, modes)`` of a (read-only) float64 spectrum,
-    computed once, as Python floats (an overflow in the regime tests is inf, without a warning);
-    ``ascending``: omega sorted from small to large, as ``eigh`` returns it; ``modes``: then omega
-    as a list (where a kappa splits it: ``bisect``, a tenth of ``np.searchsorted``'s call), else None."""
-    found = _EXTREMES.get(spec)
-    if found is None:
-        w = spec.omega
-        ascending = bool(np.all(w[1:] >= w[:-1]))
-        found = _EXTREMES[spec] = (float(w.min()), float(w.max()), ascending,
-                                   w.tolist() if ascending else None)
-    return found
-
-
-def _ratios(spec, k, extremes=None):
-    """:func:`.compiled.ratios_at` at ``k`` (``extremes``: :func:`_extremes` of ``spec``, if at hand)."""
-    low, top, ascending, modes = _extremes(spec) if extremes is None else extremes
-    if ascending and low < k <= top:
-        return ratios_at(k, spec.omega, low, top, ascending=True, split=bisect.bisect_left(modes, k))
-    return ratios_at(k, spec.omega, low, top, ascending=ascending)
-
-
 def _max(a: float, b: float) -> float:
     """``np.maximum`` of two Python floats (NaN if either is), without a numpy call."""
     return a if (a >= b or a != a) else b
@@ -119,7 +90,7 @@ def _table(lo, hi) -> np.ndarray:
 def _g_exact(spec, k, direct: bool, alpha: float, lam: float):
     """G at ``k`` as :func:`.root._g` evaluates it (the compiled sums and forms)."""
     fns = compiled()
-    x, y = _ratios(spec, k)
+    x, y = ratios(spec, k)
     s1, s1c = sum_terms(("S_1", "S_1c"))(spec.omega, spec.bulk, spec.teacher, x, y)
     if direct:
         return fns.newton_direct(kappa=k, S_1=_total(s1), alpha=alpha, lam=lam)
@@ -210,7 +181,7 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
 
 def _newton(spec, alpha: float, lam: float, ext: tuple):
     """(kappa, iterations, (kappa of the last step, its ratios x, y)) as :func:`.root._newton`
-    for one point, or None if it fails (``ext``: :func:`_extremes` of ``spec``)."""
+    for one point, or None if it fails (``ext``: :func:`.backend.extremes` of ``spec``)."""
     fns = compiled()
     direct = alpha < 0.5
     lo, hi = _bounds(spec, alpha, lam, ext[1])
@@ -221,7 +192,7 @@ def _newton(spec, alpha: float, lam: float, ext: tuple):
     delta, step_tol, g_tol = 1.0 - alpha, float(NUMPY.step_tol), float(NUMPY.g_tol)
     k = float(k)  # Python floats: the same IEEE operations as numpy's, without its scalar overhead
     for it in range(1, NUMPY.max_iter + 1):
-        x, y = _ratios(spec, k, ext)
+        x, y = ratios(spec, k)
         t1, t1c, t12 = terms(w, b, c, x, y)
         if direct:
             s1 = float(_total(t1))
@@ -258,7 +229,7 @@ def solve_point(spec, alpha: float, lam: float) -> dict | None:
     """
     if not lam > 0:
         return None
-    ext = _extremes(spec)
+    ext = extremes(spec)
     low, top = ext[:2]
     if (lam + spec.mean_omega) >= NUMPY.large * top * alpha:
         return None  # omega_max / kappa below 2^-60: the first-order limit of solve_reduced
@@ -273,7 +244,7 @@ def solve_point(spec, alpha: float, lam: float) -> dict | None:
 
 def _solve(spec, alpha: float, lam: float, ext: tuple) -> dict | None:
     """:func:`solve_point` past its regime checks, under one numpy error state (``ext``:
-    :func:`_extremes` of ``spec``)."""
+    :func:`.backend.extremes` of ``spec``)."""
     found = _newton(spec, alpha, lam, ext)
     if found is None:
         return None
@@ -282,7 +253,7 @@ def _solve(spec, alpha: float, lam: float, ext: tuple) -> dict | None:
         return None  # V_hat below 2^-900: the residual needs the rescaled solution
     w, b, c = spec.omega, spec.bulk, spec.teacher
     if kappa != k_last:
-        x, y = _ratios(spec, kappa, ext)
+        x, y = ratios(spec, kappa)
     # only the sums the closed forms use (the same summands, row by row as np.sum); the others
     # are NaN: a closed form that used one would be NaN, and the vectorised solver would answer
     sums = dict.fromkeys(SUM_NAMES, math.nan)

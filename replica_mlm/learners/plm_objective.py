@@ -1,5 +1,6 @@
 """The weighted pseudo-likelihood of a Potts model with fields and a free ``q x q`` block per ordered
-pair: the one piece of maths behind both :func:`replica_mlm.fit_potts` methods.
+pair: the one piece of maths behind both :func:`replica_mlm.fit_potts` methods and
+:class:`replica_mlm.learners.plm.FullCouplingPotts` (docs/proteins.md, docs/potts.md).
 
 For sequences ``s^mu`` with weights ``w_mu`` (``B_eff = sum_mu w_mu``), fields ``h_i(a)`` and
 couplings ``W_ij(a, b)`` (``W_ii = 0``; ``W_ij`` need not equal ``W_ji^T``: the asymmetric
@@ -20,6 +21,7 @@ Identical sequences are merged (their weights added) before the fit: the objecti
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 __all__ = ["PseudoLikelihood", "pseudo_nll"]
 
@@ -37,9 +39,14 @@ class PseudoLikelihood:
         Number of colours.
     merge : bool
         Merge identical rows (adding their weights). Default True.
+    sparse : bool
+        Run the two products with the one-hot data on a sparse copy of it (``M L`` nonzeros
+        instead of ``M L q`` entries; float64 only): about ``q`` times fewer operations, faster
+        on one core at ``q`` of about 20. Default False (dense BLAS, which also runs in float32).
     """
 
-    def __init__(self, s: np.ndarray, weights: np.ndarray, q: int, *, merge: bool = True) -> None:
+    def __init__(self, s: np.ndarray, weights: np.ndarray, q: int, *, merge: bool = True,
+                 sparse: bool = False) -> None:
         self.B_eff = float(np.sum(weights))
         w = np.asarray(weights, dtype=float) / self.B_eff
         if merge:
@@ -55,6 +62,11 @@ class PseudoLikelihood:
         np.put_along_axis(self.X, self.cols, 1.0, axis=1)
         self.tgt = (np.arange(self.M)[:, None] * Lq + self.cols).ravel()
         self.diag = np.arange(self.L)
+        self.sparse = None
+        if sparse:
+            rows = np.repeat(np.arange(self.M), self.L)
+            one_hot = csr_matrix((np.ones(self.M * self.L), (rows, self.cols.ravel())), shape=(self.M, Lq))
+            self.sparse = (one_hot, one_hot.T.tocsr())
 
     def _X(self, dtype) -> np.ndarray:
         """The one-hot data in ``dtype`` (exact in any float type; cached)."""
@@ -72,7 +84,10 @@ class PseudoLikelihood:
         """
         L, q = self.L, self.q
         dtype = np.dtype(dtype)
-        Z = self._X(dtype) @ Mt.T.astype(dtype, copy=False)
+        if self.sparse is not None:
+            Z = np.asarray(self.sparse[0] @ Mt.T.astype(np.float64, copy=False))
+        else:
+            Z = self._X(dtype) @ Mt.T.astype(dtype, copy=False)
         Z = Z.astype(np.float64, copy=False)
         Z += h.reshape(1, L * q)
         # remove W_ii(a, s_i): Mt[(i, a), (i, s_i)] for every mu, i, a
@@ -108,7 +123,10 @@ class PseudoLikelihood:
         if not grad:
             return value
         dtype = np.dtype(dtype)
-        dMt = G.astype(dtype, copy=False).T @ self._X(dtype)
+        if self.sparse is not None:
+            dMt = np.ascontiguousarray(np.asarray(self.sparse[1] @ G).T)  # (X^T G)^T = G^T X
+        else:
+            dMt = G.astype(dtype, copy=False).T @ self._X(dtype)
         dMt.reshape(L, q, L, q)[self.diag, :, self.diag, :] = 0.0
         dh = G.sum(axis=0).reshape(L, q)
         return value, dMt, dh
