@@ -43,6 +43,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import replica_mlm as rm
+from replica_mlm._base import io as rio
 from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
 from replica_mlm.theory.solvers import mixture_ridge
 
@@ -378,6 +379,9 @@ TARGETS = [
     _t("losses.Huber", lambda **k: rm.losses.Huber(**k), real("delta", 1.0, extra=POS)),
     _t("channels.resolve", lambda **k: rm.channels.resolve(**k),
        Param("channel", "sign", NOT_NONE(list(BAD_CHOICE)), [None])),
+    _t("show_options", lambda **k: rm.show_options(disp=False, **k),
+       Param("route", "general", NOT_NONE(list(BAD_CHOICE)), [None])),
+    _t("penalties.ShapedRidge", lambda **k: rm.penalties.ShapedRidge(**k), real("power", 1.0)),
     _t("simulate", lambda **k: rm.simulate(**k), Param("task", SITE, [*BAD_TASK, LIMIT, SPEC], []),
        grid("alpha", np.array([2.0, 3.0])), grid("lam", np.array([0.0, 0.1])),
        integer("seeds", 3, extra=(*POSINT, 1)), seed("rng")),
@@ -728,7 +732,8 @@ def test_hostile_hypothesis(data):
 
 def test_every_public_name_is_driven():
     """The table covers every callable of rm.__all__ that takes input."""
-    skipped = {"Asymptotics", "ConvergenceError", "LearningCurve", "MulticlassSaddlePoint", "OptimalLambda",
+    skipped = {"Asymptotics", "ConvergenceError", "LearningCurve", "MulticlassCurve", "MulticlassSaddlePoint",
+               "OptimalLambda",
                "PhaseDiagram", "SaddlePoint", "Simulation", "__version__", "plotting"}
     driven = {t.name.split(".")[0].split("(")[0] for t in TARGETS}
     missing = set(rm.__all__) - skipped - driven
@@ -1142,7 +1147,7 @@ def test_load_reads_a_file_with_a_byte_order_mark_as_without(tmp_path):
     back = rm.load(tmp_path / "c.csv")
     assert isinstance(back, list) and len(back) == 2
     assert all(np.array_equal(a.eg, b.eg) and a.lam == b.lam for a, b in zip(back, curves, strict=True))
-    (tmp_path / "x.json").write_text("\ufeff" + rm.io.dumps({"eg": [0.5, np.inf]}), encoding="utf-8")
+    (tmp_path / "x.json").write_text("\ufeff" + rio.dumps({"eg": [0.5, np.inf]}), encoding="utf-8")
     assert rm.load(tmp_path / "x.json") == {"eg": [0.5, np.inf]}
 
 
@@ -1209,7 +1214,7 @@ def test_a_sweep_removes_only_its_own_leftover_temporaries(tmp_path, monkeypatch
         return real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", replace)
-    rm.io.write_json(tmp_path / "point-00001.json", {})
+    rio.write_json(tmp_path / "point-00001.json", {})
     monkeypatch.undo()
     (tmp_path / "point-00001.json").unlink()
     ours = [renamed[0], ".fingerprint.json.0123456789ab.tmp"]

@@ -17,9 +17,9 @@ def _public_functions() -> dict[str, object]:
            if inspect.isfunction(getattr(rm, name, None))}
     out.update({f"plotting.{name}": getattr(rm.plotting, name) for name in rm.plotting.__all__
                 if inspect.isfunction(getattr(rm.plotting, name))})
-    from replica_mlm import figures_proteins
+    from replica_mlm.figures import protein_families
 
-    out.update({f"figures_proteins.{n}": getattr(figures_proteins, n) for n in figures_proteins.__all__})
+    out.update({f"protein_families.{n}": getattr(protein_families, n) for n in protein_families.__all__})
     return out
 
 

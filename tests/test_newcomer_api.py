@@ -28,6 +28,7 @@ def _results() -> dict[str, object]:
         "SaddlePoint": rm.solve(SITE, alpha=2.0, lam=0.1),
         "MulticlassSaddlePoint": rm.solve(multiclass_site, alpha=2.0, lam=0.5),
         "LearningCurve": rm.learning_curve(SITE, alpha=np.linspace(0.5, 3, 5), lam=0.1),
+        "MulticlassCurve": rm.learning_curve(multiclass_site, alpha=[1.0, 2.0], lam=0.5),
         "Simulation": rm.simulate(SITE, alpha=2.0, lam=[0.01, 0.1], seeds=3, rng=0),
         "OptimalLambda": rm.optimal_lambda(LIMIT, alpha=np.array([0.5, 2.0])),
         "PhaseDiagram": rm.phase_diagram(LIMIT, alpha=[0.5, 1.5, 2.5], lam=[0.01, 0.1]),

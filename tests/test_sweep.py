@@ -10,8 +10,8 @@ import pytest
 
 import replica_mlm
 import replica_mlm._version
-from replica_mlm import run_folder
 from replica_mlm._base import io as rio
+from replica_mlm._base import run_folder
 from replica_mlm._base.sweep import BadPointFile, ResumeMismatch, ResumeRefused, point_rng, run_sweep
 from replica_mlm.validation.mlm_section import simulate_point
 

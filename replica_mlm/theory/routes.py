@@ -30,7 +30,7 @@ from replica_mlm._base import checks as _checks
 from replica_mlm._base.keywords import keywords
 from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
 from replica_mlm.tasks.masked_site import MaskedSite
-from replica_mlm.tasks.protocol import MulticlassTask
+from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 
 #: the theories of a discrete site: Gaussian equivalence, or its Gaussian mixture
@@ -219,6 +219,8 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
             return _served(Plan("multiclass", entry, loss=loss))
         loss_obj = losses.resolve(default_loss(task) if loss is None else loss)
         return _served(Plan("mixture", entry, loss=loss_obj))
+    if task is not None:
+        spectrum_of(task)  # ValueError naming what a task of the scalar routes provides
     loss_obj = losses.resolve(default_loss(task) if loss is None and task is not None else loss)
     channel_obj = channels.resolve(channel, task)
     fast = loss_obj.is_square and channel_obj.name == "gaussian"
