@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.learners.simulate import ridge_path
+from replica_mlm.learners.ridge_path import ridge_path
 from replica_mlm.validation import mlm_section as mlm
 
 

@@ -7,7 +7,7 @@ The task is masked site 0 of a Gaussian Potts instance with L = p + 1 (seed 0), 
 both sides compute the ten weight vectors and their exact test errors eg = sigma^2 +
 (w - w*)^T Sigma (w - w*):
 
-* ``one SVD``: :func:`~replica_mlm.learners.simulate.ridge_path` (thin SVD once, then a diagonal
+* ``one SVD``: :func:`~replica_mlm.learners.ridge_path.ridge_path` (thin SVD once, then a diagonal
   filter per lam),
   what :func:`replica_mlm.simulate` does;
 * ``solve per lam``: for each lam > 0, ``numpy.linalg.solve(X^T X + lam p I, X^T y)`` with the Gram
@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 import replica_mlm as rm
-from replica_mlm.learners.simulate import ridge_path
+from replica_mlm.learners.ridge_path import ridge_path
 
 
 def per_lam_solve(x, y, lams, *, shared_gram: bool):

@@ -8,7 +8,7 @@ from scipy import special
 
 import replica_mlm as rm
 from replica_mlm.learners import erm
-from replica_mlm.learners.simulate import ridge_path
+from replica_mlm.learners.ridge_path import ridge_path
 from replica_mlm.theory.sides import losses
 
 

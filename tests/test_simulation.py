@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import replica_mlm as rm
-from replica_mlm.learners.simulate import ridge_path
+from replica_mlm.learners.ridge_path import ridge_path
 
 
 def test_ridge_path_equals_direct_solves():
@@ -115,7 +115,7 @@ def test_simulation_of_one_sample_per_seed(site300):
 def test_ridge_gram_route_equals_svd(n, p):
     # anisotropic inputs (variances 0.2 - 5), both sides of n = p; lam = 0 is the Moore-Penrose
     # solution (checked against numpy.linalg.pinv as well)
-    from replica_mlm.learners.simulate import _ridge_gram
+    from replica_mlm.learners.ridge_path import _ridge_gram
 
     rng = np.random.default_rng(n * 1000 + p)
     x = rng.standard_normal((n, p)) * np.sqrt(rng.uniform(0.2, 5.0, p))
@@ -134,7 +134,7 @@ def test_ridge_gram_route_equals_svd(n, p):
 def test_ridge_gram_route_rank_deficient_falls_back(n, p):
     # two equal columns (and two equal rows when n < p): X^T X or X X^T is singular; at lam = 0
     # the Gram route declines and the SVD gives the Moore-Penrose solution; lam > 0 stays Gram
-    from replica_mlm.learners.simulate import _ridge_gram
+    from replica_mlm.learners.ridge_path import _ridge_gram
 
     rng = np.random.default_rng(5)
     x = rng.standard_normal((n, p))

@@ -277,42 +277,14 @@ class FactoredAttention:
         if q < 2:
             raise ValueError(f"q must be >= 2, got {q}")
         lam = nonnegative(lam, "lam")
-        arr = _checks.real_array(seqs, "seqs")
-        if arr.ndim != 2:
-            raise ValueError(f"seqs must have shape (M, L), got shape {arr.shape}")
-        L = arr.shape[1]
-        if L < 2:
-            raise ValueError(f"seqs must have length L >= 2, got L = {L}")
-        s = check_sequences(arr, L=L, q=q)
-        mon = None if monitor is None else check_sequences(monitor, L=L, q=q, name="monitor")
+        s = _training_sequences(seqs, q)
+        mon = None if monitor is None else check_sequences(monitor, L=s.shape[1], q=q, name="monitor")
         gen = as_generator(rng)
         init_scale = positive(init_scale, "init_scale")
-        # every option is checked, whichever method uses it
-        max_iter = positive_int(max_iter, "max_iter")
-        tol = positive(tol, "tol")
-        epochs = positive_int(epochs, "epochs")
-        batch_size = positive_int(batch_size, "batch_size")
-        lr = positive(lr, "lr")
-        init = _checks.choice(init, INITS, "init")
-        gtol = positive(gtol, "gtol")
-        newton_iter = _checks.nonnegative_int(newton_iter, "newton_iter")
-        # the one-hot data and the (M, L, q) logits, probabilities and gradients
-        _checks.allocation(8 * 8 * s.size * q, f"FactoredAttention.fit on {s.shape[0]} sequences")
-        if method == "sgd":
-            _checks.work(epochs * s.size * (L + q) * q, f"FactoredAttention.fit(epochs={epochs})")
-            _checks.allocation(8 * 4 * epochs, f"FactoredAttention.fit(epochs={epochs})")
-        if init == "mean-field":  # covariance, its inverse and the SVD of (L q)^2 matrices
-            _checks.allocation(8 * 4 * (L * q) ** 2, f"FactoredAttention.fit(init='mean-field') "
-                                                     f"at L q = {L * q}")
-            _checks.work((L * q) ** 3 + s.shape[0] * (L * q) ** 2,
-                         f"FactoredAttention.fit(init='mean-field') at L q = {L * q}")
-        unseen = np.setdiff1d(np.arange(q), s)
-        if unseen.size:
-            warnings.warn(
-                f"colours {unseen.tolist()} of q = {q} never occur in seqs: their rows and columns "
-                "of V are set by the initialisation and the penalty alone, not by the data",
-                UserWarning, stacklevel=2,
-            )
+        max_iter, tol, epochs, batch_size, lr, init, gtol, newton_iter = _fit_options(
+            max_iter, tol, epochs, batch_size, lr, init, gtol, newton_iter)
+        _check_fit_cost(s, q, method, epochs, init)
+        _warn_unseen(s, q)
         problem = FactoredAttentionProblem(s, q, lam, variant)
         x0 = problem.init(gen, init_scale) if init == "random" else problem.mean_field_init()
         if method == "lbfgs":
@@ -324,3 +296,57 @@ class FactoredAttention:
         A, V, S = problem.unpack(x)
         info.logits = S
         return cls(attention=A, value=V, fit_info=info)
+
+
+def _training_sequences(seqs, q: int) -> np.ndarray:
+    """The training sequences of :meth:`FactoredAttention.fit`, checked: shape (M, L) with
+    L >= 2, colours in [0, q)."""
+    arr = _checks.real_array(seqs, "seqs")
+    if arr.ndim != 2:
+        raise ValueError(f"seqs must have shape (M, L), got shape {arr.shape}")
+    L = arr.shape[1]
+    if L < 2:
+        raise ValueError(f"seqs must have length L >= 2, got L = {L}")
+    return check_sequences(arr, L=L, q=q)
+
+
+def _fit_options(max_iter, tol, epochs, batch_size, lr, init, gtol, newton_iter) -> tuple:
+    """The solver options of :meth:`FactoredAttention.fit`, checked in this order: every one,
+    whichever method uses it."""
+    max_iter = positive_int(max_iter, "max_iter")
+    tol = positive(tol, "tol")
+    epochs = positive_int(epochs, "epochs")
+    batch_size = positive_int(batch_size, "batch_size")
+    lr = positive(lr, "lr")
+    init = _checks.choice(init, INITS, "init")
+    gtol = positive(gtol, "gtol")
+    newton_iter = _checks.nonnegative_int(newton_iter, "newton_iter")
+    return max_iter, tol, epochs, batch_size, lr, init, gtol, newton_iter
+
+
+def _check_fit_cost(s: np.ndarray, q: int, method: str, epochs: int, init: str) -> None:
+    """Refuse a fit whose memory or work is out of reach, before any of it is spent: the one-hot
+    data and the (M, L, q) logits, probabilities and gradients; SGD's epochs; the mean-field start."""
+    L = s.shape[1]
+    # the one-hot data and the (M, L, q) logits, probabilities and gradients
+    _checks.allocation(8 * 8 * s.size * q, f"FactoredAttention.fit on {s.shape[0]} sequences")
+    if method == "sgd":
+        _checks.work(epochs * s.size * (L + q) * q, f"FactoredAttention.fit(epochs={epochs})")
+        _checks.allocation(8 * 4 * epochs, f"FactoredAttention.fit(epochs={epochs})")
+    if init == "mean-field":  # covariance, its inverse and the SVD of (L q)^2 matrices
+        _checks.allocation(8 * 4 * (L * q) ** 2, f"FactoredAttention.fit(init='mean-field') "
+                                                 f"at L q = {L * q}")
+        _checks.work((L * q) ** 3 + s.shape[0] * (L * q) ** 2,
+                     f"FactoredAttention.fit(init='mean-field') at L q = {L * q}")
+
+
+def _warn_unseen(s: np.ndarray, q: int) -> None:
+    """UserWarning (at the caller of :meth:`FactoredAttention.fit`) if a colour never occurs in
+    the training sequences."""
+    unseen = np.setdiff1d(np.arange(q), s)
+    if unseen.size:
+        warnings.warn(
+            f"colours {unseen.tolist()} of q = {q} never occur in seqs: their rows and columns "
+            "of V are set by the initialisation and the penalty alone, not by the data",
+            UserWarning, stacklevel=3,
+        )

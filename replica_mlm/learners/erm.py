@@ -21,7 +21,7 @@ solver :func:`fit_generic`: damped Newton with the loss's sympy derivatives ``lo
 ``loss''``, certified by |grad F| / (lam p) (it needs a loss differentiable in z).
 
 Solvers: square loss by one Gram matrix for every lam
-(:func:`~replica_mlm.learners.simulate.ridge_path`); logistic
+(:func:`~replica_mlm.learners.ridge_path.ridge_path`); logistic
 by the learners' one logistic fitter (:func:`replica_mlm.learners.logistic.fit_binary`, Newton's
 method with backtracking); Huber by a semi-smooth Newton
 method (the objective is piecewise quadratic, so Newton terminates exactly); hinge and absolute by

@@ -13,6 +13,7 @@ from replica_mlm._base.progress import bar, shown
 from replica_mlm._base.stats import mean_stderr, zscore
 from replica_mlm._base.threads import INHERIT, blas_threads
 from replica_mlm.learners import erm
+from replica_mlm.learners.ridge_path import ridge_path
 from replica_mlm.potts.model import PottsModel
 from replica_mlm.tasks.protocol import DrawnTask
 from replica_mlm.theory import routes
@@ -150,106 +151,8 @@ class Simulation:
         return mean_stderr(self.estimation_error, axis=0).stderr
 
 
-#: ridge_path's Gram route: at lam = 0 its Cholesky factor must have a reciprocal condition number
-#: (LAPACK dpocon, 1-norm) above this, else the SVD is used; far above the scale where the
-#: Moore-Penrose cutoff of the SVD (singular values below max(n, p) eps s_max) can act, so both
-#: routes give the same pseudo-inverse wherever the Gram route is taken
-GRAM_RCOND_MIN = 1e-12
-#: iterative-refinement steps of the Gram route (corrected semi-normal equations: residuals with X
-#: itself, corrections with the Cholesky factor of the Gram matrix)
-GRAM_REFINE = 2
-#: above this many lam values one SVD is cheaper than a Cholesky factorisation per lam
-GRAM_MAX_LAMS = 16
 #: fresh test sequences per seed of a PottsModel simulation unless ``n_test`` is given
 N_TEST = 4000
-
-
-def ridge_path(x: np.ndarray, y: np.ndarray, lam: np.ndarray, *, method: str = "auto") -> np.ndarray:
-    """Ridge weights for every lam, shape (p, len(lam)): ``w(lam) = (X^T X + lam p I)^{-1} X^T y``.
-
-    At lam = 0 the Moore-Penrose solution ``X^+ y``.
-
-    Parameters
-    ----------
-    x : ndarray, shape (n, p)
-    y : ndarray, shape (n,)
-    lam : ndarray, shape (k,)
-        Ridge strengths >= 0.
-    method : {"auto", "svd", "gram"}
-        ``"svd"``: one thin SVD of X serves every lam, ``V diag(s / (s^2 + lam p)) U^T y``, and
-        lam = 0 drops singular values below ``max(n, p) eps s_max`` as numpy.linalg.pinv does.
-        ``"gram"``: the Gram matrix of the smaller side (``X^T X`` if n >= p, else ``X X^T``,
-        then ``w = X^T a``), one Cholesky factorisation per lam and :data:`GRAM_REFINE` steps of
-        iterative refinement with residuals computed from X itself (corrected semi-normal
-        equations, as accurate as the SVD when the Gram matrix is not near-singular). At
-        lam = 0 it is used only where the factor's reciprocal condition number exceeds
-        :data:`GRAM_RCOND_MIN` (X of full rank, where ``X^+ y`` is the unique least-squares
-        or minimum-norm solution); otherwise, and if a factorisation fails, the SVD route
-        gives the whole path. Cost ``max(n, p) m^2 + k m^3 / 3`` flops (m = min(n, p)) against
-        about ``4 max(n, p) m^2 + 8 m^3`` for the SVD. ``"auto"``: ``"gram"`` for at most
-        :data:`GRAM_MAX_LAMS` values of lam, else ``"svd"``.
-
-    Returns
-    -------
-    ndarray, shape (p, k)
-    """
-    method = _checks.choice(method, ("auto", "svd", "gram"), "method")
-    lam = np.asarray(lam, dtype=float)
-    if method == "gram" or (method == "auto" and lam.size <= GRAM_MAX_LAMS):
-        w = _ridge_gram(x, y, lam)
-        if w is not None:
-            return w
-    return _ridge_svd(x, y, lam)
-
-
-def _ridge_svd(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    n, p = x.shape
-    u, s, vt = np.linalg.svd(x, full_matrices=False)
-    uty = u.T @ y
-    cutoff = max(n, p) * np.finfo(float).eps * (s[0] if s.size else 0.0)
-    keep = s > cutoff
-    lam_p = np.asarray(lam)[None, :] * p
-    with np.errstate(divide="ignore", invalid="ignore"):
-        filt = np.where(lam_p > 0, s[:, None] / (s[:, None] ** 2 + lam_p),
-                        np.where(keep[:, None], 1.0 / s[:, None], 0.0))
-    return vt.T @ (filt * uty[:, None])
-
-
-def _ridge_gram(x: np.ndarray, y: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
-    """The Gram route of :func:`ridge_path`; None where it does not apply (then the SVD is used)."""
-    from scipy.linalg import cho_solve, lapack
-
-    n, p = x.shape
-    primal = n >= p  # unknowns w (p of them) or a with w = X^T a (n of them)
-    gram = x.T @ x if primal else x @ x.T  # symmetric product: BLAS syrk
-    rhs = x.T @ y if primal else y
-    m = gram.shape[0]
-    out = np.empty((p, lam.size))
-    norm1 = None
-    for j, lam_j in enumerate(lam):
-        shift = lam_j * p
-        a = gram.copy()
-        a[np.diag_indices(m)] += shift
-        c, info = lapack.dpotrf(a, lower=0, clean=1, overwrite_a=1)
-        if info != 0:
-            return None
-        if shift == 0:
-            if norm1 is None:
-                norm1 = float(np.abs(gram).sum(axis=0).max())
-            rcond, info = lapack.dpocon(c, norm1)
-            if info != 0 or not rcond > GRAM_RCOND_MIN:
-                return None
-        factor = (c, False)
-        sol = cho_solve(factor, rhs)
-        for _ in range(GRAM_REFINE):
-            # residual of the normal equations with X itself, not with the Gram matrix
-            if primal:
-                resid = x.T @ (y - x @ sol) - shift * sol
-            else:
-                resid = y - x @ (x.T @ sol) - shift * sol
-            sol = sol + cho_solve(factor, resid)
-        out[:, j] = sol if primal else x.T @ sol
-    return out
 
 
 @keywords
@@ -338,15 +241,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         return learn_site(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng,
                           loss=default_loss(task) if loss is None else loss, channel=channel,
                           n_test=n_test, threads=threads, progress=progress)
-    if not isinstance(task, DrawnTask):  # the task draws training sets and scores fits
-        raise TypeError("task must be a MaskedSite (a finite instance; any task that draws training sets, "
-                        "replica_mlm.tasks.protocol.DrawnTask) or an Ising PottsModel, got "
-                        f"{type(task).__name__}")
-    if site is not None:
-        raise ValueError("site= selects the masked site of a PottsModel; a MaskedSite is one site already")
-    if n_test is not None:
-        raise ValueError(f"n_test is for PottsModel tasks only, got n_test={n_test}: a MaskedSite's eg and "
-                         "test_loss are exact (from the overlaps, no test sample); leave n_test out")
+    _check_drawn_task(task, site, n_test)
     site = task
     alpha = _checks.positive(alpha, "alpha")
     lam = _checks.grid(lam, "lam", positive=False)
@@ -361,6 +256,33 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
             "(e.g. logistic regression on linearly separable data, alpha < alpha_c, diverges)"
         )
     p = site.p
+    n = _sample_size(alpha, p, seeds, lam)
+    children = _checks.as_generator(rng).spawn(seeds)
+    out = _train(site, n, lam, loss, channel, solver, children, alpha, threads, progress)
+    sim = Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=loss.name, channel=channel.name,
+                     task=site, loss_object=None if named else loss, **out)
+    if not channels.registered(channel):
+        object.__setattr__(sim, "channel_object", channel)
+    return sim
+
+
+def _check_drawn_task(task, site, n_test) -> None:
+    """Refuse what :func:`simulate` on a drawn task (a MaskedSite) does not take: another kind of
+    task, ``site=`` and ``n_test=``."""
+    if not isinstance(task, DrawnTask):  # the task draws training sets and scores fits
+        raise TypeError("task must be a MaskedSite (a finite instance; any task that draws training sets, "
+                        "replica_mlm.tasks.protocol.DrawnTask) or an Ising PottsModel, got "
+                        f"{type(task).__name__}")
+    if site is not None:
+        raise ValueError("site= selects the masked site of a PottsModel; a MaskedSite is one site already")
+    if n_test is not None:
+        raise ValueError(f"n_test is for PottsModel tasks only, got n_test={n_test}: a MaskedSite's eg and "
+                         "test_loss are exact (from the overlaps, no test sample); leave n_test out")
+
+
+def _sample_size(alpha: float, p: int, seeds: int, lam: np.ndarray) -> int:
+    """The training-set size ``n = round(alpha p)`` of :func:`simulate` on a drawn task, at least
+    one sample, after the memory and work of ``seeds`` training sets are checked."""
     if alpha * p < 1:
         raise ValueError(f"alpha = {alpha:g} gives alpha * p = {alpha * p:.3g} < 1 sample for p = {p} "
                          f"inputs: alpha must be >= 1/p = {1 / p:.6g}")
@@ -370,7 +292,15 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     _checks.allocation(seeds * (1024 + 16 * lam.size) + 8 * (6 * n * p + 2 * p * p + 3 * p * lam.size),
                        f"simulate(seeds={seeds}) at n = {n}, p = {p}")
     _checks.work(seeds * (n * p * min(n, p) + n * p * lam.size), f"simulate(seeds={seeds})")
-    children = _checks.as_generator(rng).spawn(seeds)
+    return n
+
+
+def _train(site, n: int, lam: np.ndarray, loss, channel, solver: str, children, alpha: float,
+           threads, progress) -> dict:
+    """The per-seed results of :func:`simulate` on a drawn task: for each child generator, a
+    training set of ``n`` samples, the estimator at every lam (the ridge path for the square
+    loss, :func:`.erm.fit` otherwise) and its measures, arrays of shape (seeds, lam.size)."""
+    seeds = len(children)
     out = {key: np.empty((seeds, lam.size)) for key in
            ("eg", "train_loss", "test_loss", "estimation_error", "kkt_residual")}
     rho, noise = site.rho, site.noise
@@ -394,11 +324,7 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
             if channel is channels.resolve("gaussian"):  # the exact quadratic form sigma^2 + d^T Sigma d
                 out["eg"][k] = fit["error"]
             out["estimation_error"][k] = fit["estimation_error"]
-    sim = Simulation(alpha=n / p, n=n, p=p, seeds=seeds, lam=lam, loss=loss.name, channel=channel.name,
-                     task=site, loss_object=None if named else loss, **out)
-    if not channels.registered(channel):
-        object.__setattr__(sim, "channel_object", channel)
-    return sim
+    return out
 
 
 def _theory(task, alpha: float, lam: np.ndarray, loss, channel) -> tuple[np.ndarray, np.ndarray]:

@@ -242,46 +242,15 @@ def fit_potts(
     -------
     PottsFit
     """
-    method = _checks.choice(method, METHODS, "method")
-    attention = _checks.choice(attention, ATTENTIONS, "attention")
-    if method == "plm":
-        if heads is not None:
-            raise ValueError("heads applies to method='factored' only; leave it None for 'plm'")
-        if attention != "linear":
-            raise ValueError("attention applies to method='factored' only; leave it 'linear' for 'plm'")
-    else:
-        heads = DEFAULT_HEADS if heads is None else positive_int(heads, "heads")
-    q = _alphabet_size(msa)
-    if not hasattr(msa, "sequences"):
-        raise TypeError(f"msa must be an MSA with .sequences, got {type(msa).__name__}")
-    s = check_sequences(msa.sequences, L=np.shape(msa.sequences)[-1], q=q, name="msa.sequences")
+    method, attention, heads = _model_options(method, attention, heads)
+    q, s = _alignment(msa)
     N, L = s.shape
-    if L < 2:
-        raise ValueError(f"msa must have at least 2 columns, got L = {L}")
-    reweight = _identity(reweight)
-    lambda_h = nonnegative(lambda_h, "lambda_h")
-    lambda_J = nonnegative(lambda_J, "lambda_J")
-    max_iter = positive_int(max_iter, "max_iter")
-    tol = positive(tol, "tol")
-    ftol = None if ftol is None else positive(ftol, "ftol")
-    init_scale = positive(init_scale, "init_scale")
-    dtype = {"double": np.float64, "single": np.float32}[
-        _checks.choice(precision, ("double", "single"), "precision")]
+    reweight, lambda_h, lambda_J, max_iter, tol, ftol, init_scale, dtype = _fit_options(
+        reweight, lambda_h, lambda_J, max_iter, tol, ftol, init_scale, precision)
     gen = as_generator(rng)
-    if init is not None and method != "factored":
-        raise ValueError("init applies to method='factored' only; leave it None for 'plm'")
-    origin = "random" if init is None else init
-    if isinstance(origin, str):
-        origin = _checks.choice(origin, INITS, "init")
-    else:
-        init_J, init_h = _init_arrays(origin, L, q)
-    Lq = L * q
+    origin, init_J, init_h = _start_option(init, method, L, q)
     factored = FactoredProblem if attention == "linear" else SoftmaxFactoredProblem
-    n_params = Lq + min(N, Lq) * Lq if method == "plm" else factored.parameter_count(L, q, heads)
-    _checks.allocation(8 * ((2 * MAXCOR + 8) * n_params + 6 * Lq * Lq + 4 * N * Lq),
-                       f"fit_potts(method={method!r}, heads={heads}) on N = {N} sequences of L = {L} "
-                       "columns")
-    _checks.work(max_iter * 10 * N * Lq * Lq, f"fit_potts(max_iter={max_iter}) on N = {N}, L = {L}")
+    _check_fit_cost(method, heads, factored, N, L, q, max_iter)
     w = np.ones(N) if reweight is None else _weights(msa.weights(identity=reweight), N,
                                                       name="msa.weights(identity=reweight)")
 
@@ -292,13 +261,103 @@ def fit_potts(
         x0, scale = np.zeros(problem.size), problem.scale
     else:
         problem = factored(data, heads, lambda_h, lambda_J, dtype=dtype)
-        if isinstance(origin, str) and origin == "random":
-            x0 = problem.init(gen, init_scale)
-        else:
-            if isinstance(origin, str):  # "mean-field"
-                init_J, init_h = couplings_from_frequencies(*weighted_frequencies(s, w, q)), np.zeros((L, q))
-            x0 = problem.from_couplings(init_J, init_h, gen=gen)
+        x0 = _factored_start(problem, origin, init_J, init_h, gen, init_scale, s, w, q)
         scale = None
+    res, n_double = _minimise(problem, x0, scale, dtype, max_iter=max_iter, tol=tol, ftol=ftol)
+    gnorm = float(np.max(np.abs(res.jac)))
+    h, W, factors, bound = _solution(problem, res.x, method, data, lambda_h, lambda_J)
+    J, fields = symmetric_zero_sum(W, h)
+    return PottsFit(
+        couplings=J, fields=fields, method=method, heads=heads if method == "factored" else None,
+        penalties={"lambda_h": lambda_h, "lambda_J": lambda_J}, reweight=reweight,
+        converged=bool(np.isfinite(gnorm) and gnorm <= tol), iterations=int(res.nit),
+        cpu_seconds=time.process_time() - start, gradient_norm=gnorm, objective=float(res.fun),
+        factors=factors, stop=res.stop, iterations_double=n_double, distance_bound=bound,
+        attention=attention if method == "factored" else None,
+    )
+
+
+# ---------------------------------------------------------------------- the steps of fit_potts
+def _model_options(method, attention, heads) -> tuple:
+    """``(method, attention, heads)`` of :func:`fit_potts`, checked: ``heads`` and ``attention``
+    belong to the factored model (``heads`` then defaults to :data:`DEFAULT_HEADS`)."""
+    method = _checks.choice(method, METHODS, "method")
+    attention = _checks.choice(attention, ATTENTIONS, "attention")
+    if method == "plm":
+        if heads is not None:
+            raise ValueError("heads applies to method='factored' only; leave it None for 'plm'")
+        if attention != "linear":
+            raise ValueError("attention applies to method='factored' only; leave it 'linear' for 'plm'")
+    else:
+        heads = DEFAULT_HEADS if heads is None else positive_int(heads, "heads")
+    return method, attention, heads
+
+
+def _alignment(msa) -> tuple[int, np.ndarray]:
+    """``(q, sequences)`` of the alignment given to :func:`fit_potts`, checked (at least 2 columns)."""
+    q = _alphabet_size(msa)
+    if not hasattr(msa, "sequences"):
+        raise TypeError(f"msa must be an MSA with .sequences, got {type(msa).__name__}")
+    s = check_sequences(msa.sequences, L=np.shape(msa.sequences)[-1], q=q, name="msa.sequences")
+    L = s.shape[1]
+    if L < 2:
+        raise ValueError(f"msa must have at least 2 columns, got L = {L}")
+    return q, s
+
+
+def _fit_options(reweight, lambda_h, lambda_J, max_iter, tol, ftol, init_scale, precision) -> tuple:
+    """The numerical options of :func:`fit_potts`, checked in this order, with ``precision`` as
+    its dtype."""
+    reweight = _identity(reweight)
+    lambda_h = nonnegative(lambda_h, "lambda_h")
+    lambda_J = nonnegative(lambda_J, "lambda_J")
+    max_iter = positive_int(max_iter, "max_iter")
+    tol = positive(tol, "tol")
+    ftol = None if ftol is None else positive(ftol, "ftol")
+    init_scale = positive(init_scale, "init_scale")
+    dtype = {"double": np.float64, "single": np.float32}[
+        _checks.choice(precision, ("double", "single"), "precision")]
+    return reweight, lambda_h, lambda_J, max_iter, tol, ftol, init_scale, dtype
+
+
+def _start_option(init, method: str, L: int, q: int) -> tuple:
+    """``(origin, init_J, init_h)``: the named start of :func:`fit_potts` (``origin`` in
+    :data:`INITS`, the arrays None), or the given couplings and fields (checked)."""
+    init_J = init_h = None
+    if init is not None and method != "factored":
+        raise ValueError("init applies to method='factored' only; leave it None for 'plm'")
+    origin = "random" if init is None else init
+    if isinstance(origin, str):
+        origin = _checks.choice(origin, INITS, "init")
+    else:
+        init_J, init_h = _init_arrays(origin, L, q)
+    return origin, init_J, init_h
+
+
+def _check_fit_cost(method: str, heads, factored, N: int, L: int, q: int, max_iter: int) -> None:
+    """Refuse a fit whose memory (the L-BFGS history, the blocks, the data products) or work is
+    out of reach, before any of it is spent."""
+    Lq = L * q
+    n_params = Lq + min(N, Lq) * Lq if method == "plm" else factored.parameter_count(L, q, heads)
+    _checks.allocation(8 * ((2 * MAXCOR + 8) * n_params + 6 * Lq * Lq + 4 * N * Lq),
+                       f"fit_potts(method={method!r}, heads={heads}) on N = {N} sequences of L = {L} "
+                       "columns")
+    _checks.work(max_iter * 10 * N * Lq * Lq, f"fit_potts(max_iter={max_iter}) on N = {N}, L = {L}")
+
+
+def _factored_start(problem, origin, init_J, init_h, gen, init_scale: float, s, w, q: int):
+    """Where L-BFGS starts the factored fit: the random start, or near the mean-field couplings
+    (zero fields), or near the given couplings and fields."""
+    if isinstance(origin, str) and origin == "random":
+        return problem.init(gen, init_scale)
+    if isinstance(origin, str):  # "mean-field"
+        init_J, init_h = couplings_from_frequencies(*weighted_frequencies(s, w, q)), np.zeros((s.shape[1], q))
+    return problem.from_couplings(init_J, init_h, gen=gen)
+
+
+def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol) -> tuple:
+    """``(result, iterations in double)``: L-BFGS from ``x0``; a single-precision run gets its
+    gradient in double, and is finished in double with the iterations left if it stopped short."""
     res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale)
     n_double = 0
     if dtype != np.float64:  # the reported gradient is in double; finish there if needed
@@ -311,26 +370,22 @@ def fit_potts(
                         scale=scale)
             n_double = int(res.nit)
             res.nit = first + n_double
-    gnorm = float(np.max(np.abs(res.jac)))
+    return res, n_double
+
+
+def _solution(problem, x, method: str, data, lambda_h: float, lambda_J: float) -> tuple:
+    """``(h, W, factors, distance bound)`` at the minimiser ``x``: the fields and asymmetric
+    blocks, the factored model's ``(A, V)`` (None for plm), plm's certificate (None otherwise)."""
     if method == "plm":
-        h, W = problem.unpack(res.x)
+        h, W = problem.unpack(x)
         factors = None
     else:
-        h, A, V = problem.factors(res.x)
+        h, A, V = problem.factors(x)
         W = problem.couplings(A, V)
         factors = (A, V)
     bound = (plm_certificate(data, h, W, lambda_h, lambda_J)["distance_bound"]
              if method == "plm" else None)
-    J, fields = symmetric_zero_sum(W, h)
-    return PottsFit(
-        couplings=J, fields=fields, method=method, heads=heads if method == "factored" else None,
-        penalties={"lambda_h": lambda_h, "lambda_J": lambda_J}, reweight=reweight,
-        converged=bool(np.isfinite(gnorm) and gnorm <= tol), iterations=int(res.nit),
-        cpu_seconds=time.process_time() - start, gradient_norm=gnorm, objective=float(res.fun),
-        factors=factors, stop=res.stop, iterations_double=n_double, distance_bound=bound,
-        attention=attention if method == "factored" else None,
-    )
-
+    return h, W, factors, bound
 
 def symmetric_zero_sum(W: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``J = zero_sum((W + W^T) / 2)`` and fields shifted so that the Potts energy is unchanged.

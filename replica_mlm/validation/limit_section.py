@@ -72,7 +72,7 @@ def _finite_size(quick: bool, rng: int, workers: int = 1) -> dict:
 def _peak(quick: bool) -> dict:
     import replica_mlm as rm
     from replica_mlm.theory.solve import solve_reduced
-    from replica_mlm.theory.solvers.root import alpha_derivative
+    from replica_mlm.theory.solvers.eg_slope import alpha_derivative
     from replica_mlm.theory.studies.phase import peak_alpha
 
     lim = rm.GaussianPotts.limit(shift=SHIFT)

@@ -3,7 +3,7 @@
 For every point of a sweep (Gaussian Potts size L, GOE instance, alpha on a grid dense around 1)
 it draws ``seeds`` independent training sets of ``n = round(alpha p)`` samples of masked site 0,
 trains ridge for every lam of {0, 1e-3, 1e-1, 1} (:func:`replica_mlm.simulate`: one Gram
-matrix per training set, see :func:`~replica_mlm.learners.simulate.ridge_path`), and compares the mean test
+matrix per training set, see :func:`~replica_mlm.learners.ridge_path.ridge_path`), and compares the mean test
 loss and its standard error with the replica prediction :func:`replica_mlm.solve` on the same
 instance at the realised ``n / p``.
 

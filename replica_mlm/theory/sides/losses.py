@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from replica_mlm._base import checks as _checks
+from replica_mlm.theory.sides import proximal
 
 if TYPE_CHECKING:  # pragma: no cover
     import sympy as sp
 
-EPS = np.finfo(float).eps
 #: names of :mod:`.symbolic` also reachable here (``losses.y``), imported on first use
 _SYMBOLIC = ("y", "z", "w", "V", "Softplus", "Sigmoid", "NUMERIC", "stable", "lambdify")
 
@@ -324,56 +324,8 @@ class Loss:
         d, d2w = self._d12(yv, wv)
         if check:
             check.refuse_curvature(self, yv, wv, d, d2w)
-        lo = np.where(d > 0, wv - vv * d, wv)
-        hi = np.where(d > 0, wv, wv - vv * d)
-        at_kink = np.zeros(yv.shape, dtype=bool)
-        z_kink = np.zeros(yv.shape)
-        for k in self.kink_points(yv):
-            ok = ~np.isnan(k)
-            kk = np.where(ok, k, 0.0)
-            left, right = self._one_sided(yv, kk)
-            g_left, g_right = (kk - wv) / vv + left, (kk - wv) / vv + right
-            # a genuine kink: loss' jumps by more than its smooth change over the probe, 2 h loss''
-            # (a candidate where loss' is continuous, e.g. Huber's, only bounds the bracket)
-            h = 1e-9 * np.maximum(1.0, np.abs(kk))
-            curv = np.abs(self.d2(yv, kk - h)) + np.abs(self.d2(yv, kk + h))
-            if check:
-                check.refuse_kinks(self, yv, kk, ok, left, right, h)
-            genuine = (right - left) > 100 * h * curv
-            hit = ok & genuine & (g_left <= 0) & (g_right >= 0) & (g_right > g_left)
-            at_kink |= hit
-            z_kink = np.where(hit, kk, z_kink)
-            lo = np.where(ok & (g_right < 0) & (kk > lo) & (kk < hi), kk, lo)
-            hi = np.where(ok & (g_left > 0) & (kk < hi) & (kk > lo), kk, hi)
-        with np.errstate(all="ignore"):
-            zv = wv - vv * d / (1.0 + vv * d2w)
-        zv = np.where(np.isfinite(zv) & (zv >= lo) & (zv <= hi), zv, 0.5 * (lo + hi))
-        done = at_kink | (lo == hi)
-        zv = np.where(lo == hi, lo, zv)
-        last_step = hi - lo
-        for _ in range(max_iter):
-            if done.all():
-                break
-            d1z, d2z = self._d12(yv, zv)
-            if check:
-                check.refuse_curvature(self, yv, zv, d1z, d2z)
-            g = (zv - wv) / vv + d1z
-            lo = np.where(g < 0, zv, lo)
-            hi = np.where(g > 0, zv, hi)
-            with np.errstate(all="ignore"):
-                new = zv - g / (1.0 / vv + d2z)
-            # Newton is kept only if it stays in the bracket and at least halves the step
-            # (rtsafe's rule: this stops cycling between two points on a sigmoid-shaped g)
-            bad = ~((new >= lo) & (new <= hi) & (np.abs(new - zv) <= 0.5 * np.abs(last_step)))
-            new = np.where(bad, 0.5 * (lo + hi), new)
-            tol = 4 * EPS * (np.abs(zv) + np.abs(wv) + vv * np.abs(g - (zv - wv) / vv)) + 1e-300
-            finished = (g == 0) | ((np.abs(new - zv) <= tol) & ~bad) | (hi - lo <= tol)
-            last_step = np.where(done, last_step, new - zv)
-            zv = np.where(done, zv, new)
-            done |= finished
-        else:
-            raise RuntimeError(f"proximal Newton did not converge in {max_iter} steps "
-                               f"({int((~done).sum())} nodes left)")
+        lo, hi, at_kink, z_kink = proximal.kink_bracket(self, yv, wv, vv, d, check)
+        zv = proximal.safeguarded_newton(self, yv, wv, vv, d, d2w, lo, hi, at_kink, check, max_iter)
         zv = np.where(at_kink, z_kink, zv)
         d1z, d2z = self._d12(yv, zv)
         if check:

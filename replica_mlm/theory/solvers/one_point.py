@@ -97,22 +97,15 @@ def _g_exact(spec, k, direct: bool, alpha: float, lam: float):
     return fns.newton(kappa=k, S_1c=_total(s1c), delta=1.0 - alpha, lam=lam)
 
 
-def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
-    """The start of Newton's method: the last table node with G >= 0 (bisection), else ``lo``.
+def _sign_tests(spec, direct: bool, alpha: float, lam: float) -> tuple:
+    """The sign tests of :func:`_start`'s bisection, sharing their state: ``(cheap, decided,
+    tangents, seen, slack)``.
 
-    The bisection visits the same nodes as :func:`.root._count_bisect` and sees the same sign at
-    each. A node's sign is decided, in this order, by (1) the tangents of G at the nodes evaluated
-    so far, (2) a cheap form of the needed sum, (3) the compiled sums (as the vectorised solver).
-    (1): G is convex and decreasing in kappa and concave and increasing in u = 1/kappa (b >= 0,
-    omega > 0), so at an evaluated node e, with ``D = lam/kappa_e + S_12(kappa_e)``
-    (``-kappa G'``), every kappa has ``G >= g_e - D (kappa/kappa_e - 1)`` (the tangent in kappa
-    lies below G) and ``G <= g_e + D (kappa_e/kappa - 1)`` (the tangent in u lies above G). Past
-    a margin of ``TRUST`` times the rounding bound ``SLACK (p + 8) eps`` of the size of their terms
-    (and of G's at the node), these bounds decide the sign of G as any evaluation would; after a
-    node or two near the root (one of them a Newton step, which lands left of it) the rest of the
-    bisection is decided without a sum.
+    ``cheap(k)`` evaluates G at k by the cheap form (keeping its tangent in ``tangents`` and its
+    value in ``seen``), ``decided(k)`` is G(k) >= 0 (True) or < 0 (False) where a kept tangent
+    clears the margin ``TRUST * slack``, else None; ``slack`` is the rounding bound
+    ``SLACK (p + 8) eps`` (relative to the size of G's terms).
     """
-    nodes = _table(lo, hi)
     w, b = spec.omega, spec.bulk
     bw = root._mode_products(spec)[0]  # b w
     # the cheap and the compiled sums of positive terms differ by at most ~(p + log2 p + 10) eps
@@ -156,6 +149,26 @@ def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
                     return False
         return None
 
+    return cheap, decided, tangents, seen, slack
+
+
+def _start(spec, lo, hi, direct: bool, alpha: float, lam: float):
+    """The start of Newton's method: the last table node with G >= 0 (bisection), else ``lo``.
+
+    The bisection visits the same nodes as :func:`.root._count_bisect` and sees the same sign at
+    each. A node's sign is decided, in this order, by (1) the tangents of G at the nodes evaluated
+    so far, (2) a cheap form of the needed sum, (3) the compiled sums (as the vectorised solver).
+    (1): G is convex and decreasing in kappa and concave and increasing in u = 1/kappa (b >= 0,
+    omega > 0), so at an evaluated node e, with ``D = lam/kappa_e + S_12(kappa_e)``
+    (``-kappa G'``), every kappa has ``G >= g_e - D (kappa/kappa_e - 1)`` (the tangent in kappa
+    lies below G) and ``G <= g_e + D (kappa_e/kappa - 1)`` (the tangent in u lies above G). Past
+    a margin of ``TRUST`` times the rounding bound ``SLACK (p + 8) eps`` of the size of their terms
+    (and of G's at the node), these bounds decide the sign of G as any evaluation would; after a
+    node or two near the root (one of them a Newton step, which lands left of it) the rest of the
+    bisection is decided without a sum.
+    """
+    nodes = _table(lo, hi)
+    cheap, decided, tangents, seen, slack = _sign_tests(spec, direct, alpha, lam)
     values = nodes.tolist()
     left, right = 0, len(values)
     while left < right:

@@ -28,7 +28,7 @@ import numpy as np
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.solvers.backend import NUMPY, Backend
 from replica_mlm.theory.solvers.point_residual import raw_residual_point
-from replica_mlm.theory.symbolic.compiled import SUM_NAMES, compiled
+from replica_mlm.theory.symbolic.compiled import SUM_NAMES
 
 #: elements of a (points x modes) block evaluated at once
 CHUNK = 1 << 16
@@ -250,6 +250,8 @@ def solve_reduced(spec, alpha, lam, *, backend: Backend = NUMPY,
 
 
 def _solve_reduced(spec, alpha, lam, backend: Backend, per_point: bool) -> dict[str, np.ndarray]:
+    """:func:`solve_reduced` inside its error state: the regimes, Newton's kappa where no exact
+    limit holds, the closed forms at kappa, then the residuals and the interpolation peak."""
     B = backend
     fns = B.fns
     alpha, lam = (B.array(x) for x in np.broadcast_arrays(np.asarray(alpha, dtype=B.dtype),
@@ -288,6 +290,22 @@ def _solve_reduced(spec, alpha, lam, backend: Backend, per_point: bool) -> dict[
         for name, value in _large_kappa(B, spec, alpha[large], lam[large]).items():
             out[name][large] = value
 
+    out["residual"] = _residuals(B, spec, alpha, lam, out, sums, free, large, peak)
+
+    out["test_loss"] = out["eg"] / 2  # the square loss is (y - z)^2 / 2; eg has no factor 1/2
+    out["estimation_error"] = estimation_error(spec, alpha, out["kappa"], out["eg"], backend=B)
+
+    if peak.any():  # alpha = 1, lam = 0: the exact limit
+        _peak_limit(B, spec, out, peak)
+    return out
+
+
+def _residuals(B: Backend, spec, alpha, lam, out: dict, sums: dict, free, large, peak) -> np.ndarray:
+    """Every point's residual for :func:`solve_reduced`: where V is finite, :func:`raw_residual`
+    of the six raw equations (on the :func:`_rescaled` solution if the backend rescales); where
+    V = inf (minimum norm), the relative violation of the V_hat equation in its exact form; 0 at
+    the peak."""
+    n = alpha.size
     residual = B.full(n, 0)
     checked = (lam > 0) | (alpha > 1.0)  # V finite: all six raw equations
     if checked.any():
@@ -302,21 +320,20 @@ def _solve_reduced(spec, alpha, lam, backend: Backend, per_point: bool) -> dict[
     if min_norm.any():  # V = inf: the V_hat equation V_hat(kappa) = 0, in its exact form
         a = alpha[min_norm]
         s = B.sums(spec, ["S_1", "S_1c"], out["kappa"][min_norm], CHUNK)
-        v = np.where(a < 0.5, B.call(fns.v_hat_direct, S_1=s["S_1"], alpha=a),
-                     B.call(fns.v_hat_of_kappa, S_1c=s["S_1c"], delta=1.0 - a))
+        v = np.where(a < 0.5, B.call(B.fns.v_hat_direct, S_1=s["S_1"], alpha=a),
+                     B.call(B.fns.v_hat_of_kappa, S_1c=s["S_1c"], delta=1.0 - a))
         residual[min_norm] = np.abs(v) / a
-    out["residual"] = residual
+    return residual
 
-    out["test_loss"] = out["eg"] / 2  # the square loss is (y - z)^2 / 2; eg has no factor 1/2
-    out["estimation_error"] = estimation_error(spec, alpha, out["kappa"], out["eg"], backend=B)
 
-    if peak.any():  # alpha = 1, lam = 0: the exact limit
-        for name, value in dict(eg=B.inf, train_loss=0.0, q=B.inf, V=B.inf, m_hat=0.0,
-                                q_hat=0.0, V_hat=0.0, kappa=0.0, residual=0.0, test_loss=B.inf,
-                                estimation_error=B.inf).items():
-            out[name][peak] = value
-        out["m"][peak] = spec.rho
-    return out
+def _peak_limit(B: Backend, spec, out: dict, peak) -> None:
+    """Write the exact limit at the interpolation peak (alpha = 1, lam = 0) into ``out`` where
+    ``peak``: eg = inf, m = rho, the hats 0."""
+    for name, value in dict(eg=B.inf, train_loss=0.0, q=B.inf, V=B.inf, m_hat=0.0,
+                            q_hat=0.0, V_hat=0.0, kappa=0.0, residual=0.0, test_loss=B.inf,
+                            estimation_error=B.inf).items():
+        out[name][peak] = value
+    out["m"][peak] = spec.rho
 
 
 def converged(out: dict, *, backend: Backend = NUMPY) -> np.ndarray:
@@ -377,42 +394,6 @@ def _rescaled(spec, alpha, lam, out, sums, free, large):
     for name, value in (("V_hat", v_hat_s), ("m_hat", v_hat_s), ("q_hat", q_hat_s), ("V", v_s)):
         x[name] = np.where(tiny, value, x[name])
     return x, scale
-
-
-def alpha_derivative(spec: Spectrum, alpha: np.ndarray, lam, kappa: np.ndarray,
-                     v_hat: np.ndarray | None = None) -> np.ndarray:
-    """d eg / d alpha along the saddle point at each alpha, given the solved ``kappa`` and ``V_hat``.
-
-    ``v_hat`` (the ``V_hat`` of :func:`solve_reduced`) is needed where kappa overflows; without
-    it, ``lam / kappa`` (lam > 0) or ``S_1c - delta`` (lam = 0) is used.
-
-    Implicit differentiation of G(kappa; alpha) = 0 (``potentials.reduce``), in the stable form
-    ``reduce().deg_dalpha_stable`` (finite for kappa in [0, inf]). Where kappa stays 0 (lam = 0,
-    alpha > 1) only the explicit derivative remains; at the interpolation peak (lam = 0,
-    alpha = 1) the derivative does not exist and NaN is returned there.
-    """
-    fns = compiled()
-    alpha, lam, kappa = (np.array(x, dtype=float) for x in np.broadcast_arrays(alpha, lam, kappa))
-    names = ("R", "S_1c", "S_2", "S_12", "kR_prime", "kS_2c_prime", "S_F")
-    sums = spectral_sums(spec, names, kappa.ravel())
-    sums = {k: v.reshape(alpha.shape) for k, v in sums.items()}
-    if v_hat is None:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v_hat = np.where(lam > 0, lam / kappa,
-                             np.maximum(fns.v_hat_of_kappa(sums["S_1c"], 1.0 - alpha), 0.0))
-    v_hat = np.broadcast_to(np.asarray(v_hat, dtype=float), alpha.shape)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # +-inf: true overflow
-        d = v_hat + sums["S_12"]
-        ratio = alpha / d
-        # the bracket B in the form whose terms are smaller (potentials._stable_forms)
-        far_terms = sums["S_2"] + ratio * sums["kS_2c_prime"]
-        peak_terms = d + ratio * (sums["S_F"] + np.abs(1.0 - alpha))
-        b_args = (alpha, 1.0 - alpha, v_hat, sums["S_2"], sums["S_12"], sums["kS_2c_prime"], sums["S_F"])
-        bracket = np.where(far_terms <= peak_terms, fns.deg_b["far"](*b_args),
-                           fns.deg_b["peak"](*b_args))
-        out = fns.deg_dalpha_stable(alpha, spec.noise, v_hat, sums["R"], sums["S_12"],
-                                    sums["kR_prime"], bracket)
-    return np.where((lam == 0.0) & (alpha == 1.0), np.nan, out)
 
 
 def raw_residual(spec: Spectrum, alpha, lam, x: dict, scale=1.0, *, backend: Backend = NUMPY,

@@ -14,7 +14,7 @@ from replica_mlm._base.progress import bar, shown
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory import routes
 from replica_mlm.theory.solve import SaddlePoint, solve_planned, solve_reduced
-from replica_mlm.theory.solvers.root import alpha_derivative
+from replica_mlm.theory.solvers.eg_slope import alpha_derivative
 from replica_mlm.theory.studies import brent
 
 #: default search interval of optimal_lambda
