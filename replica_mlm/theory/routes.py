@@ -32,6 +32,8 @@ from replica_mlm.tasks.gaussian_potts_limit import GaussianPottsLimit
 from replica_mlm.tasks.masked_site import MaskedSite
 from replica_mlm.tasks.protocol import MulticlassTask, spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
+from replica_mlm.theory.sides import channels, losses, penalties
+from replica_mlm.theory.sides.task_loss import default_loss
 
 #: the theories of a discrete site: Gaussian equivalence, or its Gaussian mixture
 THEORIES = ("gaussian", "mixture")
@@ -118,6 +120,8 @@ class Plan:
     def check_options(self, options: dict, *, without: tuple[str, ...] = ()) -> None:
         """ValueError for an option the route does not take (or one the entry point sets itself,
         ``without``), naming the route's options."""
+        if not options:
+            return
         allowed = [k for k in ROUTES[self.route].options if k not in without]
         unknown = sorted(k for k in options if k not in allowed)
         if unknown:
@@ -130,7 +134,6 @@ class Plan:
         if self.fast:
             return _checks.nonnegative(lam, "lam")
         if self.loss is not None and self.channel is not None:  # the pair's own message
-            from replica_mlm.theory.sides import channels
             channels.check_pair(self.loss, self.channel, lam=_checks.nonnegative(lam, "lam"), general=True)
         return _checks.positive(lam, "lam")
 
@@ -178,18 +181,15 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
         For an unknown theory, method, loss or channel, a pair the theory does not solve
         (:func:`~replica_mlm.theory.sides.channels.check_pair`), or a route ``entry`` does not serve.
     """
-    from replica_mlm.theory.sides import channels, losses, penalties
-    from replica_mlm.theory.sides.task_loss import default_loss
-
     mixture = _checks.choice(theory, THEORIES, "theory") == "mixture"
     shaped = penalties.resolve(penalty)  # TypeError for anything but None or a Penalty
-    if mixture or bayes or precision is not None or is_multiclass(task):
+    multiclass = is_multiclass(task)
+    if mixture or bayes or precision is not None or multiclass:
         where = ("theory='mixture'" if mixture else "the Bayes-optimal estimator" if bayes else
                  "precision=" if precision is not None else "a multi-class site")
         penalties.refuse(penalty, where)
     if method is not None and not (isinstance(method, str) and method in METHODS):
         raise ValueError(f"method must be one of {METHODS} (or None), got {method!r}")
-    multiclass = is_multiclass(task)
     if mixture and task is not None and getattr(task, "mixture", None) is None:
         raise ValueError(f"theory='mixture' needs a task with a Gaussian mixture (task.mixture, e.g. an "
                          f"Ising or Potts site of PottsModel.masked_site), got {type(task).__name__}")
