@@ -34,6 +34,7 @@ from replica_mlm.theory import routes
 from replica_mlm.theory.sides import bayes_sides, energetic
 from replica_mlm.theory.solvers import nishimori
 from replica_mlm.theory.studies import bayes_mixture
+from replica_mlm.theory.studies.curve import warm_started
 
 PRIORS = ("gaussian", "sk")
 #: per-point fields of a BayesOptimal stored as arrays in a BayesOptimalCurve
@@ -256,6 +257,18 @@ def _pack(point) -> np.ndarray:
     return nishimori.Problem.pack(point.q, point.V)
 
 
+def _starts(points: list[BayesOptimal], alpha: float) -> list:
+    """The warm starts of the Bayes-optimal curve: the unknowns extrapolated linearly in
+    ``log(q / V)`` from the last two points (continuing their step by at most twice), the last."""
+    starts = []
+    if len(points) >= 2:
+        p0, p1 = points[-2], points[-1]
+        t = (alpha - p1.alpha) / (p1.alpha - p0.alpha) if p1.alpha != p0.alpha else 0.0
+        if 0.0 < t <= 2.0:
+            starts.append(_pack(p1) + t * (_pack(p1) - _pack(p0)))
+    return starts + [_pack(p) for p in points[-1:]]
+
+
 def _point(spec, tau, prior, chan, order, alpha, start) -> BayesOptimal:
     if chan.labels == "real" and spec.noise == 0 and alpha > float(np.sum(spec.bulk[spec.teacher > 0])):
         # V -> V / alpha near V = 0: the fixed point is V = 0, on the boundary of the unknowns
@@ -288,25 +301,8 @@ def bayes_optimal_curve(task, *, alpha, prior: str = "gaussian", channel=None, b
         return BayesOptimalCurve(**cols, rho=points[0].rho, noise=0.0, tau=tau, prior=prior,
                                  channel="mixture")
     spec, tau, chan, order = _setup(task, prior, route.channel, beta, order)
-    points: list[BayesOptimal] = []
-    for a in alphas:
-        starts = []
-        if len(points) >= 2:
-            p0, p1 = points[-2], points[-1]
-            t = (a - p1.alpha) / (p1.alpha - p0.alpha) if p1.alpha != p0.alpha else 0.0
-            if 0.0 < t <= 2.0:
-                starts.append(_pack(p1) + t * (_pack(p1) - _pack(p0)))
-        if points:
-            starts.append(_pack(points[-1]))
-        starts.append(None)
-        for k, start in enumerate(starts):
-            try:
-                pt = _point(spec, tau, prior, chan, order, float(a), start)
-                break
-            except ConvergenceError:
-                if k == len(starts) - 1:
-                    raise
-        points.append(pt)
+    points = warm_started(alphas, lambda a, start: _point(spec, tau, prior, chan, order, a, start),
+                          starts=_starts)
     cols = {c: np.array([getattr(p, c) for p in points]) for c in COLUMNS}
     return BayesOptimalCurve(**cols, rho=spec.rho, noise=spec.noise, tau=tau, prior=prior, channel=chan.name,
                              converged=all(p.converged for p in points))

@@ -234,33 +234,43 @@ def _curve(route, task, alphas: np.ndarray, lam: float, progress, options: dict)
     if route.route == "iterate":
         return LearningCurve.from_points([solve_planned(route, task, float(a), lam, **options)
                                           for a in alphas])
-    points = _warm_started(alphas, lambda a, start: solve_planned(route, task, a, lam, init=start, **options),
-                           progress=progress, desc=f"learning curve at lam = {lam:g}",
-                           extrapolate=not route.route.endswith("multiclass"))
+    points = warm_started(alphas, lambda a, start: solve_planned(route, task, a, lam, init=start, **options),
+                          starts=_last_point if route.route.endswith("multiclass") else scalar_starts,
+                          progress=progress, desc=f"learning curve at lam = {lam:g}")
     if route.route.endswith("multiclass"):
         return MulticlassCurve.from_points(points)
     return LearningCurve.from_points(points)
 
 
-def _warm_started(alphas: np.ndarray, solve_at, *, progress=False, desc: str = "",
-                  extrapolate: bool = True) -> list:
-    """The points ``solve_at(alpha, init)`` over ``alphas``, each started in turn from the
-    extrapolation of the last two points (``extrapolate``: scalar order parameters), the last
-    point, then cold (``init=None``); the ConvergenceError of the last start is raised."""
+def warm_started(alphas: np.ndarray, solve_at, *, starts=None, progress=False, desc: str = "") -> list:
+    """The points ``solve_at(alpha, init)`` over ``alphas``, each tried from the warm starts
+    ``starts(points, alpha)`` in turn (default :func:`scalar_starts`), then cold (``init=None``);
+    the ConvergenceError of the last start is raised. The one warm-start loop of the curves
+    (:func:`learning_curve`, :func:`.bayes_optimal.bayes_optimal_curve`)."""
+    starts = scalar_starts if starts is None else starts
     points: list = []
     for a in bar(alphas, progress=progress, desc=desc, unit="alpha"):
-        starts = [_extrapolated(points, float(a))] if extrapolate else []
-        starts += [points[-1] if points else None, None]
-        starts = [x for i, x in enumerate(starts) if all(x is not y for y in starts[:i])]
-        for k, start in enumerate(starts):
+        tries = [*starts(points, float(a)), None]
+        tries = [x for i, x in enumerate(tries) if all(x is not y for y in tries[:i])]
+        for k, start in enumerate(tries):
             try:
                 pt = solve_at(float(a), start)
                 break
             except ConvergenceError:
-                if k == len(starts) - 1:
+                if k == len(tries) - 1:
                     raise
         points.append(pt)
     return points
+
+
+def scalar_starts(points: list[SaddlePoint], alpha: float) -> list:
+    """The warm starts of a scalar route: the extrapolation of the last two points, the last point."""
+    return [_extrapolated(points, alpha), points[-1] if points else None]
+
+
+def _last_point(points: list, alpha: float) -> list:
+    """The warm start of a K x K route: the last point."""
+    return points[-1:]
 
 
 def _extrapolated(points: list[SaddlePoint], alpha: float) -> SaddlePoint | None:
