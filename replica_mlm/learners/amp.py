@@ -179,9 +179,9 @@ def amp(X, y, *, site, prior: str = "gaussian", beta: float | None = None, chann
             converged = True
             break
     t = len(qs)
-    problem = nishimori.Problem(spec, n / p, chan)
-    se = nishimori.evolution(problem, t)[1:]
-    fixed = nishimori.solve_point(nishimori.Problem(spec, n / p, chan))["q"]
+    sides = bayes_sides.BayesChannel(chan, spec.noise), bayes_sides.BayesPrior(spec)
+    se = nishimori.evolution(nishimori.Problem(*sides, n / p), t)[1:]
+    fixed = nishimori.solve_point(nishimori.Problem(*sides, n / p))["q"]
     w_hat = u @ (x_hat / np.sqrt(omega) / math.sqrt(p))
     return w_hat, AmpInfo(iterations=t, converged=converged, residual=change, q=np.array(qs),
                           m=None if x_star is None else np.array(ms),

@@ -17,6 +17,7 @@ log Z`` (nats; for real labels the differential entropy of ``N(mu, Var(y | mu))`
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -135,3 +136,42 @@ def log_likelihood(channel: Channel):
         return np.broadcast_to(lp, np.shape(nuv)), np.broadcast_to(dlp, np.shape(nuv))
 
     return evaluate
+
+
+@dataclass(frozen=True, eq=False)
+class BayesChannel:
+    """The channel side of the Bayes-optimal saddle point (:class:`.interfaces.BayesChannelSide`):
+    on the Nishimori line the overlaps are ``q`` (``m = q``) and ``V = rho - q``, one conjugate."""
+
+    channel: Channel
+    noise: float
+    order: int = energetic.ORDER
+
+    @property
+    def name(self) -> str:
+        return self.channel.name
+
+    def hat(self, alpha: float, q: float, V: float) -> float:
+        """``q_hat`` at ``(q, V)`` (:func:`channel_hat`)."""
+        return channel_hat(self.channel, alpha=alpha, q=q, V=V, noise=self.noise, order=self.order)
+
+    def error(self, q: float, V: float) -> float:
+        return error(self.channel, q=q, V=V, noise=self.noise, order=self.order)
+
+    def test_loss(self, q: float, V: float) -> float:
+        return test_loss(self.channel, q=q, V=V, noise=self.noise, order=self.order)
+
+
+@dataclass(frozen=True, eq=False)
+class BayesPrior:
+    """The prior side of the Bayes-optimal saddle point (:class:`.interfaces.BayesPriorSide`): the
+    Gaussian prior's modes ``spec`` (:func:`gaussian_prior`)."""
+
+    spec: Spectrum
+
+    def overlaps(self, q_hat: float) -> tuple[float, float]:
+        """``(q, V)`` at ``q_hat`` (:func:`prior_side`)."""
+        return prior_side(self.spec, q_hat)
+
+    def estimation_error(self, q_hat: float) -> float:
+        return estimation_error(self.spec, q_hat)

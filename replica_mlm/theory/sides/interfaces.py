@@ -12,8 +12,10 @@ and their conjugates:
 
 A problem (:class:`replica_mlm.theory.solvers.engine.Problem` for scalar overlaps,
 :class:`replica_mlm.theory.solvers.multiclass.MatrixProblem` for K x K ones) composes one of each
-with the packing of the unknowns, on the one fixed-point driver (:mod:`.fixed_point`). A new theory
-variant is a new side: one class with these methods, in one file.
+with the packing of the unknowns, on the one fixed-point driver (:mod:`.fixed_point`); the
+Bayes-optimal fixed point (:class:`replica_mlm.theory.solvers.nishimori.Problem`) composes a
+:class:`BayesChannelSide` and a :class:`BayesPriorSide` on one unknown. A new theory variant is a
+new side: one class with these methods, in one file.
 
 Scalar overlaps ``(V, q, m)``; K x K overlaps ``(V, Q, M)`` with the same meaning per output.
 """
@@ -92,3 +94,31 @@ class MatrixPriorSide(Protocol):
 
     def estimation_error(self, h: dict) -> float:
         """``E |W - W*|_F^2`` at the hats ``h``."""
+
+
+@runtime_checkable
+class BayesChannelSide(Protocol):
+    """The channel side of the Bayes-optimal saddle point, on the Nishimori line (``m = q``,
+    ``V = rho - q``): one conjugate."""
+
+    def hat(self, alpha: float, q: float, V: float) -> float:
+        """``q_hat`` at ``(q, V)``."""
+
+    def error(self, q: float, V: float) -> float:
+        """The channel's natural test error of the posterior mean."""
+
+    def test_loss(self, q: float, V: float) -> float:
+        """The predictive log-loss."""
+
+
+@runtime_checkable
+class BayesPriorSide(Protocol):
+    """The prior side of the Bayes-optimal saddle point."""
+
+    spec: object
+
+    def overlaps(self, q_hat: float) -> tuple[float, float]:
+        """``(q, V)`` at ``q_hat``."""
+
+    def estimation_error(self, q_hat: float) -> float:
+        """The minimum mean squared error of the teacher."""

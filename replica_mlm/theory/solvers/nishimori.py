@@ -17,9 +17,6 @@ import math
 import numpy as np
 
 from replica_mlm._base.errors import ConvergenceError
-from replica_mlm.tasks.spectrum import Spectrum
-from replica_mlm.theory.sides import bayes_sides, energetic
-from replica_mlm.theory.sides.channels import Channel
 from replica_mlm.theory.solvers import fixed_point
 
 #: residual required for converged=True
@@ -31,11 +28,12 @@ COLD_Q_HAT = 1e-8
 
 
 class Problem:
-    """The fixed-point map of one (prior spectrum, alpha, channel) point."""
+    """The fixed-point map of one point: a Bayes channel side and a Bayes prior side composed at
+    ``alpha`` (:class:`.bayes_sides.BayesChannel`, :class:`.bayes_sides.BayesPrior`)."""
 
-    def __init__(self, prior: Spectrum, alpha: float, channel: Channel, *, order: int = energetic.ORDER):
-        self.prior, self.alpha, self.channel, self.order = prior, float(alpha), channel, order
-        self.rho, self.noise = prior.rho, prior.noise
+    def __init__(self, channel_side, prior_side, alpha: float):
+        self.channel_side, self.prior_side, self.alpha = channel_side, prior_side, float(alpha)
+        self.rho = prior_side.spec.rho
         self.evaluations = 0
 
     def unpack(self, x) -> tuple[float, float]:
@@ -49,8 +47,7 @@ class Problem:
 
     def q_hat(self, q: float, V: float) -> float:
         self.evaluations += 1
-        return bayes_sides.channel_hat(self.channel, alpha=self.alpha, q=q, V=V, noise=self.noise,
-                                       order=self.order)
+        return self.channel_side.hat(self.alpha, q, V)
 
     def image(self, x) -> np.ndarray:
         q, V = self.unpack(x)
@@ -59,15 +56,15 @@ class Problem:
         qh = self.q_hat(q, V)
         if not (math.isfinite(qh) and qh >= 0):
             raise FloatingPointError(f"q_hat = {qh} at q = {q:.3g}")
-        return self.pack(*bayes_sides.prior_side(self.prior, qh))
+        return self.pack(*self.prior_side.overlaps(qh))
 
     def start(self) -> np.ndarray:
-        return self.pack(*bayes_sides.prior_side(self.prior, COLD_Q_HAT * self.alpha))
+        return self.pack(*self.prior_side.overlaps(COLD_Q_HAT * self.alpha))
 
     def residual(self, x) -> tuple[float, dict]:
         q, V = self.unpack(x)
         qh = self.q_hat(q, V)
-        q2, V2 = bayes_sides.prior_side(self.prior, qh)
+        q2, V2 = self.prior_side.overlaps(qh)
         res = max(abs(q - q2) / max(q, q2), abs(V - V2) / max(V, V2))
         return res, {"q": q, "V": V, "q_hat": qh}
 
@@ -88,12 +85,11 @@ def solve_point(problem: Problem, *, init=None, tol: float = TOL, max_evaluation
                                residual=failure.residual, iterations=problem.evaluations) from None
     point = found.point
     q, V, qh = point["q"], point["V"], point["q_hat"]
-    args = dict(q=q, V=V, noise=problem.noise, order=problem.order)
     return {
         "q": q, "m": q, "V": V, "q_hat": qh,
-        "eg": bayes_sides.error(problem.channel, **args),
-        "test_loss": bayes_sides.test_loss(problem.channel, **args),
-        "estimation_error": bayes_sides.estimation_error(problem.prior, qh),
+        "eg": problem.channel_side.error(q, V),
+        "test_loss": problem.channel_side.test_loss(q, V),
+        "estimation_error": problem.prior_side.estimation_error(qh),
         "residual": found.residual, "iterations": problem.evaluations, "packed": found.x,
     }
 
@@ -108,8 +104,7 @@ def evolution(problem: Problem, steps: int) -> np.ndarray:
     qs = [0.0]
     q, V = 0.0, problem.rho
     for _ in range(steps):
-        qh = bayes_sides.channel_hat(problem.channel, alpha=problem.alpha, q=q, V=V,
-                                     noise=problem.noise, order=problem.order)
-        q, V = bayes_sides.prior_side(problem.prior, qh)
+        qh = problem.channel_side.hat(problem.alpha, q, V)
+        q, V = problem.prior_side.overlaps(qh)
         qs.append(q)
     return np.array(qs)

@@ -275,7 +275,8 @@ def _point(spec, tau, prior, chan, order, alpha, start) -> BayesOptimal:
         raise ValueError(f"the {chan.name} channel without label noise at alpha = {alpha:g} > 1 recovers the "
                          "teacher exactly (eg = 0, V = 0, an infinite predictive log-density): give the "
                          "task some label noise, or take alpha <= 1")
-    problem = nishimori.Problem(spec, alpha, chan, order=order)
+    sides = bayes_sides.BayesChannel(chan, spec.noise, order), bayes_sides.BayesPrior(spec)
+    problem = nishimori.Problem(*sides, alpha)
     out = nishimori.solve_point(problem, init=start)
     return BayesOptimal(
         alpha=float(alpha), eg=out["eg"], test_loss=out["test_loss"],
