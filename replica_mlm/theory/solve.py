@@ -35,7 +35,6 @@ from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory import routes
 from replica_mlm.theory.sides import penalties, prior
 from replica_mlm.theory.solvers import fixed_point, one_point, precise, root
-from replica_mlm.theory.solvers.packing import pack as packing_pack
 from replica_mlm.theory.symbolic.compiled import compiled
 
 #: the keywords ``**options`` of :func:`solve` passes on: every route's options (:data:`.routes.ROUTES`)
@@ -246,23 +245,33 @@ def solve_planned(route: routes.Plan, task, alpha: float, lam: float, *, precisi
 
 
 def _solve_mixture(task, alpha: float, lam: float, loss_obj, *, init=None, order: int | None = None):
-    """The route ``"mixture"``: the two-cluster mixture theory (:mod:`.mixture_engine`)."""
-    from replica_mlm.theory.solvers import engine, mixture_engine
-    order = 16 if order is None else _checks.positive_int(order, "order")
+    """The route ``"mixture"``: the two-cluster mixture's sides on the engine (:mod:`.mixture_engine`)."""
+    from replica_mlm.theory.solvers import mixture_engine
+    theory = mixture_engine.MixtureTheory(task.mixture)
+    order = 16 if order is None else order  # None: the default, as the route's options say
+    problem = mixture_engine.mixture_problem(theory, alpha, lam, loss_obj, order=order)
+    if init is not None and isinstance(init, SaddlePoint) and not init.rho > 0:
+        init = None  # no overlap ratio to start from
+    out = _engine_point(problem, init, f"mixture theory at alpha={alpha}, lam={lam}, loss={loss_obj.name}")
+    return _result(theory.spectrum, alpha, lam, out, method="general", loss=loss_obj.name, channel="mixture",
+                   message=f"mixture theory (general engine, {out['iterations']} channel-side evaluations)")
+
+
+def _engine_point(problem, init, failure: str) -> dict:
+    """:func:`.engine.solve_point` of ``problem`` from the SaddlePoint ``init`` (None: cold); its
+    failure a :class:`ConvergenceError` whose message starts with ``failure``."""
+    from replica_mlm.theory.solvers import engine
     start = None
     if init is not None:
         if not isinstance(init, SaddlePoint):
             raise TypeError(f"init must be a SaddlePoint, got {type(init).__name__}")
-        if all(math.isfinite(x) and x > 0 for x in (init.V, init.q)) and init.rho > 0:
-            start = np.array(packing_pack(init.V, init.q, init.m, init.rho))
-    theory = mixture_engine.MixtureTheory(task.mixture)
+        if all(math.isfinite(x) and x > 0 for x in (init.V, init.q)):
+            start = problem.pack(init.V, init.q, init.m)
     try:
-        out = mixture_engine.solve_point(theory, alpha, lam, loss_obj, init=start, order=order)
+        return engine.solve_point(problem, init=start)
     except engine.EngineFailure as exc:
-        raise ConvergenceError(f"mixture theory at alpha={alpha}, lam={lam}, loss={loss_obj.name}: {exc}",
-                               last=exc.last, residual=exc.residual, iterations=exc.iterations) from None
-    return _result(theory.spectrum, alpha, lam, out, method="general", loss=loss_obj.name, channel="mixture",
-                   message=f"mixture theory (general engine, {out['iterations']} channel-side evaluations)")
+        raise ConvergenceError(f"{failure}: {exc}", last=exc.last, residual=exc.residual,
+                               iterations=exc.iterations) from None
 
 
 def _solve_precise(task, spec: Spectrum, alpha: float, lam: float, precision, **options) -> SaddlePoint:
@@ -291,18 +300,8 @@ def solve_general(spec: Spectrum, alpha: float, lam: float, loss, channel, *, in
     """The general engine (:mod:`.engine`) at one point; ``init`` a SaddlePoint to start from."""
     from replica_mlm.theory.solvers import engine
     problem = engine.gaussian_problem(spec, alpha, lam, loss, channel, order=order)
-    start = None
-    if init is not None:
-        if not isinstance(init, SaddlePoint):
-            raise TypeError(f"init must be a SaddlePoint, got {type(init).__name__}")
-        if all(math.isfinite(x) and x > 0 for x in (init.V, init.q)):
-            start = problem.pack(init.V, init.q, init.m)
-    try:
-        out = engine.solve_point(problem, init=start)
-    except engine.EngineFailure as exc:
-        raise ConvergenceError(f"general engine at alpha={alpha}, lam={lam}, loss={loss.name}, "
-                               f"channel={channel.name}: {exc}", last=exc.last, residual=exc.residual,
-                               iterations=exc.iterations) from None
+    out = _engine_point(problem, init, f"general engine at alpha={alpha}, lam={lam}, loss={loss.name}, "
+                                       f"channel={channel.name}")
     return _result(spec, alpha, lam, out, method="general", loss=loss.name, channel=channel.name,
                    message=f"general engine (hybr on log V, log q, artanh m/sqrt(q rho); "
                    f"{out['iterations']} channel-side evaluations)")

@@ -41,17 +41,14 @@ class MixtureTheory:
         self.spectrum = Spectrum(omega=omega, bulk=np.full(self.p, 1.0 / self.p), teacher=theta**2, noise=0.0)
 
 
-def solve_point(mixture, alpha: float, lam: float, loss: Loss, *, init=None,
-                order: int = energetic.ORDER) -> dict:
-    """Solve one point (``init``: packed unknowns to start from, or None); :class:`.engine.EngineFailure`
-    if the residual stays above :data:`.engine.TOL`. The problem is :class:`.engine.Problem` with
-    the mixture's two sides (:class:`.mixture_side.MixtureClusters`, :class:`.mixture_side.MixturePrior`)."""
+def mixture_problem(mixture, alpha: float, lam: float, loss: Loss, *, order: int = energetic.ORDER
+                    ) -> engine.Problem:
+    """The problem of one point: :class:`.engine.Problem` with the mixture's two sides
+    (:class:`.mixture_side.MixtureClusters`, :class:`.mixture_side.MixturePrior`), solved by
+    :func:`.engine.solve_point`."""
     th = mixture if isinstance(mixture, MixtureTheory) else MixtureTheory(mixture)
     if lam <= 0:
         raise ValueError(f"the mixture theory needs lam > 0 (as the general engine), got lam = {lam}")
     side = mixture_side.MixtureClusters(loss, th.weights, order=engine.check_order(order))
     ridge = mixture_side.MixturePrior(th.spectrum, float(lam), th.omega, th.mu_modes, th.target_modes, th.p)
-    problem = engine.Problem(side, ridge, alpha)
-    out = engine.solve_point(problem, init=init)
-    out["rho"] = problem.rho
-    return out
+    return engine.Problem(side, ridge, alpha)
