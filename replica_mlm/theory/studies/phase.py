@@ -433,9 +433,7 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
     optimal = _checks.flag(optimal, "optimal")
     progress = _checks.flag(progress, "progress")
     alphas = increasing_grid(alpha, "alpha")
-    lams = increasing_grid(lam, "lam")
-    for lm in lams:
-        kind.route.check_lam(float(lm))
+    lams = increasing_grid(lam, "lam")  # > 0: every route of a diagram takes it
     if kind.fast:
         eg, et, slope = _grid(spec, alphas, lams[:, None])
     else:
