@@ -15,9 +15,9 @@ shift 3, seed 0), eigendecomposition and compiled equations loaded before timing
 times one call of each contender back to back (``--rounds`` rounds, median CPU time per call);
 one BLAS thread (``OMP_NUM_THREADS=1``). Printed: the times, their ratio (target: one point within 3x,
 the curve no slower than 18 ms) and the largest relative difference in eg. For each point also the
-vectorised reduced solver alone on an array of that one point (``root.solve_reduced(spec,
-np.array([alpha]), lam)``, what ``rm.solve`` would cost without its scalar path,
-theory/solvers/one_point.py), and its ratio to the closed form.
+reduced solver alone on an array of that one point (``root.solve_reduced(spec, np.array([alpha]),
+lam)``, which solves one point on numbers, ``root.solve_point``), and its ratio to the closed form;
+``bench_one_point.py`` times the point alone against the same closed form.
 
 Run:  OMP_NUM_THREADS=1 python benchmarks/bench_overhead.py [--rounds 300]
 """

@@ -1588,7 +1588,7 @@ def test_the_one_driver_gives_the_multiclass_numbers(alpha):
 
 @pytest.mark.parametrize("alpha,lam,damping", [(0.5, 0.1, 0.5), (2.0, 0.01, 0.3), (1.0, 1e-3, 0.7)])
 def test_the_one_driver_gives_the_damped_iterations_numbers(alpha, lam, damping):
-    from replica_mlm.theory.solvers import root
+    from replica_mlm.theory.solvers import residual, root
     from replica_mlm.theory.symbolic.compiled import compiled
 
     site = rm.GaussianPotts.random(40, shift=3.0, seed=1).masked_site(0)
@@ -1608,7 +1608,7 @@ def test_the_one_driver_gives_the_damped_iterations_numbers(alpha, lam, damping)
             hat_args = (alpha, x["V"], x["q"], x["m"], spec.rho, spec.noise)
             out = {name: f(*hat_args) for name, f in fns.hat.items()}
             out.update(x)
-            if root.raw_residual(spec, alpha, lam, out) <= max(tol, root.RESIDUAL_TOL):
+            if residual.raw_residual(spec, alpha, lam, out) <= max(tol, root.RESIDUAL_TOL):
                 steps = it
                 break
     with _driver_used():

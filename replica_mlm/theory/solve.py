@@ -34,7 +34,8 @@ from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory import routes
 from replica_mlm.theory.sides import penalties, prior
-from replica_mlm.theory.solvers import fixed_point, one_point, precise, root
+from replica_mlm.theory.solvers import fixed_point, precise, root
+from replica_mlm.theory.solvers.residual import raw_residual
 from replica_mlm.theory.symbolic.compiled import compiled
 
 #: the keywords ``**options`` of :func:`solve` passes on: every route's options (:data:`.routes.ROUTES`)
@@ -356,7 +357,7 @@ def root_message(alpha: float, lam: float, regime: int = root.NEWTON) -> str:
 
 def _solve_root(spec: Spectrum, alpha: float, lam: float) -> SaddlePoint:
     """The route ``"root"``: the reduced scalar equation (:mod:`.root`); no options."""
-    found = one_point.solve_point(spec, alpha, lam)  # the common case, on scalars (same bits)
+    found = root.solve_point(spec, alpha, lam)  # the common case, on numbers (the same bits)
     if found is not None:
         return _result(spec, alpha, lam, found, method="root", message=root_message(alpha, lam))
     out = solve_reduced(spec, np.array([alpha]), lam)
@@ -407,7 +408,7 @@ def _solve_iterate(
         out["test_loss"] = out["eg"] / 2  # the loss (y - z)^2 / 2
         out["estimation_error"] = prior.estimation_error(spec, lam, out["V_hat"], out["q_hat"],
                                                          out["m_hat"])
-        out["residual"] = root.raw_residual(spec, alpha, lam, out)
+        out["residual"] = raw_residual(spec, alpha, lam, out)
         return out["residual"], out
 
     try:  # steps below tol with the raw equations not yet satisfied iterate on

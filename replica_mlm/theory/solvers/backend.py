@@ -56,6 +56,16 @@ def ratios(spec, k: float) -> tuple[np.ndarray, np.ndarray]:
     return ratios_at(k, spec.omega, low, top, ascending=ascending)
 
 
+def pick(cond: np.ndarray, fn, other, *arrays: np.ndarray) -> np.ndarray:
+    """``fn(*arrays)`` where ``cond``, ``other`` elsewhere, with ``fn`` evaluated only where
+    ``cond`` holds (an mpmath division by zero raises where numpy would return inf)."""
+    out = np.array(np.broadcast_to(other, cond.shape), dtype=arrays[0].dtype)
+    if cond.any():
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out[cond] = fn(*(a[cond] for a in arrays))
+    return out
+
+
 @dataclass(frozen=True)
 class Backend:
     """Numbers and constants of one precision (see the module docstring).
