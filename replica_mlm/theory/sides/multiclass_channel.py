@@ -308,11 +308,6 @@ def rule_for(K: int, integration: str, *, order: int, seed: int) -> Rule:
     return sobol_rule(K, order, seed)
 
 
-def nodes_count(rule: Rule) -> int:
-    """Outer nodes times inner nodes per outer node: the size of the rule."""
-    return rule.xi.shape[0] * rule.eta.shape[1]
-
-
 def _cold_hats(alpha: float, rho) -> dict:
     """The hats of the cold start: those of the square loss's size."""
     K = rho.shape[0]
