@@ -176,7 +176,8 @@ class PottsModel(PottsSampler):
         J = np.triu(gen.standard_normal((L, L)) / math.sqrt(L), 1)
         return cls.ising(couplings=J + J.T, beta=beta)
 
-    def masked_site(self, i: int, rng: RngLike = 0, *, samples: int = 20000, progress: bool | None = None):
+    def masked_site(self, i: int, rng: RngLike = 0, *, samples: int = 20000, progress: bool | None = None,
+                    neighbours=None):
         """Site ``i`` of an Ising model as a :class:`MaskedSite` with the logit channel; for
         q > 2 colours a :class:`~replica_mlm.tasks.potts_site.PottsSite` (softmax channel,
         covariance of the reduced one-hot colours, exact when ``q**L <= 2**22``).
@@ -187,7 +188,10 @@ class PottsModel(PottsSampler):
         and ``samples`` are checked also where the enumeration leaves them unused. For the
         covariance with its standard error and batch estimates, use
         :func:`replica_mlm.tasks.ising_site.spin_covariance`. ``progress``: a bar on stderr while
-        the sampler draws (None: only when stderr is a terminal).
+        the sampler draws (None: only when stderr is a terminal). ``neighbours``: the sites the local
+        theory treats exactly (``theory="local"``; ``task.neighbourhood``): None for the documented
+        rule on the couplings (:func:`replica_mlm.tasks.neighbourhood.neighbourhood`), a count of the
+        most strongly coupled sites, or a list of sites.
         """
         from replica_mlm.tasks.ising_site import ising_site, require_ising, spin_covariance
 
@@ -195,10 +199,12 @@ class PottsModel(PottsSampler):
             from replica_mlm.tasks.potts_site import colour_covariance, potts_site
 
             i = _checks.site_index(i, self.L)
-            return potts_site(self, i, colour_covariance(self, samples=samples, rng=rng, progress=progress))
+            return potts_site(self, i, colour_covariance(self, samples=samples, rng=rng, progress=progress),
+                              neighbours=neighbours)
         require_ising(self, "masked_site")
         i = _checks.site_index(i, self.L)
-        return ising_site(self, i, spin_covariance(self, samples=samples, rng=rng, progress=progress))
+        return ising_site(self, i, spin_covariance(self, samples=samples, rng=rng, progress=progress),
+                          neighbours=neighbours)
 
     def with_beta(self, beta: float) -> PottsModel:
         """The same couplings and colours at inverse temperature ``beta``."""

@@ -24,6 +24,7 @@ import numpy as np
 
 from replica_mlm._base import checks as _checks
 from replica_mlm._base.checks import site_index
+from replica_mlm.tasks.local_site import DiscreteSite
 from replica_mlm.tasks.masked_site import MaskedSite
 from replica_mlm.tasks.mixture import GaussianMixture, mixture_from_samples
 
@@ -148,13 +149,24 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
                           batches=batch_cov, sequences=np.asarray(seqs, dtype=np.int8))
 
 
-class IsingSite(MaskedSite):
+class IsingSite(DiscreteSite, MaskedSite):
     """An Ising site: a :class:`MaskedSite` with the logit channel that also carries its Gaussian
-    mixture (:attr:`mixture`, docs/discrete.md, section "The site as a Gaussian mixture")."""
+    mixture (:attr:`mixture`, docs/discrete.md, section "The site as a Gaussian mixture"), its
+    neighbourhood, local data model and validity checks (:class:`.local_site.DiscreteSite`)."""
 
-    def __init__(self, *, model, site: int, spin_cov: SpinCovariance, **kwargs) -> None:
+    def __init__(self, *, model, site: int, spin_cov: SpinCovariance, neighbours=None, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._model, self._site, self._spin_cov = model, site, spin_cov
+        self._spin_cov = self._moments = spin_cov
+        self._set_site(model, site, neighbours)
+
+    def _inputs(self, seqs: np.ndarray, prob) -> np.ndarray:
+        """The other spins ``s_-i`` of each sequence (their mean is zero by the spin-flip symmetry)."""
+        return spins(seqs)[:, np.arange(self._model.L) != self._site]
+
+    def _gaussian_bayes_error(self) -> float:
+        from replica_mlm.tasks.bayes_error import channel_error
+
+        return channel_error(np.zeros(1), np.array([[self.rho]]), SPINS[:, None] / 2)
 
     @cached_property
     def mixture(self) -> GaussianMixture:
@@ -177,7 +189,7 @@ class IsingSite(MaskedSite):
                                     probabilities=prob)
 
 
-def ising_site(model, i: int, covariance: SpinCovariance) -> IsingSite:
+def ising_site(model, i: int, covariance: SpinCovariance, *, neighbours=None) -> IsingSite:
     """Site ``i`` of an Ising model as a :class:`MaskedSite` with the logit channel.
 
     ``Sigma = Cov(s_-i)`` (rows and columns ``-i`` of the spin covariance), teacher
@@ -190,7 +202,7 @@ def ising_site(model, i: int, covariance: SpinCovariance) -> IsingSite:
     sigma = covariance.covariance[np.ix_(keep, keep)]
     teacher = 2.0 * model.beta * model.couplings[i, keep]
     return IsingSite(covariance=sigma, teacher=teacher, noise=0.0, channel="logit", model=model, site=i,
-                     spin_cov=covariance)
+                     spin_cov=covariance, neighbours=neighbours)
 
 
 def equilibrium_sample(model, samples: int, rng, *, what: str, progress: bool | None = None):

@@ -33,6 +33,7 @@ from functools import cached_property
 import numpy as np
 
 from replica_mlm._base import checks as _checks
+from replica_mlm.tasks.local_site import DiscreteSite
 
 #: largest number of sequences ``q**L`` enumerated exactly
 EXACT_MAX_STATES = 2**22
@@ -273,12 +274,13 @@ def teacher_of(model, i: int) -> tuple[np.ndarray, np.ndarray]:
     return W.reshape(-1, q - 1), const
 
 
-def potts_site(model, i: int, covariance: ColourCovariance) -> PottsSite:
+def potts_site(model, i: int, covariance: ColourCovariance, *, neighbours=None) -> PottsSite:
     """Site ``i`` of a Potts model (any q >= 2) as a :class:`PottsSite` with the softmax channel.
 
     ``Sigma`` is the covariance of the other sites' reduced colours, ``W*`` from
     :func:`teacher_of`, ``b* = const + W*^T E[x_-i]`` so that ``P(s_i | s_-i) =
-    softmax(P (W*^T (x_-i - E x_-i) + b*))`` exactly.
+    softmax(P (W*^T (x_-i - E x_-i) + b*))`` exactly. ``neighbours`` overrides the rule of its
+    neighbourhood (:func:`replica_mlm.tasks.neighbourhood.neighbourhood`).
     """
     from replica_mlm._base.checks import site_index
 
@@ -292,16 +294,30 @@ def potts_site(model, i: int, covariance: ColourCovariance) -> PottsSite:
     if sym:
         bias = np.zeros(K)  # exact: uniform marginals and U 1 proportional to 1
     return ModelPottsSite(covariance=sigma, teacher=W, p=L - 1, bias=bias, channel="softmax", symmetric=sym,
-                          model=model, site=i, colour_cov=covariance)
+                          model=model, site=i, colour_cov=covariance, neighbours=neighbours)
 
 
-class ModelPottsSite(PottsSite):
+class ModelPottsSite(DiscreteSite, PottsSite):
     """A site of a Potts model: a :class:`PottsSite` that also carries its q-class Gaussian mixture
-    (:attr:`mixture`, docs/multiclass.md, section "The site as a Gaussian mixture")."""
+    (:attr:`mixture`, docs/multiclass.md, section "The site as a Gaussian mixture"), its
+    neighbourhood, local data model and validity checks (:class:`.local_site.DiscreteSite`)."""
 
-    def __init__(self, *, model, site: int, colour_cov: ColourCovariance, **kwargs) -> None:
+    def __init__(self, *, model, site: int, colour_cov: ColourCovariance, neighbours=None, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._model, self._site, self._colour_cov = model, site, colour_cov
+        self._colour_cov = self._moments = colour_cov
+        self._block = self.K
+        self._set_site(model, site, neighbours)
+
+    def _inputs(self, seqs: np.ndarray, prob) -> np.ndarray:
+        """The centred reduced colours of the other sites (site-major)."""
+        P = simplex_basis(self._model.q)
+        x = P[seqs[:, np.arange(self._model.L) != self._site]].reshape(seqs.shape[0], -1)
+        return x - (x.mean(axis=0) if prob is None else prob @ x)
+
+    def _gaussian_bayes_error(self) -> float:
+        from replica_mlm.tasks.bayes_error import channel_error
+
+        return channel_error(self.bias, self.rho, self.basis)
 
     @cached_property
     def mixture(self):

@@ -18,6 +18,7 @@ Routes
 ``"multiclass"``          the multi-class theory of a site with q > 2 colours (a Potts site)
 ``"mixture"``             the two-cluster Gaussian mixture of an Ising site, any convex loss
 ``"mixture-multiclass"``  the q-cluster Gaussian mixture of a Potts site, softmax cross-entropy
+``"local"``               the local theory of a site: clusters of the label and its neighbourhood
 ``"bayes"``               the Bayes-optimal fixed point (Nishimori line) of a Gaussian task
 ``"bayes-mixture"``       the Bayes-optimal error of an Ising site's two-cluster mixture
 """
@@ -35,8 +36,11 @@ from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.sides import channels, losses, penalties
 from replica_mlm.theory.sides.task_loss import default_loss
 
-#: the theories of a discrete site: Gaussian equivalence, or its Gaussian mixture
-THEORIES = ("gaussian", "mixture")
+#: the theories of a discrete site: Gaussian equivalence, its Gaussian mixture, or the local theory
+#: (exact on the site's neighbourhood, Gaussian beyond)
+THEORIES = ("gaussian", "mixture", "local")
+#: the routes whose points are K x K saddle points (:class:`.multiclass.MulticlassSaddlePoint`)
+MATRIX_ROUTES = ("multiclass", "mixture-multiclass", "local")
 #: the values of ``method=`` (None: the route's own)
 METHODS = ("root", "iterate", "general")
 #: task classes that are never multi-class (no runtime protocol check needed)
@@ -80,6 +84,12 @@ ROUTES: dict[str, Route] = {route.name: route for route in (
               "init": "a MulticlassSaddlePoint to start from (None: a cold start); curves set it themselves",
               "order": "Gauss-Hermite nodes per dimension, 1 to 64 (None: 64 for q = 2, 20 for q = 3, "
                        "else 12)"}),
+    Route("local", "the replica theory of ERM on a site's local data model: clusters of the label and the "
+          "neighbourhood's configuration, Gaussian beyond (any convex loss with two colours, the softmax "
+          "cross-entropy with more); lam > 0", {
+              "init": "a MulticlassSaddlePoint to start from (None: a cold start); curves set it themselves",
+              "order": "quadrature nodes: Gauss-Legendre per panel with two colours (16), Gauss-Hermite per "
+                       "dimension with more (None: 20 for q = 3, else 12)"}),
     Route("bayes", "the Bayes-optimal fixed point on the Nishimori line (state evolution)", {
         "init": "a BayesOptimal to start from (None: the uninformed start); curves set it themselves",
         "order": "Gauss-Legendre nodes per quadrature panel, 1 to 256 (16)"}),
@@ -89,8 +99,8 @@ ROUTES: dict[str, Route] = {route.name: route for route in (
 
 #: the routes each entry point serves
 ENTRY_ROUTES = {
-    "solve": ("root", "iterate", "general", "multiclass", "mixture", "mixture-multiclass"),
-    "learning_curve": ("root", "iterate", "general", "multiclass", "mixture", "mixture-multiclass"),
+    "solve": ("root", "iterate", "general", "multiclass", "mixture", "mixture-multiclass", "local"),
+    "learning_curve": ("root", "iterate", "general", "multiclass", "mixture", "mixture-multiclass", "local"),
     "optimal_lambda": ("root", "general"),
     "phase_diagram": ("root", "general"),
     "bayes_optimal": ("bayes", "bayes-mixture"),
@@ -163,9 +173,37 @@ def show_options(route: str | None = None, *, disp: bool = True) -> str | None:
     return text
 
 
+def theory_of(route: str) -> str:
+    """The discrete theory a route is: ``"mixture"``, ``"local"`` or ``"gaussian"`` (every other route
+    treats the inputs as Gaussian)."""
+    return "mixture" if route.startswith("mixture") else "local" if route == "local" else "gaussian"
+
+
 def is_multiclass(task) -> bool:
     """A multi-class task (a Potts site); the scalar tasks skip the slow runtime protocol check."""
     return task is not None and not isinstance(task, SCALAR_TASKS) and isinstance(task, MulticlassTask)
+
+
+def _local(task, entry: str, *, loss, channel, method, precision, bayes: bool, penalty,
+           multiclass: bool) -> Plan:
+    """The plan of ``theory="local"``: a site of a Potts model, its own channel, the ridge."""
+    from replica_mlm.tasks.local_site import DiscreteSite
+
+    penalties.refuse(penalty, "theory='local'")
+    if task is not None and not isinstance(task, DiscreteSite):
+        raise ValueError(f"theory='local' needs a site of a Potts model (PottsModel.masked_site), whose "
+                         f"neighbourhood and local data model it reads; got {type(task).__name__}")
+    if bayes:
+        raise ValueError("the Bayes-optimal error has no local theory: use theory='gaussian' or 'mixture'")
+    if method not in (None, "general") or precision is not None or channel is not None:
+        raise ValueError("theory='local' is solved with the site's own channel side: method, precision and "
+                         "channel take their defaults")
+    if multiclass:
+        if loss not in (None, "cross_entropy"):
+            raise ValueError(f"theory='local' of a multi-class site learns with loss='cross_entropy', "
+                             f"got {loss!r}")
+        return Plan("local", entry)
+    return Plan("local", entry, loss=losses.resolve(default_loss(task) if loss is None else loss))
 
 
 def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "gaussian",
@@ -181,9 +219,13 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
         For an unknown theory, method, loss or channel, a pair the theory does not solve
         (:func:`~replica_mlm.theory.sides.channels.check_pair`), or a route ``entry`` does not serve.
     """
-    mixture = _checks.choice(theory, THEORIES, "theory") == "mixture"
+    theory = _checks.choice(theory, THEORIES, "theory")
+    mixture = theory == "mixture"
     shaped = penalties.resolve(penalty)  # TypeError for anything but None or a Penalty
     multiclass = is_multiclass(task)
+    if theory == "local":
+        return _served(_local(task, entry, loss=loss, channel=channel, method=method, precision=precision,
+                              bayes=bayes, penalty=penalty, multiclass=multiclass))
     if mixture or bayes or precision is not None or multiclass:
         where = ("theory='mixture'" if mixture else "the Bayes-optimal estimator" if bayes else
                  "precision=" if precision is not None else "a multi-class site")

@@ -23,7 +23,7 @@ Two methods, one answer:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from replica_mlm._base.errors import ConvergenceError
 from replica_mlm._base.keywords import keywords
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
+from replica_mlm.tasks.validity import Validity
 from replica_mlm.theory import routes
 from replica_mlm.theory.sides import penalties, prior
 from replica_mlm.theory.solvers import fixed_point, precise, root
@@ -91,6 +92,10 @@ class SaddlePoint:
         docs/theory.md, section "The general engine".
     loss, channel : str
         Names of the loss and of the label channel.
+    valid : Validity or None
+        On a site of a Potts model: whether the theory used can describe the site
+        (:meth:`replica_mlm.tasks.local_site.DiscreteSite.validity`; an invalid one warns once per
+        site and theory); None on a Gaussian task.
     """
 
     alpha: float
@@ -115,6 +120,7 @@ class SaddlePoint:
     estimation_error: float = math.nan
     loss: str = "square"
     channel: str = "gaussian"
+    valid: Validity | None = None
 
     def as_dict(self) -> dict:
         """The fields as a plain dict."""
@@ -223,7 +229,22 @@ def solve(task, *, alpha: float, lam: float, method: str | None = None, precisio
 def solve_planned(route: routes.Plan, task, alpha: float, lam: float, *, precision=None, **options):
     """One point on a route already planned (:func:`.routes.plan`; its options, ``alpha`` and
     ``lam`` checked): what :func:`solve` does after planning, and what the curves and studies call
-    point by point, without checking their inputs again."""
+    point by point, without checking their inputs again. On a site of a Potts model the result
+    carries the validity of the theory used (``valid``)."""
+    return with_validity(route, task, _solve_planned(route, task, alpha, lam, precision=precision, **options))
+
+
+def with_validity(route: routes.Plan, task, result):
+    """``result`` with ``valid`` set to the site's validity check of the route's theory (a site of a
+    Potts model; the check is computed once per site and theory, and warns once if not ok)."""
+    from replica_mlm.tasks.local_site import DiscreteSite
+
+    if not isinstance(task, DiscreteSite):
+        return result
+    return replace(result, valid=task.checked_validity(routes.theory_of(route.route)))
+
+
+def _solve_planned(route: routes.Plan, task, alpha: float, lam: float, *, precision=None, **options):
     if route.route == "mixture-multiclass":
         from replica_mlm.theory.solvers import mixture_multiclass
         return mixture_multiclass.solve(task, alpha=alpha, lam=lam, **options)
@@ -232,6 +253,9 @@ def solve_planned(route: routes.Plan, task, alpha: float, lam: float, *, precisi
         return multiclass.solve(task, alpha=alpha, lam=lam, loss=route.loss, **options)
     if route.route == "mixture":
         return _solve_mixture(task, alpha, lam, route.loss, **options)
+    if route.route == "local":
+        from replica_mlm.theory.solvers import local_engine
+        return local_engine.solve(task, alpha=alpha, lam=lam, loss=route.loss, **options)
     original = spectrum_of(task)
     if precision is not None:
         return _solve_precise(task, original, alpha, lam, precision, **options)

@@ -31,56 +31,71 @@ def _fields(xi: np.ndarray, Q: np.ndarray, M: np.ndarray, c: int) -> np.ndarray:
     return M[:, c][None, :] + xi @ L.T
 
 
-def hats(rule: mc.Rule, *, alpha: float, Q, M, V, weights, P) -> dict:
-    """``Q_hat, V_hat`` (K x K), ``M_hat`` (K x q) and the mean training loss."""
-    K, q = M.shape
-    out = {"Q_hat": np.zeros((K, K)), "M_hat": np.zeros((K, q)), "V_hat": np.zeros((K, K)),
+def _labels(labels, C: int) -> np.ndarray:
+    return np.arange(C) if labels is None else labels
+
+
+def hats(rule: mc.Rule, *, alpha: float, Q, M, V, weights, P, labels=None) -> dict:
+    """``Q_hat, V_hat`` (K x K), ``M_hat`` (K x C, one column per cluster) and the mean training
+    loss; cluster ``c`` has the class ``labels[c]`` (default: cluster ``c`` is class ``c``)."""
+    K, C = M.shape
+    labels = _labels(labels, C)
+    out = {"Q_hat": np.zeros((K, K)), "M_hat": np.zeros((K, C)), "V_hat": np.zeros((K, K)),
            "train_loss": 0.0}
-    for c in range(q):
+    for c in range(C):
         h = _fields(rule.xi, Q, M, c)
-        z, f, D = mc.prox(h, np.full(h.shape[0], c), V, P)
+        z, f, D = mc.prox(h, np.full(h.shape[0], labels[c]), V, P)
         w = rule.w_xi * weights[c]
         out["Q_hat"] += alpha * np.einsum("n,na,nb->ab", w, f, f)
         out["V_hat"] += alpha * np.einsum("n,nab->ab", w, D)
         out["M_hat"][:, c] = alpha * (w @ f)
-        out["train_loss"] += float(w @ (-log_softmax(z @ P.T, axis=1)[:, c]))
+        out["train_loss"] += float(w @ (-log_softmax(z @ P.T, axis=1)[:, labels[c]]))
     out["Q_hat"] = (out["Q_hat"] + out["Q_hat"].T) / 2
     out["V_hat"] = (out["V_hat"] + out["V_hat"].T) / 2
     return out
 
 
-def test_loss(rule: mc.Rule, *, Q, M, weights, P) -> float:
-    """``sum_c pi_c E CE(c, P h)`` on a fresh sample."""
+def test_loss(rule: mc.Rule, *, Q, M, weights, P, labels=None) -> float:
+    """``sum_c pi_c E CE(y_c, P h)`` on a fresh sample."""
+    labels = _labels(labels, M.shape[1])
     total = 0.0
     for c in range(M.shape[1]):
         h = _fields(rule.xi, Q, M, c)
-        total += weights[c] * float(rule.w_xi @ (-log_softmax(h @ P.T, axis=1)[:, c]))
+        total += weights[c] * float(rule.w_xi @ (-log_softmax(h @ P.T, axis=1)[:, labels[c]]))
     return total
 
 
-def error(rule: mc.Rule, *, Q, M, weights, P) -> float:
-    """``sum_c pi_c P(argmax P h != c)``."""
+def error(rule: mc.Rule, *, Q, M, weights, P, labels=None) -> float:
+    """``sum_c pi_c P(argmax P h != y_c)``."""
+    labels = _labels(labels, M.shape[1])
     total = 0.0
     for c in range(M.shape[1]):
         h = _fields(rule.xi, Q, M, c)
-        total += weights[c] * float(rule.w_xi @ (np.argmax(h @ P.T, axis=1) != c))
+        total += weights[c] * float(rule.w_xi @ (np.argmax(h @ P.T, axis=1) != labels[c]))
     return total
 
 
 @dataclass(frozen=True, eq=False)
 class MixtureClasses:
-    """The channel side of a q-cluster mixture learnt with the softmax cross-entropy
-    (:class:`.interfaces.MatrixChannelSide`): integration rule, class weights, simplex basis ``P``."""
+    """The channel side of a cluster mixture learnt with the softmax cross-entropy
+    (:class:`.interfaces.MatrixChannelSide`): integration rule, cluster weights, simplex basis ``P``
+    and each cluster's class (None: the q clusters are the q classes; the local theory's clusters
+    are the label times the neighbourhood's configuration)."""
 
     rule: mc.Rule
     weights: np.ndarray
     P: np.ndarray
+    labels: np.ndarray | None = None
 
     def hats(self, alpha: float, V, Q, M) -> dict:
-        return hats(self.rule, alpha=alpha, Q=Q, M=M, V=V, weights=self.weights, P=self.P)
+        return hats(self.rule, alpha=alpha, Q=Q, M=M, V=V, weights=self.weights, P=self.P, labels=self.labels)
 
     def cold_hats(self, alpha: float) -> dict:
-        """The hats of the cold start: those of the square loss's size, ``M_hat`` along the means."""
+        """The hats of the cold start: those of the square loss's size, ``M_hat`` along the means
+        (of each cluster's class, in proportion to its weight when clusters are not classes)."""
         K, q = self.P.shape[1], self.P.shape[0]
-        return {"V_hat": alpha / 2 * np.eye(K), "Q_hat": alpha / 4 * np.eye(K),
-                "M_hat": alpha / 2 * (self.P.T / q)}
+        M_hat = self.P.T / q if self.labels is None else self.P.T[:, self.labels] * self.weights[None, :]
+        return {"V_hat": alpha / 2 * np.eye(K), "Q_hat": alpha / 4 * np.eye(K), "M_hat": alpha / 2 * M_hat}
+
+    def test_loss(self, Q, M) -> float:
+        return test_loss(self.rule, Q=Q, M=M, weights=self.weights, P=self.P, labels=self.labels)

@@ -109,3 +109,46 @@ class RidgeMatrixPrior:
         """``E |W - W*|_F^2`` at the hats ``h``."""
         return estimation_error_matrices(self.omega, self.theta, self.p, self.lam, h["V_hat"], h["Q_hat"],
                                          h["M_hat"], target=self.target)
+
+
+def ridge_means(omega: np.ndarray, means: np.ndarray, p: int, lam: float, V_hat, Q_hat, M_hat):
+    """``(V, Q, M)`` of the ridge prior when the hats meet cluster means rather than a teacher:
+    ``means`` (d x C) holds the modes ``a_k = omega_k theta_k`` of the C means, so that a mode of
+    zero variance (a coordinate fixed within each cluster) is allowed; also ``G_k`` and
+    ``E[w_k] = G_k M_hat a_k``. ``M = sum_k E[w_k] a_k^T`` is K x C."""
+    K = V_hat.shape[0]
+    G = np.linalg.inv(lam * np.eye(K) + omega[:, None, None] * V_hat)
+    G = (G + np.swapaxes(G, 1, 2)) / 2
+    mean_w = np.einsum("kab,kb->ka", G, means @ M_hat.T)
+    V = np.einsum("k,kab->ab", omega, G) / p
+    M = mean_w.T @ means
+    Q = (np.einsum("k,ka,kb->ab", omega, mean_w, mean_w)
+         + np.einsum("k,kab,bc,kdc->ad", omega**2 / p, G, Q_hat, G))
+    return (V + V.T) / 2, (Q + Q.T) / 2, M, G, mean_w
+
+
+@dataclass(frozen=True, eq=False)
+class RidgeMeansPrior:
+    """The ridge prior side of a cluster mixture (:class:`.interfaces.MatrixPriorSide`): modes
+    ``omega`` of the pooled covariance (zeros allowed), the means' modes ``means`` (d x C) and the
+    teacher's rows ``target`` (d x K) for the estimation error (:func:`ridge_means`)."""
+
+    omega: np.ndarray
+    means: np.ndarray
+    p: int
+    lam: float
+    target: np.ndarray
+
+    def overlaps(self, h: dict):
+        """``(V, Q, M)`` at the hats ``h``."""
+        V, Q, M, _, _ = ridge_means(self.omega, self.means, self.p, self.lam, h["V_hat"], h["Q_hat"],
+                                    h["M_hat"])
+        return V, Q, M
+
+    def estimation_error(self, h: dict) -> float:
+        """``E |W - W*|_F^2`` at the hats ``h``: the bias of each mode's mean against the teacher's
+        row, and the variance ``(omega_k / p) tr(G_k Q_hat G_k)``."""
+        _, _, _, G, mean_w = ridge_means(self.omega, self.means, self.p, self.lam, h["V_hat"], h["Q_hat"],
+                                         h["M_hat"])
+        var = np.einsum("k,kab,bc,kac->", self.omega / self.p, G, h["Q_hat"], G)
+        return float(np.sum((mean_w - self.target) ** 2) + var)

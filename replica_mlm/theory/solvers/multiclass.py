@@ -94,7 +94,10 @@ class MulticlassSaddlePoint:
         Gauss-Hermite rule, or the standard error over independent Sobol' scramblings (the
         reported values are then their mean).
     method : str
-        ``"symmetric"`` (order parameters multiples of I) or ``"general"``.
+        ``"symmetric"`` (order parameters multiples of I), ``"general"``, ``"mixture"`` or ``"local"``.
+    valid : Validity or None
+        On a site of a Potts model: whether the theory used can describe the site
+        (:meth:`replica_mlm.tasks.local_site.DiscreteSite.validity`); None on a Gaussian task.
     """
 
     alpha: float
@@ -116,6 +119,7 @@ class MulticlassSaddlePoint:
     integration: str
     integration_error: dict = field(default_factory=dict)
     method: str = "general"
+    valid: object = None
 
     @property
     def K(self) -> int:

@@ -15,7 +15,7 @@ from replica_mlm._base.progress import bar, shown
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory import routes
 from replica_mlm.theory.sides import penalties
-from replica_mlm.theory.solve import SOLVER_OPTIONS, SaddlePoint, solve_planned, solve_reduced
+from replica_mlm.theory.solve import SOLVER_OPTIONS, SaddlePoint, solve_planned, solve_reduced, with_validity
 
 #: per-point fields of a SaddlePoint stored as arrays in a LearningCurve
 COLUMNS = ("alpha", "eg", "train_loss", "m", "q", "V", "m_hat", "q_hat", "V_hat", "kappa",
@@ -65,6 +65,7 @@ class LearningCurve:
     converged: bool = True
     loss: str = "square"
     channel: str = "gaussian"
+    valid: object = None
 
     @classmethod
     def from_points(cls, points: list[SaddlePoint]) -> LearningCurve:
@@ -72,7 +73,8 @@ class LearningCurve:
         first = points[0]
         cols = {c: np.array([getattr(p, c) for p in points]) for c in COLUMNS}
         return cls(**cols, lam=first.lam, rho=first.rho, noise=first.noise, method=first.method,
-                   converged=all(p.converged for p in points), loss=first.loss, channel=first.channel)
+                   converged=all(p.converged for p in points), loss=first.loss, channel=first.channel,
+                   valid=first.valid)
 
     def __len__(self) -> int:
         return len(self.alpha)
@@ -153,6 +155,7 @@ class MulticlassCurve:
     method: str
     converged: bool
     points: list
+    valid: object = None
 
     @classmethod
     def from_points(cls, points: list) -> MulticlassCurve:
@@ -161,7 +164,7 @@ class MulticlassCurve:
                  "Q", "M", "V", "Q_hat", "M_hat", "V_hat")
         cols = {c: np.array([getattr(p, c) for p in points]) for c in names}
         return cls(**cols, lam=points[0].lam, method=points[0].method,
-                   converged=all(p.converged for p in points), points=list(points))
+                   converged=all(p.converged for p in points), points=list(points), valid=points[0].valid)
 
     def __len__(self) -> int:
         return len(self.alpha)
@@ -230,14 +233,14 @@ def _curve(route, task, alphas: np.ndarray, lam: float, progress, options: dict)
         out = solve_reduced(spec, alphas, lam)
         curve = LearningCurve(alpha=alphas, **{c: out[c] for c in COLUMNS if c != "alpha"}, lam=lam,
                               rho=spec.rho, noise=spec.noise, method="root")
-        return penalties.corrected(route.penalty, original, curve)
+        return with_validity(route, task, penalties.corrected(route.penalty, original, curve))
     if route.route == "iterate":
         return LearningCurve.from_points([solve_planned(route, task, float(a), lam, **options)
                                           for a in alphas])
     points = warm_started(alphas, lambda a, start: solve_planned(route, task, a, lam, init=start, **options),
-                          starts=_last_point if route.route.endswith("multiclass") else scalar_starts,
+                          starts=_last_point if route.route in routes.MATRIX_ROUTES else scalar_starts,
                           progress=progress, desc=f"learning curve at lam = {lam:g}")
-    if route.route.endswith("multiclass"):
+    if route.route in routes.MATRIX_ROUTES:
         return MulticlassCurve.from_points(points)
     return LearningCurve.from_points(points)
 

@@ -1,0 +1,121 @@
+"""What a masked site of a Potts model carries for its discrete theories: its neighbourhood, its
+local data model and the validity of each theory.
+
+docs/discrete.md, sections "Sparse couplings" and "When a theory holds". :class:`DiscreteSite` is
+shared by the Ising site (:class:`.ising_site.IsingSite`) and the q-colour site
+(:class:`.potts_site.ModelPottsSite`); each says how its inputs are built from sequences.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from replica_mlm.tasks import bayes_error
+from replica_mlm.tasks import neighbourhood as _nbh
+from replica_mlm.tasks.local_mixture import ClusterMixture, cluster_mixture
+from replica_mlm.tasks.validity import Validity, judge
+
+#: sequences per chunk when the site's conditionals are computed over all configurations
+CHUNK = 2**15
+
+
+class DiscreteSite:
+    """The discrete theories' view of a site: set up by :meth:`_set_site` from the model, the site
+    index, the neighbourhood override and the measured moments (which keep the sampled sequences).
+
+    Subclasses provide ``_inputs(seqs, prob)`` (the inputs x of the sequences, as the theories see
+    them), ``_block`` (coordinates per site) and ``_moments`` (the measured covariance record).
+    """
+
+    _block = 1
+
+    def _set_site(self, model, site: int, neighbours) -> None:
+        self._model, self._site = model, site
+        sites = _nbh.neighbourhood(model.couplings, site, model.q, neighbours)
+        _nbh.check_size(model.q, sites)
+        if len(sites) >= model.L - 1:
+            raise ValueError(f"a neighbourhood of all {model.L - 1} other sites leaves no input to be "
+                             "Gaussian: the local theory needs fewer neighbours")
+        self._neighbourhood = sites
+
+    @property
+    def neighbourhood(self) -> tuple[int, ...]:
+        """The sites the local theory treats exactly (:mod:`replica_mlm.tasks.neighbourhood`'s rule,
+        or the ``neighbours=`` of ``masked_site``)."""
+        return self._neighbourhood
+
+    def _sequences(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """All sequences with their probabilities (exact), or the sampler's sequences and None."""
+        model, moments = self._model, self._moments
+        if moments.method == "exact":
+            return model.all_sequences(), model.boltzmann_probabilities()
+        if moments.sequences is None:
+            raise ValueError("the site's moments keep no sequences: measure them with the sampler")
+        return np.asarray(moments.sequences, dtype=np.int64), None
+
+    def _fixed_coordinates(self) -> np.ndarray:
+        """The coordinates of x that belong to the neighbourhood (site-major, ``_block`` each)."""
+        others = [j - (j > self._site) for j in self._neighbourhood]
+        b = self._block
+        return np.array([k * b + r for k in others for r in range(b)], dtype=np.int64)
+
+    @cached_property
+    def local_mixture(self) -> ClusterMixture:
+        """The local data model: clusters ``(s_i, s_N(i))`` with exact weights, means and the pooled
+        covariance beyond the neighbourhood (:func:`replica_mlm.tasks.local_mixture.cluster_mixture`)."""
+        seqs, prob = self._sequences()
+        return cluster_mixture(self._inputs(seqs, prob), np.asarray(seqs[:, self._site], dtype=np.int64),
+                               seqs[:, list(self._neighbourhood)], classes=self._model.q,
+                               fixed=self._fixed_coordinates(), teacher=self.teacher, probabilities=prob)
+
+    def _site_bayes_error(self) -> tuple[float, float]:
+        seqs, prob = self._sequences()
+        logits = np.concatenate([self._model.logits(seqs[k:k + CHUNK])[:, self._site, :]
+                                 for k in range(0, seqs.shape[0], CHUNK)])
+        return bayes_error.site_error(logits, prob)
+
+    @cached_property
+    def _bayes_site(self) -> tuple[float, float]:
+        return self._site_bayes_error()
+
+    def _model_bayes_error(self, theory: str) -> float:
+        if theory == "local":
+            return self.local_mixture.bayes_error()
+        if theory == "mixture":
+            return as_clusters(self.mixture).bayes_error()
+        return self._gaussian_bayes_error()
+
+    def validity(self, theory: str = "mixture") -> Validity:
+        """Whether ``theory`` (``"gaussian"``, ``"mixture"`` or ``"local"``) can describe this site: the
+        Bayes error of its data model against the site's true Bayes error
+        (:class:`replica_mlm.tasks.validity.Validity`, docs/discrete.md, section "When a theory holds")."""
+        from replica_mlm._base import checks as _checks
+
+        theory = _checks.choice(theory, ("gaussian", "mixture", "local"), "theory")
+        site, stderr = self._bayes_site
+        return judge(theory, self._model_bayes_error(theory), site, stderr)
+
+    def checked_validity(self, theory: str) -> Validity:
+        """:meth:`validity` computed once per theory, warning once (RuntimeWarning) if not ok: what
+        every discrete result carries as ``valid``."""
+        cache = self.__dict__.setdefault("_validities", {})
+        if theory not in cache:
+            cache[theory] = self.validity(theory)
+            cache[theory].warn()
+        return cache[theory]
+
+
+def as_clusters(mixture) -> ClusterMixture:
+    """A label-only Gaussian mixture (:class:`.mixture.GaussianMixture`) as a cluster mixture with an
+    empty neighbourhood: one cluster per class."""
+    K = mixture.K
+    return ClusterMixture(weights=mixture.weights, labels=np.arange(K), configurations=np.zeros((K, 0), int),
+                          means=mixture.means, covariance=mixture.covariance,
+                          fixed=np.zeros(0, dtype=np.int64), classes=K, teacher=mixture.teacher,
+                          method=mixture.method, n_samples=mixture.n_samples,
+                          regularisation=mixture.regularisation)
+
+
+__all__ = ["DiscreteSite", "as_clusters"]

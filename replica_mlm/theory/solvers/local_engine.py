@@ -1,0 +1,105 @@
+"""The local theory of a discrete site: the replica theory of ERM on its cluster mixture.
+
+docs/discrete.md, section "Sparse couplings". The clusters are the label times the neighbourhood's
+configuration (:class:`replica_mlm.tasks.local_mixture.ClusterMixture`); the student's logits on a
+sample of cluster ``c`` are ``M_c + Q^(1/2) xi`` with ``M_c = W^T mu_c`` (one column of the K x C
+overlap ``M``). The neighbourhood's coordinates are modes of zero variance of the pooled covariance,
+so the ridge prior is written in the cluster means (:class:`.prior.RidgeMeansPrior`): there the
+estimator is the deterministic ``M_hat a_k / lam``, the finite set of extra order parameters the
+neighbourhood adds. Two classes (an Ising site) take any convex loss
+(:class:`.local_clusters.LocalClusters`, K = 1); more classes the softmax cross-entropy
+(:class:`.mixture_classes.MixtureClasses` with a class per cluster). Both are solved by the
+multi-class driver (:func:`.multiclass.solve_point`, residual at most :data:`.multiclass.TOL`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replica_mlm.tasks.potts_site import simplex_basis
+from replica_mlm.theory.sides import local_clusters, mixture_classes, prior
+from replica_mlm.theory.sides import multiclass_channel as mc
+from replica_mlm.theory.sides.energetic import ORDER
+from replica_mlm.theory.solvers import multiclass
+from replica_mlm.theory.solvers.mixture_multiclass import EG_M, EG_SCRAMBLINGS, HERMITE
+
+
+class LocalTheory:
+    """What the theory reads from a cluster mixture: the modes of ``S`` (zeros first, on the
+    neighbourhood), the means' and the teacher's modes, weights and labels; ``p`` normalises."""
+
+    def __init__(self, mixture, p: int) -> None:
+        omega, U = mixture.modes
+        self.omega = omega
+        self.means = U.T @ mixture.means.T  # (d, C): a_{k, c}
+        teacher = np.asarray(mixture.teacher, dtype=float)
+        self.target = U.T @ (teacher if teacher.ndim == 2 else teacher[:, None])
+        self.weights = np.asarray(mixture.weights, dtype=float)
+        self.labels = np.asarray(mixture.labels)
+        self.classes = mixture.classes
+        self.p = p
+
+    @property
+    def C(self) -> int:
+        return self.weights.size
+
+
+def problem(theory: LocalTheory, alpha: float, lam: float, loss, order: int) -> multiclass.MatrixProblem:
+    """The problem of one point: the channel side of the clusters with the ridge prior on the means."""
+    ridge = prior.RidgeMeansPrior(theory.omega, theory.means, theory.p, lam, theory.target)
+    if theory.classes == 2 and loss is not None:
+        signs = np.where(theory.labels == 0, 1.0, -1.0)
+        side = local_clusters.LocalClusters(loss, theory.weights, signs, order)
+        K = 1
+    else:
+        K = theory.classes - 1
+        side = mixture_classes.MixtureClasses(mc.hermite_rule(K, order), theory.weights,
+                                              simplex_basis(theory.classes), theory.labels)
+    return multiclass.MatrixProblem(side, ridge, multiclass.MatrixPacking(K, theory.C), alpha)
+
+
+def _measures(prob: multiclass.MatrixProblem, point: dict, order: int, scalar: bool) -> dict:
+    """Test loss, error and their integration errors at the solution."""
+    side, Q, M = prob.channel_side, point["Q"], point["M"]
+    if scalar:
+        finer = local_clusters.LocalClusters(side.loss, side.weights, side.signs, order + 8)
+        tl = side.test_loss(Q, M)
+        return {"test_loss": tl, "eg": side.error(Q, M),
+                "integration_error": {"test_loss": abs(finer.test_loss(Q, M) - tl), "eg": 0.0}}
+    K = Q.shape[0]
+    args = {"Q": Q, "M": M, "weights": side.weights, "P": side.P, "labels": side.labels}
+    tl = mixture_classes.test_loss(side.rule, **args)
+    tl_fine = mixture_classes.test_loss(mc.hermite_rule(K, int(np.ceil(1.5 * order))), **args)
+    rates = [mixture_classes.error(mc.sobol_rule(K, EG_M, 1000 + r), **args) for r in range(EG_SCRAMBLINGS)]
+    return {"test_loss": tl, "eg": float(np.mean(rates)),
+            "integration_error": {"test_loss": float(abs(tl_fine - tl)),
+                                  "eg": float(np.std(rates, ddof=1) / np.sqrt(len(rates)))}}
+
+
+def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None, init=None
+          ) -> multiclass.MulticlassSaddlePoint:
+    """``rm.solve(task, theory="local")``: a :class:`.multiclass.MulticlassSaddlePoint` with
+    ``method="local"``, ``M`` of shape (K, C) (``W^T mu_c``, one column per cluster) and ``rho`` the
+    C x C overlaps ``mu_c . mu_c'`` of the cluster means. ``loss`` (a Loss) for a two-class site,
+    None (the softmax cross-entropy) for more classes; ``init`` a result of the same site to
+    warm-start from; ``order``: quadrature nodes per panel (two classes) or Gauss-Hermite nodes per
+    dimension (more)."""
+    theory = LocalTheory(task.local_mixture, task.p)
+    scalar = theory.classes == 2 and loss is not None
+    K = 1 if scalar else theory.classes - 1
+    order = (ORDER if scalar else HERMITE.get(K, 12)) if order is None else order
+    prob = problem(theory, alpha, lam, loss, order)
+    start = None
+    if isinstance(init, multiclass.MulticlassSaddlePoint) and init.M.shape == (K, theory.C):
+        start = prob.pack(init.V, init.Q, init.M)
+    point = multiclass.solve_point(prob, init=start)  # ConvergenceError if it fails
+    meas = _measures(prob, point, order, scalar)
+    return multiclass.MulticlassSaddlePoint(
+        alpha=alpha, lam=lam, test_loss=meas["test_loss"], eg=meas["eg"],
+        estimation_error=prob.prior_side.estimation_error(point), train_loss=point["train_loss"],
+        Q=point["Q"], M=point["M"], V=point["V"], Q_hat=point["Q_hat"], M_hat=point["M_hat"],
+        V_hat=point["V_hat"], rho=theory.means.T @ theory.means, converged=True, residual=point["residual"],
+        iterations=prob.evaluations, integration=("Gauss-Legendre panels" if scalar else
+                                                  f"Gauss-Hermite {order}^{K}; error rate: {EG_SCRAMBLINGS} "
+                                                  f"Sobol' scramblings of 2^{EG_M}"),
+        integration_error=meas["integration_error"], method="local")
