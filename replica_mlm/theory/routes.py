@@ -89,7 +89,7 @@ ROUTES: dict[str, Route] = {route.name: route for route in (
           "cross-entropy with more); lam > 0", {
               "init": "a MulticlassSaddlePoint to start from (None: a cold start); curves set it themselves",
               "order": "quadrature nodes: Gauss-Legendre per panel with two colours (16), Gauss-Hermite per "
-                       "dimension with more (None: 20 for q = 3, else 12)"}),
+                       "dimension with more (None: 10 for q = 3, 6 for q = 4, else 4)"}),
     Route("bayes", "the Bayes-optimal fixed point on the Nishimori line (state evolution)", {
         "init": "a BayesOptimal to start from (None: the uninformed start); curves set it themselves",
         "order": "Gauss-Legendre nodes per quadrature panel, 1 to 256 (16)"}),

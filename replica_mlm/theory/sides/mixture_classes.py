@@ -42,9 +42,13 @@ def hats(rule: mc.Rule, *, alpha: float, Q, M, V, weights, P, labels=None) -> di
     labels = _labels(labels, C)
     out = {"Q_hat": np.zeros((K, K)), "M_hat": np.zeros((K, C)), "V_hat": np.zeros((K, K)),
            "train_loss": 0.0}
+    n = rule.xi.shape[0]
+    # one proximal solve over the nodes of every cluster (Newton's method runs node by node, so
+    # each node's result is that of a solve of its cluster alone); the sums stay per cluster
+    h_all = np.concatenate([_fields(rule.xi, Q, M, c) for c in range(C)])
+    z_all, f_all, D_all = mc.prox(h_all, np.repeat(labels, n), V, P)
     for c in range(C):
-        h = _fields(rule.xi, Q, M, c)
-        z, f, D = mc.prox(h, np.full(h.shape[0], labels[c]), V, P)
+        z, f, D = (a[c * n:(c + 1) * n] for a in (z_all, f_all, D_all))
         w = rule.w_xi * weights[c]
         out["Q_hat"] += alpha * np.einsum("n,na,nb->ab", w, f, f)
         out["V_hat"] += alpha * np.einsum("n,nab->ab", w, D)

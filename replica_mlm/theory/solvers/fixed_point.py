@@ -10,6 +10,13 @@ violation of the equations at ``x``): a point is accepted only if it is at most 
     later ones with ``retry_xtol``, each after ``4 attempt`` damped steps from the best point so
     far. Outside the map's domain (``domain_errors``) the gap is a large constant vector, so that
     hybr's trust region shrinks back.
+``method="anderson"`` (the local theory's many unknowns, :mod:`.local_engine`)
+    Anderson mixing of the last ``memory`` steps (Walker and Ni, SIAM J. Numer. Anal. 49, 2011) with
+    mixing weight ``1 - damping``: no Jacobian, so an evaluation of the map per step however many
+    unknowns there are (hybr's first Jacobian alone costs one per unknown). The residual is judged
+    once the step is below ``sqrt(tol)`` relative; a step outside the map's domain restarts the
+    memory with a damped step from the last point inside. If ``max_evaluations`` pass without a
+    point at ``tol``, hybr takes over from the best point.
 ``method="damped"`` (``rm.solve(..., method="iterate")``)
     Damped steps until ``|x_{t+1} - x_t|_1 < step_tol`` and the residual is at most ``tol``
     (steps below ``step_tol`` with the residual above go on), at most ``max_iter`` steps. For a
@@ -27,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-METHODS = ("hybr", "damped")
+METHODS = ("hybr", "anderson", "damped")
 
 
 class FixedPointFailure(RuntimeError):
@@ -126,6 +133,12 @@ def solve(image: Callable, residual: Callable, x, *, tol: float, method: str = "
     if method == "damped":
         return _damped(image, residual, x, tol=tol, damping=damping, step_tol=step_tol,
                        max_iter=max_iter, fatal=fatal, failures=failures)
+    if method == "anderson":
+        try:
+            return _anderson(image, residual, x, tol=tol, damping=damping, max_evaluations=max_evaluations,
+                             domain_errors=domain_errors, fatal=fatal)
+        except FixedPointFailure as failure:
+            x = failure.best
     return _hybr(image, residual, x, tol=tol, damping=damping, warmup=warmup, xtols=xtols,
                  retry_xtol=retry_xtol, attempts=attempts, max_evaluations=max_evaluations,
                  domain_errors=domain_errors, fatal=fatal, failures=failures)
@@ -171,6 +184,41 @@ def _hybr(image, residual, x, *, tol: float, damping: float = 0.5, warmup: int =
         raise FixedPointFailure("error", error=exc, last=last, best=best[1], residual=math.inf) from None
     res, point = residual(best[1])
     raise FixedPointFailure("tolerance", last=last, best=best[1], residual=res, point=point)
+
+
+def _anderson(image, residual, x, *, tol: float, damping: float, max_evaluations: int, memory: int = 6,
+              domain_errors: tuple = (), fatal: tuple = ()) -> FixedPoint:
+    beta = 1.0 - damping
+    xs: list = []
+    fs: list = []
+    best = (math.inf, x)
+    good = x
+    for _ in range(max_evaluations):
+        try:
+            f = image(x) - x
+        except fatal:
+            raise
+        except domain_errors:
+            xs, fs = [], []
+            x = 0.5 * (good + x) if x is not good else good
+            continue
+        good = x
+        step = float(np.max(np.abs(f)) / max(1.0, float(np.max(np.abs(x)))))
+        if step < best[0]:
+            best = (step, x)
+        if step < math.sqrt(tol):
+            res, point = residual(x)
+            if res <= tol:
+                return FixedPoint(x, res, point)
+        xs, fs = [*xs[-memory:], x], [*fs[-memory:], f]
+        if len(xs) < 2:
+            x = x + beta * f
+            continue
+        dF = np.diff(np.array(fs), axis=0).T
+        dX = np.diff(np.array(xs), axis=0).T
+        gamma = np.linalg.lstsq(dF, f, rcond=None)[0]
+        x = x + beta * f - (dX + beta * dF) @ gamma
+    raise FixedPointFailure("tolerance", last=x, best=best[1], residual=math.inf)
 
 
 def _damped(image, residual, x, *, tol: float, damping: float = 0.5, step_tol: float = 0.0,

@@ -227,16 +227,18 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
     return 0.0 if scale == 0 else float(np.max(np.abs(a - b))) / scale
 
 
-def solve_point(problem: MatrixProblem, *, init=None, tol: float = TOL, max_evaluations: int = 600) -> dict:
+def solve_point(problem: MatrixProblem, *, init=None, tol: float = TOL, max_evaluations: int = 600,
+                method: str = "hybr") -> dict:
     """Solve one point; ``init`` a packed start (warm start) or None. Raises ConvergenceError.
 
-    The driver is :func:`.fixed_point.solve` (hybr, relative step 1e-14): :data:`WARMUP` damped
-    steps from a cold start, then up to three hybr runs.
+    The driver is :func:`.fixed_point.solve` (``method``: hybr, relative step 1e-14: :data:`WARMUP`
+    damped steps from a cold start, then up to three hybr runs; or Anderson mixing, for many
+    unknowns, with hybr after it if it stalls).
     """
     x = problem.start() if init is None else np.asarray(init, dtype=float)
     errors = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, np.linalg.LinAlgError)
     try:
-        found = fixed_point.solve(problem.image, problem.residual, x, tol=tol,
+        found = fixed_point.solve(problem.image, problem.residual, x, tol=tol, method=method,
                                   warmup=WARMUP if init is None else 0, xtols=(1e-14,), retry_xtol=1e-14,
                                   max_evaluations=max_evaluations, domain_errors=errors, failures=errors)
     except fixed_point.FixedPointFailure as failure:
