@@ -20,8 +20,7 @@ from replica_mlm.tasks.potts_site import simplex_basis
 from replica_mlm.theory.sides import local_clusters, mixture_classes, prior
 from replica_mlm.theory.sides import multiclass_channel as mc
 from replica_mlm.theory.sides.energetic import ORDER
-from replica_mlm.theory.solvers import multiclass
-from replica_mlm.theory.solvers import mixture_multiclass
+from replica_mlm.theory.solvers import mixture_multiclass, multiclass
 from replica_mlm.theory.solvers.mixture_multiclass import EG_M, EG_SCRAMBLINGS
 
 #: Gauss-Hermite nodes per dimension by the number of logit directions K (more clusters than the
