@@ -27,6 +27,9 @@ from replica_mlm.theory.solvers.mixture_multiclass import EG_M, EG_SCRAMBLINGS
 #: mixture, so fewer nodes each; the test loss is checked against 1.5x the nodes, and at K = 2 ten
 #: nodes move it by 6e-10 from twenty on a q = 3 site with three neighbours)
 HERMITE = {1: 32, 2: 10, 3: 6}
+#: the error rate's Sobol' points per cluster: 2^m with C 2^m at most 2^EG_TOTAL (C clusters), m in
+#: [EG_MIN, EG_M]; the spread over the scramblings is reported as its integration error
+EG_TOTAL, EG_MIN = 20, 10
 
 
 class LocalTheory:
@@ -75,7 +78,8 @@ def _measures(prob: multiclass.MatrixProblem, point: dict, order: int, scalar: b
     args = {"Q": Q, "M": M, "weights": side.weights, "P": side.P, "labels": side.labels}
     tl = mixture_classes.test_loss(side.rule, **args)
     tl_fine = mixture_classes.test_loss(mc.hermite_rule(K, int(np.ceil(1.5 * order))), **args)
-    rates = [mixture_classes.error(mc.sobol_rule(K, EG_M, 1000 + r), **args) for r in range(EG_SCRAMBLINGS)]
+    m = int(np.clip(EG_TOTAL - np.ceil(np.log2(M.shape[1])), EG_MIN, EG_M))
+    rates = [mixture_classes.error(mc.sobol_rule(K, m, 1000 + r), **args) for r in range(EG_SCRAMBLINGS)]
     return {"test_loss": tl, "eg": float(np.mean(rates)),
             "integration_error": {"test_loss": float(abs(tl_fine - tl)),
                                   "eg": float(np.std(rates, ddof=1) / np.sqrt(len(rates)))}}
@@ -108,5 +112,5 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
         V_hat=point["V_hat"], rho=theory.means.T @ theory.means, converged=True, residual=point["residual"],
         iterations=prob.evaluations, integration=("Gauss-Legendre panels" if scalar else
                                                   f"Gauss-Hermite {order}^{K}; error rate: {EG_SCRAMBLINGS} "
-                                                  f"Sobol' scramblings of 2^{EG_M}"),
+                                                  "Sobol' scramblings"),
         integration_error=meas["integration_error"], method="local")
