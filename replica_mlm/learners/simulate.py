@@ -53,10 +53,12 @@ class Simulation:
         The replica prediction (:func:`replica_mlm.solve`) on the same task at the realised alpha
         = n / p and each lam, with the same loss and channel (docs/theory.md, section 3): the
         p -> infinity value, so expect an O(1/p) difference, larger near alpha = 1 at small lam.
-        Solved on first access and kept; NaN where the saddle point does not converge; None on a
-        PottsModel (its site's theory needs the sampled covariance: ``model.masked_site(i)``).
+        Solved on first access and kept; NaN where the saddle point does not converge. On a
+        PottsModel: the theory named by ``simulate(..., theory=)`` on the site's measured moments,
+        None without it.
     task : object or None
-        The task simulated (the replica values are solved on it); None for a PottsModel.
+        The task simulated (the replica values are solved on it); for a PottsModel the site
+        ``model.masked_site(site, rng=0)`` when a theory is named, else None.
     loss_object : Loss or None
         The loss trained (a ``rm.losses.Loss``, e.g. a ``Huber(delta)``), for the replica values.
     channel_object : Channel or None
@@ -81,12 +83,15 @@ class Simulation:
     task: object = field(default=None, repr=False, compare=False)
     loss_object: object = field(default=None, repr=False, compare=False)
     channel_object = None  # an attribute, not a field (the result's fields stay): set by simulate
+    theory = None  # likewise: the discrete theory of a PottsModel's site (simulate's theory=)
 
     @cached_property
     def _replica(self) -> tuple[np.ndarray, np.ndarray] | None:
         if self.task is None:
             return None
         loss = self.loss if self.loss_object is None else self.loss_object
+        if self.theory is not None:  # a Potts model's site: its own channel, the theory named
+            return _theory(self.task, self.alpha, self.lam, loss, None, theory=self.theory)
         return _theory(self.task, self.alpha, self.lam, loss, self.channel_object or self.channel)
 
     def __getstate__(self) -> dict:  # a Loss or Channel object does not pickle: its replica values do
@@ -158,8 +163,8 @@ N_TEST = 4000
 @keywords
 def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
              loss=None, channel=None, site: int | None = None,
-             n_test: int | None = None, threads=INHERIT, progress: bool | None = None
-             ) -> Simulation | list[Simulation]:
+             n_test: int | None = None, threads=INHERIT, progress: bool | None = None,
+             theory: str | None = None) -> Simulation | list[Simulation]:
     """Train ridge-penalised ERM on ``seeds`` independent samples of ``n = round(alpha p)`` points.
 
     Parameters
@@ -220,6 +225,10 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
     progress : bool or None
         A progress bar on stderr over the training sets (over the alphas for a sequence); None:
         only when stderr is a terminal (:mod:`replica_mlm._base.progress`).
+    theory : {None, "gaussian", "mixture", "local"}
+        PottsModel tasks only: the discrete theory the simulation is held against (``eg_theory``,
+        ``train_loss_theory``, ``z``), solved on ``task.masked_site(site, rng=0)`` (its
+        neighbourhood by the documented rule; docs/discrete.md). None: no theory (as before).
 
     Returns
     -------
@@ -232,15 +241,24 @@ def simulate(task, *, alpha, lam, seeds: int = 20, rng: _checks.RngLike = None,
         alphas = _checks.grid(alpha, "alpha")
         gens = _checks.as_generator(rng).spawn(alphas.size)
         return [simulate(task, alpha=float(a), lam=lam, seeds=seeds, rng=g, loss=loss, channel=channel,
-                         site=site, n_test=n_test, threads=threads, progress=False)
+                         site=site, n_test=n_test, threads=threads, progress=False, theory=theory)
                 for a, g in zip(bar(alphas, progress=progress, desc="simulate: alphas"), gens, strict=True)]
     from replica_mlm.theory.sides.task_loss import default_loss
 
     if isinstance(task, PottsModel):  # not a task: a site of it, learnt from its Boltzmann samples
         learn_site = _simulate_potts if task.q > 2 else _simulate_ising
-        return learn_site(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng,
-                          loss=default_loss(task) if loss is None else loss, channel=channel,
-                          n_test=n_test, threads=threads, progress=progress)
+        if theory is not None:
+            theory = _checks.choice(theory, routes.THEORIES, "theory")
+        sim = learn_site(task, site=site, alpha=alpha, lam=lam, seeds=seeds, rng=rng,
+                         loss=default_loss(task) if loss is None else loss, channel=channel,
+                         n_test=n_test, threads=threads, progress=progress)
+        if theory is not None:  # the site's theory, on the site's measured moments
+            object.__setattr__(sim, "task", task.masked_site(_model_site(task, site), rng=0))
+            object.__setattr__(sim, "theory", theory)
+        return sim
+    if theory is not None:
+        raise ValueError("theory= is for a PottsModel task (a site learnt from its Boltzmann samples); a "
+                         "drawn task is held against its own Gaussian theory")
     _check_drawn_task(task, site, n_test)
     site = task
     alpha = _checks.positive(alpha, "alpha")
@@ -327,7 +345,8 @@ def _train(site, n: int, lam: np.ndarray, loss, channel, solver: str, children, 
     return out
 
 
-def _theory(task, alpha: float, lam: np.ndarray, loss, channel) -> tuple[np.ndarray, np.ndarray]:
+def _theory(task, alpha: float, lam: np.ndarray, loss, channel, *, theory: str = "gaussian"
+            ) -> tuple[np.ndarray, np.ndarray]:
     """The replica eg and training loss at (alpha, each lam), NaN where the solver fails."""
     from replica_mlm._base.errors import ConvergenceError
     from replica_mlm.theory.solve import solve
@@ -335,7 +354,7 @@ def _theory(task, alpha: float, lam: np.ndarray, loss, channel) -> tuple[np.ndar
     eg, et = np.full(lam.size, np.nan), np.full(lam.size, np.nan)
     for j, lm in enumerate(lam):
         try:
-            sp = solve(task, alpha=alpha, lam=float(lm), loss=loss, channel=channel)
+            sp = solve(task, alpha=alpha, lam=float(lm), loss=loss, channel=channel, theory=theory)
         except ConvergenceError:
             continue
         eg[j], et[j] = sp.eg, sp.train_loss

@@ -58,6 +58,9 @@ class ClusterMixture:
         Samples used (0 when exact).
     regularisation : float
         What was added to the diagonal of ``S`` on the Gaussian coordinates (0 if nothing).
+    binned : bool
+        Whether ``configurations`` are bins of the teacher field rather than the neighbourhood's
+        colours (then they cannot be read off the inputs, and nothing is fixed).
     """
 
     weights: np.ndarray
@@ -71,6 +74,7 @@ class ClusterMixture:
     method: str
     n_samples: int
     regularisation: float = 0.0
+    binned: bool = False
 
     @property
     def C(self) -> int:
@@ -119,7 +123,7 @@ class ClusterMixture:
 
 
 def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
-                    probabilities=None) -> ClusterMixture:
+                    probabilities=None, binned: bool = False) -> ClusterMixture:
     """Measure the local data model of a site from samples (or all configurations with their
     probabilities).
 
@@ -140,6 +144,8 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
     probabilities : array (n,), optional
         Exact probabilities of the samples (then the moments are exact); None for equally weighted
         independent samples.
+    binned : bool
+        ``configurations`` are bins of the teacher field (:attr:`ClusterMixture.binned`).
     """
     x = _checks.finite_array(x, "x", ndim=2)
     n, d = x.shape
@@ -178,7 +184,7 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
                           fixed=fixed, classes=_checks.positive_int(classes, "classes"),
                           teacher=np.asarray(teacher, dtype=float),
                           method="exact" if probabilities is not None else "samples",
-                          n_samples=0 if probabilities is not None else n, regularisation=reg)
+                          n_samples=0 if probabilities is not None else n, regularisation=reg, binned=binned)
 
 
 __all__ = ["ClusterMixture", "cluster_mixture"]

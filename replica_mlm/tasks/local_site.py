@@ -33,8 +33,7 @@ class DiscreteSite:
 
     def _set_site(self, model, site: int, neighbours) -> None:
         self._model, self._site = model, site
-        sites = _nbh.neighbourhood(model.couplings, site, model.q, neighbours)
-        _nbh.check_size(model.q, sites)
+        sites = _nbh.neighbourhood(model.couplings, site, neighbours)
         if len(sites) >= model.L - 1:
             raise ValueError(f"a neighbourhood of all {model.L - 1} other sites leaves no input to be "
                              "Gaussian: the local theory needs fewer neighbours")
@@ -64,11 +63,20 @@ class DiscreteSite:
     @cached_property
     def local_mixture(self) -> ClusterMixture:
         """The local data model: clusters ``(s_i, s_N(i))`` with exact weights, means and the pooled
-        covariance beyond the neighbourhood (:func:`replica_mlm.tasks.local_mixture.cluster_mixture`)."""
+        covariance beyond the neighbourhood (:func:`replica_mlm.tasks.local_mixture.cluster_mixture`);
+        when the neighbourhood's configurations are too many (:func:`.neighbourhood.grouped`), clusters
+        ``(s_i, b)`` of the label and the bin ``b`` of the teacher field the neighbourhood makes
+        (:func:`field_bins`), the neighbourhood's inputs then Gaussian within a bin."""
         seqs, prob = self._sequences()
-        return cluster_mixture(self._inputs(seqs, prob), np.asarray(seqs[:, self._site], dtype=np.int64),
-                               seqs[:, list(self._neighbourhood)], classes=self._model.q,
-                               fixed=self._fixed_coordinates(), teacher=self.teacher, probabilities=prob)
+        nb = list(self._neighbourhood)
+        labels = np.asarray(seqs[:, self._site], dtype=np.int64)
+        x = self._inputs(seqs, prob)
+        if not _nbh.grouped(self._model.q, self._neighbourhood):
+            return cluster_mixture(x, labels, seqs[:, nb], classes=self._model.q,
+                                   fixed=self._fixed_coordinates(), teacher=self.teacher, probabilities=prob)
+        bins = field_bins(self._model, self._site, nb, seqs, prob)
+        return cluster_mixture(x, labels, bins[:, None], classes=self._model.q, fixed=np.zeros(0, np.int64),
+                               teacher=self.teacher, probabilities=prob, binned=True)
 
     def _site_bayes_error(self) -> tuple[float, float]:
         seqs, prob = self._sequences()
@@ -105,6 +113,27 @@ class DiscreteSite:
             cache[theory] = self.validity(theory)
             cache[theory].warn()
         return cache[theory]
+
+
+#: bins of the teacher field when the neighbourhood's configurations are grouped
+FIELD_BINS = 64
+
+
+def field_bins(model, site: int, sites: list, seqs: np.ndarray, prob) -> np.ndarray:
+    """The bin of each sequence's neighbourhood field ``beta sum_{j in N} J_ij U[:, s_j]`` (a q-vector,
+    centred over the colours: the softmax ignores a common shift): k-means with :data:`FIELD_BINS`
+    centres (scikit-learn, weighted by the probabilities, fixed seed), fewer if fewer distinct fields."""
+    from sklearn.cluster import KMeans
+
+    J = model.couplings[site, sites]
+    field = model.beta * np.einsum("j,qnj->nq", J, model.colours[:, seqs[:, sites]])
+    field -= field.mean(axis=1, keepdims=True)
+    distinct = np.unique(np.round(field, 12), axis=0).shape[0]
+    k = min(FIELD_BINS, distinct)
+    if k <= 1:
+        return np.zeros(seqs.shape[0], dtype=np.int64)
+    km = KMeans(n_clusters=k, n_init=4, random_state=0).fit(field, sample_weight=prob)
+    return km.labels_.astype(np.int64)
 
 
 def as_clusters(mixture) -> ClusterMixture:
