@@ -99,15 +99,27 @@ def _multi_measures(mixture: ClusterMixture, W: np.ndarray, P: np.ndarray,
 
 def _sklearn_fit(x: np.ndarray, y: np.ndarray, P: np.ndarray, reg: float) -> tuple[np.ndarray, float]:
     """The q-class fit by scikit-learn (``C = 1 / reg``, no intercept; ``W = coef^T P``: the
-    penalised coefficients sum to zero over the classes), certified by the KKT residual of the
-    package's objective ``sum CE(y, P W^T x) + (reg / 2)|W|^2`` (the package's Newton fitter builds
-    a (dK)^2 Hessian by einsum: minutes per fit at d = 400)."""
+    penalised coefficients sum to zero over the classes), polished by three Newton steps and
+    certified by the KKT residual of the package's objective ``sum CE(y, P W^T x) + (reg / 2)|W|^2``
+    (the package's Newton fitter builds a (dK)^2 Hessian by einsum: about 40 s per fit at d = 400)."""
     from scipy.special import softmax
     from sklearn.linear_model import LogisticRegression
 
     clf = LogisticRegression(C=1.0 / reg, fit_intercept=False, tol=1e-12, max_iter=20000)
     clf.fit(x, y)
     W = clf.coef_.T @ P
+    d, K = W.shape
+    for _ in range(3):  # Newton steps from there, the Hessian's K^2 blocks by matrix products
+        s = softmax(x @ W @ P.T, axis=1)
+        grad = x.T @ (s @ P - P[y]) + reg * W
+        sp = s @ P
+        A = np.einsum("nc,ca,cb->nab", s, P, P) - sp[:, :, None] * sp[:, None, :]
+        H = np.zeros((d, K, d, K))
+        for a in range(K):
+            for b in range(K):
+                H[:, a, :, b] = (x.T * A[:, a, b]) @ x
+        H = H.reshape(d * K, d * K) + reg * np.eye(d * K)
+        W = W - np.linalg.solve(H, grad.ravel()).reshape(d, K)
     grad = x.T @ (softmax(x @ W @ P.T, axis=1) @ P - P[y]) + reg * W
     return W, float(np.max(np.abs(grad)) / (1.0 + reg * np.max(np.abs(W))))
 

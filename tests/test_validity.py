@@ -98,6 +98,15 @@ def test_site_bayes_error_exact_sampled_and_by_transfer_matrix():
     assert se > 0 and abs(mean - v.bayes_error_site) < 3 * se
 
 
+@pytest.mark.slow
+def test_site_bayes_error_from_the_sampler_against_the_transfer_matrix():
+    # L = 20 is beyond enumeration: the site's error is the mean over the sampler's sequences
+    task = rm.PottsModel.ising(couplings=ring(20), beta=0.5).masked_site(0, rng=1, samples=20_000)
+    v = task.validity(theory="mixture")
+    assert v.bayes_error_site_stderr > 0
+    assert abs(v.bayes_error_site - ring_site_error(20, 0.5)) < 3 * v.bayes_error_site_stderr
+
+
 def test_full_markov_blanket_gives_the_site_bayes_error_exactly():
     # given its Markov blanket the label is independent of the rest: the local model's Bayes error
     # is the site's, by enumeration (ring and periodic lattice)
