@@ -184,7 +184,9 @@ def test_potts_results_carry_valid():
     task = potts3().masked_site(0, rng=0)
     assert task.neighbourhood == (1, 6)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("error", RuntimeWarning)  # the full Markov blanket: valid, no warning
         point = rm.solve(task, alpha=1.0, lam=0.1, theory="local")
-    assert point.valid.theory == "local" and point.valid.ok
+        curve = rm.learning_curve(task, alpha=[1.0], lam=0.1, theory="local")
+    assert point.valid.theory == "local" and point.valid.ok and curve.valid == point.valid
+    np.testing.assert_allclose(np.asarray(curve.test_loss)[0], point.test_loss, rtol=1e-7)
     assert point.valid.bayes_error_model == pytest.approx(point.valid.bayes_error_site, rel=1e-12)
