@@ -157,12 +157,13 @@ def as_generator(rng: RngLike, *, name: str = "rng") -> np.random.Generator:
                     f"got {_show(rng)}")
 
 
-def site_index(i, L: int) -> int:
-    """A site index in ``[0, L)``: an integer (not a bool), else TypeError; out of range, ValueError."""
+def site_index(i, L: int, name: str = "site index i") -> int:
+    """A site index in ``[0, L)``: an integer (not a bool), else TypeError; out of range, ValueError.
+    ``name`` is what the messages call it."""
     if isinstance(i, bool | np.bool_) or not isinstance(i, int | np.integer):
-        raise TypeError(f"site index i must be an integer in [0, {L}), got {type(i).__name__} {i!r}")
+        raise TypeError(f"{name} must be an integer in [0, {L}), got {type(i).__name__} {i!r}")
     if not 0 <= i < L:
-        raise ValueError(f"site index i must lie in [0, L) = [0, {L}), got {i}")
+        raise ValueError(f"{name} must lie in [0, L) = [0, {L}), got {i}")
     return int(i)
 
 

@@ -56,7 +56,7 @@ def neighbourhood(couplings: np.ndarray, i: int, neighbours=None) -> tuple[int, 
     if isinstance(neighbours, (str, bytes, bool, float)) or not _checks.is_sequence(neighbours):
         raise TypeError(f"neighbours must be None, a count (int) or a sequence of site indices, got "
                         f"{type(neighbours).__name__}")
-    sites = [_checks.site_index(j, L) for j in neighbours]
+    sites = [_checks.site_index(j, L, name="each site of neighbours") for j in neighbours]
     if i in sites or len(set(sites)) != len(sites):
         raise ValueError(f"neighbours must be distinct sites other than the masked site {i}, got "
                          f"{list(neighbours)}")
