@@ -119,9 +119,10 @@ def test_full_markov_blanket_gives_the_site_bayes_error_exactly():
     assert task.neighbourhood == (1, 4, 6, 9)
 
 
-@pytest.mark.xfail(strict=True, reason="the local mixture measured from samples takes the sampling noise "
-                   "of its cluster means for separation: its Bayes error is biased low (ring L = 12, "
-                   "beta = 0.5, full Markov blanket: -0.025 at n = 2000, -0.006 at 2e4, -0.002 at 2e5)")
+@pytest.mark.xfail(strict=True, reason="the local mixture measured from samples is still biased low after "
+                   "its means' noise d / n_c is taken off the Gram matrix (the weights' noise remains: "
+                   "ring L = 12, beta = 0.5, full Markov blanket, n = 2000: -0.015 (was -0.025); n = 2e4: "
+                   "-0.002 to -0.004)")
 def test_sampled_local_mixture_bayes_error_is_unbiased():
     model = rm.PottsModel.ising(couplings=ring(12), beta=0.5)
     task = model.masked_site(0, rng=0)

@@ -93,12 +93,17 @@ def cluster_mixture_error(mixture) -> float:
     The neighbourhood's configuration is read off the inputs exactly; given it, the classes are
     Gaussian with one covariance, and the Bayes error is a function of the Mahalanobis Gram matrix
     of their means (closed form for two classes, scrambled Sobol' points for more). Clusters of
-    teacher-field bins cannot be read off the inputs: then Monte Carlo over the whole mixture.
+    teacher-field bins cannot be read off the inputs: then Monte Carlo over the whole mixture. Means
+    measured on ``n_c`` samples carry noise whose squared Mahalanobis norm is ``d / n_c`` on average
+    (``d`` Gaussian inputs): it is taken off the Gram matrix's diagonal, so that noise is not read
+    as separation between the classes.
     """
     free = mixture.free
     means = mixture.means[:, free]
     S = mixture.covariance[np.ix_(free, free)]
     gram = means @ np.linalg.solve(S, means.T) if free.size else np.zeros((mixture.C, mixture.C))
+    if mixture.counts is not None:  # a sampled mean's noise adds d / n_c to its squared norm
+        gram = gram - np.diag(free.size / np.maximum(mixture.counts, 1))
     if mixture.binned:
         return _binned_error(mixture, gram)
     configs = mixture.configurations

@@ -61,6 +61,9 @@ class ClusterMixture:
     binned : bool
         Whether ``configurations`` are bins of the teacher field rather than the neighbourhood's
         colours (then they cannot be read off the inputs, and nothing is fixed).
+    counts : ndarray (C,) or None
+        Samples per cluster (None when exact): the sampling noise of a mean adds ``d / n_c`` to its
+        squared Mahalanobis norm, which the Bayes error takes off (:mod:`.bayes_error`).
     """
 
     weights: np.ndarray
@@ -75,6 +78,7 @@ class ClusterMixture:
     n_samples: int
     regularisation: float = 0.0
     binned: bool = False
+    counts: np.ndarray | None = None
 
     @property
     def C(self) -> int:
@@ -153,6 +157,10 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
     configurations = np.asarray(configurations).reshape(n, -1)
     if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"labels must be integers of shape ({n},), got {labels.dtype} {labels.shape}")
+    if configurations.shape[0] != n or not (configurations.size == 0
+                                            or np.issubdtype(configurations.dtype, np.integer)):
+        raise ValueError(f"configurations must be integers with one row per sample ({n}), got "
+                         f"{configurations.dtype} {configurations.shape}")
     w = np.full(n, 1.0 / n) if probabilities is None else _checks.finite_array(probabilities, "probabilities",
                                                                                    ndim=1)
     if w.shape != (n,) or np.any(w < 0) or not w.sum() > 0:
@@ -184,7 +192,9 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
                           fixed=fixed, classes=_checks.positive_int(classes, "classes"),
                           teacher=np.asarray(teacher, dtype=float),
                           method="exact" if probabilities is not None else "samples",
-                          n_samples=0 if probabilities is not None else n, regularisation=reg, binned=binned)
+                          n_samples=0 if probabilities is not None else n, regularisation=reg,
+                          binned=binned, counts=None if probabilities is not None else
+                          np.bincount(cluster, minlength=found.shape[0]))
 
 
 __all__ = ["ClusterMixture", "cluster_mixture"]
