@@ -20,6 +20,7 @@ Routes
 ``"mixture-multiclass"``  the q-cluster Gaussian mixture of a Potts site, softmax cross-entropy
 ``"bayes"``               the Bayes-optimal fixed point (Nishimori line) of a Gaussian task
 ``"bayes-mixture"``       the Bayes-optimal error of an Ising site's two-cluster mixture
+``"dynamics"``            learning dynamics: one-pass SGD and gradient flow (docs/dynamics.md)
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ ROUTES: dict[str, Route] = {route.name: route for route in (
         "order": "Gauss-Legendre nodes per quadrature panel, 1 to 256 (16)"}),
     Route("bayes-mixture", "the exact Gaussian posterior of an Ising site's two-cluster mixture", {
         "order": "Gauss-Legendre nodes per quadrature panel, 1 to 256 (16)"}),
+    Route("dynamics", "learning dynamics on Gaussian covariates: one-pass SGD (the square loss's exact "
+          "per-mode recursion or its limit; ODEs of the order parameters for any convex loss) and "
+          "gradient flow of the square loss (deterministic equivalents); lam >= 0", {}),
 )}
 
 #: the routes each entry point serves
@@ -97,7 +101,13 @@ ENTRY_ROUTES = {
     "bayes_optimal_curve": ("bayes", "bayes-mixture"),
     "equations": ("root", "general", "mixture", "bayes"),
     "simulate": ("root", "general"),
+    "online_sgd": ("dynamics",),
+    "simulate_sgd": ("dynamics",),
+    "gradient_flow": ("dynamics",),
+    "simulate_gradient_flow": ("dynamics",),
 }
+#: the entry points of the learning dynamics (their plan is the ``"dynamics"`` route)
+DYNAMICS_ENTRIES = ("online_sgd", "simulate_sgd", "gradient_flow", "simulate_gradient_flow")
 
 
 @dataclass(frozen=True)
@@ -182,6 +192,8 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
         (:func:`~replica_mlm.theory.sides.channels.check_pair`), or a route ``entry`` does not serve.
     """
     mixture = _checks.choice(theory, THEORIES, "theory") == "mixture"
+    if entry in DYNAMICS_ENTRIES:
+        return _dynamics(task, entry, loss, channel, mixture, method, precision, penalty)
     shaped = penalties.resolve(penalty)  # TypeError for anything but None or a Penalty
     multiclass = is_multiclass(task)
     if mixture or bayes or precision is not None or multiclass:
@@ -236,6 +248,26 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
                              "only (the reduced closed forms); the general engine works in float64")
         raise ValueError("precision= works with method='root' and no options")
     return _served(Plan(route, entry, loss=loss_obj, channel=channel_obj, penalty=shaped))
+
+
+def _dynamics(task, entry: str, loss, channel, mixture: bool, method, precision, penalty) -> Plan:
+    """The ``"dynamics"`` route: Gaussian covariates of a spectral task with a loss and a channel of
+    the registries; refused with one message for what it does not serve."""
+    if mixture or method is not None or precision is not None or penalty is not None:
+        what = ("theory='mixture'" if mixture else "method=" if method is not None else
+                "precision=" if precision is not None else "penalty=")
+        raise ValueError(f"{entry} works on Gaussian covariates with the ridge (the 'dynamics' route): "
+                         f"{what} is not available there; use theory='gaussian' and the defaults")
+    if is_multiclass(task):
+        raise ValueError(f"{entry} takes a task with one teacher direction (a MaskedSite, an Ising "
+                         f"site, a Spectrum or a thermodynamic limit); a multi-class site has "
+                         f"{getattr(task, 'K', 'several')}")
+    if task is not None:
+        spectrum_of(task)
+    loss_obj = losses.resolve(default_loss(task) if loss is None and task is not None else loss)
+    channel_obj = channels.resolve(channel, task)
+    channels.check_pair(loss_obj, channel_obj, general=False)
+    return _served(Plan("dynamics", entry, loss=loss_obj, channel=channel_obj))
 
 
 def _served(p: Plan) -> Plan:
