@@ -21,6 +21,11 @@ def site50():
     return _site(50)
 
 
+@pytest.fixture(scope="module")
+def site1600():
+    return _site(1600, rng=1)
+
+
 @pytest.mark.parametrize("lam, batch", [(0.0, 1), (0.2, 3)])
 def test_exact_recursion_matches_simulated_sgd_at_p50(site50, lam, batch):
     grid = np.linspace(0.2, 4.0, 20)
@@ -39,11 +44,11 @@ def test_exact_recursion_matches_simulated_sgd_at_p500():
     assert np.all(np.abs(sim.z) < 3.0), sim.z
 
 
-def test_exact_minus_limit_is_order_one_over_p():
+def test_exact_minus_limit_is_order_one_over_p(site1600):
     grid = np.linspace(0.0, 3.0, 7)
     scaled = []
     for p in (100, 400, 1600):
-        site = _site(p, rng=1)
+        site = site1600 if p == 1600 else _site(p, rng=1)
         exact = rm.online_sgd(site, alpha=grid, lr=0.5, exact=True)
         limit = rm.online_sgd(site, alpha=grid, lr=0.5)
         scaled.append(p * np.max(np.abs(exact.eg - limit.eg)))
@@ -66,7 +71,7 @@ def test_general_odes_reduce_to_the_square_limit(site50):
     general = sgd_fields.online_moments(site50.spectrum, losses.resolve("square"),
                                         channels.resolve("gaussian"), lr=0.8, lam=0.1, batch=2, alpha=grid)
     for name in ("eg", "m", "q", "estimation_error"):
-        np.testing.assert_allclose(getattr(general, name), getattr(square, name), rtol=1e-7)
+        np.testing.assert_allclose(getattr(general, name), getattr(square, name), rtol=1e-7, atol=1e-9)
 
 
 def test_online_hebb_reproduces_the_classical_curve():
@@ -87,7 +92,7 @@ def _symbols():
     return sp.symbols("y z", real=True)
 
 
-def test_learning_rate_beyond_the_edge_is_refused(site50):
+def test_learning_rate_beyond_the_edge_is_refused(site50, site1600):
     limit = rm.online_sgd(site50, alpha=[1.0], lr=0.5)
     exact = rm.online_sgd(site50, alpha=[1.0], lr=0.5, exact=True)
     with pytest.raises(ValueError, match="lr_max = "):
@@ -96,14 +101,13 @@ def test_learning_rate_beyond_the_edge_is_refused(site50):
         rm.online_sgd(site50, alpha=[1.0], lr=exact.lr_max * 1.0001, exact=True)
     # the edge is real: just below it the exact recursion settles, just above it grows without bound
     s, t, noise = site50.spectrum.omega, site50.spectrum.teacher, site50.noise
-    steps = np.array([20000, 40000])
+    steps = np.array([10000, 20000])
     below = sgd_modes.exact_moments(s, t, noise, lr=0.98 * exact.lr_max, lam=0.0, batch=1, steps=steps)
     above = sgd_modes.exact_moments(s, t, noise, lr=1.02 * exact.lr_max, lam=0.0, batch=1, steps=steps)
     assert np.all(np.isfinite(below.eg)) and below.eg[1] < 10 * below.eg[0]
     assert above.eg[1] > 100 * above.eg[0] or not np.isfinite(above.eg[1])
     # the exact edge tends to the limit's as p grows
-    big = _site(1600, rng=1)
-    e1, e2 = (rm.online_sgd(big, alpha=[0.1], lr=0.5, exact=ex).lr_max for ex in (True, False))
+    e1, e2 = (rm.online_sgd(site1600, alpha=[0.1], lr=0.5, exact=ex).lr_max for ex in (True, False))
     assert abs(e1 / e2 - 1) < 5e-3
 
 

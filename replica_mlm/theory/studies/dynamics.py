@@ -164,25 +164,13 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
             raise ValueError("exact=True is the square loss's recursion with the gaussian channel; for "
                              f"loss {plan.loss.name!r} with channel {plan.channel.name!r} take exact=False "
                              "(the ODEs of the order parameters, p -> infinity)")
-        mom, lr_max, steps, p = sgd_fields.online_moments(spec, plan.loss, plan.channel, lr=lr, lam=lam,
-                                                          batch=batch, alpha=times[order]), math.nan, None, None
-    elif exact:
-        p = _unique_modes(spec)
-        if p is None:
-            raise ValueError("exact=True needs a finite task whose spectrum has one mode per eigenvector "
-                             "(a MaskedSite or an Ising site); this spectrum has quadrature nodes: take "
-                             "exact=False")
-        lr_max = sgd_modes.exact_lr_max(spec.omega, lam, batch)
-        check_lr(lr, lr_max, lam=lam, batch=batch, exact=True)
-        steps = np.rint(times * p / batch).astype(np.int64)
-        mom = sgd_modes.exact_moments(spec.omega, spec.teacher, spec.noise, lr=lr, lam=lam, batch=batch,
-                                      steps=steps[order])
-        times = steps * batch / p
+        mom = sgd_fields.online_moments(spec, plan.loss, plan.channel, lr=lr, lam=lam, batch=batch,
+                                        alpha=times[order])
+        lr_max, steps, p = math.nan, None, None
     else:
-        lr_max, steps, p = sgd_modes.limit_lr_max(spec.omega, spec.bulk, lam, batch), None, None
-        check_lr(lr, lr_max, lam=lam, batch=batch, exact=False)
-        mom = sgd_modes.limit_moments(spec.omega, spec.bulk, spec.teacher, spec.noise, lr=lr, lam=lam,
-                                      batch=batch, alpha=times[order])
+        mom, lr_max, steps, p = _square(spec, times, order, lr=lr, lam=lam, batch=batch, exact=exact)
+        if steps is not None:
+            times = steps * batch / p
     back = np.empty_like(order)
     back[order] = np.arange(order.size)
     cols = {name: np.asarray(getattr(mom, name))[back] for name in ("eg", "m", "q", "estimation_error")}
@@ -190,6 +178,27 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
     return OnlineSGD(alpha=times, test_loss=test, steps=steps, lr=lr, lam=lam, batch=batch, lr_max=lr_max,
                      exact=exact, p=p, rho=spec.rho, noise=spec.noise, loss=plan.loss.name,
                      channel=plan.channel.name, **cols)
+
+
+def _square(spec, times: np.ndarray, order: np.ndarray, *, lr: float, lam: float, batch: int, exact: bool):
+    """The square loss's moments (exact recursion or limit), its lr_max, the steps and p."""
+    if not exact:
+        lr_max = sgd_modes.limit_lr_max(spec.omega, spec.bulk, lam, batch)
+        check_lr(lr, lr_max, lam=lam, batch=batch, exact=False)
+        mom = sgd_modes.limit_moments(spec.omega, spec.bulk, spec.teacher, spec.noise, lr=lr, lam=lam,
+                                      batch=batch, alpha=times[order])
+        return mom, lr_max, None, None
+    p = _unique_modes(spec)
+    if p is None:
+        raise ValueError("exact=True needs a finite task whose spectrum has one mode per eigenvector "
+                         "(a MaskedSite or an Ising site); this spectrum has quadrature nodes: take "
+                         "exact=False")
+    lr_max = sgd_modes.exact_lr_max(spec.omega, lam, batch)
+    check_lr(lr, lr_max, lam=lam, batch=batch, exact=True)
+    steps = np.rint(times * p / batch).astype(np.int64)
+    mom = sgd_modes.exact_moments(spec.omega, spec.teacher, spec.noise, lr=lr, lam=lam, batch=batch,
+                                  steps=steps[order])
+    return mom, lr_max, steps, p
 
 
 @dataclass(frozen=True)
@@ -227,7 +236,8 @@ class GradientFlow:
     end : SaddlePoint
         The t -> infinity end point, :func:`replica_mlm.solve` at (alpha, lam).
     best : EarlyStopping
-        The early-stopping optimum over the times given (and the end point).
+        The early-stopping optimum: the least eg over the times given, refined between the
+        neighbouring times, or the end point where eg decreases to it.
     rho, noise : float
         The task's teacher signal and label noise.
     """
@@ -308,17 +318,32 @@ def gradient_flow(task, *, alpha: float, time, lam: float = 0.0, loss=None, chan
                                        mu=lam / a)
     q = cols["eg"] - spec.noise - spec.rho + 2.0 * cols["m"]
     end = solve_planned(routes.plan(task, entry="solve"), task, a, lam)
-    best = _early_stopping(task, times, cols["eg"], end, a)
+    best = _early_stopping(task, spec, times, cols["eg"], end, a, lam / a)
     return GradientFlow(time=times, eg=cols["eg"], train_loss=cols["train_loss"], test_loss=cols["eg"] / 2,
                         estimation_error=cols["estimation_error"], m=cols["m"], q=q, alpha=a, lam=lam,
                         end=end, best=best, rho=spec.rho, noise=spec.noise)
 
 
-def _early_stopping(task, times, eg, end: SaddlePoint, alpha: float) -> EarlyStopping:
-    """The least eg over the times and the end point, with the optimal ridge beside it."""
+def _early_stopping(task, spec, times, eg, end: SaddlePoint, alpha: float, mu: float) -> EarlyStopping:
+    """The least eg over the times and the end point, refined between the grid's neighbours by
+    bounded Brent minimisation in log t (to 1e-6 in log t), with the optimal ridge beside it."""
+    from scipy.optimize import minimize_scalar
+
     from replica_mlm.theory.studies.phase import optimal_lambda
 
     i = int(np.argmin(eg))
-    time, value = (float(times[i]), float(eg[i])) if eg[i] <= end.eg else (math.inf, float(end.eg))
+    if eg[i] > end.eg:
+        time, value = math.inf, float(end.eg)
+    elif 0 < i < times.size - 1:
+        def at(log_t: float) -> float:
+            return float(flow_equivalent.flow_curves(np.array([math.exp(log_t)]), spec.omega, spec.bulk,
+                                                     spec.teacher, spec.noise, alpha=alpha, mu=mu)["eg"][0])
+
+        res = minimize_scalar(at, bounds=(math.log(times[i - 1]), math.log(times[i + 1])), method="bounded",
+                              options={"xatol": 1e-6})
+        better = res.fun <= eg[i]
+        time, value = (math.exp(res.x), float(res.fun)) if better else (float(times[i]), float(eg[i]))
+    else:
+        time, value = float(times[i]), float(eg[i])
     ridge = optimal_lambda(task, alpha=alpha)
     return EarlyStopping(time=time, eg=value, ridge_lam=float(ridge.lam_opt), ridge_eg=float(ridge.eg_opt))
