@@ -197,3 +197,18 @@ def test_results_and_refusals(site50):
         rm.online_sgd(site50, alpha=[1.0], lr=-1.0)
     with pytest.raises(TypeError, match="did you mean 'batch'"):
         rm.online_sgd(site50, alpha=[1.0], lr=0.5, batch_size=2)
+
+
+def test_equations_of_the_dynamics_come_from_the_loss():
+    import sympy as sp
+
+    from replica_mlm.theory.studies import dynamics_equations as de
+    from replica_mlm.theory.symbolic import potentials as P
+
+    eqs = rm.equations(dynamics=True)
+    assert str(eqs).startswith("one-pass SGD")
+    # sympy's Gaussian moments of the square loss's derivative: A = 1, B = -1, E[l'^2] = eg
+    assert eqs["A"].rhs == 1 and eqs["B"].rhs == -1
+    assert sp.simplify(eqs["E[l'^2]"].rhs - (P.rho + de.sigma2 - 2 * de.R + de.Q)) == 0
+    assert "exact D_k" in eqs and "exact D_k" not in rm.equations(dynamics=True, loss="huber")
+    assert r"\begin{aligned}" in rm.equations(dynamics=True, loss="logistic", channel="sign", latex=True)
