@@ -212,3 +212,14 @@ def test_equations_of_the_dynamics_come_from_the_loss():
     assert sp.simplify(eqs["E[l'^2]"].rhs - (P.rho + de.sigma2 - 2 * de.R + de.Q)) == 0
     assert "exact D_k" in eqs and "exact D_k" not in rm.equations(dynamics=True, loss="huber")
     assert r"\begin{aligned}" in rm.equations(dynamics=True, loss="logistic", channel="sign", latex=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss, channel", [("logistic", "sign"), ("logistic", "logit"), ("hinge", "sign")])
+def test_general_odes_match_simulated_sgd_at_p400(loss, channel):
+    base = _site(400)
+    site = rm.MaskedSite(covariance=4 * base.covariance, teacher=np.sqrt(2) * base.teacher, noise=0.0,
+                         channel=channel)
+    sim = rm.simulate_sgd(site, alpha=np.linspace(0.5, 10, 20), lr=0.5, loss=loss, seeds=200, rng=1)
+    assert not sim.theory.exact
+    assert np.all(np.abs(sim.z) < 3.0), sim.z

@@ -49,7 +49,9 @@ class OnlineSGD:
         Samples per step.
     lr_max : float
         The largest stable learning rate (square loss: the edge of the recursion's stability,
-        ``exact=True``, or of its limit; nan for other losses).
+        ``exact=True``, or of its limit, whatever the channel; nan for other losses, whose
+        bounded derivatives keep the error finite at every lr; a custom loss whose curve
+        overflows is refused).
     exact : bool
         The exact finite-p recursion (True) or the p -> infinity limit.
     p : int or None
@@ -164,13 +166,20 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
             raise ValueError("exact=True is the square loss's recursion with the gaussian channel; for "
                              f"loss {plan.loss.name!r} with channel {plan.channel.name!r} take exact=False "
                              "(the ODEs of the order parameters, p -> infinity)")
+        # the square loss with another channel has the square's drift (A = 1) and its edge
+        lr_max = (sgd_modes.limit_lr_max(spec.omega, spec.bulk, lam, batch) if plan.loss.is_square
+                  else math.nan)
+        check_lr(lr, lr_max, lam=lam, batch=batch, exact=False)
         mom = sgd_fields.online_moments(spec, plan.loss, plan.channel, lr=lr, lam=lam, batch=batch,
                                         alpha=times[order])
-        lr_max, steps, p = math.nan, None, None
+        steps, p = None, None
     else:
         mom, lr_max, steps, p = _square(spec, times, order, lr=lr, lam=lam, batch=batch, exact=exact)
         if steps is not None:
             times = steps * batch / p
+    if not all(np.all(np.isfinite(getattr(mom, name))) for name in ("eg", "m", "q")):
+        raise ValueError(f"one-pass SGD with lr = {lr:g} diverges on this task (the order parameters "
+                         "overflow before the last time); take a smaller lr")
     back = np.empty_like(order)
     back[order] = np.arange(order.size)
     cols = {name: np.asarray(getattr(mom, name))[back] for name in ("eg", "m", "q", "estimation_error")}
