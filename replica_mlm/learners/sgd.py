@@ -174,8 +174,11 @@ def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, se
         raise ValueError(f"seeds must be at least 2 (a standard error needs two runs), got {seeds}")
     gen = _checks.as_generator(rng)
     p = task.p
-    steps = np.rint(times * p / batch).astype(np.int64)
     _checks.allocation(8 * 3 * seeds * batch * p, f"simulate_sgd with seeds={seeds}, batch={batch}")
+    last = int(float(np.max(times)) * p / batch + 0.5)
+    _checks.work(last * seeds * batch * p, f"simulate_sgd to alpha = {float(np.max(times)):g} with "
+                 f"seeds={seeds}, batch={batch} on p = {p}", steps=last)
+    steps = np.rint(times * p / batch).astype(np.int64)
     weights = np.zeros((seeds, p))
     out = {name: np.empty((seeds, steps.size)) for name in MEASURES}
     order = np.argsort(steps, kind="stable")
@@ -299,6 +302,9 @@ def simulate_gradient_flow(task, *, alpha: float, time, lam: float = 0.0, seeds:
         raise ValueError(f"seeds must be at least 2 (a standard error needs two runs), got {seeds}")
     p = task.p
     n = max(1, round(a * p))
+    what = f"simulate_gradient_flow with alpha={a:g} (n = {n}), seeds={seeds} on p = {p}"
+    _checks.allocation(8 * (2 * n * p + 3 * p * p + p * times.size + 7 * seeds * times.size), what)
+    _checks.work(seeds * (n * p * p + 10 * p**3), what, steps=seeds)
     out = {name: np.empty((seeds, times.size)) for name in (*MEASURES, "train_loss")}
     mu = lam / (n / p)
     with blas_threads(INHERIT):

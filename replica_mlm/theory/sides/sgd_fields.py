@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from replica_mlm._base import checks as _checks
 from replica_mlm.theory.sides import energetic
 
 #: Runge-Kutta steps per unit alpha (at least), and per unit of the fastest rate c (A s + lam)
@@ -93,6 +94,9 @@ def online_moments(spec, loss, channel, *, lr: float, lam: float, batch: int,
     state = np.zeros((2, omega.size))
     a0 = abs(drive(loss, channel, Q=0.0, R=0.0, rho=rho, noise=noise).A)
     per_alpha = max(STEPS_PER_ALPHA, STEPS_PER_RATE * c * (max(a0, 1.0) * float(np.max(omega)) + lam))
+    total = int(np.ceil(float(alpha[-1]) * per_alpha)) if alpha.size else 0
+    _checks.work(4 * total * 4000 * omega.size, f"online_sgd to alpha = {float(alpha[-1]):g} with lr={lr:g}, "
+                 f"batch={batch}", steps=4 * total)
     out = np.empty((5, alpha.size))
     now = 0.0
     for j, target in enumerate(alpha):

@@ -123,6 +123,15 @@ def _ratio(omega: np.ndarray, lam: float, c: float, alpha: np.ndarray) -> np.nda
     return -(lam + omega * decay) / rate
 
 
+def internal_steps(omega: np.ndarray, *, lr: float, lam: float, batch: int, last: float,
+                   steps_per_rate: int = STEPS_PER_RATE) -> int:
+    """Steps of the limit's integrator up to alpha = ``last`` (a Python int, for the work check)."""
+    c = lr / batch
+    per_alpha = max(MIN_STEPS_PER_ALPHA, steps_per_rate * c * float(np.max(omega + lam)) / 10.0,
+                    steps_per_rate * c)
+    return max(1, int(np.ceil(last * per_alpha)))
+
+
 def limit_moments(omega: np.ndarray, bulk: np.ndarray, teacher: np.ndarray, noise: float, *,
                   lr: float, lam: float, batch: int, alpha: np.ndarray,
                   steps_per_rate: int = STEPS_PER_RATE) -> Moments:
@@ -130,9 +139,7 @@ def limit_moments(omega: np.ndarray, bulk: np.ndarray, teacher: np.ndarray, nois
     c = lr / batch
     rate = 2.0 * c * (omega + lam)
     a_end = float(alpha[-1]) if alpha.size else 0.0
-    per_alpha = max(MIN_STEPS_PER_ALPHA, steps_per_rate * c * float(np.max(omega + lam)) / 10.0,
-                    steps_per_rate * c)
-    n_int = max(1, int(np.ceil(a_end * per_alpha)))
+    n_int = internal_steps(omega, lr=lr, lam=lam, batch=batch, last=a_end, steps_per_rate=steps_per_rate)
     grid = np.unique(np.concatenate([np.linspace(0.0, a_end, n_int + 1), alpha]))
     gain = c * c * omega
     ws = bulk * omega

@@ -194,10 +194,17 @@ def _square(spec, times: np.ndarray, order: np.ndarray, *, lr: float, lam: float
     if not exact:
         lr_max = sgd_modes.limit_lr_max(spec.omega, spec.bulk, lam, batch)
         check_lr(lr, lr_max, lam=lam, batch=batch, exact=False)
+        n_int = sgd_modes.internal_steps(spec.omega, lr=lr, lam=lam, batch=batch, last=float(np.max(times)))
+        _checks.work(n_int * spec.omega.size, f"online_sgd to alpha = {float(np.max(times)):g} with "
+                     f"lr={lr:g}, lam={lam:g}, batch={batch}", steps=n_int)
         mom = sgd_modes.limit_moments(spec.omega, spec.bulk, spec.teacher, spec.noise, lr=lr, lam=lam,
                                       batch=batch, alpha=times[order])
         return mom, lr_max, None, None
     p = _unique_modes(spec)
+    if p is not None:
+        last = int(float(np.max(times)) * p / batch + 0.5)
+        _checks.work(last * p, f"online_sgd(exact=True) to alpha = {float(np.max(times)):g} with "
+                     f"batch={batch} on p = {p}", steps=last)
     if p is None:
         raise ValueError("exact=True needs a finite task whose spectrum has one mode per eigenvector "
                          "(a MaskedSite or an Ising site); this spectrum has quadrature nodes: take "
