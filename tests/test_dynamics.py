@@ -223,3 +223,20 @@ def test_general_odes_match_simulated_sgd_at_p400(loss, channel):
     sim = rm.simulate_sgd(site, alpha=np.linspace(0.5, 10, 20), lr=0.5, loss=loss, seeds=200, rng=1)
     assert not sim.theory.exact
     assert np.all(np.abs(sim.z) < 3.0), sim.z
+
+
+def test_sgd_on_an_ising_models_own_samples():
+    model = rm.PottsModel.random_ising(L=9, beta=0.4, seed=1)
+    sim = rm.simulate_sgd(model, site=0, alpha=[0.0, 2.0, 6.0], lr=1.0, seeds=12, rng=0, n_test=400)
+    site = model.masked_site(0)
+    assert sim.loss == "logistic" and sim.channel == "logit" and sim.p == 8
+    # w = 0 at alpha = 0: every prediction is a coin flip and |w - w*|^2 = |w*|^2, exactly
+    assert np.all(sim.eg[:, 0] == 0.5)
+    np.testing.assert_allclose(sim.estimation_error[:, 0], np.sum(site.teacher**2))
+    # it learns: below the coin flip by more than 3 SE
+    assert np.all(sim.eg_mean[1:] < 0.5 - 3 * sim.eg_stderr[1:])
+    np.testing.assert_allclose(sim.eg_theory[0], 0.5)  # the Gaussian theory beside it, at the same times
+    with pytest.raises(ValueError, match="needs site="):
+        rm.simulate_sgd(model, alpha=[1.0], lr=1.0)
+    with pytest.raises(ValueError, match="loss='logistic'"):
+        rm.simulate_sgd(model, site=0, alpha=[1.0], lr=1.0, loss="hinge")

@@ -19,6 +19,7 @@ from replica_mlm._base.progress import bar
 from replica_mlm._base.stats import mean_stderr, zscore
 from replica_mlm._base.threads import INHERIT, blas_threads
 from replica_mlm.learners import erm
+from replica_mlm.potts.model import PottsModel
 from replica_mlm.tasks.protocol import DrawnTask
 from replica_mlm.theory import routes
 from replica_mlm.theory.studies.dynamics import gradient_flow, online_sgd
@@ -140,7 +141,7 @@ def _record(task, weights: np.ndarray, plan) -> dict[str, np.ndarray]:
 @keywords
 def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, seeds: int = 40,
                  rng: _checks.RngLike = None, loss=None, channel=None, theory: str = "gaussian",
-                 progress: bool | None = None) -> SGDSimulation:
+                 site: int | None = None, n_test: int = 1000, progress: bool | None = None) -> SGDSimulation:
     """One-pass SGD simulated on fresh samples of a task, many runs at once (docs/dynamics.md).
 
     Step k draws ``batch`` fresh samples per run and moves
@@ -148,8 +149,11 @@ def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, se
 
     Parameters
     ----------
-    task : MaskedSite or Ising site
-        A task that draws samples (:class:`replica_mlm.tasks.protocol.DrawnTask`).
+    task : MaskedSite, Ising site or PottsModel
+        A task that draws samples (:class:`replica_mlm.tasks.protocol.DrawnTask`), or an Ising
+        model (q = 2) with ``site``: SGD with the logistic loss on fresh Boltzmann samples of the
+        model itself (docs/dynamics.md, section "Discrete data"), beside the Gaussian theory of
+        ``task.masked_site(site)``.
     alpha : float or array_like
         Times (samples seen per dimension), >= 0; realised on whole steps ``round(alpha p / B)``.
     lr, lam, batch, loss, channel, theory
@@ -158,13 +162,23 @@ def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, se
         Independent runs (>= 2), simulated together.
     rng : int or Generator, optional
         Seed of the runs' samples.
+    site : int, optional
+        The masked site of a PottsModel (None otherwise).
+    n_test : int
+        Fresh test sequences per run of a PottsModel (>= 1).
     progress : bool, optional
-        A progress bar over the steps.
+        A progress bar over the steps (the runs, for a PottsModel).
 
     Returns
     -------
     SGDSimulation
     """
+    if isinstance(task, PottsModel):
+        return _simulate_model(task, site=site, alpha=alpha, lr=lr, lam=lam, batch=batch, seeds=seeds,
+                               rng=rng, loss=loss, channel=channel, n_test=n_test, progress=progress)
+    if site is not None:
+        raise ValueError("site is the masked site of a PottsModel; a task is one site already: leave "
+                         "site=None")
     plan = routes.plan(task, entry="simulate_sgd", loss=loss, channel=channel, theory=theory)
     _drawn(task, "simulate_sgd")
     times = _checks.grid(alpha, "alpha", positive=False)
@@ -199,6 +213,32 @@ def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, se
                 out[name][:, j] = value
     return SGDSimulation(alpha=steps * batch / p, steps=steps, p=p, seeds=seeds, batch=batch, lr=lr, lam=lam,
                          loss=plan.loss.name, channel=plan.channel.name, task=task, plan=plan, **out)
+
+
+def _simulate_model(model, *, site, alpha, lr, lam, batch, seeds, rng, loss, channel, n_test,
+                    progress) -> SGDSimulation:
+    """:func:`simulate_sgd` on an Ising model's own samples (:mod:`.sgd_discrete`)."""
+    from replica_mlm.learners.sgd_discrete import ising_runs
+
+    if site is None:
+        raise ValueError("simulate_sgd on a PottsModel needs site= (the masked site)")
+    if loss not in (None, "logistic") or channel not in (None, "logit"):
+        raise ValueError(f"an Ising site is learnt with loss='logistic' on the logit channel (its "
+                         f"pseudo-likelihood), got loss={loss!r}, channel={channel!r}")
+    times = _checks.grid(alpha, "alpha", positive=False)
+    lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
+    batch, seeds = _checks.positive_int(batch, "batch"), _checks.positive_int(seeds, "seeds")
+    n_test = _checks.positive_int(n_test, "n_test")
+    if seeds < 2:
+        raise ValueError(f"seeds must be at least 2 (a standard error needs two runs), got {seeds}")
+    task = model.masked_site(site)  # the Gaussian-equivalent task of the theory beside the runs
+    plan = routes.plan(task, entry="simulate_sgd", loss="logistic")
+    p = task.p
+    steps = np.rint(times * p / batch).astype(np.int64)
+    out = ising_runs(model, site=site, steps=steps, lr=lr, lam=lam, batch=batch, seeds=seeds, rng=rng,
+                     n_test=n_test, progress=progress)
+    return SGDSimulation(alpha=steps * batch / p, steps=steps, p=p, seeds=seeds, batch=batch, lr=lr, lam=lam,
+                         loss="logistic", channel="logit", task=task, plan=plan, **out)
 
 
 @dataclass(frozen=True)
