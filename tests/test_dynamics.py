@@ -240,3 +240,31 @@ def test_sgd_on_an_ising_models_own_samples():
         rm.simulate_sgd(model, alpha=[1.0], lr=1.0)
     with pytest.raises(ValueError, match="loss='logistic'"):
         rm.simulate_sgd(model, site=0, alpha=[1.0], lr=1.0, loss="hinge")
+
+
+def test_mixture_odes_match_sgd_on_the_mixture_itself():
+    # theory="mixture": the ODEs of one-pass SGD on an Ising site's two-cluster Gaussian mixture,
+    # against SGD simulated on draws of that mixture (x = y mu + S^(1/2) g)
+    site = rm.PottsModel.random_ising(L=12, beta=0.4, seed=1).masked_site(0)
+    sim = rm.simulate_sgd(site, alpha=[1.0, 3.0, 6.0], lr=1.0, theory="mixture", seeds=3000, rng=0)
+    assert sim.channel == "mixture" and sim.theory.channel == "mixture"
+    assert np.all(np.abs(sim.z) < 3.0), sim.z
+    z = (sim.m_mean - sim.theory.m) / sim.m_stderr
+    assert np.all(np.abs(z) < 3.0), z
+    # q carries the ODEs' O(1/p) correction, visible at p = 11 (3 %; 0.6 % at p = 40, see the slow test)
+    assert np.all(np.abs(sim.q_mean / sim.theory.q - 1) < 0.05)
+    with pytest.raises(ValueError, match="two-class Gaussian mixture"):
+        rm.online_sgd(_site(50), alpha=[1.0], lr=1.0, theory="mixture")
+    with pytest.raises(ValueError, match="gradient flow is solved on Gaussian covariates"):
+        rm.gradient_flow(site, alpha=2.0, time=[1.0], theory="mixture")
+
+
+@pytest.mark.slow
+def test_mixture_odes_q_gap_shrinks_as_one_over_p():
+    gaps = []
+    for L in (12, 41):
+        site = rm.PottsModel.random_ising(L=L, beta=0.4, seed=1).masked_site(0)
+        sim = rm.simulate_sgd(site, alpha=[1.0, 3.0, 6.0], lr=1.0, theory="mixture", seeds=3000, rng=0)
+        assert np.all(np.abs(sim.z) < 3.0), sim.z
+        gaps.append(float(np.max(np.abs(sim.q_mean / sim.theory.q - 1))))
+    assert gaps[1] < gaps[0] / 2.5, gaps  # p from 11 to 40

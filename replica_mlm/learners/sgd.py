@@ -93,6 +93,9 @@ class SGDSimulation(_Averages):
     @cached_property
     def theory(self):
         """The :class:`replica_mlm.theory.studies.dynamics.OnlineSGD` at the simulated times."""
+        if self.plan.channel is None:
+            return online_sgd(self.task, alpha=self.alpha, lr=self.lr, lam=self.lam, batch=self.batch,
+                              loss=self.plan.loss, theory="mixture")
         exact = self.plan.loss.is_square and self.plan.channel.name == "gaussian"
         return online_sgd(self.task, alpha=self.alpha, lr=self.lr, lam=self.lam, batch=self.batch,
                           loss=self.plan.loss, channel=self.plan.channel, exact=exact)
@@ -181,6 +184,7 @@ def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, se
                          "site=None")
     plan = routes.plan(task, entry="simulate_sgd", loss=loss, channel=channel, theory=theory)
     _drawn(task, "simulate_sgd")
+    draw, record = _mixture_source(task, plan) if plan.channel is None else _task_source(task, plan)
     times = _checks.grid(alpha, "alpha", positive=False)
     lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
     batch, seeds = _checks.positive_int(batch, "batch"), _checks.positive_int(seeds, "seeds")
@@ -201,18 +205,55 @@ def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, se
                                     unit="step") as pbar:
         for j in order:
             while done < steps[j]:
-                x, nu = task.draw(seeds * batch, gen)
-                y = plan.channel.sample(nu, task.noise, gen).reshape(seeds, batch)
-                x = x.reshape(seeds, batch, p)
+                x, y = draw(seeds * batch, gen)
+                x, y = x.reshape(seeds, batch, p), y.reshape(seeds, batch)
                 z = np.einsum("sbp,sp->sb", x, weights)
                 grad = np.einsum("sb,sbp->sp", plan.loss.d1(y, z), x) / batch + lam * weights
                 weights -= step_size * grad
                 done += 1
                 pbar.update(1)
-            for name, value in _record(task, weights, plan).items():
+            for name, value in record(weights).items():
                 out[name][:, j] = value
+    channel = "mixture" if plan.channel is None else plan.channel.name
     return SGDSimulation(alpha=steps * batch / p, steps=steps, p=p, seeds=seeds, batch=batch, lr=lr, lam=lam,
-                         loss=plan.loss.name, channel=plan.channel.name, task=task, plan=plan, **out)
+                         loss=plan.loss.name, channel=channel, task=task, plan=plan, **out)
+
+
+def _task_source(task, plan):
+    """Samples of the task (its draw, labels from its channel) and the exact measures of weights."""
+    def draw(n, gen):
+        x, nu = task.draw(n, gen)
+        return x, plan.channel.sample(nu, task.noise, gen)
+
+    return draw, lambda weights: _record(task, weights, plan)
+
+
+def _mixture_source(task, plan):
+    """Samples of the task's two-cluster Gaussian mixture itself (``y = +-1``, ``x = y mu + S^{1/2} g``
+    in the eigenbasis of S) and the exact measures of weights there (``m = w . mu``, ``q = w^T S w``,
+    eg ``Phi(-m / sqrt q)``), for theory="mixture"."""
+    from scipy.special import ndtr
+
+    from replica_mlm.theory.sides.sgd_mixture import class_sums
+    from replica_mlm.theory.solvers.mixture_engine import MixtureTheory
+
+    th = MixtureTheory(task.mixture)
+    scale = np.sqrt(th.omega)
+
+    def draw(n, gen):
+        y = np.where(gen.random(n) < th.weights[0], 1.0, -1.0)
+        return y[:, None] * th.mu_modes + gen.standard_normal((n, th.p)) * scale, y
+
+    def record(weights):
+        m, q = weights @ th.mu_modes, (weights**2) @ th.omega
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eg = np.where(q > 0, ndtr(-m / np.sqrt(q)), 0.5)
+        tl = np.array([class_sums(plan.loss, th.weights, m=float(a), Q=float(b))[3]
+                       for a, b in zip(m, q, strict=True)])
+        return {"eg": eg, "test_loss": tl, "m": m, "q": q,
+                "estimation_error": np.sum((weights - th.target_modes) ** 2, axis=1)}
+
+    return draw, record
 
 
 def _simulate_model(model, *, site, alpha, lr, lam, batch, seeds, rng, loss, channel, n_test,

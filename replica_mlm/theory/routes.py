@@ -253,11 +253,22 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
 def _dynamics(task, entry: str, loss, channel, mixture: bool, method, precision, penalty) -> Plan:
     """The ``"dynamics"`` route: Gaussian covariates of a spectral task with a loss and a channel of
     the registries; refused with one message for what it does not serve."""
-    if mixture or method is not None or precision is not None or penalty is not None:
-        what = ("theory='mixture'" if mixture else "method=" if method is not None else
-                "precision=" if precision is not None else "penalty=")
-        raise ValueError(f"{entry} works on Gaussian covariates with the ridge (the 'dynamics' route): "
-                         f"{what} is not available there; use theory='gaussian' and the defaults")
+    if method is not None or precision is not None or penalty is not None:
+        what = "method=" if method is not None else "precision=" if precision is not None else "penalty="
+        raise ValueError(f"{entry} works with the ridge and the route's own solvers (the 'dynamics' "
+                         f"route): {what} is not available there; leave it unset")
+    if mixture:  # one-pass SGD on a two-cluster mixture: its own channel (the label is the cluster)
+        if entry not in ("online_sgd", "simulate_sgd"):
+            raise ValueError(f"{entry} has no theory='mixture' (gradient flow is solved on Gaussian "
+                             "covariates only)")
+        if task is not None and getattr(getattr(task, "mixture", None), "K", None) != 2:
+            raise ValueError(f"theory='mixture' of {entry} needs a task with a two-class Gaussian "
+                             f"mixture (task.mixture: an Ising site of PottsModel.masked_site), got "
+                             f"{type(task).__name__}")
+        if channel is not None:
+            raise ValueError(f"theory='mixture' has its own channel (the label is the cluster); leave "
+                             f"channel unset, got channel={channel!r}")
+        return _served(Plan("dynamics", entry, loss=losses.resolve("logistic" if loss is None else loss)))
     if is_multiclass(task):
         raise ValueError(f"{entry} takes a task with one teacher direction (a MaskedSite, an Ising "
                          f"site, a Spectrum or a thermodynamic limit); a multi-class site has "

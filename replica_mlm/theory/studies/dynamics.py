@@ -153,6 +153,8 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
         channel, or on a spectrum that is not one mode per eigenvector.
     """
     plan = routes.plan(task, entry="online_sgd", loss=loss, channel=channel, theory=theory)
+    if plan.channel is None:  # theory="mixture"
+        return _mixture(task, plan, alpha=alpha, lr=lr, lam=lam, batch=batch, exact=exact)
     spec = spectrum_of(task)
     times = _checks.grid(alpha, "alpha", positive=False)
     lr = _checks.positive(lr, "lr")
@@ -187,6 +189,31 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
     return OnlineSGD(alpha=times, test_loss=test, steps=steps, lr=lr, lam=lam, batch=batch, lr_max=lr_max,
                      exact=exact, p=p, rho=spec.rho, noise=spec.noise, loss=plan.loss.name,
                      channel=plan.channel.name, **cols)
+
+
+def _mixture(task, plan, *, alpha, lr, lam, batch, exact) -> OnlineSGD:
+    """:func:`online_sgd` with theory="mixture": the ODEs of a two-cluster mixture
+    (:mod:`..sides.sgd_mixture`)."""
+    from replica_mlm.theory.sides import sgd_mixture
+    from replica_mlm.theory.solvers.mixture_engine import MixtureTheory
+
+    times = _checks.grid(alpha, "alpha", positive=False)
+    lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
+    batch = _checks.positive_int(batch, "batch")
+    if _checks.flag(exact, "exact"):
+        raise ValueError("exact=True is the square loss's recursion on Gaussian covariates; "
+                         "theory='mixture' takes exact=False")
+    theory = MixtureTheory(task.mixture)
+    order = np.argsort(times, kind="stable")
+    mom = sgd_mixture.online_moments(theory, plan.loss, lr=lr, lam=lam, batch=batch, alpha=times[order])
+    if not all(np.all(np.isfinite(getattr(mom, name))) for name in ("eg", "m", "q")):
+        raise ValueError(f"one-pass SGD with lr = {lr:g} diverges on this mixture; take a smaller lr")
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size)
+    names = ("eg", "test_loss", "m", "q", "estimation_error")
+    cols = {name: np.asarray(getattr(mom, name))[back] for name in names}
+    return OnlineSGD(alpha=times, steps=None, lr=lr, lam=lam, batch=batch, lr_max=math.nan, exact=False,
+                     p=None, rho=math.nan, noise=0.0, loss=plan.loss.name, channel="mixture", **cols)
 
 
 def _square(spec, times: np.ndarray, order: np.ndarray, *, lr: float, lam: float, batch: int, exact: bool):
