@@ -225,6 +225,12 @@ def test_general_odes_match_simulated_sgd_at_p400(loss, channel):
     assert np.all(np.abs(sim.z) < 3.0), sim.z
 
 
+@pytest.mark.slow
+def test_huber_odes_match_simulated_sgd_at_p400():
+    sim = rm.simulate_sgd(_site(400), alpha=np.linspace(0.5, 10, 20), lr=0.5, loss="huber", seeds=200, rng=1)
+    assert np.all(np.abs(sim.z) < 3.0), sim.z
+
+
 def test_sgd_on_an_ising_models_own_samples():
     model = rm.PottsModel.random_ising(L=9, beta=0.4, seed=1)
     sim = rm.simulate_sgd(model, site=0, alpha=[0.0, 2.0, 6.0], lr=1.0, seeds=12, rng=0, n_test=400)
