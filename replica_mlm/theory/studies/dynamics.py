@@ -5,7 +5,8 @@
 dimension): for the square loss with the gaussian channel, exactly at finite p
 (``exact=True``, the per-mode second moments of :mod:`..sides.sgd_modes`) or in the limit
 p -> infinity; for any other convex loss and channel, through the ODEs of the order parameters
-per eigenmode (:mod:`..sides.sgd_fields`). :func:`gradient_flow` follows gradient flow of the
+per eigenmode (:mod:`..sides.sgd_fields`; on a two-cluster mixture :mod:`..sides.sgd_mixture`).
+:func:`gradient_flow` follows gradient flow of the
 square loss on a fixed training set of n = alpha p samples (:mod:`.flow_equivalent`); its end
 point is :func:`replica_mlm.solve` at (alpha, lam).
 """
@@ -136,8 +137,10 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
         Samples per step, >= 1.
     loss, channel : optional
         As in :func:`replica_mlm.solve` (None: the task's own).
-    theory : {"gaussian"}
-        Gaussian covariates (the only theory of the dynamics).
+    theory : {"gaussian", "mixture"}
+        Gaussian covariates, or the two-cluster Gaussian mixture of a task that has one (an Ising
+        site: ``task.mixture``; the label is the cluster, the loss logistic by default, no
+        channel; docs/dynamics.md, section "Discrete data").
     exact : bool
         Square loss with the gaussian channel only: the exact expected error at finite p (the
         task's p = its number of modes) in O(p) per step; False: the p -> infinity limit.
