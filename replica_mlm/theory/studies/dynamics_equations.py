@@ -34,7 +34,7 @@ def _expect(expr: sp.Expr, g: tuple[sp.Symbol, ...]) -> sp.Expr:
         for k in powers:
             term *= _gaussian_moment(k)
         total += term
-    return sp.simplify(total)
+    return sp.expand(total)
 
 
 def drive(loss, channel) -> dict[str, sp.Expr]:
@@ -53,9 +53,11 @@ def drive(loss, channel) -> dict[str, sp.Expr]:
     else:
         expect = sp.Function(r"\mathbb{E}")  # over the student's field z and the teacher's nu
         e_lam, e_nu, e_sq = expect(d1 * z), expect(d1 * sp.Symbol("nu", real=True)), expect(d1**2)
+        det = Q * P.rho - R**2  # printed as they stand: simplify gains nothing on unevaluated integrals
+        return {"A": (P.rho * e_lam - R * e_nu) / det, "B": (Q * e_nu - R * e_lam) / det, "E[l'^2]": e_sq}
     det = Q * P.rho - R**2
-    return {"A": sp.simplify((P.rho * e_lam - R * e_nu) / det),
-            "B": sp.simplify((Q * e_nu - R * e_lam) / det), "E[l'^2]": sp.simplify(e_sq)}
+    return {"A": sp.cancel((P.rho * e_lam - R * e_nu) / det),
+            "B": sp.cancel((Q * e_nu - R * e_lam) / det), "E[l'^2]": sp.expand(e_sq)}
 
 
 def dynamics_equations(loss=None, channel=None) -> dict[str, sp.Eq]:
