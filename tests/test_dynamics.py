@@ -22,6 +22,11 @@ def site50():
 
 
 @pytest.fixture(scope="module")
+def site300():
+    return _site(300, rng=1)
+
+
+@pytest.fixture(scope="module")
 def site1600():
     return _site(1600, rng=1)
 
@@ -113,8 +118,8 @@ def test_learning_rate_beyond_the_edge_is_refused(site50, site1600):
 
 @pytest.mark.parametrize("alpha", [0.5, 1.0, 2.0, 4.0])
 @pytest.mark.parametrize("lam", [0.0, 0.1])
-def test_gradient_flow_ends_at_the_replica_solution(alpha, lam):
-    site = _site(300, rng=1)
+def test_gradient_flow_ends_at_the_replica_solution(alpha, lam, site300):
+    site = site300
     flow = rm.gradient_flow(site, alpha=alpha, time=[1e-3, 1e4], lam=lam)
     assert abs(flow.eg[0] - site.c_ii) < 1e-3 * site.c_ii  # w(0) = 0
     end = rm.solve(site, alpha=alpha, lam=lam)
@@ -169,8 +174,8 @@ def test_isotropic_early_stopping_is_no_better_than_the_best_ridge():
 
 
 @pytest.mark.parametrize("alpha, lam", [(2.0, 0.0), (0.5, 0.1)])
-def test_gradient_flow_matches_simulated_flow_at_p300(alpha, lam):
-    site = _site(300, rng=1)
+def test_gradient_flow_matches_simulated_flow_at_p300(alpha, lam, site300):
+    site = site300
     sim = rm.simulate_gradient_flow(site, alpha=alpha, time=np.logspace(-1, 3, 6), lam=lam, seeds=24, rng=0)
     assert np.all(np.abs(sim.z) < 3.0), sim.z
     z_train = (sim.train_loss_mean - sim.theory.train_loss) / sim.train_loss_stderr
