@@ -40,6 +40,13 @@ _EXPORTS = {
     "bayes_optimal": "replica_mlm.theory.studies.bayes_optimal",
     "bayes_optimal_curve": "replica_mlm.theory.studies.bayes_optimal",
     "amp": "replica_mlm.learners.amp",
+    # --- learning dynamics: one-pass SGD and gradient flow ---
+    "online_sgd": "replica_mlm.theory.studies.dynamics",
+    "gradient_flow": "replica_mlm.theory.studies.dynamics",
+    "OnlineSGD": "replica_mlm.theory.studies.dynamics",
+    "GradientFlow": "replica_mlm.theory.studies.dynamics",
+    "simulate_sgd": "replica_mlm.learners.sgd",
+    "simulate_gradient_flow": "replica_mlm.learners.sgd",
     # --- discrete generalised Potts model and factored self-attention ---
     "FactoredAttention": "replica_mlm.learners.attention",
     "PottsModel": "replica_mlm.potts.model",

@@ -387,6 +387,18 @@ TARGETS = [
        integer("seeds", 3, extra=(*POSINT, 1)), seed("rng")),
     _t("simulate(one alpha)", lambda **k: rm.simulate(SITE, lam=0.1, seeds=3, **k),
        real_or_grid("alpha", 2.0, extra=(*POS, 0.1)), seed("rng")),
+    _t("online_sgd", lambda **k: rm.online_sgd(**k), task(), grid("alpha", np.array([0.5, 1.0])),
+       real("lr", 0.5, extra=POS), real("lam", 0.0, extra=NONNEG),
+       integer("batch", 1, extra=POSINT, huge=False), flag("exact", False)),
+    _t("gradient_flow", lambda **k: rm.gradient_flow(**k), task(), real("alpha", 2.0, extra=POS),
+       grid("time", np.array([0.5, 2.0])), real("lam", 0.0, extra=NONNEG)),
+    _t("simulate_sgd", lambda **k: rm.simulate_sgd(**k), Param("task", SITE, [*BAD_TASK, LIMIT, SPEC], []),
+       grid("alpha", np.array([0.5, 1.0])), real("lr", 0.5, extra=POS), real("lam", 0.0, extra=NONNEG),
+       integer("batch", 1, extra=POSINT), integer("seeds", 3, extra=(*POSINT, 1)), seed("rng")),
+    _t("simulate_gradient_flow", lambda **k: rm.simulate_gradient_flow(**k),
+       Param("task", SITE, [*BAD_TASK, LIMIT, SPEC], []), real("alpha", 2.0, extra=POS),
+       grid("time", np.array([0.5, 2.0])), real("lam", 0.0, extra=NONNEG),
+       integer("seeds", 3, extra=(*POSINT, 1)), seed("rng")),
     _t("PottsModel", lambda **k: rm.PottsModel(**k), array("couplings", Jp, label="couplings"),
        array("colours", Up, label="colours"), real("beta", 0.5, extra=POS)),
     _t("PottsModel.random", lambda **k: rm.PottsModel.random(**k), integer("L", 3, extra=(1, *POSINT)),
@@ -733,7 +745,7 @@ def test_hostile_hypothesis(data):
 def test_every_public_name_is_driven():
     """The table covers every callable of rm.__all__ that takes input."""
     skipped = {"Asymptotics", "ConvergenceError", "LearningCurve", "MulticlassCurve", "MulticlassSaddlePoint",
-               "OptimalLambda",
+               "OptimalLambda", "OnlineSGD", "GradientFlow",
                "PhaseDiagram", "SaddlePoint", "Simulation", "__version__", "plotting"}
     driven = {t.name.split(".")[0].split("(")[0] for t in TARGETS}
     missing = set(rm.__all__) - skipped - driven

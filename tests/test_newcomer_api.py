@@ -34,6 +34,10 @@ def _results() -> dict[str, object]:
         "PhaseDiagram": rm.phase_diagram(LIMIT, alpha=[0.5, 1.5, 2.5], lam=[0.01, 0.1]),
         "PhaseDiagram (shift)": rm.shift_phase_diagram(alpha=[0.5, 1.5, 2.5], shift=[2.5, 3.0], lam=0.1),
         "Asymptotics": rm.asymptotics(LIMIT, lam=0.1),
+        "OnlineSGD": rm.online_sgd(SITE, alpha=[0.0, 1.0], lr=0.5),
+        "GradientFlow": rm.gradient_flow(SITE, alpha=2.0, time=[0.1, 1.0, 10.0]),
+        "SGDSimulation": rm.simulate_sgd(SITE, alpha=[0.5], lr=0.5, seeds=3, rng=0),
+        "FlowSimulation": rm.simulate_gradient_flow(SITE, alpha=2.0, time=[1.0], seeds=3, rng=0),
     }
 
 

@@ -24,7 +24,8 @@ NOT_REPRODUCED = {"attractor.digits.beyond_shrinkage.masked.test", "attractor.di
 
 
 #: the quick suite in two halves of similar cost, each run once (in its own pytest-xdist worker)
-GROUPS = {"a": ("mlm", "limit", "erm", "discrete"), "b": ("attractor", "potts", "figure2", "bayes")}
+GROUPS = {"a": ("mlm", "limit", "erm", "discrete"),
+          "b": ("attractor", "potts", "figure2", "bayes", "dynamics")}
 
 
 def _run_quick(tmp_path_factory, group: str):

@@ -77,6 +77,7 @@ def _register() -> None:
     from replica_mlm.cli.attractor_command import attractor
     from replica_mlm.cli.contacts_command import contacts
     from replica_mlm.cli.curve_command import curve
+    from replica_mlm.cli.dynamics_command import dynamics
     from replica_mlm.cli.equations_command import equations
     from replica_mlm.cli.paper_fig2_command import paper_fig2
     from replica_mlm.cli.phase_command import phase
@@ -93,6 +94,7 @@ def _register() -> None:
     main.add_command(phase)
     main.add_command(paper_fig2)
     main.add_command(contacts)
+    main.add_command(dynamics)
 
 
 _register()

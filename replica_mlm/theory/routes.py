@@ -21,6 +21,7 @@ Routes
 ``"local"``               the local theory of a site: clusters of the label and its neighbourhood
 ``"bayes"``               the Bayes-optimal fixed point (Nishimori line) of a Gaussian task
 ``"bayes-mixture"``       the Bayes-optimal error of an Ising site's two-cluster mixture
+``"dynamics"``            learning dynamics: one-pass SGD and gradient flow (docs/dynamics.md)
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ ROUTES: dict[str, Route] = {route.name: route for route in (
         "order": "Gauss-Legendre nodes per quadrature panel, 1 to 256 (16)"}),
     Route("bayes-mixture", "the exact Gaussian posterior of an Ising site's two-cluster mixture", {
         "order": "Gauss-Legendre nodes per quadrature panel, 1 to 256 (16)"}),
+    Route("dynamics", "learning dynamics on Gaussian covariates: one-pass SGD (the square loss's exact "
+          "per-mode recursion or its limit; ODEs of the order parameters for any convex loss) and "
+          "gradient flow of the square loss (deterministic equivalents); lam >= 0", {}),
 )}
 
 #: the routes each entry point serves
@@ -107,7 +111,13 @@ ENTRY_ROUTES = {
     "bayes_optimal_curve": ("bayes", "bayes-mixture"),
     "equations": ("root", "general", "mixture", "bayes"),
     "simulate": ("root", "general"),
+    "online_sgd": ("dynamics",),
+    "simulate_sgd": ("dynamics",),
+    "gradient_flow": ("dynamics",),
+    "simulate_gradient_flow": ("dynamics",),
 }
+#: the entry points of the learning dynamics (their plan is the ``"dynamics"`` route)
+DYNAMICS_ENTRIES = ("online_sgd", "simulate_sgd", "gradient_flow", "simulate_gradient_flow")
 
 
 @dataclass(frozen=True)
@@ -221,6 +231,11 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
     """
     theory = _checks.choice(theory, THEORIES, "theory")
     mixture = theory == "mixture"
+    if entry in DYNAMICS_ENTRIES:
+        if theory == "local":
+            raise ValueError("the learning dynamics have no local theory yet: use theory='gaussian' or "
+                             "'mixture'")
+        return _dynamics(task, entry, loss, channel, mixture, method, precision, penalty)
     shaped = penalties.resolve(penalty)  # TypeError for anything but None or a Penalty
     multiclass = is_multiclass(task)
     if theory == "local":
@@ -278,6 +293,37 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
                              "only (the reduced closed forms); the general engine works in float64")
         raise ValueError("precision= works with method='root' and no options")
     return _served(Plan(route, entry, loss=loss_obj, channel=channel_obj, penalty=shaped))
+
+
+def _dynamics(task, entry: str, loss, channel, mixture: bool, method, precision, penalty) -> Plan:
+    """The ``"dynamics"`` route: Gaussian covariates of a spectral task with a loss and a channel of
+    the registries; refused with one message for what it does not serve."""
+    if method is not None or precision is not None or penalty is not None:
+        what = "method=" if method is not None else "precision=" if precision is not None else "penalty="
+        raise ValueError(f"{entry} works with the ridge and the route's own solvers (the 'dynamics' "
+                         f"route): {what} is not available there; leave it unset")
+    if mixture:  # one-pass SGD on a two-cluster mixture: its own channel (the label is the cluster)
+        if entry not in ("online_sgd", "simulate_sgd"):
+            raise ValueError(f"{entry} has no theory='mixture' (gradient flow is solved on Gaussian "
+                             "covariates only)")
+        if task is not None and getattr(getattr(task, "mixture", None), "K", None) != 2:
+            raise ValueError(f"theory='mixture' of {entry} needs a task with a two-class Gaussian "
+                             f"mixture (task.mixture: an Ising site of PottsModel.masked_site), got "
+                             f"{type(task).__name__}")
+        if channel is not None:
+            raise ValueError(f"theory='mixture' has its own channel (the label is the cluster); leave "
+                             f"channel unset, got channel={channel!r}")
+        return _served(Plan("dynamics", entry, loss=losses.resolve("logistic" if loss is None else loss)))
+    if is_multiclass(task):
+        raise ValueError(f"{entry} takes a task with one teacher direction (a MaskedSite, an Ising "
+                         f"site, a Spectrum or a thermodynamic limit); a multi-class site has "
+                         f"{getattr(task, 'K', 'several')}")
+    if task is not None:
+        spectrum_of(task)
+    loss_obj = losses.resolve(default_loss(task) if loss is None and task is not None else loss)
+    channel_obj = channels.resolve(channel, task)
+    channels.check_pair(loss_obj, channel_obj, general=False)
+    return _served(Plan("dynamics", entry, loss=loss_obj, channel=channel_obj))
 
 
 def _served(p: Plan) -> Plan:

@@ -39,6 +39,7 @@ SECTIONS: dict[str, str] = {
     "discrete": "replica_mlm.validation.discrete_section",
     "figure2": "replica_mlm.validation.figure2_section",
     "bayes": "replica_mlm.validation.bayes_section",
+    "dynamics": "replica_mlm.validation.dynamics_section",
 }
 
 #: sections that need an optional dependency (skipped, and listed as such, when it is missing)

@@ -12,6 +12,10 @@ from replica_mlm.theory import routes
 from replica_mlm.theory.studies.bayes_equations import bayes_equations, channel_partition_equations
 from replica_mlm.theory.symbolic import potentials as P
 
+#: the first line of printed equations (the dynamics': :data:`DYNAMICS_TITLE`)
+TITLE = "replica-symmetric saddle-point equations (docs/theory.md):"
+DYNAMICS_TITLE = "one-pass SGD per eigenmode of Sigma (docs/dynamics.md):"
+
 
 class Equations(dict):
     """The equations by name (a dict of ``sympy.Eq``) that prints as plain text, one per line.
@@ -26,7 +30,7 @@ class Equations(dict):
         for key, eq in self.items():
             lhs = _plain(eq.lhs)
             lines.append(f"  {lhs} = {_plain(eq.rhs)}" + ("" if lhs == key else f"    [{key!r}]"))
-        return "\n".join(["replica-symmetric saddle-point equations (docs/theory.md):", *lines])
+        return "\n".join([getattr(self, "title", TITLE), *lines])
 
 
 def _plain(expr) -> str:
@@ -37,8 +41,8 @@ def _plain(expr) -> str:
 
 
 @keywords
-def equations(*, latex: bool = False, loss=None, channel=None,
-              bayes_optimal: bool = False, theory: str = "gaussian") -> Equations | str:
+def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bool = False,
+              theory: str = "gaussian", dynamics: bool = False) -> Equations | str:
     """The replica-symmetric saddle-point equations, as derived by sympy.
 
     Without ``loss`` and ``channel``: the equations of ridge MLM (square loss, gaussian channel)
@@ -69,6 +73,13 @@ def equations(*, latex: bool = False, loss=None, channel=None,
         hats averaged over the classes with weights ``pi_y``, and the ridge prior on the modes of
         ``S`` with ``theta = S^{-1} mu`` (``t_k = p (u_k . theta)^2``). No ``channel``: the label is
         the cluster.
+    dynamics : bool
+        The equations of one-pass SGD instead (docs/dynamics.md): the loss's derivative (sympy),
+        the drift coefficients ``A``, ``B`` and ``E[l'^2]`` (in closed form where the derivative is
+        a polynomial and the channel gaussian, else as expectations), the ODEs of the per-mode mean
+        ratio ``r_k`` and fluctuation ``N_k`` (``c_B = lr / B``), the overlaps ``R`` and ``Q``, and
+        for the square loss with the gaussian channel the exact finite-p recursion of ``D_k``,
+        ``r_k`` (``g = lr / p``, ``a = 1 - g lam``).
 
     Returns
     -------
@@ -79,6 +90,17 @@ def equations(*, latex: bool = False, loss=None, channel=None,
     """
     latex = _checks.flag(latex, "latex")
     theory = _checks.choice(theory, routes.THEORIES, "theory")
+    if _checks.flag(dynamics, "dynamics"):
+        from replica_mlm.theory.studies.dynamics_equations import dynamics_equations
+
+        if bayes_optimal:
+            raise ValueError("dynamics=True prints the equations of SGD with a loss; bayes_optimal=True "
+                             "takes none")
+        plan = routes.plan(None, entry="online_sgd", loss=loss, channel=channel, theory=theory)
+        out = _render(dynamics_equations(plan.loss, plan.channel), latex)
+        if not latex:
+            out.title = DYNAMICS_TITLE
+        return out
     if _checks.flag(bayes_optimal, "bayes_optimal"):
         if loss is not None:
             raise ValueError("bayes_optimal=True takes no loss: the Bayes-optimal estimator has none")

@@ -1,0 +1,134 @@
+"""``replica-mlm dynamics``: the test error along one-pass SGD (and gradient flow) beside ERM."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from replica_mlm.cli._common import (
+    CONVENTIONS,
+    FiniteFloat,
+    check_erm,
+    erm_options,
+    limit_option,
+    make_task,
+    out_option,
+    output_set,
+    task_options,
+    task_title,
+    write_metadata,
+)
+
+
+@click.command(epilog=CONVENTIONS)
+@task_options
+@limit_option
+@click.option("--alpha-max", type=FiniteFloat(min=0, min_open=True), default=8.0, show_default=True,
+              help="Last time alpha = k B / p (samples seen per dimension).")
+@click.option("--points", type=click.IntRange(min=2), default=161, show_default=True,
+              help="Times from 0 to --alpha-max (evenly spaced).")
+@click.option("--lr", "lrs", type=FiniteFloat(min=0, min_open=True), multiple=True, default=(0.5,),
+              show_default=True, help="Learning rate(s); repeat for several.")
+@click.option("--lam", type=FiniteFloat(min=0), default=0.0, show_default=True,
+              help="Weight decay (the ridge's lam).")
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True, help="Samples per step.")
+@click.option("--exact", is_flag=True, default=False,
+              help="The exact expected error at the instance's p (square loss, gaussian channel).")
+@click.option("--flow-alpha", "flow_alphas", type=FiniteFloat(min=0, min_open=True), multiple=True,
+              help="Also gradient flow on n = alpha p samples (square loss); repeat for several.")
+@erm_options
+@out_option("dynamics")
+def dynamics(*, L, shift, seed, site, limit, alpha_max, points, lrs, lam, batch, exact, flow_alphas, loss,
+             channel, out):
+    """Learning dynamics: the test error along one-pass SGD, beside ERM (docs/dynamics.md).
+
+    For each --lr, the expected eg of one-pass SGD at the times alpha = k B / p (p -> infinity, or
+    with --exact at the instance's p), and the ERM learning curve at --lam beside it (where the
+    theory solves it). With --flow-alpha, eg(t) of gradient flow on a fixed training set, with its
+    ERM end point and its early-stopping optimum. Writes dynamics.csv (and flow.csv),
+    dynamics.png, dynamics.pdf and dynamics.json (metadata, last) into --out, all or none.
+    """
+    import numpy as np
+
+    from replica_mlm._base import io
+    from replica_mlm.theory.studies.dynamics import gradient_flow, online_sgd
+
+    started = time.time()
+    check_erm(loss, channel)
+    if flow_alphas and not (loss == "square" and channel == "gaussian"):
+        raise click.UsageError("--flow-alpha solves the square loss with the gaussian channel only")
+    task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
+    alphas = np.linspace(0.0, alpha_max, points)
+    try:
+        curves = [online_sgd(task, alpha=alphas, lr=lr, lam=lam, batch=batch, loss=loss, channel=channel,
+                             exact=exact) for lr in sorted(set(lrs))]
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    erm = _erm_curve(task, alphas, lam, loss, channel)
+    times = np.logspace(-2, 3, 101)
+    flows = [gradient_flow(task, alpha=a, time=times, lam=lam) for a in sorted(set(flow_alphas))]
+    files = [out / "dynamics.csv", out / "dynamics.png", out / "dynamics.pdf"]
+    rows = {"dynamics.csv": sum(len(c) for c in curves)}
+    if flows:
+        files.append(out / "flow.csv")
+        rows["flow.csv"] = sum(len(f) for f in flows)
+    with output_set(out, "dynamics"):
+        io.write_csv(out / "dynamics.csv", [r for c in curves for r in c.to_frame().to_dict("records")])
+        if flows:
+            io.write_csv(out / "flow.csv", [dict(r, best_time=f.best.time, best_eg=f.best.eg, end_eg=f.end.eg)
+                                            for f in flows for r in f.to_frame().to_dict("records")])
+        _figure(curves, erm, flows, out / "dynamics",
+                task_title(task, L=L, shift=shift, site=site, limit=limit))
+        params = dict(L=None if limit else L, limit=limit, shift=shift, seed=seed, site=site,
+                      alpha_max=alpha_max, points=points, lr=sorted(set(lrs)), lam=lam, batch=batch,
+                      exact=exact, flow_alpha=sorted(set(flow_alphas)), loss=loss, channel=channel)
+        write_metadata(out, "dynamics", params,
+                       started=started, files=files, rows=rows,
+                       extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii,
+                              "lr_max": [c.lr_max for c in curves]})
+    click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'dynamics.json'}")
+
+
+def _erm_curve(task, alphas, lam: float, loss: str, channel: str):
+    """ERM's learning curve at lam on the same axis, or None where the theory does not solve it."""
+    from replica_mlm._base.errors import ConvergenceError
+    from replica_mlm.theory.studies.curve import learning_curve
+
+    grid = alphas[alphas > 0]
+    try:
+        return learning_curve(task, alpha=grid, lam=lam, loss=loss, channel=channel)
+    except (ValueError, ConvergenceError):
+        return None
+
+
+def _figure(curves, erm, flows, path, title: str) -> None:
+    """eg against alpha for each lr with ERM beside (and eg(t) of each flow), in the package's style."""
+    import math
+
+    import matplotlib.pyplot as plt
+
+    from replica_mlm.figures.style import grey, save, style
+
+    with style():
+        fig, axes = plt.subplots(1, 2 if flows else 1, figsize=(9.0 if flows else 5.0, 3.6), squeeze=False)
+        ax = axes[0, 0]
+        for i, c in enumerate(curves):
+            ax.plot(c.alpha, c.eg, color=grey(i, len(curves)), label=rf"SGD, $\eta = {c.lr:g}$")
+        if erm is not None:
+            ax.plot(erm.alpha, erm.eg, "k--", label=rf"ERM, $\lambda = {erm.lam:g}$")
+        ax.set(xlabel=r"$\alpha$ (samples per dimension)", ylabel=r"$e_g$")
+        ax.legend()
+        if flows:
+            ax = axes[0, 1]
+            for i, f in enumerate(flows):
+                colour = grey(i, len(flows))
+                ax.plot(f.time, f.eg, color=colour, label=rf"$\alpha = {f.alpha:g}$")
+                ax.axhline(f.end.eg, color=colour, ls=":")
+                if math.isfinite(f.best.time):
+                    ax.plot([f.best.time], [f.best.eg], "o", color=colour)
+            ax.set(xscale="log", xlabel=r"$t$", ylabel=r"$e_g$ (gradient flow)")
+            ax.legend()
+        fig.suptitle(title)
+        save(fig, path)
+        plt.close(fig)
