@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from replica_mlm.cli._common import claim_out, out_option, output_set, write_metadata
+from replica_mlm.cli._common import FiniteFloat, claim_out, out_option, output_set, write_metadata
 
 FAMILIES = ("S1A", "DHFR", "rhomboid")
 TOPS = ("L/5", "L/2", "L")
@@ -22,7 +22,7 @@ TOPS = ("L/5", "L/2", "L")
               show_default=True, help="Mean-field DCA, plmDCA, or factored attention with --heads heads.")
 @click.option("--heads", type=click.IntRange(min=1), default=32, show_default=True,
               help="Heads of factored attention (--method factored).")
-@click.option("--max-gap-fraction", type=click.FloatRange(0.0, 1.0), default=0.2, show_default=True,
+@click.option("--max-gap-fraction", type=FiniteFloat(0.0, 1.0), default=0.2, show_default=True,
               help="Keep the alignment columns with at most this fraction of gaps.")
 @click.option("--max-iter", type=click.IntRange(min=1), default=500, show_default=True,
               help="L-BFGS iterations at most (plm, factored).")

@@ -108,6 +108,10 @@ def _split_optimal(curves, optimal):
     if isinstance(curves, str | bytes) or not isinstance(curves, Sequence):
         raise TypeError(f"curves must be a sequence of LearningCurve (and at most one OptimalLambda), "
                         f"got {type(curves).__name__}")
+    for k, c in enumerate(curves):
+        if not isinstance(c, LearningCurve | OptimalLambda):
+            raise TypeError(f"curves[{k}] must be a LearningCurve (rm.learning_curve) or an OptimalLambda, "
+                            f"got {type(c).__name__}")
     found = [c for c in curves if isinstance(c, OptimalLambda)]
     curves = [c for c in curves if not isinstance(c, OptimalLambda)]
     if optimal is not None and not isinstance(optimal, OptimalLambda):
@@ -313,6 +317,10 @@ def _simulation_points(simulations: Sequence) -> list[tuple]:
     return points
 
 
+#: most bins of :func:`plot_z_histogram`: more than the figure's pixels across
+MAX_BINS = 10_000
+
+
 @keywords
 def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
                      title: str | None = None, bins: int = 24):
@@ -330,15 +338,18 @@ def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
         Where to save (PNG and PDF).
     title : str, optional
     bins : int
-        Number of bins on the symmetric range covering all z (at least [-4, 4]).
+        Number of bins on the symmetric range covering all z (at least [-4, 4]): an int in
+        ``[1, MAX_BINS]`` (TypeError for a bool, a float or a sequence of edges).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from replica_mlm._base.checks import finite_vector
+    from replica_mlm._base.checks import at_most, finite_vector, positive_int
 
     z, excl = finite_vector(z, "z"), finite_vector([] if excluded is None else excluded, "excluded")
+    bins = positive_int(bins, "bins")
+    at_most(bins, MAX_BINS, "bins", "more bins than pixels of the figure")
     finite = np.concatenate([z, excl])
     top = max(4.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 4.0
     edges = np.linspace(-top, top, bins + 1)
