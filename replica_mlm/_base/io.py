@@ -201,13 +201,14 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb", *, encoding: str = "u
         if exclusive:
             os.link(tmp, path)
             tmp.unlink()
+            _record(path)
         elif pid == os.getpid() and path.parent.resolve() == folder:
             if folder / path.name in staged:  # written twice: the last one counts
                 staged.pop(folder / path.name).unlink(missing_ok=True)
-            staged[folder / path.name] = tmp
+            staged[folder / path.name] = tmp  # published (and recorded) when the set commits
         else:
             os.replace(tmp, path)
-        _record(path)
+            _record(path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):
@@ -265,6 +266,7 @@ def output_set(folder: str | os.PathLike, *, manifest: str) -> Iterator[Path]:
             except OSError as exc:
                 raise _named(exc, path, staged[path])  # noqa: B904
             del staged[path]
+            _record(path)
     finally:
         _staging.reset(token)
         for tmp in staged.values():

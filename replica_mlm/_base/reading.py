@@ -56,9 +56,9 @@ def _open_regular(path: Path) -> tuple[int, os.stat_result]:
 
 
 def _too_long(path: Path, max_bytes: int, compressed: bool) -> ValueError:
-    what = "decompresses to" if compressed else "is"
-    return ValueError(f"{path} {what} more than {max_bytes} bytes (no file the package writes, or a "
-                      "larger max_bytes is needed)")
+    what = "decompresses to more than" if compressed else "is longer than"
+    return ValueError(f"{path} {what} {max_bytes} bytes (no file the package writes, or a larger "
+                      "max_bytes is needed)")
 
 
 def _chunks(raw, path: Path, max_bytes: int, compressed: bool) -> Iterator[bytes]:

@@ -314,7 +314,10 @@ def record_run(out: Path, command: str, written: set[Path], *, replace: bool) ->
                     folder.rmdir()
                 except OSError:
                     break
-    write_json(manifest, {"command": command, "files": sorted(map(str, written | keep))}, indent=1)
+    if written | keep:
+        write_json(manifest, {"command": command, "files": sorted(map(str, written | keep))}, indent=1)
+    else:  # nothing of the command's left (a run refused before its first file)
+        manifest.unlink(missing_ok=True)
 
 
 #: key of ``click.Context.meta``: the --out folder of the running command and whether it may be written

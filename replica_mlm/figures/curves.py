@@ -109,7 +109,7 @@ def _split_optimal(curves, optimal):
         raise TypeError(f"curves must be a sequence of LearningCurve (and at most one OptimalLambda), "
                         f"got {type(curves).__name__}")
     for k, c in enumerate(curves):
-        if not isinstance(c, LearningCurve | OptimalLambda):
+        if not isinstance(c, OptimalLambda) and not all(hasattr(c, a) for a in ("alpha", "eg", "lam")):
             raise TypeError(f"curves[{k}] must be a LearningCurve (rm.learning_curve) or an OptimalLambda, "
                             f"got {type(c).__name__}")
     found = [c for c in curves if isinstance(c, OptimalLambda)]
