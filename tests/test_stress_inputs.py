@@ -140,3 +140,40 @@ def test_z_histogram_bins_are_checked(bins, error, words):
 def test_learning_curves_name_a_wrong_entry():
     with pytest.raises(TypeError, match=r"curves\[0\] must be a LearningCurve"):
         plotting.plot_learning_curves(["x"])
+
+
+# ------------------------------------------------------------------ figures say what they show
+def test_every_series_takes_a_label_and_the_bayes_line_stays_visible():
+    a = rm.learning_curve(SITE, alpha=[0.5, 1.5, 3.0], lam=0.1)
+    b = rm.learning_curve(SITE, alpha=[0.5, 1.5, 3.0], lam=0.1, method="general")
+    fig = plotting.plot_learning_curves([a, b], labels=["root", "general engine"])
+    texts = [t.get_text() for t in fig.legends[0].get_texts()] if fig.legends else [
+        t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "root" in texts and "general engine" in texts
+    with pytest.raises(ValueError, match="labels must hold one str per curve"):
+        plotting.plot_learning_curves([a, b], labels=["only one"])
+    best = rm.optimal_lambda(SITE, alpha=[0.5, 1.5, 3.0])
+    bo = rm.bayes_optimal_curve(SITE, alpha=[0.5, 1.5, 3.0])
+    ax = plotting.plot_learning_curves([a], optimal=best, bayes_optimal=bo).axes[0]
+    z = {ln.get_label(): ln.get_zorder() for ln in ax.get_lines()}
+    bayes = next(k for k in z if k.startswith("Bayes-optimal"))
+    optimal = next(k for k in z if "optimal" in k and k != bayes)
+    assert z[bayes] > z[optimal]  # on top of the optimal-lam line, which can coincide with it
+
+
+def test_a_binary_curve_is_titled_against_chance_not_c_ii():
+    from replica_mlm.cli.curve_command import _title
+
+    curve = rm.learning_curve(SITE, alpha=[0.5, 1.0, 2.0], lam=0.1, loss="logistic", channel="sign")
+    title = _title(SITE, [curve], L=5, shift=3.0, site=0, limit=False)
+    assert "1/2$ (chance)" in title and "C_{ii}" not in title
+    ridge = rm.learning_curve(SITE, alpha=[0.5, 1.0, 2.0], lam=0.1)
+    assert "C_{ii}" in _title(SITE, [ridge], L=5, shift=3.0, site=0, limit=False)
+
+
+def test_phase_contour_labels_read_upright():
+    gp = rm.GaussianPotts.random(L=40, shift=3.0, seed=0).masked_site(0)
+    pd = rm.phase_diagram(gp, alpha=np.linspace(0.1, 3, 60), lam=np.logspace(-3, 1, 30), optimal=False)
+    texts = plotting.plot_phase_diagram(pd).axes[0].texts
+    angles = [t.get_rotation() % 360 for t in texts if t.get_text()[:1].isdigit()]
+    assert angles and all(a <= 90 or a >= 270 for a in angles), angles

@@ -105,7 +105,7 @@ def read_text_file(path: str | os.PathLike, *, max_bytes: int, compressed: bool 
         there (a "gzip bomb" costs at most ``max_bytes``; one whose trailer already declares more
         is refused before inflating).
     universal_newlines : bool
-        Read ``\r\n`` and a lone ``\r`` as ``\n``.
+        Read CR LF and a lone CR as LF (files written on Windows or classic Mac OS).
 
     Raises
     ------
