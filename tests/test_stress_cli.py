@@ -81,6 +81,7 @@ def test_a_fit_that_does_not_converge_exits_1_in_one_line(files, tmp_path, monke
     (["curve", "--points", "1000000000"], "1000000000 is not in the range 2<=x<=1000000"),
     (["phase", "--L", "12", "--points", "1000000", "--lam-points", "1000000"], "1e+12 cells"),
     (["curve", "--loss", "nonsense"], "nonsense"),
+    (["simulate", "--L", "20", "--alpha", "2", "--lam", "0.1", "--seeds", "1000000000"], "of memory"),
 ])
 def test_usage_errors_and_oversize_grids_create_nothing(tmp_path, args, words):
     out = tmp_path / "a" / "b"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -210,7 +211,7 @@ def out_option(command: str, help: str = "Output folder (created if missing)."):
         @functools.wraps(f)
         def locked(*args, overwrite: bool, **kwargs):
             out = Path(kwargs["out"])
-            made = _first_missing(out)
+            made, written, refused = _first_missing(out), set(), False
             try:
                 with folder_lock(out):
                     claim = click.get_current_context().meta[OUT_CLAIM] = {
@@ -224,13 +225,16 @@ def out_option(command: str, help: str = "Output folder (created if missing)."):
                         except SystemExit as exc:  # a run whose checks failed: complete all the same
                             completed = exc.code in (0, 1, None)
                             raise
+                        except (ValueError, TypeError, click.UsageError):  # its input refused
+                            refused = True
+                            raise
                         finally:
                             if claim["claimed"]:
                                 record_run(out, command, set(written), replace=overwrite and completed)
                     return result
             finally:
-                if made is not None:
-                    _remove_empty_folders(made, out)
+                if made is not None:  # a folder of this run's own: an input refused leaves none
+                    _remove_empty_folders(made, out, files=written if refused else ())
 
         with_flag = click.option("--overwrite", is_flag=True, default=False,
                                  help="Write into --out even if it holds files: the files of the "
@@ -254,11 +258,22 @@ def _first_missing(out: Path) -> Path | None:
     return missing
 
 
-def _remove_empty_folders(top: Path, out: Path) -> None:
-    """Remove ``out`` and its parents up to ``top`` (folders this run created) where empty."""
+def _remove_empty_folders(top: Path, out: Path, *, files=()) -> None:
+    """Remove ``files`` (relative to ``out``, with the run manifest), then the folders of ``out``
+    left empty and ``out`` and its parents up to ``top`` (folders this run created) where empty."""
+    for rel in files:
+        (out / rel).unlink(missing_ok=True)
+    if files:
+        for manifest in out.glob(".replica-mlm-*.files.json"):
+            manifest.unlink(missing_ok=True)
+        for root, _, _ in sorted(os.walk(out), key=lambda w: -len(Path(w[0]).parts)):
+            with contextlib.suppress(OSError):
+                Path(root).rmdir()
     for folder in [out, *out.parents]:
         try:
             folder.rmdir()
+        except FileNotFoundError:
+            pass
         except OSError:
             return
         if folder == top:
