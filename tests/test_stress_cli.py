@@ -1,5 +1,5 @@
 """The command line under stress: no traceback for any input, and output folders that hold exactly
-one run's files (docs/cli.md).
+one run's files (docs/cli.rst).
 
 * every CLI error is one line on stderr: exit status 2 for a usage error, a bad input file or a
   missing optional extra, 1 for a fit that did not converge;

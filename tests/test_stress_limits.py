@@ -1,5 +1,6 @@
-"""Memory and time bounds under stress (docs/architecture.md, "base"): every hostile size is refused
-before anything is allocated, in well under a second, in a process whose address space is bounded.
+"""Memory and time bounds under stress (docs/architecture.md, "The floors": base): every hostile
+size is refused before anything is allocated, in well under a second, in a process whose address
+space is bounded.
 
 The cases run in one child process under ``resource.setrlimit(RLIMIT_AS)`` (its address space at
 start plus :data:`EXTRA` bytes) and a SIGALRM time limit per case: a missing check shows as a
