@@ -170,3 +170,11 @@ def test_overwrite_never_removes_what_the_manifest_does_not_own(tmp_path):
     second = CliRunner().invoke(main, [*CURVE, "--out", str(out), "--overwrite"])
     assert second.exit_code == 0, second.output
     assert outside.read_text() == "keep"
+
+
+def test_validate_help_names_every_section():
+    from replica_mlm.validation.suite import SECTIONS
+
+    text = CliRunner().invoke(main, ["validate", "--help"]).output
+    described = text.split("Options:")[0]
+    assert all(f"{name} (" in " ".join(described.split()) for name in SECTIONS), described

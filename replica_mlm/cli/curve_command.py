@@ -74,7 +74,9 @@ def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, lo
         if bo is not None:
             bo.to_csv(out / "bayes_optimal.csv")
         title = _title(task, curves, L=L, shift=shift, site=site, limit=limit)
-        fig = plot_learning_curves(curves, path=out / "curve", bayes_optimal=bo, title=title)
+        # a classification error spans less than a decade (below 1/2): a linear axis, not two log ticks
+        fig = plot_learning_curves(curves, path=out / "curve", bayes_optimal=bo, title=title,
+                                   logy=channel == "gaussian")
         import matplotlib.pyplot as plt
 
         plt.close(fig)

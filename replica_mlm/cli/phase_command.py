@@ -89,6 +89,8 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
         task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
         title = task_title(task, L=L, shift=shift, site=site, limit=limit)
         claim_out()
+        click.echo(f"solving {lam_points} lam x {points} alpha"
+                   + (", then the optimal lam at each alpha" if optimal else "") + " ...", err=True)
         pd = phase_diagram(task, alpha=alphas, lam=np.geomspace(lam_min, lam_max, lam_points),
                            optimal=optimal, progress=show, loss=loss, channel=channel)
 
