@@ -177,3 +177,32 @@ def test_phase_contour_labels_read_upright():
     texts = plotting.plot_phase_diagram(pd).axes[0].texts
     angles = [t.get_rotation() % 360 for t in texts if t.get_text()[:1].isdigit()]
     assert angles and all(a <= 90 or a >= 270 for a in angles), angles
+
+
+# ------------------------------------------------------------------ long fits say where they are
+def test_fit_potts_draws_progress_over_its_iterations(tmp_path, capsys):
+    path = tmp_path / "a.fasta"
+    path.write_text(">a\nACDEFGHIKL\n>b\nACDEFGHIKV\n>c\nACDQFGHIKL\n>d\nMCDQFGHIKL\n")
+    fit = rm.fit_potts(rm.MSA.read(path), max_iter=3, progress=True)
+    err = capsys.readouterr().err
+    assert "fit_potts (plm)" in err and "/3 " in err and fit.iterations <= 3
+    with pytest.raises(TypeError, match="progress must be True, False or None"):
+        rm.fit_potts(rm.MSA.read(path), max_iter=3, progress="yes")
+
+
+def test_contacts_says_on_the_console_whether_the_fit_converged(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    path = tmp_path / "a.fasta"
+    path.write_text(">a\nACDEFGHIKL\n>b\nACDEFGHIKV\n>c\nACDQFGHIKL\n>d\nMCDQFGHIKL\n")
+    out = tmp_path / "o"
+    result = CliRunner().invoke(main, ["contacts", str(path), "--method", "plm", "--max-iter", "2",
+                                       "--precision", "single", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    meta = json.loads((out / "contacts.json").read_text())
+    assert meta["converged"] is False and meta["parameters"]["precision"] == "single"
+    assert "fit did NOT converge after 2 iterations" in result.output
