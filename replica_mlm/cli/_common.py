@@ -250,12 +250,8 @@ def out_option(command: str, help: str = "Output folder (created if missing)."):
 
 def _first_missing(out: Path) -> Path | None:
     """The outermost folder of ``out`` that does not exist yet (None if ``out`` exists)."""
-    missing = None
-    for folder in [out, *out.parents]:
-        if folder.exists() or folder.is_symlink():
-            break
-        missing = folder
-    return missing
+    missing = [f for f in [out, *out.parents] if not (f.exists() or f.is_symlink())]
+    return missing[-1] if missing and missing[0] == out else None
 
 
 def _remove_empty_folders(top: Path, out: Path, *, files=()) -> None:
