@@ -82,6 +82,8 @@ def __getattr__(name: str):
         try:
             return _importlib.import_module("replica_mlm.learners.transformer").TransformerMLM
         except ImportError as exc:
+            if "replica-mlm[transformer]" in str(exc):  # the module's own hint: said once
+                raise
             raise ImportError(
                 f'rm.TransformerMLM needs PyTorch: pip install "replica-mlm[transformer]" ({exc})'
             ) from exc

@@ -17,7 +17,6 @@ from replica_mlm.figures.curves import (
     plot_erm_curves,
     plot_excess_decay,
     plot_learning_curves,
-    plot_z_histogram,
 )
 from replica_mlm.figures.phase_diagrams import plot_phase_diagram
 from replica_mlm.figures.style import (
@@ -34,6 +33,7 @@ from replica_mlm.figures.style import (
     style,
     styled,
 )
+from replica_mlm.figures.z_scores import plot_z_histogram
 
 __all__ = ["FORMATS", "LINESTYLES", "MARKERS", "STYLE", "STYLE_FILE", "STYLE_NAME", "beats_no_learning",
            "grey", "latex_number", "log_ticks", "plot_erm_curves", "plot_excess_decay",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from replica_mlm._base import checks as _checks
 from replica_mlm._base import io
 from replica_mlm._base.keywords import keywords
 
@@ -125,7 +126,9 @@ def _table(text: str, path: Path) -> list[list[str]]:
                 if _INT.fullmatch(cell) is None and repr(float(cell)) != cell:
                     raise ValueError(f"{path}: column {column!r} holds {cell!r}, which replica-mlm never "
                                      f"writes (a float is written as its repr: {float(cell)!r})")
-    _check_row_count(path, len(rows) - 1)
+    if _check_row_count(path, len(rows) - 1) is None and len(rows) < 2:
+        raise ValueError(f"{path} holds a header and no rows; replica-mlm writes no empty table unless "
+                         "the metadata written with it records 0 rows")
     return rows
 
 
@@ -137,10 +140,11 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _check_row_count(path: Path, n: int) -> None:
+def _check_row_count(path: Path, n: int) -> int | None:
     """Compare ``n`` with the rows recorded by the metadata the command wrote with the table
-    (``curve.json`` for ``curve.csv``, ``phase.json`` for ``phase.csv`` and ``phase_lines.csv``).
-    A table without such metadata (``LearningCurve.to_csv``) is not counted."""
+    (``curve.json`` for ``curve.csv``, ``phase.json`` for ``phase.csv`` and ``phase_lines.csv``);
+    returns the count recorded. A table without such metadata (``LearningCurve.to_csv``) is not
+    counted (None)."""
     for stem in dict.fromkeys([path.stem, path.stem.split("_")[0]]):
         meta_path = path.with_name(f"{stem}.json")
         try:
@@ -154,12 +158,18 @@ def _check_row_count(path: Path, n: int) -> None:
         if isinstance(recorded, int) and recorded != n:
             raise ValueError(f"{path} has {n} rows, but {meta_path.name}, written with it, records "
                              f"{recorded}: the table is truncated (or was rewritten without its metadata)")
+        if isinstance(recorded, int):
+            return recorded
+    return None
 
 
 def _curves(rows: list[list[str]], path: Path) -> list:
     from replica_mlm.theory.studies.curve import COLUMNS, LearningCurve
 
     header = rows[0]
+    if len(rows) < 2:
+        raise ValueError(f"{path}: a learning-curve table with a header and no rows (a curve has at least "
+                         "one alpha)")
     blocks: list[list[dict]] = []
     for cells in rows[1:]:
         row = dict(zip(header, cells, strict=True))
@@ -176,6 +186,7 @@ def _curves(rows: list[list[str]], path: Path) -> list:
         if first.get("converged", "True") not in ("True", "False"):
             raise ValueError(f"{path}: converged must be True or False, got {first['converged']!r}")
         try:
+            _checks.nonnegative(float(first["lam"]), "lam")
             curves.append(LearningCurve(**cols, lam=float(first["lam"]), rho=float(first["rho"]),
                                         noise=float(first["noise"]), method=method,
                                         converged=first.get("converged", "True") == "True",

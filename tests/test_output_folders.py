@@ -41,7 +41,9 @@ def test_a_second_run_into_a_folder_with_files_is_refused_unless_overwrite(tmp_p
     first = CliRunner().invoke(main, [*CURVE, "--out", str(out)])
     assert first.exit_code == 0, first.output
     before = _files(out)
-    assert sorted(before) == ["curve.csv", "curve.json", "curve.pdf", "curve.png"]  # no lock file
+    # no lock file; the run manifest lists what the run wrote (what --overwrite replaces)
+    assert sorted(before) == [".replica-mlm-curve.files.json", "curve.csv", "curve.json", "curve.pdf",
+                              "curve.png"]
     again = CliRunner().invoke(main, [*CURVE, "--lam", "0.2", "--out", str(out)])
     assert again.exit_code == 2
     assert f"--out {out} already holds files" in again.output and "--overwrite" in again.output

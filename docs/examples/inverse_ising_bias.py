@@ -32,7 +32,7 @@ ALPHAS = (4.0, 8.0, 16.0)
 
 
 def main() -> None:
-    model = rm.PottsModel.random_ising(L=L, beta=BETA, seed=0)
+    model = rm.PottsModel.random_ising(L=L, beta=BETA, rng=0)
     cov = spin_covariance(model, samples=10000, rng=1)
     task = ising_site(model, SITE, cov)
     p = L - 1

@@ -13,7 +13,7 @@ import numpy as np
 
 import replica_mlm as rm
 
-site = rm.GaussianPotts.random(L=300, shift=3.0, seed=0).masked_site(0)  # predict x_0 from the rest
+site = rm.GaussianPotts.random(L=300, shift=3.0, rng=0).masked_site(0)  # predict x_0 from the rest
 alpha = np.linspace(0.05, 6.0, 240)
 curves = [rm.learning_curve(site, alpha=alpha, lam=lam) for lam in (0.0, 1e-3, 1e-1, 1.0)]
 

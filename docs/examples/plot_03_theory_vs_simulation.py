@@ -15,7 +15,7 @@ import numpy as np
 
 import replica_mlm as rm
 
-site = rm.GaussianPotts.random(L=151, shift=3.0, seed=1).masked_site(0)
+site = rm.GaussianPotts.random(L=151, shift=3.0, rng=1).masked_site(0)
 lams = [1e-3, 1e-2, 1e-1, 1.0]
 alphas = [0.25, 0.5, 0.7, 1.6, 2.2, 3.0]
 z = []

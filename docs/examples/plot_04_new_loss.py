@@ -27,7 +27,7 @@ delta = sp.Rational(1, 2)
 pseudo_huber = rm.losses.Loss.from_sympy(delta**2 * (sp.sqrt(1 + (y - z) ** 2 / delta**2) - 1), y, z,
                                          name="pseudo-Huber")
 
-site = rm.GaussianPotts.random(L=151, shift=3.0, seed=2).masked_site(0)
+site = rm.GaussianPotts.random(L=151, shift=3.0, rng=2).masked_site(0)
 lam = 0.05
 alpha = np.linspace(0.2, 4.0, 30)
 custom = rm.learning_curve(site, alpha=alpha, lam=lam, loss=pseudo_huber)

@@ -16,7 +16,7 @@ import numpy as np
 
 import replica_mlm as rm
 
-ising = rm.PottsModel.random_ising(L=12, beta=0.4, seed=0)  # high temperature, 12 spins
+ising = rm.PottsModel.random_ising(L=12, beta=0.4, rng=0)  # high temperature, 12 spins
 task = ising.masked_site(3)  # logit channel, teacher 2 beta J_{3,-3}, covariance exact (L <= 16)
 lam = 0.02
 alpha = np.geomspace(0.3, 8.0, 30)

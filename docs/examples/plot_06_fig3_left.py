@@ -15,7 +15,7 @@ import numpy as np
 
 import replica_mlm as rm
 
-site = rm.GaussianPotts.random(L=201, shift=3.0, seed=0).masked_site(0)
+site = rm.GaussianPotts.random(L=201, shift=3.0, rng=0).masked_site(0)
 lams = [0.0, 1e-3, 1e-1, 1.0]
 alpha = np.linspace(0.02, 3.0, 300)
 curves = [rm.learning_curve(site, alpha=alpha, lam=lam) for lam in lams]

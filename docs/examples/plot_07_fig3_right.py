@@ -24,7 +24,7 @@ import replica_mlm as rm
 from replica_mlm.learners.pseudo_likelihood import fit_site, site_measures
 from replica_mlm.tasks.ising_site import spins
 
-ising = rm.PottsModel.random_ising(L=16, beta=0.4, seed=1)
+ising = rm.PottsModel.random_ising(L=16, beta=0.4, rng=1)
 site, lam = 0, 1e-3
 task = ising.masked_site(site)  # logit channel, teacher 2 beta J_0j, exact covariance (L <= 16)
 p = ising.L - 1

@@ -25,7 +25,7 @@ from replica_mlm.learners.attention import reconstruction_error
 
 have_torch = importlib.util.find_spec("torch") is not None
 
-pm = rm.PottsModel.random(L=6, q=4, seed=2, beta=2.0)  # beta: mean Hamming distance about 0.45
+pm = rm.PottsModel.random(L=6, q=4, rng=2, beta=2.0)  # beta: mean Hamming distance about 0.45
 data = pm.sample(1100, rng=1)  # Gibbs, thinned by the sampler's measured autocorrelation
 train, test = data[:800], data[800:]
 H = pm.neg_pseudo_loglikelihood(test)  # conditional entropy on the test set

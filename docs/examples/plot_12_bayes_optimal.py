@@ -28,7 +28,7 @@ erm = rm.learning_curve(perceptron, alpha=alpha, lam=lams, loss="logistic", chan
 bo = rm.bayes_optimal_curve(perceptron, alpha=alpha, channel="sign")
 print(f"perceptron: eg_BO * alpha at alpha = 20: {bo.eg[-1] * 20:.4f} (-> 0.4417)")
 
-ising = rm.PottsModel.random_ising(L=16, beta=0.4, seed=1)
+ising = rm.PottsModel.random_ising(L=16, beta=0.4, rng=1)
 site = ising.masked_site(0)  # logit channel, exact covariance (L <= 16)
 alpha_site = np.geomspace(0.3, 8, 30)
 erm_site = rm.learning_curve(site, alpha=alpha_site, lam=lams, loss="logistic")

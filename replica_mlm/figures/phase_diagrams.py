@@ -168,7 +168,11 @@ def _label_contours_apart(ax, cs, avoid: np.ndarray) -> None:
         # a label is about 0.08 x 0.03 of the axes: block its neighbourhood for the next ones
         taken += [cand[k] + d for d in ((0, 0), (0.04, 0), (-0.04, 0), (0, 0.02), (0, -0.02))]
     if chosen:
-        ax.clabel(cs, fmt=lambda v: f"{v:.2g}", fontsize=6.5, inline=True, manual=chosen[::-1])
+        texts = ax.clabel(cs, fmt=lambda v: f"{v:.2g}", fontsize=6.5, inline=True, manual=chosen[::-1])
+        for text in texts:  # upright: a label along a contour drawn leftwards would read "8.0" for 0.8
+            angle = text.get_rotation() % 360
+            if 90 < angle < 270:
+                text.set_rotation(angle - 180)
 
 
 def _contour_paths(cs) -> list:

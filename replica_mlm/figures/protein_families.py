@@ -103,9 +103,10 @@ def plot_contact_map(scores, distances, *, top: int, cutoff: float = 8.0, min_se
         fig, ax = plt.subplots(figsize=(5.0, 5.6))
         ax.scatter(cj, ci, s=5, color="0.78", marker="s", linewidths=0,
                    label=f"structure: C$\\beta$ distance < {cutoff:g} \u00c5")
-        ax.scatter(pj[hit], pi[hit], s=14, color="black", marker="o",
+        # clip_on=False: a pair in the first or last column keeps its whole marker at the axes' edge
+        ax.scatter(pj[hit], pi[hit], s=14, color="black", marker="o", clip_on=False,
                    label=f"top {len(pi)} predicted, in contact ({int(hit.sum())})")
-        ax.scatter(pj[~hit], pi[~hit], s=14, facecolors="none", edgecolors="black", marker="o",
+        ax.scatter(pj[~hit], pi[~hit], s=14, facecolors="none", edgecolors="black", marker="o", clip_on=False,
                    label=f"top {len(pi)} predicted, not in contact ({int((~hit).sum())})")
         ax.plot([-0.5, L - 0.5], [-0.5, L - 0.5], color="0.5", linewidth=0.6)
         ax.set_xlim(-0.5, L - 0.5)

@@ -91,10 +91,10 @@ def _checked_data(X, y, site, channel):
     instance: p = len(omega) columns, one label per row, labels in the channel's support."""
     omega, u = _site_parts(site)
     p = omega.size
-    X = _checks.finite_array(X, "X", ndim=2)
+    X = _checks.bounded_array(X, "X", ndim=2)
     if X.shape[1] != p:
         raise ValueError(f"X must have p = {p} columns (the site's inputs), got shape {X.shape}")
-    y = _checks.finite_array(y, "y", ndim=1)
+    y = _checks.bounded_array(y, "y", ndim=1)
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got {y.shape[0]}")
     chan = channels.resolve(channel, site)
@@ -134,11 +134,18 @@ def amp(X, y, *, site, prior: str = "gaussian", beta: float | None = None, chann
     w_hat : ndarray, shape (p,)
         The posterior-mean estimate.
     info : AmpInfo
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad arguments (entries of ``X``, ``y`` or ``teacher`` beyond 1e150 in magnitude
+        included), and for data so far outside the site's covariance that the channel's
+        normaliser underflows at a sample's field.
     """
     omega, u, X, y, chan = _checked_data(X, y, site, channel)
     p = omega.size
     if teacher is not None:
-        teacher = _checks.finite_vector(teacher, "teacher")
+        teacher = _checks.bounded_array(teacher, "teacher", ndim=1)
         if teacher.shape != (p,):
             raise ValueError(f"teacher must have shape ({p},), got {teacher.shape}")
     max_iter = _checks.positive_int(max_iter, "max_iter")
@@ -162,7 +169,10 @@ def amp(X, y, *, site, prior: str = "gaussian", beta: float | None = None, chann
         w = A @ x_hat - V * g
         g = bayes_sides.output_denoiser(chan, y, w, V, noise)
         if not np.all(np.isfinite(g)):
-            raise FloatingPointError("the channel's Z underflowed at a sample's field: AMP cannot go on")
+            big = float(np.max(np.abs(w)))
+            raise ValueError(f"X: the {chan.name} channel's normaliser Z underflowed at a sample's field "
+                             f"(largest |field| {big:.3g}): the rows of X lie far outside the site's "
+                             "covariance (they should be draws of N(0, Sigma)); AMP cannot go on")
         precision = np.maximum(A2.T @ (g * g), 1e-300)
         r = x_hat + (A.T @ g) / precision
         snr = prior_var * precision

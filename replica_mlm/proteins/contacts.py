@@ -120,6 +120,7 @@ def contact_precision(scores, structure_or_distances, *, top: str | int = "L/5",
         raise ValueError(f"scores must be a square (L, L) matrix with L >= 2, got shape {s.shape}")
     d = _distances(structure_or_distances, L)
     sep = _checks.positive_int(min_separation, "min_separation")
+    _checks.at_most(sep, L - 1, "min_separation", f"j - i of a pair of the L = {L} columns")
     cut = _checks.positive(cutoff, "cutoff")
     if isinstance(top, str):
         top = _checks.choice(top, tuple(_TOPS), "top")

@@ -16,6 +16,7 @@ rhomboid  rhomboid proteases (2767 x 135)                   2NRF (E. coli GlpG)
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 
 from replica_mlm._base import checks as _checks
@@ -68,6 +69,8 @@ def protein_family(name: str, *, max_gap_fraction: float | None = 0.2,
     Returns
     -------
     msa : MSA
+        Letters outside the alphabet (S1A's X, ...) read as gaps are counted in
+        ``msa.unknown_letters``, without the warning :meth:`MSA.read` gives for a file of one's own.
     structure : MappedStructure
         Mapped to ``msa``: ``structure.distances`` is (msa.L, msa.L), ready for
         :func:`replica_mlm.contact_precision`; ``structure.identity`` the mapping's identity.
@@ -89,7 +92,9 @@ def protein_family(name: str, *, max_gap_fraction: float | None = 0.2,
             raise ValueError(f"max_gap_fraction must be in [0, 1], got {max_gap_fraction}")
     folder, alignment, pdb = FAMILIES[name.lower()]
     root = data_folder() / folder
-    msa = MSA.read(root / alignment)
+    with warnings.catch_warnings():  # a shipped family's letters outside the alphabet are known:
+        warnings.filterwarnings("ignore", message=".* letters outside ")  # counted, not warned on each use
+        msa = MSA.read(root / alignment)
     if max_gap_fraction is not None:
         msa = msa.filter(max_gap_fraction)
     structure = Structure.read(root / pdb).map_to(msa, reference=reference)

@@ -39,6 +39,7 @@ import numpy as np
 from replica_mlm._base import checks as _checks
 from replica_mlm._base.checks import RngLike, as_generator, nonnegative, positive, positive_int
 from replica_mlm._base.keywords import keywords
+from replica_mlm._base.progress import bar, shown
 from replica_mlm.learners.attention import zero_sum_gauge
 from replica_mlm.learners.plm_objective import PseudoLikelihood, pseudo_nll
 from replica_mlm.learners.quasi_newton import MAXCOR, lbfgs
@@ -175,6 +176,7 @@ def fit_potts(
     init_scale: float = 0.01,
     precision: str = "double",
     init=None,
+    progress: bool | None = None,
 ) -> PottsFit:
     """Fit a Potts model to an alignment by weighted pseudo-likelihood (see the module docstring).
 
@@ -237,11 +239,15 @@ def fit_potts(
         attention (:meth:`FactoredProblem.from_couplings`) and every head's attention on the
         couplings' top contacts for softmax attention
         (:meth:`~replica_mlm.proteins.softmax_factored.SoftmaxFactoredProblem.from_couplings`).
+    progress : bool or None
+        A progress bar on stderr over the L-BFGS iterations (None: only when stderr is a
+        terminal; :mod:`replica_mlm._base.progress`).
 
     Returns
     -------
     PottsFit
     """
+    shown(progress)  # TypeError for anything but None, True, False
     method, attention, heads = _model_options(method, attention, heads)
     q, s = _alignment(msa)
     N, L = s.shape
@@ -263,7 +269,9 @@ def fit_potts(
         problem = factored(data, heads, lambda_h, lambda_J, dtype=dtype)
         x0 = _factored_start(problem, origin, init_J, init_h, gen, init_scale, s, w, q)
         scale = None
-    res, n_double = _minimise(problem, x0, scale, dtype, max_iter=max_iter, tol=tol, ftol=ftol)
+    with bar(total=max_iter, progress=progress, desc=f"fit_potts ({method})", unit="iteration") as shown_bar:
+        res, n_double = _minimise(problem, x0, scale, dtype, max_iter=max_iter, tol=tol, ftol=ftol,
+                                  callback=lambda x: shown_bar.update())
     gnorm = float(np.max(np.abs(res.jac)))
     h, W, factors, bound = _solution(problem, res.x, method, data, lambda_h, lambda_J)
     J, fields = symmetric_zero_sum(W, h)
@@ -355,10 +363,11 @@ def _factored_start(problem, origin, init_J, init_h, gen, init_scale: float, s, 
     return problem.from_couplings(init_J, init_h, gen=gen)
 
 
-def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol) -> tuple:
+def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, callback=None) -> tuple:
     """``(result, iterations in double)``: L-BFGS from ``x0``; a single-precision run gets its
-    gradient in double, and is finished in double with the iterations left if it stopped short."""
-    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale)
+    gradient in double, and is finished in double with the iterations left if it stopped short.
+    ``callback(x)`` after every iteration (the progress bar)."""
+    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, callback=callback)
     n_double = 0
     if dtype != np.float64:  # the reported gradient is in double; finish there if needed
         problem.set_dtype(np.float64)
@@ -367,7 +376,7 @@ def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol) -> 
         if res.stop in ("other", "gradient") and float(np.max(np.abs(jac))) > tol and res.nit < max_iter:
             first = res.nit
             res = lbfgs(problem.loss_grad, res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
-                        scale=scale)
+                        scale=scale, callback=callback)
             n_double = int(res.nit)
             res.nit = first + n_double
     return res, n_double

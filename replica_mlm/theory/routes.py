@@ -250,6 +250,8 @@ def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "
     if mixture and task is not None and getattr(task, "mixture", None) is None:
         raise ValueError(f"theory='mixture' needs a task with a Gaussian mixture (task.mixture, e.g. an "
                          f"Ising or Potts site of PottsModel.masked_site), got {type(task).__name__}")
+    if mixture and task is not None:
+        _checks.mixture(task.mixture, "task.mixture")
     if bayes:
         if multiclass:
             classes = task.mixture.K if mixture else getattr(task, "q", "q > 2")

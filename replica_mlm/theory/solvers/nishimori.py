@@ -38,7 +38,12 @@ class Problem:
 
     def unpack(self, x) -> tuple[float, float]:
         t = float(np.ravel(x)[0])
-        # q = rho sigmoid(t), V = rho sigmoid(-t), each without cancellation
+        # q = rho sigmoid(t), V = rho sigmoid(-t), each without cancellation; beyond |t| = 700
+        # (alpha ~ 1e-300) exp(|t|) would overflow: there sigmoid(-|t|) = exp(-|t|) to rounding
+        if t > 700.0:
+            return self.rho / (1.0 + math.exp(-t)), self.rho * math.exp(-t)
+        if t < -700.0:
+            return self.rho * math.exp(t), self.rho / (1.0 + math.exp(t))
         return self.rho / (1.0 + math.exp(-t)), self.rho / (1.0 + math.exp(t))
 
     @staticmethod

@@ -219,8 +219,10 @@ def learning_curve(task, *, alpha, lam, method: str | None = None, loss=None, ch
         raise ValueError("learning_curve warm-starts each point itself; do not pass init")
     route.check_options(options)
     alphas = _checks.grid(alpha, "alpha")
+    _checks.grid_cells(alphas.size, f"learning_curve: {alphas.size} alpha")
     if _checks.is_sequence(lam):
         lams = [route.check_lam(float(lm)) for lm in _checks.grid(lam, "lam", positive=False)]
+        _checks.grid_cells(alphas.size * len(lams), f"learning_curve: {alphas.size} alpha x {len(lams)} lam")
         return [_curve(route, task, alphas, lm, progress, options) for lm in lams]
     return _curve(route, task, alphas, route.check_lam(lam), progress, options)
 

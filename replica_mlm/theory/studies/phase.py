@@ -308,6 +308,7 @@ class PhaseDiagram:
 
 def increasing_grid(values, name: str, *, positive: bool = True) -> np.ndarray:
     """A non-empty, finite, strictly increasing 1-d grid (strictly positive if ``positive``)."""
+    _checks.length(values, name)
     arr = np.atleast_1d(_checks.real_array(values, name))
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-d grid, got shape {arr.shape}")
@@ -434,6 +435,7 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
     progress = _checks.flag(progress, "progress")
     alphas = increasing_grid(alpha, "alpha")
     lams = increasing_grid(lam, "lam")  # > 0: every route of a diagram takes it
+    _checks.grid_cells(alphas.size * lams.size, f"phase_diagram: {alphas.size} alpha x {lams.size} lam")
     if kind.fast:
         eg, et, slope = _grid(spec, alphas, lams[:, None])
     else:
@@ -468,6 +470,8 @@ def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> 
     if shifts[0] <= 2:
         raise ValueError(f"shift must be > 2 in the limit, min is {shifts[0]:g}")
     lam = _checks.nonnegative(lam, "lam")
+    _checks.grid_cells(alphas.size * shifts.size,
+                       f"shift_phase_diagram: {alphas.size} alpha x {shifts.size} shift")
     eg, et, slope = (np.empty((shifts.size, alphas.size)) for _ in range(3))
     peaks, rho, noise = np.empty(shifts.size), np.empty(shifts.size), np.empty(shifts.size)
     for i, s in enumerate(_progress(shifts, progress, "shift rows")):
