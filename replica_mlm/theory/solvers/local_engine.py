@@ -94,8 +94,8 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
     warm-start from; ``order``: quadrature nodes per panel (two classes) or Gauss-Hermite nodes per
     dimension (more)."""
     if lam < multiclass.MIN_LAM:
-        raise ValueError(f"lam must be >= {multiclass.MIN_LAM:g} for the local theory (as for the multi-class "
-                         f"theory, whose driver it shares), got {lam:g}")
+        raise ValueError(f"lam must be >= {multiclass.MIN_LAM:g} for the local theory (as for the "
+                         f"multi-class theory, whose driver it shares), got {lam:g}")
     theory = LocalTheory(task.local_mixture, task.p)
     scalar = theory.classes == 2 and loss is not None
     K = 1 if scalar else theory.classes - 1
