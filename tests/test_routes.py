@@ -24,15 +24,37 @@ POTTS = rm.PottsModel.random(L=5, q=3, seed=2, beta=0.8).masked_site(0)
     (ISING, {"theory": "mixture"}, "mixture"),
     (POTTS, {}, "multiclass"),
     (POTTS, {"theory": "mixture"}, "mixture-multiclass"),
+    (ISING, {"theory": "local"}, "local"),
 ])
 def test_every_entry_point_gets_the_same_route(task, kwargs, route):
     for entry, served in routes.ENTRY_ROUTES.items():
-        if entry.startswith(("bayes", "equations")):
-            continue
+        if entry.startswith(("bayes", "equations")) or entry in routes.DYNAMICS_ENTRIES:
+            continue  # their own routes (the Bayes-optimal estimator, the learning dynamics): below
         if route in served:
             assert routes.plan(task, entry=entry, **kwargs).route == route
         else:  # one message, naming what the entry point serves
             with pytest.raises(ValueError, match=f"{entry} serves the routes .*take route '{route}'"):
+                routes.plan(task, entry=entry, **kwargs)
+
+
+@pytest.mark.parametrize("task, kwargs, served", [
+    (SITE, {}, True),
+    (ISING, {}, True),
+    (ISING, {"theory": "mixture"}, True),
+    (SITE, {"method": "iterate"}, False),
+    (POTTS, {}, False),
+    (POTTS, {"theory": "mixture"}, False),
+])
+def test_the_dynamics_entries_plan_one_route_or_refuse_naming_it(task, kwargs, served):
+    for entry in routes.DYNAMICS_ENTRIES:
+        if kwargs.get("theory") == "mixture" and entry in ("gradient_flow", "simulate_gradient_flow"):
+            served_here = False  # gradient flow is solved on Gaussian covariates only
+        else:
+            served_here = served
+        if served_here:
+            assert routes.plan(task, entry=entry, **kwargs).route == "dynamics"
+        else:
+            with pytest.raises(ValueError, match=entry):
                 routes.plan(task, entry=entry, **kwargs)
 
 
