@@ -40,7 +40,8 @@ def validate(*, quick, sections, seed, workers, threads, scheduler, resume, prog
     peak, the phase diagram), attractor (transient memories of self-attention as an attractor
     network), potts (the discrete Potts model and factored attention), erm (losses and channels of
     the general engine against simulations), discrete (Ising and Potts sites: the discrete theory
-    and the Gaussian mixture), bayes (the Bayes-optimal error, AMP and posterior sampling) and
+    and the Gaussian mixture), bayes (the Bayes-optimal error, AMP and posterior sampling),
+    dynamics (one-pass SGD and gradient flow against their simulations) and
     figure2 (fig. 2 of Rende et al.: vanilla transformers against factored attention; needs the
     [transformer] extra) when installed. Every check
     is a claim with a number and a threshold; the exit status is 1 if any check fails, except the
