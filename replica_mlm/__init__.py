@@ -32,6 +32,7 @@ _EXPORTS = {
     "phase_diagram": "replica_mlm.theory.studies.phase",
     "shift_phase_diagram": "replica_mlm.theory.studies.phase",
     "ConvergenceError": "replica_mlm._base.errors",
+    "ValidityWarning": "replica_mlm.tasks.validity",
     "SaddlePoint": "replica_mlm.theory.solve",
     "solve": "replica_mlm.theory.solve",
     "show_options": "replica_mlm.theory.routes",

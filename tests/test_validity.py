@@ -174,7 +174,7 @@ def test_results_carry_valid_and_an_invalid_theory_warns_once():
     assert len(invalid) == 1 and "theory='mixture'" in str(invalid[0].message)
     assert first.valid == again.valid == curve.valid and not first.valid.ok
     assert local.valid.theory == "local" and local.valid.ok
-    with pytest.warns(RuntimeWarning, match="theory='gaussian'"):  # ratio 1.74 on this site
+    with pytest.warns(rm.ValidityWarning, match="theory='gaussian'"):  # ratio 1.74 on this site
         gaussian = rm.solve(task, alpha=1.0, lam=0.1, loss="logistic")
     assert gaussian.valid.theory == "gaussian" and not gaussian.valid.ok
     assert rm.solve(rm.GaussianPotts.random(L=31, shift=3.0, seed=1).masked_site(0), alpha=1.0,

@@ -134,6 +134,7 @@ def simulate_nested(model, *, site: int, ns, lam: np.ndarray, seeds: int, rng, n
     out["kkt"] = np.array(kkt)
     out["sweeps_between"] = np.array(diag.sweeps_between)
     out["method"] = np.array(diag.method)
+    out["tau_int"] = np.array(diag.tau_int)
     return out
 
 

@@ -19,6 +19,11 @@ from dataclasses import asdict, dataclass
 TOLERANCE = 0.1
 
 
+class ValidityWarning(RuntimeWarning):
+    """A discrete theory used outside its validity (:meth:`Validity.warn`): a category of its own,
+    so that a caller who reads ``result.valid`` can filter it without hiding other warnings."""
+
+
 @dataclass(frozen=True)
 class Validity:
     """The validity check of one theory on one site (:meth:`DiscreteSite.validity`).
@@ -60,13 +65,13 @@ class Validity:
         return pd.DataFrame([asdict(self)])
 
     def warn(self) -> None:
-        """A RuntimeWarning naming the theory and the two Bayes errors, if not :attr:`ok`."""
+        """A :class:`ValidityWarning` naming the theory and the two Bayes errors, if not :attr:`ok`."""
         if not self.ok:
             warnings.warn(f"theory={self.theory!r} is outside its validity on this site: its data model's "
                           f"Bayes error {self.bayes_error_model:.4g} against the site's "
                           f"{self.bayes_error_site:.4g} (ratio {self.ratio:.3g}, allowed 1 +- "
                           f"{self.threshold:g}); see docs/discrete.md, 'When a theory holds'",
-                          RuntimeWarning, stacklevel=3)
+                          ValidityWarning, stacklevel=3)
 
 
 def judge(theory: str, model: float, site: float, site_stderr: float) -> Validity:
@@ -82,4 +87,4 @@ def judge(theory: str, model: float, site: float, site_stderr: float) -> Validit
                     ok=bool(ok))
 
 
-__all__ = ["TOLERANCE", "Validity", "judge"]
+__all__ = ["TOLERANCE", "Validity", "ValidityWarning", "judge"]

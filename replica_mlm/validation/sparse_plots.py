@@ -1,0 +1,72 @@
+"""Figure of the sparse-coupling tables: each theory's gap to the simulation against L.
+
+docs/discrete.md, section "Sparse couplings". Left: the relative gap ``|simulation - theory| /
+simulation`` of the classification error against L on log-log axes for the contact-map-like band
+(the family that spans L = 16 to 400), one line per theory, with error bars from the simulation's
+standard error and the fitted rate ``gap ~ L^-r`` of the local theory; right: z of every point of
+every family, per theory, against the Bayes-error ratio of the theory's data model (the validity
+check), with the band ``|z| <= 3`` and the validity window shaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+COLOURS = {"gaussian": "tab:blue", "mixture": "tab:orange", "local": "tab:green"}
+BAND = "contact-map-like band"
+
+
+def gap_rate(L: np.ndarray, gap: np.ndarray) -> float:
+    """The exponent ``r`` of a least-squares fit ``log gap = c - r log L``."""
+    return float(-np.polyfit(np.log(L), np.log(gap), 1)[0])
+
+
+def gap_figure(rows: list[dict], path: str | Path) -> list[Path]:
+    """Draw the figure; returns the PNG and PDF written at ``path`` (no suffix)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from replica_mlm.figures.style import save
+    from replica_mlm.tasks.validity import TOLERANCE
+
+    theories = [k.removeprefix("ratio_") for k in rows[0] if k.startswith("ratio_")]  # the rows' own
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
+    band = [r for r in rows if r["family"] == BAND]
+    alphas = sorted({r["alpha"] for r in band})
+    for t in theories:
+        for alpha, marker in zip(alphas, ("o", "s", "^", "v"), strict=False):
+            pts = sorted((r for r in band if r["alpha"] == alpha), key=lambda r: r["L"])
+            if not pts:
+                continue
+            L = np.array([r["L"] for r in pts], dtype=float)
+            sim = np.array([r["eg_sim"] for r in pts])
+            gap = np.abs(sim - np.array([r[f"eg_{t}"] for r in pts])) / sim
+            err = np.array([r["eg_se"] for r in pts]) / sim
+            label = f"{t}, alpha = {alpha:g}"
+            if t == "local" and L.size >= 3:
+                label += f" (rate {gap_rate(L, np.maximum(gap, 1e-12)):.2f})"
+            left.errorbar(L, gap, yerr=err, color=COLOURS[t], marker=marker, capsize=2, label=label,
+                          linestyle="-" if alpha == alphas[0] else "--")
+    left.set(xscale="log", yscale="log", xlabel="L (sites)",
+             ylabel="|simulation - theory| / simulation (error rate)",
+             title="contact-map-like band, beta = 0.5: gap against L")
+    left.legend(fontsize=7)
+    for t in theories:
+        ratio = np.array([r[f"ratio_{t}"] for r in rows])
+        z = np.array([r[f"eg_z_{t}"] for r in rows])
+        right.scatter(ratio, z, s=18, color=COLOURS[t], label=t, alpha=0.8)
+    right.axhspan(-3, 3, color="0.85", zorder=0, label="|z| <= 3")
+    right.axvspan(1 - TOLERANCE, 1 + TOLERANCE, color="tab:green", alpha=0.12, zorder=0,
+                  label=f"validity window 1 +- {TOLERANCE:g}")
+    right.set(xscale="log", yscale="symlog", xlabel="Bayes error of the data model / site's Bayes error",
+              ylabel="z of the error rate (simulation - theory) / SE",
+              title="every point of every family")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    out = save(fig, Path(path))
+    plt.close(fig)
+    return out
