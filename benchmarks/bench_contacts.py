@@ -247,8 +247,9 @@ def peer_table(families: list[str], max_iter: int, pydca_exe: str | None) -> Non
             continue
         print(f"{family:<10}{label:<22}{'':>10}{peer['cpu']:8.1f}{'':>8}{peer['peak_mb']:9.0f}{'':>9}"
               f"{it:>5}" + "".join(f"{p:7.3f}" for p in peer["precision"]) + f"  {note}")
+        caveat = "" if res["converged"] else "  (replica_mlm not converged: not a like-for-like CPU ratio)"
         print(f"{family:<10}{'ratio replica / pydca':<22}{'':>10}{use['cpu'] / peer['cpu']:8.2f}{'':>8}"
-              f"{use['peak_mb'] / peer['peak_mb']:9.2f}", flush=True)
+              f"{use['peak_mb'] / peer['peak_mb']:9.2f}{caveat}", flush=True)
 
 
 def main() -> None:
