@@ -195,7 +195,7 @@ class _Stop(Exception):
 
 def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None = None,
           window: int = 10, scale: np.ndarray | None = None, memory: int = MAXCOR,
-          history=np.float32, rounding: float = EPS_F, callback=None) -> optimize.OptimizeResult:
+          history=np.float32, rounding: float = EPS_F, callback=None, tick=None) -> optimize.OptimizeResult:
     """L-BFGS (:func:`minimize`) on ``fun(x) -> (F, grad)``, stopped on the gradient in ``x``.
 
     ``fun`` must return a new gradient array at every call (it is scaled in place).
@@ -212,7 +212,8 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
     non-convex fit whose gradient wanders while ``F`` still falls goes on). ``memory``,
     ``history`` and ``rounding``: the number and precision of the stored pairs and the line
     search's rounding allowance (:func:`minimize`). ``callback(x)`` is called with every
-    accepted iterate (in ``x``).
+    accepted iterate (in ``x``); ``tick()`` too, without it (a progress bar: no parameter-sized
+    array is built for it).
     Returns ``x``, ``fun``, ``jac`` (in ``x``), ``nit`` and ``stop`` of the last accepted iterate.
     """
     s = np.ones(x0.size) if scale is None else np.asarray(scale, dtype=float)
@@ -225,6 +226,8 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
 
     def watch(y, f, gy):
         trace.append(f)
+        if tick is not None:
+            tick()
         if callback is not None:
             callback(s * y)
         gmax = _max_abs_ratio(gy, s)

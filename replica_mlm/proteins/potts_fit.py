@@ -304,7 +304,7 @@ def fit_potts(
         scale = None
     with bar(total=max_iter, progress=progress, desc=f"fit_potts ({method})", unit="iteration") as shown_bar:
         res, n_double = _minimise(problem, x0, scale, dtype, max_iter=max_iter, tol=tol, ftol=ftol,
-                                  callback=lambda x: shown_bar.update())
+                                  tick=shown_bar.update)
     gnorm = float(np.max(np.abs(res.jac)))
     h, W, factors, bound = _solution(problem, res.x, method, data, lambda_h, lambda_J)
     J, fields = symmetric_zero_sum(W, h)
@@ -412,11 +412,11 @@ def _factored_start(problem, origin, init_J, init_h, gen, init_scale: float, s, 
     return problem.from_couplings(init_J, init_h, gen=gen)
 
 
-def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, callback=None) -> tuple:
+def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, tick=None) -> tuple:
     """``(result, iterations in double)``: L-BFGS from ``x0``; a single-precision run gets its
     gradient in double, and is finished in double with the iterations left if it stopped short.
-    ``callback(x)`` after every iteration (the progress bar)."""
-    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, callback=callback)
+    ``tick()`` after every iteration (the progress bar)."""
+    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, tick=tick)
     n_double = 0
     if dtype != np.float64:  # the reported gradient is in double; finish there if needed
         problem.set_dtype(np.float64)
@@ -425,7 +425,7 @@ def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, cal
         if res.stop in ("other", "gradient") and float(np.max(np.abs(jac))) > tol and res.nit < max_iter:
             first = res.nit
             res = lbfgs(problem.loss_grad, res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
-                        scale=scale, callback=callback)
+                        scale=scale, tick=tick)
             n_double = int(res.nit)
             res.nit = first + n_double
     return res, n_double
