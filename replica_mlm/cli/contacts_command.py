@@ -83,7 +83,7 @@ def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_
         problem = structure.mapping_problem()
         if problem is not None and not force_structure:  # one line on stderr, exit status 2 (cli._Main)
             raise ValueError(f"{problem}: give the structure of this family (or --chain), or "
-                               "--force-structure to score against it all the same")
+                             "--force-structure to score against it all the same")
     claim_out()  # before the fit: a folder with another run's files is refused now, not after it
     t0 = time.process_time()
     if method == "mean-field":
