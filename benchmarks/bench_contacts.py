@@ -1,40 +1,66 @@
-"""Contact prediction on three real protein families: mean-field DCA and the Potts fits.
+"""Contact prediction on three real protein families: replica_mlm's plm beside pydca, and every method.
 
-For each family (``rm.datasets.protein_family``: columns with at most 20 % gaps, the structure
-mapped onto them) prints L, N, N_eff (80 % identity), the identity of the reference-to-chain
-mapping, then one row per method: CPU seconds, the ratio to mean-field's CPU time, the extra peak
-memory of the fit (each method runs in a forked child process; its peak resident memory minus
-that at the fork, from resource.getrusage) and the top-L/5, L/2, L contact precisions (C-beta <
-8 A, j - i >= 6; Frobenius norm over the amino acids in the zero-sum gauge, APC).
+Two tables (docs/proteins.md, issue 39):
 
-The methods other than mean-field come from ``rm.fit_potts(msa, method=..., heads=...,
-reweight=0.8, precision=..., max_iter=...)``; their rows add the L-BFGS iterations (of which in
-the double-precision finish), whether the gradient tolerance was met, the final max|grad| (in
-double precision), the objective F and, for plm, the proven bound on the distance to the exact
-optimum (``fit.distance_bound``). With ``--factored-from-plm`` the factored rows start from the
-best rank-H factorisation of the plm row's couplings (``init=``; their CPU time is their own, the
-plm row's comes on top) and run at most ``--factored-iter`` iterations. With ``--select-penalty``
-lambda_J of each fitted method is chosen on held-out pseudo-likelihood, never on the contacts:
-15 % of the sequences (seeded) are held out, the method is fitted on the rest at each lambda_J of
-``--lambdas``, the lowest weighted held-out MLM loss (``fit.mlm_loss(held_out, weights=...)``,
-80 % identity weights of the held-out part) wins, and the method is refitted on all sequences
-at that lambda_J (the choice is printed); a factored row started from plm
-(``--factored-from-plm``) is selected from a plm fit of the training part only. The row
-"mean_field+gap" scores the same couplings with the Frobenius norm over all q colours (the gap
-included): the convention under which the issue's reference precisions (0.81, 0.89, 0.59 at
-top-L/5) are reproduced most closely.
+* **plm beside pydca** (the default, ``--quick``; ``--full``): replica_mlm's plm at the package's
+  default settings (``rm.fit_potts(msa, method="plm")``: double precision, lambda_h = lambda_J =
+  0.01, 80 % identity weights, tol 1e-5, at most 500 iterations; ``--quick``: rhomboid only and at
+  most ``--quick-iter`` = 30 iterations) in a fresh interpreter with one BLAS thread; the row gives
+  the fit's CPU seconds, the whole process's CPU seconds (of which in the kernel), its peak
+  resident memory (``ru_maxrss`` of the child from ``os.wait4``), minor page faults, iterations,
+  max|grad| and the precisions. Beside it pydca 1.23's plmDCA: run live when a Python 3.7
+  interpreter with pydca is found (``--pydca-python``, else ``python3.7`` on the PATH) on the same
+  kept columns (written as FASTA), scored by the same mapping, with its own APC Frobenius scores;
+  otherwise the figures measured for issue 39 (2026-11; rhomboid and S1A only) are printed with
+  their date. The ratios are replica_mlm's process CPU and peak memory over pydca's.
+* **every method** (``--table``), for each family (``rm.datasets.protein_family``: columns with at
+  most 20 % gaps, the structure mapped onto them) prints L, N, N_eff (80 % identity), the identity
+  of the reference-to-chain mapping, then one row per method: CPU seconds, the ratio to mean-field's
+  CPU time, the extra peak memory of the fit (each method runs in a forked child process; its peak
+  resident memory minus that at the fork, from resource.getrusage) and the top-L/5, L/2, L contact
+  precisions (C-beta < 8 A, j - i >= 6; Frobenius norm over the amino acids in the zero-sum gauge,
+  APC).
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_contacts.py
-    python benchmarks/bench_contacts.py --families S1A --methods mean_field,plm --heads 1,4
+  The methods other than mean-field come from ``rm.fit_potts(msa, method=..., heads=...,
+  reweight=0.8, precision=..., max_iter=...)``; their rows add the L-BFGS iterations (of which in
+  the double-precision finish), whether the gradient tolerance was met, the final max|grad| (in
+  double precision), the objective F and, for plm, the proven bound on the distance to the exact
+  optimum (``fit.distance_bound``). With ``--factored-from-plm`` the factored rows start from the
+  best rank-H factorisation of the plm row's couplings (``init=``; their CPU time is their own, the
+  plm row's comes on top) and run at most ``--factored-iter`` iterations. With ``--select-penalty``
+  lambda_J of each fitted method is chosen on held-out pseudo-likelihood, never on the contacts:
+  15 % of the sequences (seeded) are held out, the method is fitted on the rest at each lambda_J of
+  ``--lambdas``, the lowest weighted held-out MLM loss (``fit.mlm_loss(held_out, weights=...)``,
+  80 % identity weights of the held-out part) wins, and the method is refitted on all sequences at
+  that lambda_J (the choice is printed); a factored row started from plm (``--factored-from-plm``)
+  is selected from a plm fit of the training part only. The row "mean_field+gap" scores the same
+  couplings with the Frobenius norm over all q colours (the gap included): the convention under
+  which the issue's reference precisions (0.81, 0.89, 0.59 at top-L/5) are reproduced most closely.
+
+    python benchmarks/bench_contacts.py                 # plm beside pydca, rhomboid, 30 iterations
+    python benchmarks/bench_contacts.py --full          # the three families, converged
+    OMP_NUM_THREADS=1 python benchmarks/bench_contacts.py --table
+    python benchmarks/bench_contacts.py --table --families S1A --methods mean_field,plm --heads 1,4
+
+The live pydca path cannot be exercised on a machine without Python 3.7 (pydca pins numpy <=
+1.15.4); it was written against pydca 1.23's documented API (``plmdca.PlmDCA(...)``,
+``compute_sorted_FN_APC()``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
+import os
 import resource
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -125,8 +151,118 @@ def run(method: str, heads: int | None, msa, structure, opts: dict):
     return out
 
 
+# ------------------------------------------------------------------------------ plm beside pydca
+#: pydca 1.23 plmDCA measured for issue 39 (one thread, Python 3.7 environment, same kept columns
+#: and scoring): CPU s, peak MB, iterations, precision at L/5, L/2, L
+PYDCA_STORED = {"date": "2026-11", "rhomboid": (202.0, 328.0, 64, (0.741, 0.582, 0.378)),
+                "S1A": (238.0, 628.0, 58, (0.878, 0.716, 0.624))}
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+_PLM_CHILD = """
+import json, sys, time, warnings
+import replica_mlm as rm
+warnings.simplefilter("ignore")
+family, max_iter = sys.argv[1], int(sys.argv[2])
+msa, structure = rm.datasets.protein_family(family)
+fit = rm.fit_potts(msa, method="plm", **({} if max_iter <= 0 else {"max_iter": max_iter}))
+scores = fit.contact_scores()
+print(json.dumps({"fit_cpu": fit.cpu_seconds, "iterations": fit.iterations, "converged": fit.converged,
+                  "gradient": fit.gradient_norm, "bound": fit.distance_bound,
+                  "precision": [rm.contact_precision(scores, structure, top=t)
+                                for t in ("L/5", "L/2", "L")]}))
+"""
+
+_PYDCA_CHILD = """
+import json, sys
+from pydca.plmdca import plmdca
+dca = plmdca.PlmDCA(sys.argv[1], "protein", num_threads=1)
+print(json.dumps([[int(i), int(j), float(s)] for (i, j), s in dca.compute_sorted_FN_APC()]))
+"""
+
+
+def measured_child(argv: list[str]) -> tuple[str, dict]:
+    """``(stdout, usage)`` of a child process: its CPU seconds (user + kernel), kernel seconds,
+    peak resident MB (``ru_maxrss``) and minor page faults, from ``os.wait4``."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, env=dict(os.environ, **ONE_THREAD))
+    out = proc.stdout.read().decode()
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} exited with status {proc.returncode}")
+    return out, {"cpu": ru.ru_utime + ru.ru_stime, "sys": ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024,
+                 "faults": ru.ru_minflt}
+
+
+def pydca_python(given: str | None) -> str | None:
+    """A Python interpreter that imports pydca (``given``, else ``python3.7`` on the PATH), or None."""
+    exe = given or shutil.which("python3.7")
+    if exe is None:
+        return None
+    ok = subprocess.run([exe, "-c", "import pydca"], capture_output=True).returncode == 0
+    return exe if ok else None
+
+
+def pydca_live(exe: str, msa, structure) -> dict:
+    """pydca's plmDCA on ``msa``'s kept columns (a FASTA of them), scored like replica_mlm's."""
+    from replica_mlm.proteins.msa import ALPHABET
+
+    with tempfile.TemporaryDirectory() as folder:
+        fasta = Path(folder) / "kept_columns.fasta"
+        fasta.write_text("".join(f">{k}\n{''.join(ALPHABET[c] for c in row)}\n"
+                                 for k, row in enumerate(msa.sequences)))
+        out, usage = measured_child([exe, "-c", _PYDCA_CHILD, str(fasta)])
+    scores = np.zeros((msa.L, msa.L))
+    for i, j, s in json.loads(out):
+        scores[i, j] = scores[j, i] = s
+    usage["precision"] = [rm.contact_precision(scores, structure, top=t) for t in TOPS]
+    return usage
+
+
+def peer_table(families: list[str], max_iter: int, pydca_exe: str | None) -> None:
+    """replica_mlm's plm at its defaults beside pydca's plmDCA (module docstring)."""
+    what = "default settings" + (f", at most {max_iter} iterations" if max_iter > 0 else "")
+    print(f"plm beside pydca plmDCA ({what}; one BLAS thread; peak = ru_maxrss of the child)")
+    print(f"{'family':<10}{'code':<22}{'fit CPU s':>10}{'CPU s':>8}{'(sys)':>8}{'peak MB':>9}"
+          f"{'faults':>9}{'it':>5}" + "".join(f"{'P@' + t:>7}" for t in TOPS) + "  notes")
+    for family in families:
+        out, use = measured_child([sys.executable, "-c", _PLM_CHILD, family, str(max_iter)])
+        res = json.loads(out)
+        bound = "" if res["bound"] is None else f" dist<={res['bound']:.1e}"
+        print(f"{family:<10}{'replica_mlm plm':<22}{res['fit_cpu']:10.1f}{use['cpu']:8.1f}{use['sys']:8.1f}"
+              f"{use['peak_mb']:9.0f}{use['faults']:9d}{res['iterations']:5d}"
+              + "".join(f"{p:7.3f}" for p in res["precision"])
+              + f"  conv={res['converged']} |g|={res['gradient']:.1e}{bound}", flush=True)
+        if pydca_exe is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                msa, structure = rm.datasets.protein_family(family)
+            peer = pydca_live(pydca_exe, msa, structure)
+            label, it, note = "pydca plmDCA (live)", "", f"{pydca_exe}"
+        elif family in PYDCA_STORED:
+            cpu, peak, it, prec = PYDCA_STORED[family]
+            peer = {"cpu": cpu, "sys": float("nan"), "peak_mb": peak, "faults": 0, "precision": prec}
+            label, note = f"pydca ({PYDCA_STORED['date']}, stored)", "issue 39's table, not rerun"
+        else:
+            print(f"{family:<10}{'pydca':<22}  no stored figure and no Python 3.7 with pydca")
+            continue
+        print(f"{family:<10}{label:<22}{'':>10}{peer['cpu']:8.1f}{'':>8}{peer['peak_mb']:9.0f}{'':>9}"
+              f"{it:>5}" + "".join(f"{p:7.3f}" for p in peer["precision"]) + f"  {note}")
+        caveat = "" if res["converged"] else "  (replica_mlm not converged: not a like-for-like CPU ratio)"
+        print(f"{family:<10}{'ratio replica / pydca':<22}{'':>10}{use['cpu'] / peer['cpu']:8.2f}{'':>8}"
+              f"{use['peak_mb'] / peer['peak_mb']:9.2f}{caveat}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true",
+                      help="plm beside pydca on rhomboid, at most --quick-iter iterations (the default)")
+    mode.add_argument("--full", action="store_true",
+                      help="plm beside pydca on --families at the package's default settings")
+    mode.add_argument("--table", action="store_true", help="every method on --families")
+    ap.add_argument("--quick-iter", type=int, default=30, help="iterations of the --quick plm fit")
+    ap.add_argument("--pydca-python", default=None,
+                    help="a Python 3.7 interpreter with pydca (default: python3.7 on the PATH)")
     ap.add_argument("--families", default="S1A,DHFR,rhomboid")
     ap.add_argument("--methods", default="mean_field+gap,plm,factored",
                     help="mean_field (always run), mean_field+gap, any method of rm.fit_potts")
@@ -141,6 +277,10 @@ def main() -> None:
                     help="iterations of the factored rows started from plm")
     ap.add_argument("--lambdas", default="0.003,0.01,0.03", help="lambda_J values to choose from")
     args = ap.parse_args()
+    if not args.table:
+        families = ["rhomboid"] if not args.full else args.families.split(",")
+        peer_table(families, 0 if args.full else args.quick_iter, pydca_python(args.pydca_python))
+        return
     opts = {"fit": {"max_iter": args.max_iter, "precision": args.precision},
             "lambdas": [float(v) for v in args.lambdas.split(",")] if args.select_penalty else [],
             "init_from_plm": args.factored_from_plm, "factored_iter": args.factored_iter}

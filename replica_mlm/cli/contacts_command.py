@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from replica_mlm.cli._common import FiniteFloat, claim_out, out_option, output_set, write_metadata
+from replica_mlm.proteins.structure import MIN_COVERAGE, MIN_IDENTITY
 
 FAMILIES = ("S1A", "DHFR", "rhomboid")
 TOPS = ("L/5", "L/2", "L")
@@ -18,6 +19,12 @@ TOPS = ("L/5", "L/2", "L")
 @click.option("--pdb", "pdb", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Structure (PDB) of the family, for the precision and the contact map. A family "
                    "name brings its own.")
+@click.option("--chain", default=None,
+              help="Chain of the structure to map onto the alignment; default: the chain that maps "
+                   "best (largest identity x coverage), printed.")
+@click.option("--force-structure", is_flag=True, default=False,
+              help="Use a structure whose mapping is below the thresholds of identity "
+                   f"({MIN_IDENTITY:g}) or coverage ({MIN_COVERAGE:g}) instead of refusing it.")
 @click.option("--method", type=click.Choice(["mean-field", "plm", "factored"]), default="mean-field",
               show_default=True, help="Mean-field DCA, plmDCA, or factored attention with --heads heads.")
 @click.option("--heads", type=click.IntRange(min=1), default=32, show_default=True,
@@ -31,7 +38,8 @@ TOPS = ("L/5", "L/2", "L")
               help="Precision of the fit's large matrix products (plm, factored): single is about 2.5 "
                    "times faster and is finished in double where float32 stalls (rm.fit_potts).")
 @out_option("contacts")
-def contacts(*, family_or_file, pdb, method, heads, max_gap_fraction, max_iter, fit_precision, out):
+def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_gap_fraction, max_iter,
+             fit_precision, out):
     """Predict the contacts of a protein family from its multiple sequence alignment.
 
     FAMILY_OR_FILE is S1A, DHFR or rhomboid (alignments and structures shipped with the
@@ -39,6 +47,9 @@ def contacts(*, family_or_file, pdb, method, heads, max_gap_fraction, max_iter, 
     mean-field DCA, plmDCA or factored attention (80 % identity reweighting); scores: Frobenius
     norm over the amino acids in the zero-sum gauge with the average product correction. With a
     structure, the precision of the top L/5, L/2 and L pairs (C-beta < 8 A, j - i >= 6).
+    The structure's chain (--chain, or the one that maps best) is mapped onto the alignment's
+    columns; its identity and coverage are printed, and a mapping below identity 0.6 or
+    coverage 0.5 (another family, the wrong chain) is refused unless --force-structure is given.
     Writes contacts.csv (every pair: columns, score, distance), a contact map (PNG, PDF) when a
     structure is known, and contacts.json (metadata, precisions) last.
     """
@@ -49,26 +60,34 @@ def contacts(*, family_or_file, pdb, method, heads, max_gap_fraction, max_iter, 
     from replica_mlm._base.io import write_csv
     from replica_mlm.figures.protein_families import plot_contact_map
     from replica_mlm.proteins.contacts import coupling_scores
-    from replica_mlm.proteins.mean_field import mean_field_couplings
-    from replica_mlm.proteins.structure import Structure
+    from replica_mlm.proteins.structure import map_structure
 
     started = time.time()
     name = next((f for f in FAMILIES if f.lower() == family_or_file.lower()), None)
     if name is not None:
         if pdb is not None:
             raise click.UsageError(f"{name} brings its own structure: leave out --pdb")
-        msa, structure = rm.datasets.protein_family(name, max_gap_fraction=max_gap_fraction)
+        msa, structure = rm.datasets.protein_family(name, max_gap_fraction=max_gap_fraction, chain=chain)
     else:
         path = Path(family_or_file)
         if not path.is_file():
             raise click.BadParameter(f"{family_or_file!r} is neither a family ({', '.join(FAMILIES)}) nor a "
                                      "file", param_hint="FAMILY_OR_FILE")
+        if pdb is None and (chain is not None or force_structure):
+            raise click.UsageError(f"{'--chain' if chain is not None else '--force-structure'} needs a "
+                                   "structure: give --pdb FILE")
         msa = rm.MSA.read(path).filter(max_gap_fraction=max_gap_fraction)
-        structure = None if pdb is None else Structure.read(pdb).map_to(msa, reference="best")
+        structure = None if pdb is None else map_structure(pdb, msa, chain=chain)
+    if structure is not None:
+        click.echo(structure.describe())
+        problem = structure.mapping_problem()
+        if problem is not None and not force_structure:  # one line on stderr, exit status 2 (cli._Main)
+            raise ValueError(f"{problem}: give the structure of this family (or --chain), or "
+                             "--force-structure to score against it all the same")
     claim_out()  # before the fit: a folder with another run's files is refused now, not after it
     t0 = time.process_time()
     if method == "mean-field":
-        couplings = mean_field_couplings(msa, reweight=0.8, pseudocount=0.5)
+        couplings = rm.fit_potts(msa, method="mean-field", reweight=0.8, pseudocount=0.5).couplings
         fit_info = {}
     else:
         click.echo(f"fitting {method} couplings of L = {msa.L} columns, N = {msa.N} sequences by L-BFGS "
@@ -103,14 +122,25 @@ def contacts(*, family_or_file, pdb, method, heads, max_gap_fraction, max_iter, 
                                             f"; fit not converged ({fit_info['iterations']} iterations)"))
             plt.close(fig)
             files += [out / "contact_map.png", out / "contact_map.pdf"]
-        parameters = dict(family_or_file=family_or_file, pdb=None if pdb is None else str(pdb), method=method,
+        parameters = dict(family_or_file=family_or_file, pdb=None if pdb is None else str(pdb), chain=chain,
+                          force_structure=force_structure, method=method,
                           heads=heads if method == "factored" else None, max_gap_fraction=max_gap_fraction,
                           max_iter=max_iter, precision=fit_precision if method != "mean-field" else None)
         write_metadata(out, "contacts", parameters,
                        started=started, files=files, rows={"contacts.csv": len(rows)},
                        extra={"L": L, "N": msa.N, "effective_size": float(msa.effective_size),
-                              "mapping_identity": None if structure is None else float(structure.identity),
+                              **_mapping(structure),
                               "precision": precision, "cpu_seconds": cpu, **fit_info})
     for top, value in precision.items():
         click.echo(f"top-{top} precision: {value:.3f}")
     click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'contacts.json'}")
+
+
+def _mapping(structure) -> dict:
+    """The mapping's numbers for contacts.json (None without a structure)."""
+    if structure is None:
+        return dict.fromkeys(("mapping_identity", "mapping_coverage", "mapping_columns", "chain",
+                              "mapping_reference"))
+    return {"mapping_identity": float(structure.identity), "mapping_coverage": structure.coverage,
+            "mapping_columns": structure.mapped_columns, "chain": structure.structure.chain,
+            "mapping_reference": structure.reference}

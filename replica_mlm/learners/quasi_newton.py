@@ -64,6 +64,7 @@ class _History:
     rho: np.ndarray
     count: int = 0
     newest: int = -1
+    p: np.ndarray | None = None  # the direction's float64 array, reused from one iteration to the next
 
     @classmethod
     def empty(cls, m: int, n: int, dtype=np.float32) -> _History:
@@ -77,7 +78,10 @@ class _History:
         self.count = min(self.count + 1, self.S.shape[0])
 
     def direction(self, g: np.ndarray) -> np.ndarray:
-        """``-H g`` by the two-loop recursion (vectors in the history's precision, float64 scalars)."""
+        """``-H g`` by the two-loop recursion (vectors in the history's precision, float64 scalars).
+
+        Written into the same float64 array at every call (the caller is done with the previous
+        direction by then)."""
         m = self.S.shape[0]
         order = [(self.newest - k) % m for k in range(self.count)]  # newest first
         dot, axpy = blas.get_blas_funcs(("dot", "axpy"), dtype=self.S.dtype)
@@ -92,7 +96,11 @@ class _History:
         for i in reversed(order):
             b = self.rho[i] * float(dot(self.Y[i], q))
             q = axpy(self.S[i], q, a=a[i] - b)
-        return -q.astype(np.float64)
+        if self.p is None:
+            self.p = np.empty(q.size)
+        np.copyto(self.p, q)
+        del q
+        return np.negative(self.p, out=self.p)
 
 
 def _line_search(fg, x, f0, g0, p, t, rounding=EPS_F):
@@ -104,8 +112,10 @@ def _line_search(fg, x, f0, g0, p, t, rounding=EPS_F):
     if not d0 < 0.0:
         raise LineSearchFailed("not a descent direction")
     lo, hi = (0.0, d0), None  # (t, phi'(t)) with phi' < 0, and the first t past the minimum
+    trial = np.empty_like(x)  # x + t p, written into the same array at every evaluation
     for _ in range(MAX_EVAL):
-        f, g = fg(x + t * p)
+        np.multiply(p, t, out=trial)
+        f, g = fg(np.add(trial, x, out=trial))
         d = float(g @ p)
         f_ok = bool(np.isfinite(f)) and f <= f0 + rounding * abs(f0)
         armijo = bool(np.isfinite(f)) and f <= f0 + C1 * t * d0
@@ -129,18 +139,23 @@ def _line_search(fg, x, f0, g0, p, t, rounding=EPS_F):
 
 
 def minimize(fg, x0: np.ndarray, *, max_iter: int, memory: int = 10, callback=None,
-             history=np.float32, rounding: float = EPS_F):
+             history=np.float32, rounding: float = EPS_F, copy: bool = True):
     """Minimise ``fg(x) -> (f, grad)`` from ``x0`` by L-BFGS (module docstring).
 
-    ``callback(x, f, g)`` after each iteration may raise to stop. ``history``: the precision of
+    ``fg`` may overwrite its argument (it is always an array of its own: no parameter-sized copy is
+    kept alive while the objective runs); ``copy=False`` iterates in ``x0`` itself (an array of
+    the caller's own, overwritten).
+
+    ``callback(x, f, g)`` after each iteration may raise to stop; ``x`` and ``g`` are
+    overwritten in place by the next iteration (copy them to keep them). ``history``: the precision of
     the stored pairs (float32 for the large fits, float64 for small ones); ``rounding``: the
     relative rounding of ``f`` the line search allows (:data:`EPS_F` for objectives with products
     in single precision; 0, strong Wolfe steps only, for ones in double). Returns ``(x, f, g,
     nit, stop)`` with ``stop`` in ``{"max_iter", "other"}`` (``"other"``: the line search failed;
     the last accepted iterate is returned).
     """
-    x = np.array(x0, dtype=float)
-    f, g = fg(x)
+    x = np.array(x0, dtype=float, copy=copy or None)
+    f, g = fg(x.copy())
     hist = _History.empty(memory, x.size, history)
     for nit in range(max_iter):
         p = hist.direction(g) if hist.count else -g
@@ -149,16 +164,25 @@ def minimize(fg, x0: np.ndarray, *, max_iter: int, memory: int = 10, callback=No
             t, f_new, g_new = _line_search(fg, x, f, g, p, t0, rounding)
         except LineSearchFailed:
             return x, f, g, nit, "other"
-        s = t * p
-        y = g_new - g
+        # s = t p, y = g_new - g, x + s, written over p, g and x (no longer needed): the
+        # same numbers without three parameter-sized temporaries
+        s = np.multiply(p, t, out=p)
+        y = np.subtract(g_new, g, out=g)
+        del p, g
         sy = float(s @ y)
         if sy > 1e-12 * float(np.sqrt((s @ s) * (y @ y))):  # keep H positive definite
             hist.push(s, y, sy)
-        x = x + s
+        x = np.add(x, s, out=x)  # x is minimize's own copy of x0
+        del s, y
         f, g = f_new, g_new
         if callback is not None:
             callback(x, f, g)
     return x, f, g, max_iter, "max_iter"
+
+
+def _max_abs_ratio(g: np.ndarray, s: np.ndarray, block: int = 1 << 16) -> float:
+    """``max |g / s|``, a block at a time (no parameter-sized temporaries; the max is exact)."""
+    return max(float(np.max(np.abs(g[k:k + block] / s[k:k + block]))) for k in range(0, g.size, block))
 
 
 class _Stop(Exception):
@@ -171,8 +195,10 @@ class _Stop(Exception):
 
 def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None = None,
           window: int = 10, scale: np.ndarray | None = None, memory: int = MAXCOR,
-          history=np.float32, rounding: float = EPS_F, callback=None) -> optimize.OptimizeResult:
+          history=np.float32, rounding: float = EPS_F, callback=None, tick=None) -> optimize.OptimizeResult:
     """L-BFGS (:func:`minimize`) on ``fun(x) -> (F, grad)``, stopped on the gradient in ``x``.
+
+    ``fun`` must return a new gradient array at every call (it is scaled in place).
 
     Minimises over ``y = x / scale`` (``scale`` None: ones; a diagonal preconditioner) and stops
     on the gradient in the *original* variables ``x``, so that ``tol`` keeps its meaning whatever
@@ -186,22 +212,25 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
     non-convex fit whose gradient wanders while ``F`` still falls goes on). ``memory``,
     ``history`` and ``rounding``: the number and precision of the stored pairs and the line
     search's rounding allowance (:func:`minimize`). ``callback(x)`` is called with every
-    accepted iterate (in ``x``).
+    accepted iterate (in ``x``); ``tick()`` too, without it (a progress bar: no parameter-sized
+    array is built for it).
     Returns ``x``, ``fun``, ``jac`` (in ``x``), ``nit`` and ``stop`` of the last accepted iterate.
     """
     s = np.ones(x0.size) if scale is None else np.asarray(scale, dtype=float)
     trace: list[float] = []
     best = {"g": np.inf, "at": 0}
 
-    def fg(y):
-        f, g = fun(s * y)
-        return f, s * g
+    def fg(y):  # y is minimize's trial point and g fun's new array: both scaled in place (the
+        f, g = fun(np.multiply(y, s, out=y))  # same numbers as s * y and s * g)
+        return f, np.multiply(g, s, out=g)
 
     def watch(y, f, gy):
         trace.append(f)
+        if tick is not None:
+            tick()
         if callback is not None:
             callback(s * y)
-        gmax = float(np.max(np.abs(gy / s)))
+        gmax = _max_abs_ratio(gy, s)
         if gmax <= tol:
             raise _Stop("gradient", y, f, gy, len(trace))
         if gmax < best["g"]:
@@ -216,8 +245,9 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
     f0, g0 = fun(x0)
     if float(np.max(np.abs(g0))) <= tol:
         return optimize.OptimizeResult(x=x0.copy(), fun=f0, jac=g0, nit=0, stop="gradient")
+    del g0  # not needed by the iterations: one parameter-sized array less while they run
     try:
-        y, f, gy, nit, stop = minimize(fg, x0 / s, max_iter=max_iter, memory=memory,
+        y, f, gy, nit, stop = minimize(fg, x0 / s, max_iter=max_iter, memory=memory, copy=False,
                                        callback=watch, history=history, rounding=rounding)
     except _Stop as halt:
         y, f, gy, nit, stop = halt.y, halt.f, halt.g, halt.nit, halt.reason

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from replica_mlm._base import checks as _checks
 from replica_mlm.proteins.msa import MSA
-from replica_mlm.proteins.structure import MappedStructure, Structure
+from replica_mlm.proteins.structure import MappedStructure, map_structure
 
 #: name -> (folder, alignment file, PDB file)
 FAMILIES = {
@@ -50,7 +50,7 @@ def data_folder() -> Path:
 
 
 def protein_family(name: str, *, max_gap_fraction: float | None = 0.2,
-                   reference: int | str = "best") -> tuple[MSA, MappedStructure]:
+                   reference: int | str = "best", chain: str | None = None) -> tuple[MSA, MappedStructure]:
     """The alignment of a protein family and its structure mapped onto the alignment's columns.
 
     Parameters
@@ -61,10 +61,15 @@ def protein_family(name: str, *, max_gap_fraction: float | None = 0.2,
         Keep the columns with at most this fraction of gaps (:meth:`MSA.filter`); None keeps
         all the columns.
     reference : int, str or "best"
-        The sequence aligned to the chain (:meth:`Structure.map_to`). By default the best of
+        The sequence aligned to the chain
+        (:meth:`~replica_mlm.proteins.structure.Structure.map_to`). By default the best of
         the first sequence and the five sharing most 3-mers with the chain: the mapping of
         highest identity (``structure.identity``; for the three families the first sequence,
         at identity 1.0 for S1A and rhomboid and 0.987 for DHFR).
+    chain : str, optional
+        The chain of the structure file to map; by default the chain that maps best
+        (:func:`~replica_mlm.proteins.structure.map_structure`: for the three families the first
+        chain, E of 3tgi, A of 3QL0 and A of 2NRF).
 
     Returns
     -------
@@ -73,7 +78,9 @@ def protein_family(name: str, *, max_gap_fraction: float | None = 0.2,
         ``msa.unknown_letters``, without the warning :meth:`MSA.read` gives for a file of one's own.
     structure : MappedStructure
         Mapped to ``msa``: ``structure.distances`` is (msa.L, msa.L), ready for
-        :func:`replica_mlm.contact_precision`; ``structure.identity`` the mapping's identity.
+        :func:`replica_mlm.contact_precision`; ``structure.identity`` the mapping's identity,
+        ``structure.coverage`` the fraction of the columns it maps, ``structure.chains`` the
+        file's protein chains.
 
     Raises
     ------
@@ -97,5 +104,5 @@ def protein_family(name: str, *, max_gap_fraction: float | None = 0.2,
         msa = MSA.read(root / alignment)
     if max_gap_fraction is not None:
         msa = msa.filter(max_gap_fraction)
-    structure = Structure.read(root / pdb).map_to(msa, reference=reference)
+    structure = map_structure(root / pdb, msa, chain=chain, reference=reference)
     return msa, structure

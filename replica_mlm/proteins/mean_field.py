@@ -80,3 +80,13 @@ def couplings_from_frequencies(fi: np.ndarray, fij: np.ndarray) -> np.ndarray:
     idx = np.arange(L)
     J[idx, idx] = 0.0
     return J
+
+
+def mean_field_fields(fi: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """Mean-field fields ``h_i(a) = log(f_i(a) / f_i(0)) - sum_{j != i} sum_b J_ij(a, b) f_j(b)``.
+
+    The fields of the mean-field model with couplings ``J`` (:func:`couplings_from_frequencies`,
+    zero for the gap and on the diagonal) whose one-site marginals are ``fi`` (L, q) in the
+    mean-field approximation, the gap as the reference state (``h_i(0) = 0``; Morcos et al. 2011).
+    """
+    return np.log(fi / fi[:, :1]) - np.einsum("ijab,jb->ia", J, fi)

@@ -20,7 +20,10 @@ import numpy as np
 
 from replica_mlm._base import checks as _checks
 from replica_mlm._base.checks import RngLike, as_generator
-from replica_mlm.proteins.potts_fit import METHODS, PottsFit, fit_potts
+from replica_mlm.proteins.potts_fit import PottsFit, fit_potts
+
+#: the fits with a coupling penalty to choose (mean-field DCA has none)
+PENALISED = ("plm", "factored")
 
 __all__ = ["PenaltySelection", "held_out_split", "select_penalty"]
 
@@ -131,7 +134,7 @@ def select_penalty(msa, method: str = "factored", lambdas=(0.01, 0.1, 1.0, 10.0)
     -------
     PenaltySelection
     """
-    method = _checks.choice(method, METHODS, "method")
+    method = _checks.choice(method, PENALISED, "method")
     start = _checks.choice(start, STARTS, "start")
     grid = _checks.finite_array(lambdas, "lambdas", ndim=1)
     if grid.size < 2 or np.any(grid <= 0.0):

@@ -44,6 +44,8 @@ __all__ = ["PLMProblem"]
 
 #: floor of the softmax variances ``v_ia`` in the preconditioner
 V_FLOOR = 1e-3
+#: rows of ``C`` (and sequences) per block of the in-place updates of :meth:`PLMProblem.loss_grad`
+ROWS = 64
 
 
 class PLMProblem:
@@ -63,8 +65,9 @@ class PLMProblem:
         e, U = e[keep], U[:, keep]
         self.r = int(e.size)
         self.B = U * np.sqrt(e) / root_w[:, None]
-        self.B_lo = self.B.astype(self.dtype)  # the two big products run in this precision
+        self.B_lo = self.B.astype(self.dtype, copy=False)  # the two big products run in this precision
         self.Q = (U / np.sqrt(e)).T @ DX
+        del DX, U
         f = data.w @ data.X
         v = np.maximum(f * (1.0 - f), V_FLOOR)
         #: the diagonal preconditioner (module docstring): 1 / sqrt(curvature) per variable
@@ -73,11 +76,24 @@ class PLMProblem:
         self.X3 = data.X.reshape(self.M, self.L, self.q)
         self.size = self.n_h + self.r * self.n_h
         self.sites = np.arange(self.L)
-
+        self._Z = self._Z_lo = None  # the logits' arrays, reused by every evaluation
     def set_dtype(self, dtype) -> None:
         """Precision of the two big products from now on (``float64`` for the double finish)."""
         self.dtype = np.dtype(dtype)
-        self.B_lo = self.B.astype(self.dtype)
+        self.B_lo = self.B.astype(self.dtype, copy=False)
+        self._Z_lo = None
+
+    def _logits(self, C: np.ndarray) -> np.ndarray:
+        """``B C`` (M, L q) in float64, the product in :attr:`dtype`, into the reused arrays."""
+        if self._Z is None:
+            self._Z = np.empty((self.M, self.n_h))
+        if self.dtype == np.float64:
+            return np.matmul(self.B_lo, C, out=self._Z)
+        if self._Z_lo is None or self._Z_lo.dtype != self.dtype:
+            self._Z_lo = np.empty((self.M, self.n_h), self.dtype)
+        np.matmul(self.B_lo, C.astype(self.dtype), out=self._Z_lo)
+        np.copyto(self._Z, self._Z_lo)
+        return self._Z
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fields (L, q) and couplings ``W[i, j, a, b]`` (L, L, q, q) with zero diagonal blocks."""
@@ -88,14 +104,23 @@ class PLMProblem:
         return x[: self.n_h].reshape(L, q).copy(), W
 
     def loss_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """``F`` and its gradient at ``x`` (module docstring).
+
+        The large arrays are written in place where the arithmetic allows (no copy of ``C`` or
+        ``G`` in double precision, the penalty and site terms added to ``dF/dC`` a block of rows
+        at a time): the same operations on the same numbers as the plain expressions, without
+        their ``r L q``-sized temporaries (docs/proteins.md, "Convergence of the fits").
+        """
         L, q, M, r = self.L, self.q, self.M, self.r
         h = x[: self.n_h].reshape(L, q)
         C = x[self.n_h:].reshape(r, self.n_h)
         C3, Q3 = C.reshape(r, L, q), self.Q.reshape(r, L, q)
         T = np.matmul(Q3.transpose(1, 2, 0), C3.transpose(1, 0, 2))  # (L, q, q)
-        Z = (self.B_lo @ C.astype(self.dtype)).astype(np.float64)
+        Z = self._logits(C)
         Z += h.reshape(1, self.n_h)
-        Z.reshape(M, L, q)[...] -= T[self.sites[None, :], self.data.s, :]
+        Z3, s = Z.reshape(M, L, q), self.data.s
+        for k in range(0, M, ROWS):  # minus T_i[s_i^mu, :], a block of sequences at a time
+            Z3[k:k + ROWS] -= T[self.sites[None, :], s[k:k + ROWS], :]
         value, G = self.data.nll_grad(Z)
         G3 = G.reshape(M, L, q)
         R = np.matmul(self.X3.transpose(1, 2, 0), G3.transpose(1, 0, 2))  # (L, q, q)
@@ -103,9 +128,17 @@ class PLMProblem:
         g = np.empty_like(x)
         g[: self.n_h] = (G.sum(axis=0) + 2.0 * self.lambda_h * h.ravel())
         dC = g[self.n_h:].reshape(r, self.n_h)
-        dC[...] = self.B_lo.T @ G.astype(self.dtype)
-        dC += lam * C
-        dC.reshape(r, L, q)[...] -= np.matmul(Q3.transpose(1, 0, 2), R + lam * T).transpose(1, 0, 2)
+        if self.dtype == np.float64:
+            np.matmul(self.B_lo.T, G, out=dC)
+        else:
+            dC[...] = self.B_lo.T @ G.astype(self.dtype)
+        del G, G3
+        RT = R + lam * T
+        dC3 = dC.reshape(r, L, q)
+        for k in range(0, r, ROWS):  # dC += lam C - Q_i (R_i + lam T_i), a block of rows at a time
+            rows = slice(k, k + ROWS)
+            dC[rows] += lam * C[rows]
+            dC3[rows] -= np.matmul(Q3[rows].transpose(1, 0, 2), RT).transpose(1, 0, 2)
         cc, tt = float(C.ravel() @ C.ravel()), float(T.ravel() @ T.ravel())
         f = value + self.lambda_h * float(h.ravel() @ h.ravel()) + 0.5 * lam * (cc - tt)
         return f, g

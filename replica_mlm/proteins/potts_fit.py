@@ -1,4 +1,4 @@
-"""Potts models fitted to a multiple sequence alignment: plmDCA and factored attention (issue 24).
+"""Potts models fitted to a multiple sequence alignment: plmDCA, factored attention, mean-field DCA.
 
 :func:`fit_potts` fits fields ``h_i(a)`` and couplings by maximising the weighted, l2-penalised
 asymmetric pseudo-likelihood (plmDCA, Ekeberg et al. 2013, 2014) in one objective over all sites,
@@ -20,7 +20,12 @@ of sequences ``B_eff = sum_mu w_mu``. Two parametrisations of the couplings:
   and keys, rows positive and summing to one (``attention="softmax"``, Bhattacharya et al. 2020,
   :mod:`replica_mlm.proteins.softmax_factored`).
 
-Both are minimised by L-BFGS (:mod:`replica_mlm.learners.quasi_newton`) with the analytic gradient of
+``method="mean-field"`` is mean-field DCA (:mod:`replica_mlm.proteins.mean_field`): no objective
+is minimised, the couplings are minus the inverse of the connected correlations of the weighted,
+pseudocount-regularised frequencies (the ``replica-mlm contacts`` default).
+
+plm and factored attention are minimised by L-BFGS (:mod:`replica_mlm.learners.quasi_newton`) with
+the analytic gradient of
 :mod:`replica_mlm.learners.plm_objective` (all sites at once; for ``"plm"`` in the data's span,
 :mod:`replica_mlm.proteins.plm_fit`, cheaper when there are fewer sequences than ``L q``, and
 preconditioned), driven by :func:`replica_mlm.learners.quasi_newton.lbfgs` (docs/proteins.md,
@@ -46,14 +51,26 @@ from replica_mlm.learners.quasi_newton import MAXCOR, lbfgs
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.proteins import contacts
 from replica_mlm.proteins.factored_fit import FactoredProblem
+from replica_mlm.proteins.fit_arguments import (
+    alphabet_size,
+    checked_sequences,
+    checked_weights,
+    identity_option,
+    init_arrays,
+    pseudocount_option,
+)
 from replica_mlm.proteins.fit_convergence import plm_certificate
-from replica_mlm.proteins.mean_field import couplings_from_frequencies, weighted_frequencies
+from replica_mlm.proteins.mean_field import (
+    couplings_from_frequencies,
+    mean_field_fields,
+    weighted_frequencies,
+)
 from replica_mlm.proteins.plm_fit import PLMProblem
 from replica_mlm.proteins.softmax_factored import SoftmaxFactoredProblem
 
 __all__ = ["PottsFit", "fit_potts"]
 
-METHODS = ("plm", "factored")
+METHODS = ("plm", "factored", "mean-field")
 #: named starts of the factored fit (``init=``)
 INITS = ("random", "mean-field")
 #: attention of the factored model (``attention=``)
@@ -72,13 +89,14 @@ class PottsFit:
         ``J_ij(a, b)``, symmetric (``J_ji = J_ij^T``), zero-sum gauge, zero diagonal blocks.
     fields : ndarray, shape (L, q)
         ``h_i(a)``, zero sum over ``a``.
-    method : {"plm", "factored"}
+    method : {"plm", "factored", "mean-field"}
     heads : int or None
         ``H`` of the factored model (None for ``"plm"``).
     attention : {"linear", "softmax"} or None
         The factored model's attention (None for ``"plm"``).
     penalties : dict
-        ``{"lambda_h": ..., "lambda_J": ...}`` as in the module docstring.
+        ``{"lambda_h": ..., "lambda_J": ...}`` as in the module docstring; for ``"mean-field"``
+        ``{"pseudocount": ...}``.
     reweight : float or None
         Identity threshold of the sequence weights (None: uniform weights).
     converged : bool
@@ -86,6 +104,8 @@ class PottsFit:
         component is a difference of weighted one- or two-site frequencies (the conditional
         model's expectation minus the data's, ``F`` being normalised by ``B_eff``) plus the
         penalty's gradient, so ``tol`` is a frequency mismatch, independent of ``N``.
+        ``"mean-field"``: True (a closed form, no iteration; :attr:`gradient_norm` and
+        :attr:`objective` NaN, :attr:`stop` ``"closed-form"``).
     iterations : int
         L-BFGS iterations.
     cpu_seconds : float
@@ -146,8 +166,8 @@ class PottsFit:
         w_mu nll_mu / sum_mu w_mu``, e.g. ``msa.weights(identity=0.8)``: the data term of the
         fit's objective.
         """
-        s = _sequences(msa, self.L, self.q)
-        w = None if weights is None else _weights(weights, s.shape[0])
+        s = checked_sequences(msa, self.L, self.q)
+        w = None if weights is None else checked_weights(weights, s.shape[0])
         return pseudo_nll(self.couplings, self.fields, s, w)
 
     def contact_scores(self, *, apc: bool = True) -> np.ndarray:
@@ -176,6 +196,7 @@ def fit_potts(
     init_scale: float = 0.01,
     precision: str = "double",
     init=None,
+    pseudocount: float | None = None,
     progress: bool | None = None,
 ) -> PottsFit:
     """Fit a Potts model to an alignment by weighted pseudo-likelihood (see the module docstring).
@@ -185,8 +206,13 @@ def fit_potts(
     msa : MSA
         An alignment with ``.sequences`` (N, L) of colours ``0 .. q - 1`` (0 = gap), ``.q`` and,
         if ``reweight`` is not None, ``.weights(identity=)``.
-    method : {"plm", "factored"}
-        Free blocks per pair (plmDCA) or ``heads``-head factored attention.
+    method : {"plm", "factored", "mean-field"}
+        Free blocks per pair (plmDCA), ``heads``-head factored attention, or mean-field DCA
+        (closed form: the couplings of ``replica-mlm contacts --method mean-field``, gap as the
+        reference state, then symmetric and in the zero-sum gauge like the others; the fields
+        ``h_i(a) = log(f_i(a) / f_i(0)) - sum_j sum_b J_ij(a, b) f_j(b)`` before the gauge
+        shift; the L-BFGS options ``lambda_h``, ``lambda_J``, ``max_iter``, ``tol``, ``ftol``,
+        ``precision``, ``rng`` and ``init_scale`` are not used).
     heads : int, optional
         Number of heads ``H`` of the factored model (default 32); only for ``"factored"``.
     attention : {"linear", "softmax"}
@@ -239,6 +265,10 @@ def fit_potts(
         attention (:meth:`FactoredProblem.from_couplings`) and every head's attention on the
         couplings' top contacts for softmax attention
         (:meth:`~replica_mlm.proteins.softmax_factored.SoftmaxFactoredProblem.from_couplings`).
+    pseudocount : float in [0, 1), optional
+        ``"mean-field"`` (and the factored model's ``init="mean-field"``) only: the weight of the
+        uniform distribution mixed into the frequencies (default 0.5,
+        :func:`replica_mlm.proteins.mean_field.frequencies`).
     progress : bool or None
         A progress bar on stderr over the L-BFGS iterations (None: only when stderr is a
         terminal; :mod:`replica_mlm._base.progress`).
@@ -255,9 +285,12 @@ def fit_potts(
         reweight, lambda_h, lambda_J, max_iter, tol, ftol, init_scale, precision)
     gen = as_generator(rng)
     origin, init_J, init_h = _start_option(init, method, L, q)
+    pseudocount = pseudocount_option(pseudocount, method, origin)
+    if method == "mean-field":
+        return _mean_field_fit(msa, s, q, reweight, pseudocount)
     factored = FactoredProblem if attention == "linear" else SoftmaxFactoredProblem
     _check_fit_cost(method, heads, factored, N, L, q, max_iter)
-    w = np.ones(N) if reweight is None else _weights(msa.weights(identity=reweight), N,
+    w = np.ones(N) if reweight is None else checked_weights(msa.weights(identity=reweight), N,
                                                       name="msa.weights(identity=reweight)")
 
     start = time.process_time()
@@ -267,11 +300,11 @@ def fit_potts(
         x0, scale = np.zeros(problem.size), problem.scale
     else:
         problem = factored(data, heads, lambda_h, lambda_J, dtype=dtype)
-        x0 = _factored_start(problem, origin, init_J, init_h, gen, init_scale, s, w, q)
+        x0 = _factored_start(problem, origin, init_J, init_h, gen, init_scale, s, w, q, pseudocount)
         scale = None
     with bar(total=max_iter, progress=progress, desc=f"fit_potts ({method})", unit="iteration") as shown_bar:
         res, n_double = _minimise(problem, x0, scale, dtype, max_iter=max_iter, tol=tol, ftol=ftol,
-                                  callback=lambda x: shown_bar.update())
+                                  tick=shown_bar.update)
     gnorm = float(np.max(np.abs(res.jac)))
     h, W, factors, bound = _solution(problem, res.x, method, data, lambda_h, lambda_J)
     J, fields = symmetric_zero_sum(W, h)
@@ -291,11 +324,11 @@ def _model_options(method, attention, heads) -> tuple:
     belong to the factored model (``heads`` then defaults to :data:`DEFAULT_HEADS`)."""
     method = _checks.choice(method, METHODS, "method")
     attention = _checks.choice(attention, ATTENTIONS, "attention")
-    if method == "plm":
+    if method != "factored":
         if heads is not None:
-            raise ValueError("heads applies to method='factored' only; leave it None for 'plm'")
+            raise ValueError(f"heads applies to method='factored' only; leave it None for {method!r}")
         if attention != "linear":
-            raise ValueError("attention applies to method='factored' only; leave it 'linear' for 'plm'")
+            raise ValueError(f"attention applies to method='factored' only; leave it 'linear' for {method!r}")
     else:
         heads = DEFAULT_HEADS if heads is None else positive_int(heads, "heads")
     return method, attention, heads
@@ -303,7 +336,7 @@ def _model_options(method, attention, heads) -> tuple:
 
 def _alignment(msa) -> tuple[int, np.ndarray]:
     """``(q, sequences)`` of the alignment given to :func:`fit_potts`, checked (at least 2 columns)."""
-    q = _alphabet_size(msa)
+    q = alphabet_size(msa)
     if not hasattr(msa, "sequences"):
         raise TypeError(f"msa must be an MSA with .sequences, got {type(msa).__name__}")
     s = check_sequences(msa.sequences, L=np.shape(msa.sequences)[-1], q=q, name="msa.sequences")
@@ -316,7 +349,7 @@ def _alignment(msa) -> tuple[int, np.ndarray]:
 def _fit_options(reweight, lambda_h, lambda_J, max_iter, tol, ftol, init_scale, precision) -> tuple:
     """The numerical options of :func:`fit_potts`, checked in this order, with ``precision`` as
     its dtype."""
-    reweight = _identity(reweight)
+    reweight = identity_option(reweight)
     lambda_h = nonnegative(lambda_h, "lambda_h")
     lambda_J = nonnegative(lambda_J, "lambda_J")
     max_iter = positive_int(max_iter, "max_iter")
@@ -333,13 +366,27 @@ def _start_option(init, method: str, L: int, q: int) -> tuple:
     :data:`INITS`, the arrays None), or the given couplings and fields (checked)."""
     init_J = init_h = None
     if init is not None and method != "factored":
-        raise ValueError("init applies to method='factored' only; leave it None for 'plm'")
+        raise ValueError(f"init applies to method='factored' only; leave it None for {method!r}")
     origin = "random" if init is None else init
     if isinstance(origin, str):
         origin = _checks.choice(origin, INITS, "init")
     else:
-        init_J, init_h = _init_arrays(origin, L, q)
+        init_J, init_h = init_arrays(origin, L, q)
     return origin, init_J, init_h
+
+
+def _mean_field_fit(msa, s, q: int, reweight, pseudocount: float) -> PottsFit:
+    """Mean-field DCA as a :class:`PottsFit` (:mod:`replica_mlm.proteins.mean_field`)."""
+    N = s.shape[0]
+    start = time.process_time()
+    w = np.ones(N) if reweight is None else checked_weights(msa.weights(identity=reweight), N,
+                                                      name="msa.weights(identity=reweight)")
+    fi, fij = weighted_frequencies(s, w, q, pseudocount=pseudocount)
+    J_mf = couplings_from_frequencies(fi, fij)
+    J, fields = symmetric_zero_sum(J_mf, mean_field_fields(fi, J_mf))
+    return PottsFit(couplings=J, fields=fields, method="mean-field", heads=None,
+                    penalties={"pseudocount": pseudocount}, reweight=reweight, converged=True,
+                    iterations=0, cpu_seconds=time.process_time() - start, stop="closed-form")
 
 
 def _check_fit_cost(method: str, heads, factored, N: int, L: int, q: int, max_iter: int) -> None:
@@ -353,21 +400,23 @@ def _check_fit_cost(method: str, heads, factored, N: int, L: int, q: int, max_it
     _checks.work(max_iter * 10 * N * Lq * Lq, f"fit_potts(max_iter={max_iter}) on N = {N}, L = {L}")
 
 
-def _factored_start(problem, origin, init_J, init_h, gen, init_scale: float, s, w, q: int):
+def _factored_start(problem, origin, init_J, init_h, gen, init_scale: float, s, w, q: int,
+                    pseudocount: float):
     """Where L-BFGS starts the factored fit: the random start, or near the mean-field couplings
     (zero fields), or near the given couplings and fields."""
     if isinstance(origin, str) and origin == "random":
         return problem.init(gen, init_scale)
     if isinstance(origin, str):  # "mean-field"
-        init_J, init_h = couplings_from_frequencies(*weighted_frequencies(s, w, q)), np.zeros((s.shape[1], q))
+        init_J = couplings_from_frequencies(*weighted_frequencies(s, w, q, pseudocount=pseudocount))
+        init_h = np.zeros((s.shape[1], q))
     return problem.from_couplings(init_J, init_h, gen=gen)
 
 
-def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, callback=None) -> tuple:
+def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, tick=None) -> tuple:
     """``(result, iterations in double)``: L-BFGS from ``x0``; a single-precision run gets its
     gradient in double, and is finished in double with the iterations left if it stopped short.
-    ``callback(x)`` after every iteration (the progress bar)."""
-    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, callback=callback)
+    ``tick()`` after every iteration (the progress bar)."""
+    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, tick=tick)
     n_double = 0
     if dtype != np.float64:  # the reported gradient is in double; finish there if needed
         problem.set_dtype(np.float64)
@@ -376,7 +425,7 @@ def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, cal
         if res.stop in ("other", "gradient") and float(np.max(np.abs(jac))) > tol and res.nit < max_iter:
             first = res.nit
             res = lbfgs(problem.loss_grad, res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
-                        scale=scale, callback=callback)
+                        scale=scale, tick=tick)
             n_double = int(res.nit)
             res.nit = first + n_double
     return res, n_double
@@ -409,50 +458,3 @@ def symmetric_zero_sum(W: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.nda
     fields -= fields.mean(axis=1, keepdims=True)
     J = zero_sum_gauge(Ws)
     return 0.5 * (J + J.transpose(1, 0, 3, 2)), fields  # symmetric to the last bit
-
-
-# ---------------------------------------------------------------------- argument checks
-def _init_arrays(init, L: int, q: int) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(init, PottsFit):
-        J, h = init.couplings, init.fields
-    elif isinstance(init, np.ndarray):
-        J, h = init, np.zeros((L, q))
-    else:
-        raise TypeError(f"init must be a PottsFit or an (L, L, q, q) array, got {type(init).__name__}")
-    J = _checks.finite_array(J, "init couplings", ndim=4)
-    if J.shape != (L, L, q, q) or np.shape(h) != (L, q):
-        raise ValueError(f"init must have couplings of shape ({L}, {L}, {q}, {q}) (this msa), got {J.shape}")
-    return J, np.asarray(h, dtype=float)
-
-
-def _alphabet_size(msa) -> int:
-    if isinstance(msa, np.ndarray | list | tuple | str | bytes) or not hasattr(msa, "q"):
-        raise TypeError(f"msa must be an MSA (with .sequences and .q), got {type(msa).__name__}")
-    q = positive_int(msa.q, "msa.q")
-    if q < 2:
-        raise ValueError(f"msa.q must be >= 2, got {q}")
-    return q
-
-
-def _sequences(msa, L: int, q: int) -> np.ndarray:
-    if _alphabet_size(msa) != q or not hasattr(msa, "sequences"):
-        raise ValueError(f"msa must be an alignment of q = {q} colours with .sequences")
-    return check_sequences(msa.sequences, L=L, q=q, name="msa.sequences")
-
-
-def _identity(reweight) -> float | None:
-    if reweight is None:
-        return None
-    value = positive(reweight, "reweight")
-    if value > 1.0:
-        raise ValueError(f"reweight must be an identity threshold in (0, 1] or None, got {value}")
-    return value
-
-
-def _weights(weights, N: int, *, name: str = "weights") -> np.ndarray:
-    w = _checks.finite_array(weights, name, ndim=1)
-    if w.shape != (N,):
-        raise ValueError(f"{name} must have shape ({N},), one per sequence, got {w.shape}")
-    if np.any(w <= 0.0):
-        raise ValueError(f"{name} must be positive")
-    return w
