@@ -31,10 +31,9 @@ with their own covariance (docs: "Discrete spins"). Checks (numbered in the repo
   or at a neighbour.
 
 * ``discrete.local_agreement`` and ``discrete.local_matters``: the local theory (``theory="local"``)
-  within 3 SE of pseudo-likelihood fits on an 8 x 8 periodic lattice, where Gaussian equivalence is
-  off; on a sparse Potts graph (q = 3 Potts glass on a random 3-regular graph) its numbers are
-  reported, not held: it misses the test loss there (:mod:`replica_mlm.validation.sparse_tables`;
-  docs: "Sparse couplings");
+  within 3 SE of pseudo-likelihood fits on an 8 x 8 periodic lattice and (full mode) a sparse Potts
+  graph, a q = 3 Potts glass on a random 3-regular graph with L = 100, where Gaussian equivalence is
+  off (:mod:`replica_mlm.validation.sparse_tables`; docs: "Sparse couplings");
 * ``discrete.mixture_agreement`` and ``discrete.mixture_matters``: both theories of a masked site
   (``theory="gaussian"`` and ``theory="mixture"``) against ERM on discrete sequences where Gaussian
   equivalence is off (:mod:`replica_mlm.validation.discrete_mixture`; figure ``discrete_mixture``).
@@ -351,7 +350,7 @@ def run(out: Path, *, quick: bool = True, rng: int = 0, workers: int = 1) -> Sec
     checks += discrete_mixture.checks(mix_sites)
     figures += mixture_figure(out, mix_sites)
     # the local theory on sparse couplings: a lattice and a sparse Potts graph (docs: "Sparse couplings")
-    local_rows = [r for inst in sparse_tables.instances(quick=True)
+    local_rows = [r for inst in sparse_tables.section_instances(quick=quick)
                   for r in sparse_tables.measure(inst, rng=rng)]
     checks += sparse_tables.checks(local_rows)
     data = dict(covariance=cov, agreement=rows, fig3_right=fig, transition=_transition(rows),
