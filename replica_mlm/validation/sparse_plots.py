@@ -26,6 +26,7 @@ def gap_rate(L: np.ndarray, gap: np.ndarray) -> float:
 def gap_figure(rows: list[dict], path: str | Path) -> list[Path]:
     """Draw the figure; returns the PNG and PDF written at ``path`` (no suffix)."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -34,7 +35,7 @@ def gap_figure(rows: list[dict], path: str | Path) -> list[Path]:
     from replica_mlm.tasks.validity import TOLERANCE
 
     theories = [k.removeprefix("ratio_") for k in rows[0] if k.startswith("ratio_")]  # the rows' own
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.2))
     band = [r for r in rows if r["family"] == BAND]
     alphas = sorted({r["alpha"] for r in band})
     for t in theories:
@@ -51,10 +52,14 @@ def gap_figure(rows: list[dict], path: str | Path) -> list[Path]:
                 label += f" (rate {gap_rate(L, np.maximum(gap, 1e-12)):.2f})"
             left.errorbar(L, gap, yerr=err, color=COLOURS[t], marker=marker, capsize=2, label=label,
                           linestyle="-" if alpha == alphas[0] else "--")
-    left.set(xscale="log", yscale="log", xlabel="L (sites)",
+    sizes = sorted({r["L"] for r in band})
+    left.set_xscale("log")
+    left.set_xticks(sizes, labels=[str(L) for L in sizes])
+    left.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    left.set(yscale="log", xlabel="L (sites; each L its own instance)",
              ylabel="|simulation - theory| / simulation (error rate)",
              title="contact-map-like band, beta = 0.5: gap against L")
-    left.legend(fontsize=7)
+    left.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.16))
     for t in theories:
         ratio = np.array([r[f"ratio_{t}"] for r in rows])
         z = np.array([r[f"eg_z_{t}"] for r in rows])

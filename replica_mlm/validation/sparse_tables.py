@@ -314,7 +314,9 @@ def main(argv: list[str] | None = None) -> None:
             continue
         write_json(done, new)
         rows += new
-    write_csv(args.out / "sparse_tables.csv", rows)
+    columns = list(dict.fromkeys(k for r in rows for k in r))  # the own-model columns: L <= 16 only
+    write_csv(args.out / "sparse_tables.csv", [{k: r.get(k, float("nan")) for k in columns} for r in rows],
+              columns=columns)
     text = markdown(rows)
     if failed:
         text += "\nNot measured:\n\n" + "\n".join(f"* {f}" for f in failed) + "\n"
