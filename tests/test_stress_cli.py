@@ -66,12 +66,13 @@ def test_contacts_refuses_bad_files_in_one_line(files, tmp_path, case, words):
 
 def test_a_fit_that_does_not_converge_exits_1_in_one_line(files, tmp_path, monkeypatch):
     from replica_mlm._base.errors import ConvergenceError
-    from replica_mlm.proteins import mean_field
+    from replica_mlm.proteins import potts_fit
 
     def refused(*args, **kwargs):
         raise ConvergenceError("the couplings did not converge", last={}, residual=1.0, iterations=3)
 
-    monkeypatch.setattr(mean_field, "mean_field_couplings", refused)
+    # the command's mean-field fit is rm.fit_potts(method="mean-field"): refuse inside it
+    monkeypatch.setattr(potts_fit, "couplings_from_frequencies", refused)
     result = CliRunner().invoke(main, ["contacts", str(files["ok"]), "--out", str(tmp_path / "o")])
     assert "did not converge: the couplings did not converge" in _one_line_error(result, 1)
 

@@ -36,6 +36,9 @@ def fake(monkeypatch):
     monkeypatch.setattr(d.discrete_mixture, "compute", lambda quick, rng: ({}, []))
     monkeypatch.setattr(d.discrete_mixture, "checks", lambda sites: [])
     monkeypatch.setattr(d, "mixture_figure", lambda out, sites: [])
+    # so has the local theory's part (tests/test_sparse_tables.py)
+    monkeypatch.setattr(d.sparse_tables, "section_instances", lambda quick: [])
+    monkeypatch.setattr(d.sparse_tables, "checks", lambda rows: [])
 
     def use(rows):
         monkeypatch.setattr(d, "_compute", lambda s, rng, workers=1, out=None: (rows, fig))
