@@ -60,13 +60,16 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
     threshold alpha = 1.
 
     Writes phase.csv (one row per grid point), phase_lines.csv (optimal lam and peak lines),
-    phase.json (metadata, written last) and phase.png / phase.pdf into --out, all or none.
+    phase.json (metadata, written last) and phase.png / phase.pdf into --out, all or none. The
+    last lines say whether every point converged (also in phase.json, and in the figure's title
+    when one did not).
     """
     import sys
 
     import matplotlib.pyplot as plt
 
     from replica_mlm._base.io import write_csv
+    from replica_mlm.cli._convergence import of_phase
     from replica_mlm.plotting import plot_phase_diagram
     from replica_mlm.theory.studies.phase import phase_diagram, shift_phase_diagram
 
@@ -94,6 +97,8 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
         pd = phase_diagram(task, alpha=alphas, lam=np.geomspace(lam_min, lam_max, lam_points),
                            optimal=optimal, progress=show, loss=loss, channel=channel)
 
+    convergence = of_phase(pd)
+    title = "\n".join(t for t in (title, convergence.note()) if t)
     grid_rows = [[y, a, pd.eg[i, j], pd.train_loss[i, j], pd.deg_dalpha[i, j]]
                  for i, y in enumerate(pd.y) for j, a in enumerate(pd.alpha)]
     lines = [] if pd.optimal_lam is None else [["optimal_lam", a, lm] for a, lm in
@@ -113,5 +118,7 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
         fig = plot_phase_diagram(pd, path=out / "phase", title=title)
         plt.close(fig)
         write_metadata(out, "phase", params, started=started, files=files,
-                       rows={"phase.csv": len(grid_rows), "phase_lines.csv": len(lines)})
+                       rows={"phase.csv": len(grid_rows), "phase_lines.csv": len(lines)},
+                       extra={"convergence": convergence.as_dict()})
+    convergence.echo()
     click.echo(f"wrote {', '.join(str(Path(f)) for f in files)} and {out / 'phase.json'}")
