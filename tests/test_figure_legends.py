@@ -133,6 +133,29 @@ def legend_problems(fig) -> list[str]:
     return problems
 
 
+def _style(ln: Line2D) -> tuple:
+    """(dashes, marker) of a line: what tells series of one axes apart, whatever their colour."""
+    dashes = _dashes(ln)
+    return dashes, "none" if str(ln.get_marker()) in ("None", "none", "") else str(ln.get_marker())
+
+
+def unlabelled_problems(fig) -> list[str]:
+    """Series without a legend entry: a line (not white: an underlay) of an axes that a legend
+    labels, whose dash pattern and marker no entry of that legend shows."""
+    problems = []
+    for leg, axes in _legends(fig):
+        shown = {_style(h) for box, _ in _entries(leg) for h in box.findobj(Line2D)}
+        for ax in axes:
+            for ln in ax.get_lines():
+                if len(ln.get_xdata()) == 0 or _colour(ln.get_color()) == _colour("white"):
+                    continue
+                if _style(ln)[1] in ("_", "|"):  # an error bar's caps: its marker has the entry
+                    continue
+                if _style(ln) not in shown:
+                    problems.append(f"a line {_style(ln)} of {ax.get_title()[:30]!r} has no legend entry")
+    return problems
+
+
 def _texts(fig, renderer) -> list[tuple[str, object]]:
     """Every text drawn: titles, labels, tick labels in view, annotations, legend and contour texts."""
     out = []
@@ -179,7 +202,8 @@ def checked():
         fmt = kwargs.get("format") or str(getattr(fname, "name", fname)).rsplit(".", 1)[-1]
         if fmt != "pdf":  # the PNG and the PDF are one figure
             title = next((ax.get_title() for ax in self.axes if ax.get_title()), "")
-            found[f"figure {len(found)} ({title[:40]!r})"] = legend_problems(self) + overlap_problems(self)
+            found[f"figure {len(found)} ({title[:40]!r})"] = (legend_problems(self) + overlap_problems(self)
+                                                              + unlabelled_problems(self))
         return original(self, fname, *args, **kwargs)
 
     Figure.savefig = savefig
@@ -211,6 +235,11 @@ def test_the_checks_see_a_wrong_legend_and_an_overlap():
     legend = legend_problems(fig)
     assert len(legend) == 1 and "'b'" in legend[0]
     assert any("'one text' and 'another text'" in p for p in overlap_problems(fig))
+    unlabelled = unlabelled_problems(fig)  # the dashed line: "b" is dash-dot
+    assert len(unlabelled) == 1 and "(3.7, 1.6)" in unlabelled[0], unlabelled
+    ax.plot([0, 1], [0.5, 0.5], color="0.5", ls=":")  # a series with no entry
+    ax.plot([0.5], [0.5], "o", color="0.5")  # and markers with none
+    assert len(unlabelled_problems(fig)) == 3, unlabelled_problems(fig)
     plt.close(fig)
 
 
@@ -278,7 +307,10 @@ def test_contact_map(tmp_path):
     ["phase", "--axis", "shift", "--limit", "--points", "20", "--shift-points", "8"],
     ["simulate", "--L", "40", "--alpha", "0.5", "--alpha", "2", "--lam", "0.01", "--lam", "0.1",
      "--seeds", "3"],
-], ids=["curve", "phase", "phase-shift", "simulate"])
+    ["curve", "--L", "60", "--points", "40", "--loss", "logistic", "--channel", "sign"],
+    ["phase", "--L", "40", "--points", "12", "--lam-points", "6", "--loss", "logistic", "--channel", "sign"],
+    ["dynamics", "--L", "40", "--points", "41", "--flow-alpha", "0.5", "--flow-alpha", "2"],
+], ids=["curve", "phase", "phase-shift", "simulate", "curve-sign", "phase-sign", "dynamics"])
 def test_command_line_figures(args, tmp_path):
     with checked() as found:
         res = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "out")])

@@ -35,15 +35,16 @@ class Convergence:
     def converged(self) -> bool:
         return not self.unconverged
 
-    def line(self) -> str:
+    def line(self, what: str = "") -> str:
         """One line: ``converged: all 200 points (largest residual 3e-11)`` or a warning naming
-        the points that did not."""
+        the points that did not; ``what`` (e.g. ``"ERM at lam = 0"``) says of which solves."""
         res = f"largest residual {self.largest_residual:.2g}"
+        what = f"{what}: " if what else ""
         if self.converged:
-            return f"converged: all {self.points} points ({res})"
+            return f"{what}converged: all {self.points} points ({res})"
         named = "; ".join(self.unconverged[:NAMED])
         more = f" and {len(self.unconverged) - NAMED} more" if len(self.unconverged) > NAMED else ""
-        return (f"warning: {len(self.unconverged)} of {self.points} points did not converge ({res}): "
+        return (f"warning: {what}{len(self.unconverged)} of {self.points} points did not converge ({res}): "
                 f"{named}{more}")
 
     def note(self) -> str:
@@ -56,9 +57,9 @@ class Convergence:
         return {"converged": self.converged, "points": self.points, "unconverged": list(self.unconverged),
                 "largest_residual": largest if np.isfinite(largest) else None}
 
-    def echo(self) -> None:
+    def echo(self, what: str = "") -> None:
         """The line on stdout (converged) or stderr (a warning)."""
-        click.echo(self.line(), err=not self.converged)
+        click.echo(self.line(what), err=not self.converged)
 
 
 def _largest(residuals: Sequence[np.ndarray]) -> float:

@@ -91,6 +91,7 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
             raise click.UsageError(f"need --lam-min < --lam-max, got {lam_min}, {lam_max}")
         task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
         title = task_title(task, L=L, shift=shift, site=site, limit=limit)
+        title += "" if (loss, channel) == ("square", "gaussian") else f"\n{loss} loss, {channel} channel"
         claim_out()
         click.echo(f"solving {lam_points} lam x {points} alpha"
                    + (", then the optimal lam at each alpha" if optimal else "") + " ...", err=True)

@@ -169,10 +169,11 @@ def _label_contours_apart(ax, cs, avoid: np.ndarray) -> None:
         taken += [cand[k] + d for d in ((0, 0), (0.04, 0), (-0.04, 0), (0, 0.02), (0, -0.02))]
     if chosen:
         texts = ax.clabel(cs, fmt=lambda v: f"{v:.2g}", fontsize=6.5, inline=True, manual=chosen[::-1])
-        for text in texts:  # upright: a label along a contour drawn leftwards would read "8.0" for 0.8
-            angle = text.get_rotation() % 360
-            if 90 < angle < 270:
-                text.set_rotation(angle - 180)
+        # upright: a label along a contour drawn leftwards would read "8.0" for 0.8; and the
+        # near-vertical ones (within 10 degrees) all read upwards, like the y label, none downwards
+        for text in texts:
+            angle = text.get_rotation() % 180
+            text.set_rotation(angle - 180 if angle > 100 else angle)
 
 
 def _contour_paths(cs) -> list:
