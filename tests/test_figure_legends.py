@@ -377,3 +377,39 @@ def test_section_command_figures(command, tmp_path, monkeypatch):
         assert res.exit_code in (0, 1), res.output
         assert res.exception is None or isinstance(res.exception, SystemExit), res.output
     _assert_clean(found, 4)
+
+
+@pytest.mark.parametrize("args, claims, never", [
+    (["--loss", "logistic", "--channel", "sign"], ["(chance)", "logistic loss, sign channel"],
+     ["C_{ii}", "Bayes floor", "sigma", "interpolation"]),
+    ([], ["(no learning)", r"\sigma^2", "Bayes floor"], ["chance", "loss,"]),
+], ids=["sign", "gaussian"])
+def test_curve_figure_says_only_what_is_true(args, claims, never, tmp_path, monkeypatch):
+    """The curve figure's title and legend name the channel's own references (chance 1/2 for a
+    classification error; C_ii and the noise floor sigma^2 only for the gaussian channel, whose e_g
+    is a squared error of the label, at least sigma^2 whatever the loss), and the title's claim on
+    where e_g beats the reference holds on the curve written beside it."""
+    import csv
+
+    seen: list[str] = []
+    write = Figure.savefig
+
+    def record(fig, fname, *a, **k):
+        seen.extend(t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip())
+        return write(fig, fname, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["curve", "--L", "60", "--points", "40", "--lam", "0.01", "--lam", "0.1",
+                                    *args, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    text = "\n".join(seen)
+    for claim in claims:
+        assert claim in text, f"{claim!r} not in the figure: {text}"
+    for word in never:
+        assert word not in text, f"{word!r} drawn on the figure: {text}"
+    rows = [r for r in csv.DictReader(open(out / "curve.csv")) if float(r["lam"]) == 0.01]
+    eg = np.array([float(r["eg"]) for r in rows])
+    if args:  # the title's claim on chance, checked against the numbers
+        title = next(t for t in seen if "chance" in t and "At" in t)
+        assert ("at every" in title) == bool(np.all(eg < 0.5)), (title, eg.max())
