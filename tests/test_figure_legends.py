@@ -133,10 +133,12 @@ def legend_problems(fig) -> list[str]:
     return problems
 
 
-def _style(ln: Line2D) -> tuple:
-    """(dashes, marker) of a line: what tells series of one axes apart, whatever their colour."""
-    dashes = _dashes(ln)
-    return dashes, "none" if str(ln.get_marker()) in ("None", "none", "") else str(ln.get_marker())
+def _styles(ln: Line2D) -> set:
+    """What tells series of one axes apart, whatever their colour: the dash pattern of a line's
+    line and its marker, apart (a legend draws a line with markers as two handles)."""
+    dashes, marker = _dashes(ln), str(ln.get_marker())
+    return ({("line", dashes)} if dashes != "none" else set()) | (
+        {("marker", marker)} if marker not in ("None", "none", "") else set())
 
 
 def unlabelled_problems(fig) -> list[str]:
@@ -144,15 +146,16 @@ def unlabelled_problems(fig) -> list[str]:
     labels, whose dash pattern and marker no entry of that legend shows."""
     problems = []
     for leg, axes in _legends(fig):
-        shown = {_style(h) for box, _ in _entries(leg) for h in box.findobj(Line2D)}
+        shown = set().union(*(_styles(h) for box, _ in _entries(leg) for h in box.findobj(Line2D)))
         for ax in axes:
             for ln in ax.get_lines():
                 if len(ln.get_xdata()) == 0 or _colour(ln.get_color()) == _colour("white"):
                     continue
-                if _style(ln)[1] in ("_", "|"):  # an error bar's caps: its marker has the entry
+                if str(ln.get_marker()) in ("_", "|"):  # an error bar's caps: its marker has the entry
                     continue
-                if _style(ln) not in shown:
-                    problems.append(f"a line {_style(ln)} of {ax.get_title()[:30]!r} has no legend entry")
+                if not _styles(ln) <= shown:
+                    problems.append(f"a line {sorted(_styles(ln) - shown)} of {ax.get_title()[:30]!r} has "
+                                    "no legend entry")
     return problems
 
 
@@ -193,8 +196,9 @@ def overlap_problems(fig) -> list[str]:
 
 
 @contextlib.contextmanager
-def checked():
-    """Check every figure written in the block (``Figure.savefig``); yields the problems found."""
+def checked(*, unlabelled: bool = False):
+    """Check every figure written in the block (``Figure.savefig``); yields the problems found.
+    ``unlabelled``: also series without a legend entry (the command-line figures)."""
     found: dict[str, list[str]] = {}
     original = Figure.savefig
 
@@ -202,8 +206,9 @@ def checked():
         fmt = kwargs.get("format") or str(getattr(fname, "name", fname)).rsplit(".", 1)[-1]
         if fmt != "pdf":  # the PNG and the PDF are one figure
             title = next((ax.get_title() for ax in self.axes if ax.get_title()), "")
-            found[f"figure {len(found)} ({title[:40]!r})"] = (legend_problems(self) + overlap_problems(self)
-                                                              + unlabelled_problems(self))
+            problems = legend_problems(self) + overlap_problems(self)
+            problems += unlabelled_problems(self) if unlabelled else []
+            found[f"figure {len(found)} ({title[:40]!r})"] = problems
         return original(self, fname, *args, **kwargs)
 
     Figure.savefig = savefig
@@ -312,7 +317,7 @@ def test_contact_map(tmp_path):
     ["dynamics", "--L", "40", "--points", "41", "--flow-alpha", "0.5", "--flow-alpha", "2"],
 ], ids=["curve", "phase", "phase-shift", "simulate", "curve-sign", "phase-sign", "dynamics"])
 def test_command_line_figures(args, tmp_path):
-    with checked() as found:
+    with checked(unlabelled=True) as found:
         res = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "out")])
         assert res.exit_code == 0, res.output
     _assert_clean(found, 1)
@@ -413,3 +418,34 @@ def test_curve_figure_says_only_what_is_true(args, claims, never, tmp_path, monk
     if args:  # the title's claim on chance, checked against the numbers
         title = next(t for t in seen if "chance" in t and "At" in t)
         assert ("at every" in title) == bool(np.all(eg < 0.5)), (title, eg.max())
+
+
+def test_phase_figure_legend_names_only_what_is_drawn(tmp_path, monkeypatch):
+    """Logistic loss, sign channel: no alpha = 1 (the square loss's threshold), the hatch's entry
+    only if some point has d eg/d alpha > 0, and the optimal-lam entry a line only where the line
+    is inside the axes (else a note saying on which side), all checked against phase*.csv."""
+    import csv
+
+    seen: list[str] = []
+    write = Figure.savefig
+
+    def record(fig, fname, *a, **k):
+        seen.extend(t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip())
+        return write(fig, fname, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["phase", "--L", "40", "--points", "10", "--lam-points", "5", "--loss",
+                                    "logistic", "--channel", "sign", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    text = "\n".join(seen)
+    assert "interpolation" not in text and "logistic loss, sign channel" in text
+    grid = list(csv.DictReader(open(out / "phase.csv")))
+    assert ("more data hurts" in text) == any(float(r["deg_dalpha"]) > 0 for r in grid)
+    lam = sorted({float(r["lam"]) for r in grid})
+    lines = list(csv.DictReader(open(out / "phase_lines.csv")))
+    best = [float(r["lam"]) for r in lines if r["line"] == "optimal_lam"]
+    if all(b > lam[-1] for b in best):
+        assert r"$\lambda$ range shown" in text and "above" in text
+    elif any(lam[0] <= b <= lam[-1] for b in best):
+        assert r"optimal $\lambda^*(\alpha)$" in seen

@@ -57,7 +57,7 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
           lam, shift_min, shift_max, shift_points, optimal, progress, loss, channel, out):
     """Phase diagram of the replica eg: colour map, contours, the region where more data hurts
     (d eg / d alpha > 0), the optimal-lam line, the peak of eg in alpha and the interpolation
-    threshold alpha = 1.
+    threshold alpha = 1 (square loss).
 
     Writes phase.csv (one row per grid point), phase_lines.csv (optimal lam and peak lines),
     phase.json (metadata, written last) and phase.png / phase.pdf into --out, all or none. The

@@ -154,6 +154,7 @@ class _Kind:
     def __init__(self, route: routes.Plan | None = None) -> None:
         self.route = route or routes.plan(None, entry="phase_diagram")
         self.fast = self.route.fast
+        self.alpha_1 = 1.0 if getattr(self.route.loss, "name", "square") == "square" else math.nan
 
     def solve(self, task, alpha: float, lam: float, init: SaddlePoint | None = None) -> SaddlePoint:
         """The point at (alpha, lam), from ``init`` if given (the general engine), else cold."""
@@ -264,12 +265,12 @@ class PhaseDiagram:
         alpha of the interior maximum of eg over the alpha range of each row (where d eg/d alpha
         changes sign from + to -), NaN where eg has no interior maximum in that range.
     interpolation_alpha : float
-        1.0: the interpolation threshold n = p, where eg diverges as lam -> 0.
+        1.0 for the square loss: n = p, where eg diverges as lam -> 0; NaN for any other loss.
     rho, noise : float or ndarray
         Teacher signal and label noise (per row for shift diagrams).
     residual, converged : ndarray, shape (n_y, n_alpha), or None
-        Each grid point's saddle-point residual and whether it met its route's tolerance (and,
-        with the optimal line, that line's points as a last row); None if not recorded.
+        Per grid point: the saddle-point residual and whether it met its route's tolerance (the
+        optimal line's points, if any, as a last row); None if not recorded.
     """
 
     alpha: np.ndarray
@@ -327,8 +328,7 @@ def increasing_grid(values, name: str, *, positive: bool = True) -> np.ndarray:
 
 
 def _grid(spec, alphas: np.ndarray, lam) -> tuple[np.ndarray, ...]:
-    """eg, train loss, d eg/d alpha, residual and converged (:func:`.root.converged`) on the grid
-    alphas x lam (lam a column or a scalar)."""
+    """eg, train loss, d eg/d alpha, residual and converged on the grid alphas x lam (a column or scalar)."""
     a, lm = np.broadcast_arrays(alphas[None, :], lam)
     out = solve_reduced(spec, a.ravel(), lm.ravel())
     slope = alpha_derivative(spec, a.ravel(), lm.ravel(), out["kappa"], out["V_hat"])
@@ -439,8 +439,7 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
     """
     kind = _Kind(routes.plan(task, entry="phase_diagram", loss=loss, channel=channel))
     spec = spectrum_of(task)
-    optimal = _checks.flag(optimal, "optimal")
-    progress = _checks.flag(progress, "progress")
+    optimal, progress = _checks.flag(optimal, "optimal"), _checks.flag(progress, "progress")
     alphas = increasing_grid(alpha, "alpha")
     lams = increasing_grid(lam, "lam")  # > 0: every route of a diagram takes it
     _checks.grid_cells(alphas.size * lams.size, f"phase_diagram: {alphas.size} alpha x {lams.size} lam")
@@ -464,7 +463,8 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
         ok = np.vstack([ok, [p[1].converged and p[2] for p in pairs]])
     return PhaseDiagram(alpha=alphas, axis="lam", y=lams, lam=lams, shift=None, eg=eg, train_loss=et,
                         deg_dalpha=slope, optimal_lam=opt_lam, optimal_eg=opt_eg, peak_alpha=peaks,
-                        rho=spec.rho, noise=spec.noise, residual=res, converged=ok)
+                        rho=spec.rho, noise=spec.noise, residual=res, converged=ok,
+                        interpolation_alpha=kind.alpha_1)
 
 
 @keywords
