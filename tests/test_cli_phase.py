@@ -39,3 +39,15 @@ def test_phase_bad_options(tmp_path):
                  ["--shift-min", "1.0"], ["--axis", "beta"], ["--lam-min", "-1"]):
         res = runner.invoke(main, ["phase", *args, "--out", str(tmp_path)])
         assert res.exit_code == 2, (args, res.output)
+
+
+def test_phase_says_whether_every_point_converged(tmp_path):
+    """The grid and the optimal-lam line: one line, and the record in phase.json."""
+    out = tmp_path / "p"
+    res = CliRunner().invoke(main, ["phase", "--L", "40", "--points", "8", "--lam-points", "5",
+                                    "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((out / "phase.json").read_text())
+    record = meta["convergence"]
+    assert record["converged"] is True and record["points"] == 8 * 5 + 8
+    assert f"converged: all 48 points (largest residual {record['largest_residual']:.2g})" in res.output

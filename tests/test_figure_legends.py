@@ -133,6 +133,32 @@ def legend_problems(fig) -> list[str]:
     return problems
 
 
+def _styles(ln: Line2D) -> set:
+    """What tells series of one axes apart, whatever their colour: the dash pattern of a line's
+    line and its marker, apart (a legend draws a line with markers as two handles)."""
+    dashes, marker = _dashes(ln), str(ln.get_marker())
+    return ({("line", dashes)} if dashes != "none" else set()) | (
+        {("marker", marker)} if marker not in ("None", "none", "") else set())
+
+
+def unlabelled_problems(fig) -> list[str]:
+    """Series without a legend entry: a line (not white: an underlay) of an axes that a legend
+    labels, whose dash pattern and marker no entry of that legend shows."""
+    problems = []
+    for leg, axes in _legends(fig):
+        shown = set().union(*(_styles(h) for box, _ in _entries(leg) for h in box.findobj(Line2D)))
+        for ax in axes:
+            for ln in ax.get_lines():
+                if len(ln.get_xdata()) == 0 or _colour(ln.get_color()) == _colour("white"):
+                    continue
+                if str(ln.get_marker()) in ("_", "|"):  # an error bar's caps: its marker has the entry
+                    continue
+                if not _styles(ln) <= shown:
+                    problems.append(f"a line {sorted(_styles(ln) - shown)} of {ax.get_title()[:30]!r} has "
+                                    "no legend entry")
+    return problems
+
+
 def _texts(fig, renderer) -> list[tuple[str, object]]:
     """Every text drawn: titles, labels, tick labels in view, annotations, legend and contour texts."""
     out = []
@@ -170,8 +196,9 @@ def overlap_problems(fig) -> list[str]:
 
 
 @contextlib.contextmanager
-def checked():
-    """Check every figure written in the block (``Figure.savefig``); yields the problems found."""
+def checked(*, unlabelled: bool = False):
+    """Check every figure written in the block (``Figure.savefig``); yields the problems found.
+    ``unlabelled``: also series without a legend entry (the command-line figures)."""
     found: dict[str, list[str]] = {}
     original = Figure.savefig
 
@@ -179,7 +206,9 @@ def checked():
         fmt = kwargs.get("format") or str(getattr(fname, "name", fname)).rsplit(".", 1)[-1]
         if fmt != "pdf":  # the PNG and the PDF are one figure
             title = next((ax.get_title() for ax in self.axes if ax.get_title()), "")
-            found[f"figure {len(found)} ({title[:40]!r})"] = legend_problems(self) + overlap_problems(self)
+            problems = legend_problems(self) + overlap_problems(self)
+            problems += unlabelled_problems(self) if unlabelled else []
+            found[f"figure {len(found)} ({title[:40]!r})"] = problems
         return original(self, fname, *args, **kwargs)
 
     Figure.savefig = savefig
@@ -211,6 +240,11 @@ def test_the_checks_see_a_wrong_legend_and_an_overlap():
     legend = legend_problems(fig)
     assert len(legend) == 1 and "'b'" in legend[0]
     assert any("'one text' and 'another text'" in p for p in overlap_problems(fig))
+    unlabelled = unlabelled_problems(fig)  # the dashed line: "b" is dash-dot
+    assert len(unlabelled) == 1 and "(3.7, 1.6)" in unlabelled[0], unlabelled
+    ax.plot([0, 1], [0.5, 0.5], color="0.5", ls=":")  # a series with no entry
+    ax.plot([0.5], [0.5], "o", color="0.5")  # and markers with none
+    assert len(unlabelled_problems(fig)) == 3, unlabelled_problems(fig)
     plt.close(fig)
 
 
@@ -278,9 +312,12 @@ def test_contact_map(tmp_path):
     ["phase", "--axis", "shift", "--limit", "--points", "20", "--shift-points", "8"],
     ["simulate", "--L", "40", "--alpha", "0.5", "--alpha", "2", "--lam", "0.01", "--lam", "0.1",
      "--seeds", "3"],
-], ids=["curve", "phase", "phase-shift", "simulate"])
+    ["curve", "--L", "60", "--points", "40", "--loss", "logistic", "--channel", "sign"],
+    ["phase", "--L", "40", "--points", "12", "--lam-points", "6", "--loss", "logistic", "--channel", "sign"],
+    ["dynamics", "--L", "40", "--points", "41", "--flow-alpha", "0.5", "--flow-alpha", "2"],
+], ids=["curve", "phase", "phase-shift", "simulate", "curve-sign", "phase-sign", "dynamics"])
 def test_command_line_figures(args, tmp_path):
-    with checked() as found:
+    with checked(unlabelled=True) as found:
         res = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "out")])
         assert res.exit_code == 0, res.output
     _assert_clean(found, 1)
@@ -345,3 +382,72 @@ def test_section_command_figures(command, tmp_path, monkeypatch):
         assert res.exit_code in (0, 1), res.output
         assert res.exception is None or isinstance(res.exception, SystemExit), res.output
     _assert_clean(found, 4)
+
+
+@pytest.mark.parametrize("args, claims, never", [
+    (["--loss", "logistic", "--channel", "sign"], ["(chance)", "logistic loss, sign channel"],
+     ["C_{ii}", "Bayes floor", "sigma", "interpolation"]),
+    ([], ["(no learning)", r"\sigma^2", "Bayes floor", "interpolation"], ["chance", "loss,"]),
+    (["--loss", "absolute"], ["(no learning)", "Bayes floor", "absolute loss, gaussian channel"],
+     ["chance", "interpolation"]),  # alpha = 1 is the square loss's threshold
+], ids=["sign", "gaussian", "absolute"])
+def test_curve_figure_says_only_what_is_true(args, claims, never, tmp_path, monkeypatch):
+    """The curve figure's title and legend name the channel's own references (chance 1/2 for a
+    classification error; C_ii and the noise floor sigma^2 only for the gaussian channel, whose e_g
+    is a squared error of the label, at least sigma^2 whatever the loss), and the title's claim on
+    where e_g beats the reference holds on the curve written beside it."""
+    import csv
+
+    seen: list[str] = []
+    write = Figure.savefig
+
+    def record(fig, fname, *a, **k):
+        seen.extend(t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip())
+        return write(fig, fname, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["curve", "--L", "60", "--points", "40", "--lam", "0.01", "--lam", "0.1",
+                                    *args, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    text = "\n".join(seen)
+    for claim in claims:
+        assert claim in text, f"{claim!r} not in the figure: {text}"
+    for word in never:
+        assert word not in text, f"{word!r} drawn on the figure: {text}"
+    rows = [r for r in csv.DictReader(open(out / "curve.csv")) if float(r["lam"]) == 0.01]
+    eg = np.array([float(r["eg"]) for r in rows])
+    if "sign" in args:  # the title's claim on chance, checked against the numbers
+        title = next(t for t in seen if "chance" in t and "At" in t)
+        assert ("at every" in title) == bool(np.all(eg < 0.5)), (title, eg.max())
+
+
+def test_phase_figure_legend_names_only_what_is_drawn(tmp_path, monkeypatch):
+    """Logistic loss, sign channel: no alpha = 1 (the square loss's threshold), the hatch's entry
+    only if some point has d eg/d alpha > 0, and the optimal-lam entry a line only where the line
+    is inside the axes (else a note saying on which side), all checked against phase*.csv."""
+    import csv
+
+    seen: list[str] = []
+    write = Figure.savefig
+
+    def record(fig, fname, *a, **k):
+        seen.extend(t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip())
+        return write(fig, fname, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["phase", "--L", "40", "--points", "10", "--lam-points", "5", "--loss",
+                                    "logistic", "--channel", "sign", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    text = "\n".join(seen)
+    assert "interpolation" not in text and "logistic loss, sign channel" in text
+    grid = list(csv.DictReader(open(out / "phase.csv")))
+    assert ("more data hurts" in text) == any(float(r["deg_dalpha"]) > 0 for r in grid)
+    lam = sorted({float(r["lam"]) for r in grid})
+    lines = list(csv.DictReader(open(out / "phase_lines.csv")))
+    best = [float(r["lam"]) for r in lines if r["line"] == "optimal_lam"]
+    if all(b > lam[-1] for b in best):
+        assert r"$\lambda$ range shown" in text and "above" in text
+    elif any(lam[0] <= b <= lam[-1] for b in best):
+        assert r"optimal $\lambda^*(\alpha)$" in seen

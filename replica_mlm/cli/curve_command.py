@@ -34,8 +34,11 @@ from replica_mlm.cli._common import (
 @click.option("--bayes-optimal", "bayes_optimal", is_flag=True,
               help="Also draw the Bayes-optimal error (docs/bayes_optimal.md; Gaussian prior matched to "
                    "the task's rho) and write it to bayes_optimal.csv.")
+@click.option("--progress/--no-progress", "progress", default=None,
+              help="Progress bar on stderr over the alphas of the general engine [default: when stderr "
+                   "is a terminal].")
 def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, loss, channel, out,
-          bayes_optimal=False):
+          bayes_optimal=False, progress=None):
     """Replica learning curves eg(alpha) of ridge MLM on a Gaussian Potts model.
 
     Solves the replica-symmetric saddle point (sympy-derived, docs/theory.md, section 3) on the
@@ -47,8 +50,12 @@ def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, lo
     Writes curve.csv, curve.json (metadata), curve.png and curve.pdf into --out, all or none (a
     failure, e.g. a full disk, leaves the folder's previous files; curve.json is written last).
     With --bayes-optimal the Bayes-optimal curve of the same channel is drawn beside them and
-    written to bayes_optimal.csv.
+    written to bayes_optimal.csv. The last lines say whether every point converged (also in
+    curve.json, and in the figure's title when one did not).
     """
+    import sys
+
+    from replica_mlm.cli._convergence import of_curves
     from replica_mlm.plotting import plot_learning_curves
     from replica_mlm.theory.studies.curve import curves_to_csv, learning_curve
 
@@ -56,8 +63,12 @@ def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, lo
     check_erm(loss, channel, lams)
     task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
     alphas = alpha_grid(alpha_min, alpha_max, points)
-    curves = [learning_curve(task, alpha=alphas, lam=lam, loss=loss, channel=channel)
+    click.echo(f"solving {len(set(lams))} lam x {points} alpha ({loss} loss, {channel} channel) ...",
+               err=True)
+    show = sys.stderr.isatty() if progress is None else progress
+    curves = [learning_curve(task, alpha=alphas, lam=lam, loss=loss, channel=channel, progress=show)
               for lam in sorted(set(lams))]
+    convergence = of_curves(curves)
     bo = None
     if bayes_optimal:
         from replica_mlm.theory.studies.bayes_optimal import bayes_optimal_curve
@@ -73,7 +84,8 @@ def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, lo
         curves_to_csv(curves, csv_path)
         if bo is not None:
             bo.to_csv(out / "bayes_optimal.csv")
-        title = _title(task, curves, L=L, shift=shift, site=site, limit=limit)
+        title = "\n".join(t for t in (_title(task, curves, L=L, shift=shift, site=site, limit=limit),
+                                     convergence.note()) if t)
         # a classification error spans less than a decade (below 1/2): a linear axis, not two log ticks
         fig = plot_learning_curves(curves, path=out / "curve", bayes_optimal=bo, title=title,
                                    logy=channel == "gaussian")
@@ -85,7 +97,9 @@ def curve(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, lams, lo
                                           alpha_max=alpha_max, points=points, lam=sorted(set(lams)),
                                           loss=loss, channel=channel, bayes_optimal=bayes_optimal),
                        started=started, files=files, rows=rows,
-                       extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii})
+                       extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii,
+                              "convergence": convergence.as_dict()})
+    convergence.echo()
     click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'curve.json'}")
 
 
@@ -99,6 +113,9 @@ def _title(task, curves, **where) -> str:
 
     first = min(curves, key=lambda c: c.lam)
     lam = rf"$\lambda = {latex_number(first.lam)}$"
+    what = task_title(task, **where)  # and the loss and channel, where they are not the default
+    pair = (getattr(first, "loss", "square"), getattr(first, "channel", "gaussian"))
+    what += "" if pair == ("square", "gaussian") else f", {pair[0]} loss, {pair[1]} channel"
     if getattr(first, "channel", "gaussian") != "gaussian":
         below = np.asarray(first.eg) < 0.5
         above = np.nonzero(~below)[0]
@@ -108,11 +125,11 @@ def _title(task, curves, **where) -> str:
             note = rf"At {lam}, $e_g < 1/2$ (chance) for $\alpha > {first.alpha[above[-1]]:.3g}$"
         else:
             note = rf"At {lam}, $e_g$ does not get below 1/2 (chance) up to $\alpha = {first.alpha[-1]:g}$"
-        return f"{note}\n{task_title(task, **where)}"
+        return f"{note}\n{what}"
     beat = beats_no_learning(first)
     if beat == beat:  # not nan
         note = rf"At {lam}, learning beats no learning ($e_g < C_{{ii}}$) only for $\alpha > {beat:.3g}$"
     else:
         note = (rf"At {lam}, learning never beats no learning ($e_g < C_{{ii}}$) up to "
                 rf"$\alpha = {first.alpha[-1]:g}$")
-    return f"{note}\n{task_title(task, **where)}"
+    return f"{note}\n{what}"

@@ -52,6 +52,7 @@ def dynamics(*, L, shift, seed, site, limit, alpha_max, points, lrs, lam, batch,
     import numpy as np
 
     from replica_mlm._base import io
+    from replica_mlm.cli._convergence import of_curves
     from replica_mlm.theory.studies.dynamics import gradient_flow, online_sgd
 
     started = time.time()
@@ -66,6 +67,7 @@ def dynamics(*, L, shift, seed, site, limit, alpha_max, points, lrs, lam, batch,
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     erm = _erm_curve(task, alphas, lam, loss, channel)
+    convergence = None if erm is None else of_curves([erm])
     times = np.logspace(-2, 3, 101)
     flows = [gradient_flow(task, alpha=a, time=times, lam=lam) for a in sorted(set(flow_alphas))]
     files = [out / "dynamics.csv", out / "dynamics.png", out / "dynamics.pdf"]
@@ -78,15 +80,21 @@ def dynamics(*, L, shift, seed, site, limit, alpha_max, points, lrs, lam, batch,
         if flows:
             io.write_csv(out / "flow.csv", [dict(r, best_time=f.best.time, best_eg=f.best.eg, end_eg=f.end.eg)
                                             for f in flows for r in f.to_frame().to_dict("records")])
-        _figure(curves, erm, flows, out / "dynamics",
-                task_title(task, L=L, shift=shift, site=site, limit=limit))
+        title = task_title(task, L=L, shift=shift, site=site, limit=limit)
+        title += "" if (loss, channel) == ("square", "gaussian") else f", {loss} loss, {channel} channel"
+        if convergence is not None and not convergence.converged:
+            title += f"\nERM: {convergence.note()}"
+        _figure(curves, erm, flows, out / "dynamics", title)
         params = dict(L=None if limit else L, limit=limit, shift=shift, seed=seed, site=site,
                       alpha_max=alpha_max, points=points, lr=sorted(set(lrs)), lam=lam, batch=batch,
                       exact=exact, flow_alpha=sorted(set(flow_alphas)), loss=loss, channel=channel)
         write_metadata(out, "dynamics", params,
                        started=started, files=files, rows=rows,
                        extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii,
-                              "lr_max": [c.lr_max for c in curves]})
+                              "lr_max": [c.lr_max for c in curves],
+                              "erm_convergence": None if convergence is None else convergence.as_dict()})
+    if convergence is not None:
+        convergence.echo(what=f"ERM at lam = {lam:g}")
     click.echo(f"wrote {', '.join(str(f) for f in files)} and {out / 'dynamics.json'}")
 
 
@@ -120,15 +128,25 @@ def _figure(curves, erm, flows, path, title: str) -> None:
         ax.set(xlabel=r"$\alpha$ (samples per dimension)", ylabel=r"$e_g$")
         ax.legend()
         if flows:
+            from matplotlib.lines import Line2D
+
             ax = axes[0, 1]
             for i, f in enumerate(flows):
                 colour = grey(i, len(flows))
                 ax.plot(f.time, f.eg, color=colour, label=rf"$\alpha = {f.alpha:g}$")
-                ax.axhline(f.end.eg, color=colour, ls=":")
+                ax.axhline(f.end.eg, color=colour, ls=":", label="_end")
                 if math.isfinite(f.best.time):
-                    ax.plot([f.best.time], [f.best.eg], "o", color=colour)
+                    ax.plot([f.best.time], [f.best.eg], "o", color=colour, label="_best")
             ax.set(xscale="log", xlabel=r"$t$", ylabel=r"$e_g$ (gradient flow)")
-            ax.legend()
+            # the end points and the optima of every flow, in the flow's colour: one entry each
+            handles, labels = ax.get_legend_handles_labels()
+            handles.append(Line2D([], [], color=grey(0, len(flows)), ls=":"))
+            labels.append(r"$t \to \infty$: ERM end point")
+            stopped = [i for i, f in enumerate(flows) if math.isfinite(f.best.time)]
+            if stopped:
+                handles.append(Line2D([], [], color=grey(stopped[0], len(flows)), ls="none", marker="o"))
+                labels.append("early-stopping optimum")
+            ax.legend(handles, labels, loc="lower right")
         fig.suptitle(title)
         save(fig, path)
         plt.close(fig)

@@ -57,16 +57,19 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
           lam, shift_min, shift_max, shift_points, optimal, progress, loss, channel, out):
     """Phase diagram of the replica eg: colour map, contours, the region where more data hurts
     (d eg / d alpha > 0), the optimal-lam line, the peak of eg in alpha and the interpolation
-    threshold alpha = 1.
+    threshold alpha = 1 (square loss).
 
     Writes phase.csv (one row per grid point), phase_lines.csv (optimal lam and peak lines),
-    phase.json (metadata, written last) and phase.png / phase.pdf into --out, all or none.
+    phase.json (metadata, written last) and phase.png / phase.pdf into --out, all or none. The
+    last lines say whether every point converged (also in phase.json, and in the figure's title
+    when one did not).
     """
     import sys
 
     import matplotlib.pyplot as plt
 
     from replica_mlm._base.io import write_csv
+    from replica_mlm.cli._convergence import of_phase
     from replica_mlm.plotting import plot_phase_diagram
     from replica_mlm.theory.studies.phase import phase_diagram, shift_phase_diagram
 
@@ -88,12 +91,15 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
             raise click.UsageError(f"need --lam-min < --lam-max, got {lam_min}, {lam_max}")
         task = make_task(L=L, shift=shift, seed=seed, site=site, limit=limit)
         title = task_title(task, L=L, shift=shift, site=site, limit=limit)
+        title += "" if (loss, channel) == ("square", "gaussian") else f"\n{loss} loss, {channel} channel"
         claim_out()
         click.echo(f"solving {lam_points} lam x {points} alpha"
                    + (", then the optimal lam at each alpha" if optimal else "") + " ...", err=True)
         pd = phase_diagram(task, alpha=alphas, lam=np.geomspace(lam_min, lam_max, lam_points),
                            optimal=optimal, progress=show, loss=loss, channel=channel)
 
+    convergence = of_phase(pd)
+    title = "\n".join(t for t in (title, convergence.note()) if t)
     grid_rows = [[y, a, pd.eg[i, j], pd.train_loss[i, j], pd.deg_dalpha[i, j]]
                  for i, y in enumerate(pd.y) for j, a in enumerate(pd.alpha)]
     lines = [] if pd.optimal_lam is None else [["optimal_lam", a, lm] for a, lm in
@@ -113,5 +119,7 @@ def phase(*, L, shift, seed, site, limit, alpha_min, alpha_max, points, axis, la
         fig = plot_phase_diagram(pd, path=out / "phase", title=title)
         plt.close(fig)
         write_metadata(out, "phase", params, started=started, files=files,
-                       rows={"phase.csv": len(grid_rows), "phase_lines.csv": len(lines)})
+                       rows={"phase.csv": len(grid_rows), "phase_lines.csv": len(lines)},
+                       extra={"convergence": convergence.as_dict()})
+    convergence.echo()
     click.echo(f"wrote {', '.join(str(Path(f)) for f in files)} and {out / 'phase.json'}")

@@ -63,6 +63,7 @@ def simulate(*, L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, ch
     from replica_mlm._base.io import write_csv
     from replica_mlm._base.stats import zscore
     from replica_mlm._base.sweep import ResumeRefused, run_sweep
+    from replica_mlm.cli._convergence import of_curves
     from replica_mlm.plotting import plot_learning_curves
     from replica_mlm.validation.mlm_section import simulate_point
 
@@ -81,6 +82,7 @@ def simulate(*, L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, ch
     # are forked, so they inherit them instead of each deriving them again with sympy
     grid = np.linspace(0.02, 1.1 * max(max(alpha_list), 1.2), 300)
     curves = [learning_curve(task, alpha=grid, lam=lam, loss=loss, channel=channel) for lam in lam_list]
+    convergence = of_curves(curves)
     resume_labels(seed="--sample-seed", function="the point function", version="the package version",
                   L="--L", instance_seed="--seed", shift="--shift", site="--site", alpha="--alpha",
                   lams="--lam", seeds="--seeds", loss="--loss",
@@ -108,13 +110,16 @@ def simulate(*, L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, ch
     csv_path = out / "simulate.csv"
     files = [csv_path, out / "simulate.png", out / "simulate.pdf"]
     zs = np.array([r["z"] for r in rows])
+    # the fits' certified distance to their exact minimisers (points of older --resume folders lack it)
+    kkt = [res["kkt_residual_max"] for res in sweep.results if "kkt_residual_max" in res]
+    kkt_max = max(kkt) if len(kkt) == len(sweep.results) else None
     with output_set(out, "simulate"):  # all four files or none; simulate.json last
         write_csv(csv_path, rows, columns=COLUMNS)
         fig = plot_learning_curves(
             curves, path=out / "simulate",
             simulations=[(r["alpha"], r["lam"], r["eg_mean"], r["eg_stderr"]) for r in rows],
-            title=rf"$L = {L}$, $s = {shift:g}$, site {site}: replica (lines), {seeds} training sets "
-                  r"(markers)")
+            title="\n".join(t for t in (rf"$L = {L}$, $s = {shift:g}$, site {site}: replica (lines), "
+                                         rf"{seeds} training sets (markers)", convergence.note()) if t))
         plt.close(fig)
         write_metadata(out, "simulate",
                        dict(L=L, shift=shift, seed=seed, site=site, alpha=alpha_list, lam=lam_list,
@@ -122,10 +127,14 @@ def simulate(*, L, shift, seed, site, alphas, lams, seeds, sample_seed, loss, ch
                             threads=threads, scheduler=scheduler, resume=resume),
                        started=started, files=files, rows={csv_path.name: len(rows)},
                        extra={"rho": task.rho, "noise": task.noise, "c_ii": task.c_ii,
+                              "convergence": convergence.as_dict(), "fits_kkt_residual_max": kkt_max,
                               "seeds_rule": "alpha number k: SeedSequence(sample_seed, spawn_key=(k,)); "
                                             "training set j: its j-th spawned child",
                               "sweep": {"backend": sweep.backend, "computed": sweep.computed,
                                         "resumed": sweep.resumed, "seconds": sweep.elapsed},
                               "max_abs_z": float(np.max(np.abs(zs)))})
+    fits = ("" if kkt_max is None else "; fits exact (closed form)" if kkt_max == 0
+            else f"; fits within {kkt_max:.2g} of their minimisers (certified)")
+    click.echo(convergence.line("replica lines") + fits, err=not convergence.converged)
     click.echo(f"{len(rows)} (alpha, lam) points, max |z| = {np.max(np.abs(zs)):.2f}; wrote "
                f"{', '.join(str(f) for f in files)} and {out / 'simulate.json'}")

@@ -213,8 +213,9 @@ def _mark_learning_curves(ax, curves: Sequence, *, reference=None) -> dict:
         ref_lines = [ax.axhline(y, color=color, lw=0.9, ls=ls, zorder=1) for y, _, color, ls in refs]
         handles += ref_lines
         labels += [label for _, label, _, _ in refs]
-        handles.append(ax.axvline(1.0, color="0.6", ls="-", lw=0.8, zorder=0))
-        labels.append(r"interpolation, $\alpha = 1$")
+        if getattr(c0, "loss", "square") == "square":  # n = p is the square loss's threshold only
+            handles.append(ax.axvline(1.0, color="0.6", ls="-", lw=0.8, zorder=0))
+            labels.append(r"interpolation, $\alpha = 1$")
         top = blended_transform_factory(ax.transData, ax.transAxes)
     if curves and not binary:
         zero = [c for c in curves if c.lam == 0]
@@ -225,7 +226,7 @@ def _mark_learning_curves(ax, curves: Sequence, *, reference=None) -> dict:
         smallest = min(curves, key=lambda c: c.lam)
         beat = beats_no_learning(smallest)
         if np.isfinite(beat) and beat > 1:
-            ax.annotate(rf"$e_g < C_{{ii}}$ for $\alpha > {beat:.2g}$", xy=(beat, c_ii), xytext=(0, 18),
+            ax.annotate(rf"$e_g < C_{{ii}}$ for $\alpha > {beat:.3g}$", xy=(beat, c_ii), xytext=(0, 18),
                         textcoords="offset points", ha="center", va="bottom", fontsize=7.5,
                         arrowprops=dict(arrowstyle="->", color="0.2", lw=0.8, shrinkA=0, shrinkB=1))
     if ax.get_yscale() == "log":

@@ -29,7 +29,9 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
     black on light ones, labelled along a ray from the peak (away from the crowded alpha = 1).
     Drawn, each in the legend: the region where more data hurts (d eg / d alpha > 0, hatched,
     bounded by a dashed line), the optimal-lam line (lam diagrams), the location of the peak of eg
-    in alpha, and the interpolation threshold alpha = 1.
+    in alpha, and the interpolation threshold alpha = 1 (square loss: ``pd.interpolation_alpha``).
+    What is not there is not in the legend: no hatch entry where no point is hatched, and an
+    optimal-lam line outside the axes is a note saying on which side.
 
     Parameters
     ----------
@@ -56,9 +58,10 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         # every line with its own explicit linestyle (the style's cycler cycles linestyles), the
         # legend's proxy drawn with the same; d eg/d alpha = 0 is the hatched region's edge, whose
         # right-hand part is the peak line: drawing both would put one line on top of the other
+        # the hatch's entry only where some point is hatched (a legend names what is drawn)
         handles = [Patch(facecolor="0.3", edgecolor="0.85", hatch="////",
-                         label=r"more data hurts: $\partial e_g/\partial\alpha > 0$"),
-                   _contour_handle(colors)]
+                         label=r"more data hurts: $\partial e_g/\partial\alpha > 0$")] if hurts.any() else []
+        handles.append(_contour_handle(colors))
         lines, peak_xy = _regime_lines(ax, pd)
         handles += lines
         if pd.axis == "lam":
@@ -69,7 +72,8 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         ax.set_xlabel(r"$\alpha = n/p$")
         ax.set_xlim(pd.alpha[0], pd.alpha[-1])
         ax.set_ylim(pd.y[0], pd.y[-1])
-        avoid = np.vstack([peak_xy, [[pd.interpolation_alpha, v] for v in pd.y]])
+        alpha_1 = [[pd.interpolation_alpha, v] for v in pd.y] if np.isfinite(pd.interpolation_alpha) else []
+        avoid = np.vstack([peak_xy.reshape(-1, 2), np.reshape(alpha_1, (-1, 2))])
         _label_contours_apart(ax, cs, avoid)
         return _finish(fig, ax, title=title, path=path,
                        legend=dict(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14),
@@ -107,9 +111,12 @@ def _regime_lines(ax, pd) -> tuple[list, np.ndarray]:
     """
     from matplotlib.lines import Line2D
 
-    ax.axvline(pd.interpolation_alpha, color="white", ls="-", lw=2.2)
-    ax.axvline(pd.interpolation_alpha, color="black", ls=":", lw=1.0)
-    handles = [Line2D([], [], color="black", ls=":", lw=1.0, label=r"interpolation, $\alpha = 1$")]
+    handles = []
+    if np.isfinite(pd.interpolation_alpha):  # the square loss's n = p; other losses have none at 1
+        ax.axvline(pd.interpolation_alpha, color="white", ls="-", lw=2.2)
+        ax.axvline(pd.interpolation_alpha, color="black", ls=":", lw=1.0)
+        handles.append(Line2D([], [], color="black", ls=":", lw=1.0,
+                              label=rf"interpolation, $\alpha = {pd.interpolation_alpha:g}$"))
     ok = np.isfinite(pd.peak_alpha)
     peak_xy = np.column_stack([pd.peak_alpha[ok], pd.y[ok]])
     if ok.any():
@@ -119,10 +126,16 @@ def _regime_lines(ax, pd) -> tuple[list, np.ndarray]:
                               label=r"peak of $e_g$ in $\alpha$ ($\partial e_g/\partial\alpha = 0$)"))
     if pd.optimal_lam is not None:
         inside = (pd.optimal_lam >= pd.y[0]) & (pd.optimal_lam <= pd.y[-1])
-        ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="white", ls="-", lw=2.6)
-        ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="black", ls="-", lw=1.2)
-        handles.append(Line2D([], [], color="black", ls="-", lw=1.2,
-                              label=r"optimal $\lambda^*(\alpha)$"))
+        if inside.any():
+            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="white", ls="-", lw=2.6)
+            ax.plot(pd.alpha[inside], pd.optimal_lam[inside], color="black", ls="-", lw=1.2)
+            handles.append(Line2D([], [], color="black", ls="-", lw=1.2,
+                                  label=r"optimal $\lambda^*(\alpha)$"))
+        else:  # a note, no line: where the optimum lies
+            side = "above" if np.all(pd.optimal_lam > pd.y[-1]) else "below" if np.all(
+                pd.optimal_lam < pd.y[0]) else "outside"
+            handles.append(Line2D([], [], ls="none", label=rf"optimal $\lambda^*(\alpha)$: {side} the "
+                                                          r"$\lambda$ range shown, at every $\alpha$"))
         peak_xy = np.vstack([peak_xy, np.column_stack([pd.alpha[inside], pd.optimal_lam[inside]])])
     return handles, peak_xy
 
@@ -168,11 +181,14 @@ def _label_contours_apart(ax, cs, avoid: np.ndarray) -> None:
         # a label is about 0.08 x 0.03 of the axes: block its neighbourhood for the next ones
         taken += [cand[k] + d for d in ((0, 0), (0.04, 0), (-0.04, 0), (0, 0.02), (0, -0.02))]
     if chosen:
-        texts = ax.clabel(cs, fmt=lambda v: f"{v:.2g}", fontsize=6.5, inline=True, manual=chosen[::-1])
-        for text in texts:  # upright: a label along a contour drawn leftwards would read "8.0" for 0.8
-            angle = text.get_rotation() % 360
-            if 90 < angle < 270:
-                text.set_rotation(angle - 180)
+        # as many digits as tell the levels apart (two levels both labelled "0.45" say nothing)
+        digits = next((d for d in range(2, 7) if len({f"{v:.{d}g}" for v in cs.levels}) == len(cs.levels)), 7)
+        texts = ax.clabel(cs, fmt=lambda v: f"{v:.{digits}g}", fontsize=6.5, inline=True, manual=chosen[::-1])
+        # upright: a label along a contour drawn leftwards would read "8.0" for 0.8; and the
+        # near-vertical ones (within 10 degrees) all read upwards, like the y label, none downwards
+        for text in texts:
+            angle = text.get_rotation() % 180
+            text.set_rotation(angle - 180 if angle > 100 else angle)
 
 
 def _contour_paths(cs) -> list:

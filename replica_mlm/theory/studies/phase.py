@@ -15,6 +15,7 @@ from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.theory import routes
 from replica_mlm.theory.solve import SaddlePoint, solve_planned, solve_reduced
 from replica_mlm.theory.solvers.eg_slope import alpha_derivative
+from replica_mlm.theory.solvers.root import converged as root_converged
 from replica_mlm.theory.studies import brent
 
 #: default search interval of optimal_lambda
@@ -153,6 +154,7 @@ class _Kind:
     def __init__(self, route: routes.Plan | None = None) -> None:
         self.route = route or routes.plan(None, entry="phase_diagram")
         self.fast = self.route.fast
+        self.alpha_1 = 1.0 if getattr(self.route.loss, "name", "square") == "square" else math.nan
 
     def solve(self, task, alpha: float, lam: float, init: SaddlePoint | None = None) -> SaddlePoint:
         """The point at (alpha, lam), from ``init`` if given (the general engine), else cold."""
@@ -263,9 +265,12 @@ class PhaseDiagram:
         alpha of the interior maximum of eg over the alpha range of each row (where d eg/d alpha
         changes sign from + to -), NaN where eg has no interior maximum in that range.
     interpolation_alpha : float
-        1.0: the interpolation threshold n = p, where eg diverges as lam -> 0.
+        1.0 for the square loss: n = p, where eg diverges as lam -> 0; NaN for any other loss.
     rho, noise : float or ndarray
         Teacher signal and label noise (per row for shift diagrams).
+    residual, converged : ndarray, shape (n_y, n_alpha), or None
+        Per grid point: the saddle-point residual and whether it met its route's tolerance (the
+        optimal line's points, if any, as a last row); None if not recorded.
     """
 
     alpha: np.ndarray
@@ -282,6 +287,8 @@ class PhaseDiagram:
     rho: float | np.ndarray
     noise: float | np.ndarray
     interpolation_alpha: float = 1.0
+    residual: np.ndarray | None = None
+    converged: np.ndarray | None = None
 
     @property
     def more_data_hurts(self) -> np.ndarray:
@@ -321,11 +328,12 @@ def increasing_grid(values, name: str, *, positive: bool = True) -> np.ndarray:
 
 
 def _grid(spec, alphas: np.ndarray, lam) -> tuple[np.ndarray, ...]:
-    """eg, train loss and d eg/d alpha on the grid alphas x lam (lam a column or a scalar)."""
+    """eg, train loss, d eg/d alpha, residual and converged on the grid alphas x lam (a column or scalar)."""
     a, lm = np.broadcast_arrays(alphas[None, :], lam)
     out = solve_reduced(spec, a.ravel(), lm.ravel())
     slope = alpha_derivative(spec, a.ravel(), lm.ravel(), out["kappa"], out["V_hat"])
-    return out["eg"].reshape(a.shape), out["train_loss"].reshape(a.shape), slope.reshape(a.shape)
+    return tuple(v.reshape(a.shape) for v in (out["eg"], out["train_loss"], slope, out["residual"],
+                                              root_converged(out)))
 
 
 #: relative step of the central finite difference of eg in alpha (general engine)
@@ -334,13 +342,13 @@ FD_STEP = 1e-4
 
 def _general_row(task, kind: _Kind, alphas: np.ndarray, lam: float) -> tuple[np.ndarray, ...]:
     """eg, train loss and d eg/d alpha along one row, by the general engine (warm starts)."""
-    eg, et, slope = (np.empty(alphas.size) for _ in range(3))
+    eg, et, slope, res, ok = (np.empty(alphas.size) for _ in range(5))
     prev = None
     for i, a in enumerate(alphas):
         prev = kind.solve(task, float(a), lam, prev)
-        eg[i], et[i] = prev.eg, prev.train_loss
+        eg[i], et[i], res[i], ok[i] = prev.eg, prev.train_loss, prev.residual, prev.converged
         slope[i] = _fd_slope(task, kind, float(a), lam, prev)
-    return eg, et, slope
+    return eg, et, slope, res, ok.astype(bool)
 
 
 def _fd_slope(task, kind: _Kind, a: float, lam: float, at: SaddlePoint) -> float:
@@ -431,17 +439,16 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
     """
     kind = _Kind(routes.plan(task, entry="phase_diagram", loss=loss, channel=channel))
     spec = spectrum_of(task)
-    optimal = _checks.flag(optimal, "optimal")
-    progress = _checks.flag(progress, "progress")
+    optimal, progress = _checks.flag(optimal, "optimal"), _checks.flag(progress, "progress")
     alphas = increasing_grid(alpha, "alpha")
     lams = increasing_grid(lam, "lam")  # > 0: every route of a diagram takes it
     _checks.grid_cells(alphas.size * lams.size, f"phase_diagram: {alphas.size} alpha x {lams.size} lam")
     if kind.fast:
-        eg, et, slope = _grid(spec, alphas, lams[:, None])
+        eg, et, slope, res, ok = _grid(spec, alphas, lams[:, None])
     else:
         rows = [_general_row(task, kind, alphas, float(lm))
                 for lm in _progress(lams, progress, "rows (general engine)")]
-        eg, et, slope = (np.array([r[k] for r in rows]) for k in range(3))
+        eg, et, slope, res, ok = (np.array([r[k] for r in rows]) for k in range(5))
     if kind.fast:
         peaks = _fast_peaks(spec, alphas, lams, slope)
     else:
@@ -452,9 +459,12 @@ def phase_diagram(task, *, alpha, lam, optimal: bool = True, progress: bool = Fa
         pairs = _optimal(task, spec, alphas, LAM_BOUNDS, 1e-9, kind, progress=progress)
         opt_lam = np.array([p[0] for p in pairs])
         opt_eg = np.array([p[1].eg for p in pairs])
+        res = np.vstack([res, [p[1].residual for p in pairs]])
+        ok = np.vstack([ok, [p[1].converged and p[2] for p in pairs]])
     return PhaseDiagram(alpha=alphas, axis="lam", y=lams, lam=lams, shift=None, eg=eg, train_loss=et,
                         deg_dalpha=slope, optimal_lam=opt_lam, optimal_eg=opt_eg, peak_alpha=peaks,
-                        rho=spec.rho, noise=spec.noise)
+                        rho=spec.rho, noise=spec.noise, residual=res, converged=ok,
+                        interpolation_alpha=kind.alpha_1)
 
 
 @keywords
@@ -472,17 +482,17 @@ def shift_phase_diagram(*, alpha, shift, lam: float, progress: bool = False) -> 
     lam = _checks.nonnegative(lam, "lam")
     _checks.grid_cells(alphas.size * shifts.size,
                        f"shift_phase_diagram: {alphas.size} alpha x {shifts.size} shift")
-    eg, et, slope = (np.empty((shifts.size, alphas.size)) for _ in range(3))
+    eg, et, slope, res, ok = (np.empty((shifts.size, alphas.size)) for _ in range(5))
     peaks, rho, noise = np.empty(shifts.size), np.empty(shifts.size), np.empty(shifts.size)
     for i, s in enumerate(_progress(shifts, progress, "shift rows")):
         task = GaussianPottsLimit(shift=float(s))
         spec = task.spectrum
-        (eg[i],), (et[i],), (slope[i],) = _grid(spec, alphas, lam)
+        (eg[i],), (et[i],), (slope[i],), (res[i],), (ok[i],) = _grid(spec, alphas, lam)
         peaks[i] = peak_alpha(task, spec, alphas, lam, slope[i])
         rho[i], noise[i] = task.rho, task.noise
     return PhaseDiagram(alpha=alphas, axis="shift", y=shifts, lam=lam, shift=shifts, eg=eg,
                         train_loss=et, deg_dalpha=slope, optimal_lam=None, optimal_eg=None,
-                        peak_alpha=peaks, rho=rho, noise=noise)
+                        peak_alpha=peaks, rho=rho, noise=noise, residual=res, converged=ok.astype(bool))
 
 
 def _progress(values, show: bool | None, desc: str):
