@@ -176,7 +176,8 @@ def test_phase_contour_labels_read_upright():
     pd = rm.phase_diagram(gp, alpha=np.linspace(0.1, 3, 60), lam=np.logspace(-3, 1, 30), optimal=False)
     texts = plotting.plot_phase_diagram(pd).axes[0].texts
     angles = [t.get_rotation() % 360 for t in texts if t.get_text()[:1].isdigit()]
-    assert angles and all(a <= 90 or a >= 270 for a in angles), angles
+    # left to right, or (within 10 degrees of vertical) upwards like the y label: never upside down
+    assert angles and all(a <= 100 or a >= 270 for a in angles), angles
 
 
 # ------------------------------------------------------------------ long fits say where they are
