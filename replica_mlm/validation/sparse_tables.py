@@ -62,12 +62,12 @@ class SparseInstance:
 def instances(*, quick: bool) -> list[SparseInstance]:
     """The instances of the tables (quick: those of the discrete validation section in full mode).
 
-    Temperatures: the square-lattice ferromagnet orders at ``beta_c = 0.4407``, so 0.3 (disordered),
-    0.44 (at the transition) and 0.6 (ordered; in a finite lattice the sampler visits both signs
-    of the magnetisation by parallel tempering); the +-1 glass on the square lattice has no
-    transition at positive temperature (beta = 0.5, 1.0); on the 3-regular graph the +-1 Ising glass
-    orders at ``tanh(beta_c)^2 = 1/2`` (beta_c = 0.88); the band has no ordering transition (a
-    quasi-one-dimensional graph).
+    Temperatures: the square-lattice ferromagnet orders at ``beta_c = 0.4407``: 0.3 (disordered),
+    0.44 (at the transition) and 0.6 (ordered) at 4 x 4 (exact enumeration), 0.44 at 6 x 6 and
+    0.3 at 10 x 10 (where the package's samplers mix); the +-1 glass on the square lattice has no
+    transition at positive temperature (beta = 0.5, and 1.0 where the samplers do not mix: reported
+    as not measured); on the 3-regular graph the +-1 Ising glass orders at ``tanh(beta_c)^2 = 1/2``
+    (beta_c = 0.88); the band has no ordering transition (a quasi-one-dimensional graph).
     """
     import replica_mlm as rm
     from replica_mlm.potts import graphs
