@@ -108,7 +108,7 @@ def plot_contact_map(scores, distances, *, top: int, cutoff: float = 8.0, min_se
                    label=f"top {len(pi)} predicted, in contact ({int(hit.sum())})")
         ax.scatter(pj[~hit], pi[~hit], s=14, facecolors="none", edgecolors="black", marker="o", clip_on=False,
                    label=f"top {len(pi)} predicted, not in contact ({int((~hit).sum())})")
-        ax.plot([-0.5, L - 0.5], [-0.5, L - 0.5], color="0.5", linewidth=0.6)
+        ax.plot([-0.5, L - 0.5], [-0.5, L - 0.5], color="0.5", linewidth=0.6, label="diagonal $i = j$")
         ax.set_xlim(-0.5, L - 0.5)
         ax.set_ylim(L - 0.5, -0.5)
         ax.set_aspect("equal")
