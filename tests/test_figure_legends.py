@@ -385,6 +385,19 @@ def test_section_command_figures(command, tmp_path, monkeypatch):
     _assert_clean(found, 4)
 
 
+def _record_saved_texts(monkeypatch) -> list[str]:
+    """A list that collects the visible texts of every figure the package saves from now on."""
+    seen: list[str] = []
+    write = Figure.savefig
+
+    def record(fig, fname, *a, **k):
+        seen.extend(t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip())
+        return write(fig, fname, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    return seen
+
+
 @pytest.mark.parametrize("args, claims, never", [
     (["--loss", "logistic", "--channel", "sign"], ["(chance)", "logistic loss, sign channel"],
      ["C_{ii}", "Bayes floor", "sigma", "interpolation"]),
@@ -399,14 +412,7 @@ def test_curve_figure_says_only_what_is_true(args, claims, never, tmp_path, monk
     where e_g beats the reference holds on the curve written beside it."""
     import csv
 
-    seen: list[str] = []
-    write = Figure.savefig
-
-    def record(fig, fname, *a, **k):
-        seen.extend(t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip())
-        return write(fig, fname, *a, **k)
-
-    monkeypatch.setattr(Figure, "savefig", record)
+    seen = _record_saved_texts(monkeypatch)
     out = tmp_path / "out"
     res = CliRunner().invoke(main, ["curve", "--L", "60", "--points", "40", "--lam", "0.01", "--lam", "0.1",
                                     *args, "--out", str(out)])
@@ -429,14 +435,7 @@ def test_phase_figure_legend_names_only_what_is_drawn(tmp_path, monkeypatch):
     is inside the axes (else a note saying on which side), all checked against phase*.csv."""
     import csv
 
-    seen: list[str] = []
-    write = Figure.savefig
-
-    def record(fig, fname, *a, **k):
-        seen.extend(t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip())
-        return write(fig, fname, *a, **k)
-
-    monkeypatch.setattr(Figure, "savefig", record)
+    seen = _record_saved_texts(monkeypatch)
     out = tmp_path / "out"
     res = CliRunner().invoke(main, ["phase", "--L", "40", "--points", "10", "--lam-points", "5", "--loss",
                                     "logistic", "--channel", "sign", "--out", str(out)])

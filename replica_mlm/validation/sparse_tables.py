@@ -162,30 +162,27 @@ def own_model_point(task, *, alpha: float, lam: float, seeds: int, rng: int) -> 
     The local theory is the ``p -> infinity`` limit of exactly this experiment: where its gap to the
     discrete simulation at small L is matched by the gap to this one, it is the finite size of the
     learning problem, not the data model. Fits by :func:`replica_mlm.learners.logistic.fit` (the
-    package's objective); error rate and test loss exact under the mixture (the logit is Gaussian
-    given the cluster: 60 Gauss-Hermite nodes); the estimation error against the site's teacher.
-    Returns (mean, SE) over ``seeds`` per measure.
+    package's objective); error rate and test loss exact under the mixture, by the local theory's
+    own channel side (:class:`replica_mlm.theory.sides.local_clusters.LocalClusters`: the logit is
+    Gaussian given the cluster, ``M_c = w . mu_c``, ``Q = w^T S w``); the estimation error against
+    the site's teacher. Returns (mean, SE) over ``seeds`` per measure.
     """
-    from scipy.special import ndtr
-
     from replica_mlm._base.checks import as_generator
     from replica_mlm.learners import logistic
+    from replica_mlm.theory.sides import losses
+    from replica_mlm.theory.sides.local_clusters import LocalClusters
 
     mix, p = task.local_mixture, task.p
     n = round(alpha * p)
-    signs = np.where(mix.labels == 0, 1.0, -1.0)
-    x_nodes, w_nodes = np.polynomial.hermite_e.hermegauss(60)
+    side = LocalClusters(losses.resolve("logistic"), mix.weights, np.where(mix.labels == 0, 1.0, -1.0))
     vals = {k: [] for k in MEASURES}
     for gen in as_generator(rng).spawn(seeds):
         x, clusters = mix.sample(n, rng=gen)
         W, _ = logistic.fit(x, mix.labels[clusters], logistic.BINARY_BASIS, lam * p)
         w = W[:, 0]  # logits (z / 2, -z / 2): the logistic loss of y = +-1 on z = w . x
-        mean, sd = mix.means @ w, float(np.sqrt(w @ mix.covariance @ w))
-        margin = signs[:, None] * (mean[:, None] + sd * x_nodes[None, :])
-        vals["eg"].append(float(mix.weights @ ndtr(-signs * mean / sd)) if sd > 0 else
-                          float(mix.weights @ (signs * mean <= 0)))
-        vals["test_loss"].append(float(mix.weights @ (np.logaddexp(0.0, -margin) @ w_nodes))
-                                 / np.sqrt(2 * np.pi))
+        M, Q = (mix.means @ w)[None, :], np.array([[w @ mix.covariance @ w]])
+        vals["eg"].append(side.error(Q, M))
+        vals["test_loss"].append(side.test_loss(Q, M))
         vals["estimation_error"].append(float(np.sum((w - mix.teacher) ** 2)))
     return {k: tuple(float(v) for v in mean_stderr(np.array(v))) for k, v in vals.items()}
 
