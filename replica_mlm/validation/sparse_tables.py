@@ -300,8 +300,8 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict] = []
     failed: list[str] = []
     for inst in bar(instances(quick=not args.full), progress=True, desc="sparse tables", unit="instance"):
-        done = args.out / "instances" / f"{inst.family} {inst.label}.json".replace("/", "-")
-        if done.exists():  # a finished instance of an earlier run with the same settings
+        done = args.out / "instances" / f"{inst.family} {inst.label} rng {args.rng}.json".replace("/", "-")
+        if done.exists():  # a finished instance of an earlier run with the same settings and seed
             rows += loads(done.read_text())
             continue
         try:
@@ -319,6 +319,7 @@ def main(argv: list[str] | None = None) -> None:
         text += "\nNot measured:\n\n" + "\n".join(f"* {f}" for f in failed) + "\n"
     atomic_write_text(args.out / "sparse_tables.md", text)
     gap_figure(rows, args.out / "sparse_gaps")
+
 
 if __name__ == "__main__":
     main()
