@@ -85,10 +85,9 @@ def cluster_mixture_error(mixture) -> float:
     Gaussian with one covariance, and the Bayes error is a function of the Mahalanobis Gram matrix
     of their means (closed form for two classes, scrambled Sobol' points for more). Clusters of
     teacher-field bins cannot be read off the inputs: then the error of the classifier that knows the
-    bin (:func:`_binned_error`). Means
-    measured on ``n_c`` samples carry noise whose squared Mahalanobis norm is ``d / n_c`` on average
-    (``d`` Gaussian inputs): it is taken off the Gram matrix's diagonal, so that noise is not read
-    as separation between the classes.
+    bin (:func:`_binned_error`). Means measured on ``n_c`` samples carry noise whose squared
+    Mahalanobis norm is ``d / n_c`` on average (``d`` Gaussian inputs): it is taken off the Gram
+    matrix's diagonal, so that noise is not read as separation between the classes.
     """
     if mixture.binned:
         return _binned_error(mixture)
