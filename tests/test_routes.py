@@ -71,6 +71,11 @@ def test_learning_curve_draws_what_solve_solves_a_potts_site_included():
     assert mix.method == "mixture" and mix.M.shape == (2, 2, 3)
 
 
+def test_equations_refuse_the_local_theory_with_the_planner_message():
+    with pytest.raises(ValueError, match=r"equations serves the routes .* take route 'local'"):
+        rm.equations(theory="local")
+
+
 def test_phase_diagram_refuses_a_potts_site_with_the_planner_message():
     with pytest.raises(ValueError, match=r"phase_diagram serves the routes root, general; .* 'multiclass'"):
         rm.phase_diagram(POTTS, alpha=[0.5, 1.0], lam=[0.1, 1.0])

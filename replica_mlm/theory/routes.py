@@ -213,7 +213,8 @@ def _local(task, entry: str, *, loss, channel, method, precision, bayes: bool, p
             raise ValueError(f"theory='local' of a multi-class site learns with loss='cross_entropy', "
                              f"got {loss!r}")
         return Plan("local", entry)
-    return Plan("local", entry, loss=losses.resolve(default_loss(task) if loss is None else loss))
+    return Plan("local", entry, loss=losses.resolve(default_loss(task) if loss is None and task is not None
+                                                    else loss))
 
 
 def plan(task, *, entry: str = "solve", loss=None, channel=None, theory: str = "gaussian",
