@@ -45,7 +45,9 @@ TEMPERING_BETA_HOT = 1.0
 TEMPERING_MIN_ACCEPTANCE = 0.3
 #: at most this many rungs in an automatic ladder.
 TEMPERING_MAX_RUNGS = 128
-METHODS = ("gibbs", "tempering", "auto")
+#: the samplers: single-site Gibbs, parallel tempering, Swendsen-Wang clusters (ferromagnets of the
+#: Potts form, :mod:`replica_mlm.potts.clusters`), or the pilot run's choice
+METHODS = ("gibbs", "tempering", "cluster", "auto")
 #: default rounds of even/odd swaps after each tempering sweep
 TEMPERING_SWAP_ROUNDS = 1
 #: swap acceptance the tuner's equal-acceptance ladders are designed for
@@ -146,10 +148,11 @@ class GibbsDiagnostics:
     n_chains, n_sweeps : int
         Size of the pilot run (for tempering, ``n_chains`` counts replicas of the ladder).
     method : str
-        ``"gibbs"`` (independent single-site Gibbs chains) or ``"tempering"`` (parallel tempering;
+        ``"gibbs"`` (independent single-site Gibbs chains), ``"tempering"`` (parallel tempering;
         the autocorrelation is that of the configurations seen at the target, coldest, rung of each
         replica, one sweep being a Gibbs sweep of every rung followed by ``swap_rounds`` rounds of
-        swaps).
+        swaps) or ``"cluster"`` (independent chains of Swendsen-Wang updates, one update counted as
+        a sweep).
     ladder : ndarray
         Inverse temperatures of the tempering ladder, hottest first, the last being the model's
         beta (``[beta]`` for plain Gibbs).

@@ -4,8 +4,8 @@ A pilot run burns in, records the spins and energies of its chains, applies the 
 estimators of :mod:`replica_mlm.potts.autocorrelation` (Sokal's window, Geyer's initial monotone
 sequence, blocking) and doubles the run until it is long enough; it fills a
 :class:`~replica_mlm.potts.diagnostics.GibbsDiagnostics`. :func:`pilot_run` does this for any
-sampler step (plain Gibbs: :func:`pilot_gibbs`; parallel tempering:
-:func:`replica_mlm.potts.tempering.pilot_tempering`).
+sampler step (plain Gibbs: :func:`pilot_gibbs`; Swendsen-Wang clusters: :func:`pilot_cluster`;
+parallel tempering: :func:`replica_mlm.potts.tempering.pilot_tempering`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from replica_mlm._base import checks as _checks
 from replica_mlm._base.progress import bar
 from replica_mlm._base.stats import mean_stderr
 from replica_mlm.potts.autocorrelation import BLOCKS, _blocked_spin_tau, _windowed_taus
+from replica_mlm.potts.clusters import cluster_bonds, cluster_sweep
 from replica_mlm.potts.diagnostics import (
     DECORRELATION,
     TEMPERING_MAX_RUNGS,
@@ -30,7 +31,7 @@ from replica_mlm.potts.diagnostics import (
 )
 from replica_mlm.potts.kernel import PottsLike, energies_from_fields, gibbs_sweep, init_fields
 
-__all__ = ["check_pilot_size", "pilot_gibbs", "pilot_run"]
+__all__ = ["check_pilot_size", "pilot_cluster", "pilot_gibbs", "pilot_run"]
 
 
 def pilot_gibbs(model: PottsLike, gen, n_chains, n_sweeps, max_sweeps, *,
@@ -44,6 +45,24 @@ def pilot_gibbs(model: PottsLike, gen, n_chains, n_sweeps, max_sweeps, *,
         return s, energies_from_fields(model, s, Nq)
 
     d = pilot_run(model, step, n_chains, n_sweeps, max_sweeps, None, progress=progress)
+    d.ladder = np.array([model.beta])
+    d.state = (s.copy(), None)
+    return d
+
+
+def pilot_cluster(model: PottsLike, gen, n_chains, n_sweeps, max_sweeps, *,
+                  progress: bool | None = False) -> GibbsDiagnostics:
+    """Pilot run of ``n_chains`` independent chains of Swendsen-Wang updates (a ferromagnet of the
+    Potts form: :mod:`replica_mlm.potts.clusters`; ValueError naming why for any other model)."""
+    bonds = cluster_bonds(model)
+    s = gen.integers(0, model.q, size=(n_chains, model.L))
+
+    def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:
+        cluster_sweep(bonds, s, gen)
+        return s, bonds.energies(s)
+
+    d = pilot_run(model, step, n_chains, n_sweeps, max_sweeps, None, progress=progress)
+    d.method = "cluster"
     d.ladder = np.array([model.beta])
     d.state = (s.copy(), None)
     return d

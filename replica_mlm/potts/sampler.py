@@ -130,7 +130,7 @@ class PottsSampler:
             chains are updated together).
         n_sweeps, max_sweeps : int
             Initial and largest length of the recorded run.
-        method : {"gibbs", "tempering", "auto"}
+        method : {"gibbs", "tempering", "cluster", "auto"}
             ``"tempering"``: parallel tempering (replica exchange; same target distribution
             ``exp(-beta H)`` of docs/potts.md at the coldest rung):
             ``n_chains`` replicas of a geometric ladder from ``min(beta_hot, beta)`` to ``beta``
@@ -147,8 +147,12 @@ class PottsSampler:
             least ``0.3`` (at most 128 rungs; the new rungs are placed at equal predicted swap
             acceptance 0.5 from the measured acceptances, at least 1.5x as many). The returned
             diagnostics carry the mean Hamming distance at beta measured on the pilot run
-            (``hamming``, ``hamming_se``). ``"auto"``: plain Gibbs, and tempering if Gibbs
-            does not mix (no Sokal window or unequal halves) within ``max_sweeps``.
+            (``hamming``, ``hamming_se``). ``"cluster"``: independent chains of Swendsen-Wang
+            cluster updates (one update counts as a sweep), exact for ferromagnets of the Potts
+            form (every ``J_ij >= 0``, ``U = a I + b 1 1^T`` with ``a > 0``: Ising spins or
+            ``U = identity``; ValueError for any other model; docs/potts.md, "Cluster updates").
+            ``"auto"``: plain Gibbs; if Gibbs does not mix (no Sokal window or unequal halves)
+            within ``max_sweeps``, cluster updates where they apply, then tempering.
         n_rungs : int, optional
             Fixed number of rungs (no adaptation).
         beta_hot : float
@@ -193,7 +197,9 @@ class PottsSampler:
 
         Parameters
         ----------
-        method : {"gibbs", "tempering", "auto"}
+        method : {"gibbs", "tempering", "cluster", "auto"}
+            ``"cluster"``: Swendsen-Wang updates of independent chains (ferromagnets of the Potts
+            form, see :meth:`gibbs_diagnostics`).
             ``"tempering"``: parallel tempering (see :meth:`gibbs_diagnostics`); ``n_chains``
             replicas of the ladder (default ``min(n, max(16, 500 // len(ladder)))``) run side by
             side and each saves the configuration at its coldest rung (the model's beta). The
@@ -201,7 +207,8 @@ class PottsSampler:
             ``tempering_ladder(n_rungs, beta_hot)``) when ``sweeps_between`` and ``burn_in`` are
             both given; pass ``ladder=diagnostics.ladder`` and
             ``swap_rounds=diagnostics.swap_rounds`` to sample with what a pilot run measured.
-            ``"auto"``: the method the pilot run chose (Gibbs if it mixes, else tempering).
+            ``"auto"``: the method the pilot run chose (Gibbs if it mixes, else clusters for a
+            ferromagnet if they mix, else tempering).
         resume : GibbsDiagnostics, optional
             Continue the chains where this pilot run of the model ended (e.g.
             ``tune_beta(..., return_result=True).diagnostics``), with its method, ladder and swap

@@ -16,6 +16,7 @@ import numpy as np
 
 from replica_mlm._base import checks as _checks
 from replica_mlm._base.progress import bar
+from replica_mlm.potts.clusters import cluster_bonds, cluster_sweep
 from replica_mlm.potts.diagnostics import METHODS, GibbsDiagnostics
 from replica_mlm.potts.kernel import PottsLike, gibbs_sweep, init_fields
 from replica_mlm.potts.tempering import (
@@ -119,7 +120,7 @@ def _sampler(model: PottsLike, gen, *, method, sweeps_between, burn_in, n_rungs,
         swap_rounds = diag.swap_rounds
     elif method == "auto":
         raise ValueError('method="auto" needs the pilot run: leave sweeps_between or burn_in '
-                         "unset, or choose gibbs or tempering")
+                         "unset, or choose gibbs, tempering or cluster")
     else:
         ladder = (checked_ladder(model, ladder, n_rungs, beta_hot)
                   if method == "tempering" else np.array([model.beta]))
@@ -153,14 +154,21 @@ def _start_chains(model: PottsLike, gen, n, n_chains, method, ladder, swap_round
     else:
         C = min(n, 500) if n_chains is None else min(n_chains, n)
         s = gen.integers(0, q, size=(C, L))
-        Nq = init_fields(model, s)
-
-        def advance() -> None:
-            gibbs_sweep(model, s, Nq, gen)
+        advance = _advance(model, s, method, gen)
 
         def current() -> np.ndarray:
             return s
     return C, advance, current
+
+
+def _advance(model: PottsLike, s: np.ndarray, method: str, gen):
+    """One sweep of independent chains ``s`` in place: a Gibbs sweep, or a Swendsen-Wang update
+    for ``method="cluster"`` (ValueError naming why when the model admits none)."""
+    if method == "cluster":
+        bonds = cluster_bonds(model)
+        return lambda: cluster_sweep(bonds, s, gen)
+    Nq = init_fields(model, s)
+    return lambda: gibbs_sweep(model, s, Nq, gen)
 
 
 def _save_every(advance, current, n, C, L, burn, between, progress) -> np.ndarray:
@@ -199,18 +207,18 @@ def _draw_resumed(model: PottsLike, n, rng, d, *, n_chains, sweeps_between, burn
     what, sweeps = f"sample(n={n}, resume=<{d.method} pilot of {C} chains>)", burn + between * per_chain
     _checks.allocation(2 * 8 * (n + C) * L + 8 * C * K * L * (model.q + 2), what)
     _checks.work(sweeps * C * K * L * model.q, what, steps=sweeps * L)
-    Nq = init_fields(model, s)
     ladder, rounds = d.ladder.copy(), d.swap_rounds
     base = np.arange(C) * K
-    t = 0  # even/odd swap rounds alternate from here (either parity keeps the target exact)
+    if who is None:
+        advance = _advance(model, s, d.method, gen)
+    else:
+        Nq = init_fields(model, s)
+        t = 0  # even/odd swap rounds alternate from here (either parity keeps the target exact)
 
-    def advance() -> None:
-        nonlocal t
-        if who is None:
-            gibbs_sweep(model, s, Nq, gen)
-        else:
+        def advance() -> None:
+            nonlocal t
             tempering_step(model, s, Nq, who, ladder, t, gen, swap_rounds=rounds)
-        t += 1
+            t += 1
 
     out = np.empty((per_chain, C, L), dtype=np.intp)
     for _ in range(burn):

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import erfcinv
 
 from replica_mlm._base import checks as _checks
+from replica_mlm.potts.clusters import cluster_form
 from replica_mlm.potts.diagnostics import (
     METHODS,
     TEMPERING_MAX_RUNGS,
@@ -34,7 +35,7 @@ from replica_mlm.potts.diagnostics import (
     cross_chain_hamming,
 )
 from replica_mlm.potts.kernel import PottsLike, energies_from_fields, gibbs_sweep, init_fields
-from replica_mlm.potts.pilot import check_pilot_size, pilot_gibbs, pilot_run
+from replica_mlm.potts.pilot import check_pilot_size, pilot_cluster, pilot_gibbs, pilot_run
 
 __all__ = [
     "TemperingScan",
@@ -299,7 +300,8 @@ PILOT_SWEEPS, PILOT_MAX_SWEEPS = 200, 3200
 
 def diagnose(model: PottsLike, rng, *, n_chains, n_sweeps, max_sweeps, method, n_rungs,
              beta_hot, ladder, swap_rounds, progress: bool | None = False) -> GibbsDiagnostics:
-    """The body of ``PottsModel.gibbs_diagnostics``: Gibbs pilot, then tempering with ladder growth
+    """The body of ``PottsModel.gibbs_diagnostics``: Gibbs pilot; for ``"auto"``, if Gibbs does not
+    mix, Swendsen-Wang clusters where they apply (a ferromagnet), then tempering with ladder growth
     (``progress``: a bar over each pilot run's sweeps, :func:`replica_mlm.potts.pilot.pilot_run`)."""
     method = _checks.choice(method, METHODS, "method")
     n_sweeps = _checks.positive_int(n_sweeps, "n_sweeps")
@@ -309,11 +311,17 @@ def diagnose(model: PottsLike, rng, *, n_chains, n_sweeps, max_sweeps, method, n
     n_rungs = _checks.optional(_checks.positive_int, n_rungs, "n_rungs")
     beta_hot = _checks.positive(beta_hot, "beta_hot")
     check_pilot_size(model, n_chains, n_sweeps, max_sweeps, n_rungs)
+    chains = 64 if n_chains is None else n_chains
+    if method == "cluster":
+        return pilot_cluster(model, gen, chains, n_sweeps, max_sweeps, progress=progress)
     if method in ("gibbs", "auto"):
-        d = pilot_gibbs(model, gen, 64 if n_chains is None else n_chains, n_sweeps, max_sweeps,
-                        progress=progress)
+        d = pilot_gibbs(model, gen, chains, n_sweeps, max_sweeps, progress=progress)
         if method == "gibbs" or d.mixing:
             return d
+        if cluster_form(model) is not None:  # a ferromagnet: clusters before a ladder
+            d = pilot_cluster(model, gen, chains, n_sweeps, max_sweeps, progress=progress)
+            if d.mixing:
+                return d
     R = 16 if n_chains is None else n_chains
     fixed = ladder is not None or n_rungs is not None
     ladder = checked_ladder(model, ladder, n_rungs, beta_hot)

@@ -96,7 +96,7 @@ def colour_symmetry(J: np.ndarray, U: np.ndarray) -> str | None:
 def tune(model: PottsLike, target_hamming, rng, *, n_samples, tol, max_iter, method, n_replicas,
          max_sweeps, swap_rounds, beta_hot, return_result) -> float | TuneResult:
     """Check the arguments of ``tune_beta`` and run the tuner the method asks for."""
-    method = _checks.choice(method, METHODS, "method")
+    method = _checks.choice(method, tuple(m for m in METHODS if m != "cluster"), "method")
     target = _checks.positive(target_hamming, "target_hamming")
     ceiling = 1.0 - 1.0 / model.q
     if target >= ceiling:
