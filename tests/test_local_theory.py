@@ -213,3 +213,23 @@ def test_learning_curve_is_solve_point_by_point_and_carries_validity():
             np.testing.assert_allclose(np.asarray(getattr(curve, name))[k], getattr(point, name),
                                        rtol=1e-7, err_msg=name)
     assert curve.valid is not None and curve.valid == point.valid
+
+
+def test_hybr_takes_over_where_anderson_stalls(monkeypatch):
+    """Where Anderson mixing stalls (the ordered 10 x 10 lattice, docs/discrete.md "Sparse
+    couplings"), the local solve restarts with Powell's hybrid method: forced here, it finds the
+    same point to solver precision, and counts both runs' evaluations."""
+    task, logistic = as_task(constructed(d=100, q=2, m=3), 100), losses.resolve("logistic")
+    reference = local_engine.solve(task, alpha=2.0, lam=0.1, loss=logistic)
+    solve_point = local_engine.multiclass.solve_point
+
+    def anderson_fails(prob, *, method="hybr", **kw):
+        if method == "anderson":
+            prob.evaluations += 7
+            raise rm.ConvergenceError("stalled", last=None, residual=1.0, iterations=7)
+        return solve_point(prob, method=method, **kw)
+
+    monkeypatch.setattr(local_engine.multiclass, "solve_point", anderson_fails)
+    fallback = local_engine.solve(task, alpha=2.0, lam=0.1, loss=logistic)
+    _same(reference, fallback)
+    assert fallback.converged and fallback.residual < 1e-10 and fallback.iterations > 7

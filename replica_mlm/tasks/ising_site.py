@@ -102,7 +102,8 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
     samples : int
         Sequences drawn when not exact (checked always); thinning from the sampler's measured autocorrelation
         (``PottsModel.sample(method="auto")``: Gibbs, or cluster updates on a ferromagnet, or
-        parallel tempering where Gibbs does not mix). The sampler's warning that it did not decorrelate is turned into a ValueError.
+        parallel tempering where Gibbs does not mix). The sampler's warning that it did not
+        decorrelate is turned into a ValueError.
     batches : int
         Disjoint batches for :attr:`SpinCovariance.batches` (>= 2).
     rng : int or Generator

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from replica_mlm._base.errors import ConvergenceError
 from replica_mlm.tasks.potts_site import simplex_basis
 from replica_mlm.theory.sides import local_clusters, mixture_classes, prior
 from replica_mlm.theory.sides import multiclass_channel as mc
@@ -106,14 +107,24 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
     start = None
     if isinstance(init, multiclass.MulticlassSaddlePoint) and init.M.shape == (K, theory.C):
         start = prob.pack(init.V, init.Q, init.M)
-    point = multiclass.solve_point(prob, init=start, method="anderson")  # ConvergenceError if it fails
+    spent = 0
+    try:
+        point = multiclass.solve_point(prob, init=start, method="anderson")
+    except ConvergenceError:
+        spent = prob.evaluations
+        # Anderson mixing can stall where a few clusters carry almost all the weight (the ordered
+        # 10 x 10 lattice at beta = 0.6: residual 0.97 after 2337 evaluations); Powell's hybrid
+        # method from the cold start then converges (residual 2e-15 after 796); ConvergenceError
+        # if it does not either
+        prob = problem(theory, alpha, lam, loss, order)
+        point = multiclass.solve_point(prob, method="hybr", max_evaluations=3000)
     meas = _measures(prob, point, order, scalar)
     return multiclass.MulticlassSaddlePoint(
         alpha=alpha, lam=lam, test_loss=meas["test_loss"], eg=meas["eg"],
         estimation_error=prob.prior_side.estimation_error(point), train_loss=point["train_loss"],
         Q=point["Q"], M=point["M"], V=point["V"], Q_hat=point["Q_hat"], M_hat=point["M_hat"],
         V_hat=point["V_hat"], rho=theory.means.T @ theory.means, converged=True, residual=point["residual"],
-        iterations=prob.evaluations, integration=("Gauss-Legendre panels" if scalar else
+        iterations=spent + prob.evaluations, integration=("Gauss-Legendre panels" if scalar else
                                                   f"Gauss-Hermite {order}^{K}; error rate: {EG_SCRAMBLINGS} "
                                                   "Sobol' scramblings"),
         integration_error=meas["integration_error"], method="local")
