@@ -63,10 +63,14 @@ def test_the_ordered_lattice_visits_both_states():
     assert abs((1 - 2 * more).mean()) < 0.5
 
 
-def test_auto_turns_to_clusters_where_gibbs_stalls():
+def test_auto_takes_clusters_on_a_ferromagnet_and_gibbs_elsewhere():
+    """At beta = 0.6 Gibbs does not mix on the 6 x 6 lattice within 400 sweeps; the clusters do."""
     model = rm.PottsModel.ising(couplings=graphs.square_lattice(6), beta=0.6)
+    assert not model.gibbs_diagnostics(rng=0, method="gibbs", max_sweeps=400).mixing
     d = model.gibbs_diagnostics(rng=0, method="auto", max_sweeps=400)
     assert d.method == "cluster" and d.mixing
+    glass = rm.PottsModel.ising(couplings=graphs.square_lattice(6, signs="glass", rng=0), beta=0.3)
+    assert glass.gibbs_diagnostics(rng=0, method="auto").method == "gibbs"
 
 
 @pytest.mark.parametrize("model", [

@@ -151,8 +151,8 @@ class PottsSampler:
             cluster updates (one update counts as a sweep), exact for ferromagnets of the Potts
             form (every ``J_ij >= 0``, ``U = a I + b 1 1^T`` with ``a > 0``: Ising spins or
             ``U = identity``; ValueError for any other model; docs/potts.md, "Cluster updates").
-            ``"auto"``: plain Gibbs; if Gibbs does not mix (no Sokal window or unequal halves)
-            within ``max_sweeps``, cluster updates where they apply, then tempering.
+            ``"auto"``: cluster updates where they apply; otherwise plain Gibbs, and tempering if
+            Gibbs does not mix (no Sokal window or unequal halves) within ``max_sweeps``.
         n_rungs : int, optional
             Fixed number of rungs (no adaptation).
         beta_hot : float
@@ -207,8 +207,8 @@ class PottsSampler:
             ``tempering_ladder(n_rungs, beta_hot)``) when ``sweeps_between`` and ``burn_in`` are
             both given; pass ``ladder=diagnostics.ladder`` and
             ``swap_rounds=diagnostics.swap_rounds`` to sample with what a pilot run measured.
-            ``"auto"``: the method the pilot run chose (Gibbs if it mixes, else clusters for a
-            ferromagnet if they mix, else tempering).
+            ``"auto"``: the method the pilot run chose (clusters for a ferromagnet, else Gibbs if
+            it mixes, else tempering).
         resume : GibbsDiagnostics, optional
             Continue the chains where this pilot run of the model ended (e.g.
             ``tune_beta(..., return_result=True).diagnostics``), with its method, ladder and swap

@@ -300,8 +300,8 @@ PILOT_SWEEPS, PILOT_MAX_SWEEPS = 200, 3200
 
 def diagnose(model: PottsLike, rng, *, n_chains, n_sweeps, max_sweeps, method, n_rungs,
              beta_hot, ladder, swap_rounds, progress: bool | None = False) -> GibbsDiagnostics:
-    """The body of ``PottsModel.gibbs_diagnostics``: Gibbs pilot; for ``"auto"``, if Gibbs does not
-    mix, Swendsen-Wang clusters where they apply (a ferromagnet), then tempering with ladder growth
+    """The body of ``PottsModel.gibbs_diagnostics``: for ``"auto"``, Swendsen-Wang clusters where
+    they apply (a ferromagnet), else (or if they do not mix) Gibbs, then tempering with ladder growth
     (``progress``: a bar over each pilot run's sweeps, :func:`replica_mlm.potts.pilot.pilot_run`)."""
     method = _checks.choice(method, METHODS, "method")
     n_sweeps = _checks.positive_int(n_sweeps, "n_sweeps")
@@ -312,16 +312,17 @@ def diagnose(model: PottsLike, rng, *, n_chains, n_sweeps, max_sweeps, method, n
     beta_hot = _checks.positive(beta_hot, "beta_hot")
     check_pilot_size(model, n_chains, n_sweeps, max_sweeps, n_rungs)
     chains = 64 if n_chains is None else n_chains
-    if method == "cluster":
-        return pilot_cluster(model, gen, chains, n_sweeps, max_sweeps, progress=progress)
+    if method == "cluster" or (method == "auto" and cluster_form(model) is not None):
+        # a ferromagnet of the Potts form: cluster updates are exact and decorrelate at least as
+        # fast as Gibbs sweeps (10 x 10 lattice at beta = 0.44: tau 2.8 updates against Gibbs's
+        # hundreds of sweeps), at the cost of about one sweep
+        d = pilot_cluster(model, gen, chains, n_sweeps, max_sweeps, progress=progress)
+        if method == "cluster" or d.mixing:
+            return d
     if method in ("gibbs", "auto"):
         d = pilot_gibbs(model, gen, chains, n_sweeps, max_sweeps, progress=progress)
         if method == "gibbs" or d.mixing:
             return d
-        if cluster_form(model) is not None:  # a ferromagnet: clusters before a ladder
-            d = pilot_cluster(model, gen, chains, n_sweeps, max_sweeps, progress=progress)
-            if d.mixing:
-                return d
     R = 16 if n_chains is None else n_chains
     fixed = ladder is not None or n_rungs is not None
     ladder = checked_ladder(model, ladder, n_rungs, beta_hot)

@@ -101,7 +101,7 @@ def spin_covariance(model, *, samples: int = 20000, batches: int = 10,
         An Ising model (:func:`is_ising`).
     samples : int
         Sequences drawn when not exact (checked always); thinning from the sampler's measured autocorrelation
-        (``PottsModel.sample(method="auto")``: Gibbs, or cluster updates on a ferromagnet, or
+        (``PottsModel.sample(method="auto")``: cluster updates on a ferromagnet, else Gibbs, or
         parallel tempering where Gibbs does not mix). The sampler's warning that it did not
         decorrelate is turned into a ValueError.
     batches : int
