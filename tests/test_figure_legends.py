@@ -324,12 +324,24 @@ def test_command_line_figures(args, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("section", ["mlm", "limit", "erm", "discrete", "potts", "attractor"])
+@pytest.mark.parametrize("section", ["mlm", "limit", "erm", "discrete", "potts", "attractor", "bayes",
+                                     "figure2"])
 def test_validation_figures(section, tmp_path):
-    """The validation's figures, section by section at the quick settings (minutes: opt-in)."""
-    with checked() as found:
+    """The validation's figures, section by section at the quick settings (minutes: opt-in); the
+    sections whose figures were checked for series without a legend entry check that too."""
+    with checked(unlabelled=section in ("bayes", "figure2")) as found:
         res = CliRunner().invoke(main, ["validate", "--quick", "--section", section, "--out", str(tmp_path)])
         assert res.exit_code in (0, 1), res.output  # a failed claim is the report's business, not this test's
+    _assert_clean(found, 1)
+
+
+def test_dynamics_section_figure(tmp_path):
+    """The dynamics section's figure (seconds): every series in its legend, the flows' ERM end
+    points and early-stopping optima included (one entry each, as on ``replica-mlm dynamics``)."""
+    with checked(unlabelled=True) as found:
+        res = CliRunner().invoke(main, ["validate", "--quick", "--section", "dynamics", "--out",
+                                        str(tmp_path)])
+        assert res.exit_code in (0, 1), res.output
     _assert_clean(found, 1)
 
 
@@ -355,7 +367,9 @@ def test_site_learning_curves(tmp_path):
 def test_section_command_figures(command, tmp_path, monkeypatch):
     """``replica-mlm potts`` and ``replica-mlm attractor`` on smaller data than --quick: the same
     figures and artists, drawn by the command (a failed claim on so little data is not this test's
-    business: exit status 0 or 1)."""
+    business: exit status 0 or 1). The potts command's four figures (reconstruction, test loss,
+    small lam, and the Gibbs sampler's autocorrelation diagnostics) and the attractor's: every
+    entry drawn so, every series in a legend, no overlapping texts."""
     from dataclasses import replace
 
     from replica_mlm.validation import attractor_section, potts_section
@@ -378,7 +392,7 @@ def test_section_command_figures(command, tmp_path, monkeypatch):
         return write(fig, fname, *args, **kwargs)
 
     monkeypatch.setattr(Figure, "savefig", png_only)
-    with checked() as found:
+    with checked(unlabelled=True) as found:
         res = CliRunner().invoke(main, [command, "--out", str(tmp_path / "out")])
         assert res.exit_code in (0, 1), res.output
         assert res.exception is None or isinstance(res.exception, SystemExit), res.output
