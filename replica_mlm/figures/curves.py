@@ -453,27 +453,40 @@ def plot_erm_curves(lines: dict, rows: Sequence, *, alpha_c: float | None = None
     -------
     matplotlib.figure.Figure
     """
+    from matplotlib.legend_handler import HandlerTuple
+
+    from replica_mlm._base import checks
+
+    checks.optional(checks.text, title, "title")
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
         n = len(lines)
+        handles, labels = [], []  # of the right panel: a series' line and its simulated points
         for i, ((loss, channel), c) in enumerate(lines.items()):
             style = dict(color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)])
-            label = f"{loss} / {channel}"
             for ax, key in zip(axes, ("eg", "test_loss"), strict=True):
-                ax.plot(c.alpha, getattr(c, key), label=label, **style)
+                (line,) = ax.plot(c.alpha, getattr(c, key), **style)
+                handle = line
                 pts = [r for r in rows if r["loss"] == loss and r["channel"] == channel and r["lam"] == c.lam]
                 if pts:
-                    ax.errorbar([r["alpha"] for r in pts], [r[f"{key}_mean"] for r in pts],
-                                yerr=[r[f"{key}_stderr"] for r in pts], fmt=MARKERS[i % len(MARKERS)], ms=3.5,
-                                color=grey(i, n), mfc="white", capsize=2, lw=0.8)
+                    handle = (line, ax.errorbar(
+                        [r["alpha"] for r in pts], [r[f"{key}_mean"] for r in pts],
+                        yerr=[r[f"{key}_stderr"] for r in pts], fmt=MARKERS[i % len(MARKERS)], ms=3.5,
+                        color=grey(i, n), mfc="white", capsize=2, lw=0.8))
+            handles.append(handle)
+            labels.append(f"{loss} / {channel}")
         for ax, ylabel in zip(axes, ("generalisation error $e_g$", "test loss"), strict=True):
             ax.axvline(1.0, color="0.85", lw=0.7, zorder=0)
             if alpha_c is not None:
-                ax.axvline(alpha_c, color="0.6", lw=0.7, ls=":", zorder=0, label=r"$\alpha_c$")
+                alpha_c_line = ax.axvline(alpha_c, color="0.6", lw=0.7, ls=":", zorder=0)
             ax.set_xlabel(r"$\alpha = n/p$")
             ax.set_ylabel(ylabel)
             ax.set_yscale("log")
-        axes[1].legend(loc="upper right", fontsize=7)
+        if alpha_c is not None:
+            handles.append(alpha_c_line)
+            labels.append(r"$\alpha_c$")
+        axes[1].legend(handles, labels, handler_map={tuple: HandlerTuple(ndivide=None)}, loc="upper right",
+                       fontsize=7)
         if title:
             fig.suptitle(title, fontsize=9)
         fig.tight_layout()
