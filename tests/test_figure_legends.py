@@ -469,3 +469,27 @@ def test_phase_figure_legend_names_only_what_is_drawn(tmp_path, monkeypatch):
         assert r"$\lambda$ range shown" in text and "above" in text
     elif any(lam[0] <= b <= lam[-1] for b in best):
         assert r"optimal $\lambda^*(\alpha)$" in seen
+
+
+@pytest.mark.parametrize("args", [["--loss", "logistic", "--channel", "sign"], []], ids=["sign", "gaussian"])
+def test_the_curve_figure_axes_read_with_at_least_three_tick_labels(args, tmp_path, monkeypatch):
+    """A classification error between 0.45 and 0.5 drawn on a log axis showed two tick labels; the
+    curve figure's axes each carry at least three labelled ticks in view."""
+    counts: list[tuple[str, int]] = []
+    write = Figure.savefig
+
+    def count(fig, fname, *a, **k):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        views = ((ax.xaxis, sorted(ax.get_xlim()), 0), (ax.yaxis, sorted(ax.get_ylim()), 1))
+        for axis, (lo, hi), k_pos in views:
+            shown = [t for t in axis.get_ticklabels(which="both")
+                     if t.get_visible() and t.get_text().strip() and lo <= t.get_position()[k_pos] <= hi]
+            counts.append((axis.axis_name, len(shown)))
+        return write(fig, fname, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", count)
+    res = CliRunner().invoke(main, ["curve", "--L", "60", "--points", "40", *args, "--out",
+                                    str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert counts and all(n >= 3 for _, n in counts), counts

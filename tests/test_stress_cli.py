@@ -179,3 +179,21 @@ def test_validate_help_names_every_section():
     text = CliRunner().invoke(main, ["validate", "--help"]).output
     described = text.split("Options:")[0]
     assert all(f"{name} (" in " ".join(described.split()) for name in SECTIONS), described
+
+
+def test_validate_overwrite_replaces_the_earlier_report_and_nothing_else(tmp_path):
+    """``validate --section limit`` then ``validate --section dynamics --overwrite`` into the same
+    folder: the limit section's files go with the earlier report (the issue's case kept 63 files
+    of other sections beside a report.md counting only the new one); a user's file stays."""
+    out = tmp_path / "report"
+    first = CliRunner().invoke(main, ["validate", "--quick", "--section", "limit", "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    assert any(name.startswith("limit") for name in _names(out))
+    (out / "notes.txt").write_text("mine")
+    second = CliRunner().invoke(main, ["validate", "--quick", "--section", "dynamics", "--out", str(out),
+                                       "--overwrite"])
+    assert second.exit_code == 0, second.output
+    listed = json.loads(run_manifest(out, "validate").read_text())["files"]
+    assert _names(out) == {*listed, "notes.txt", run_manifest(out, "validate").name}
+    assert not any(name.startswith("limit") for name in _names(out))
+    assert {"report.md", "report.json", "dynamics.json"} <= set(listed)
