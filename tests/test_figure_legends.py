@@ -306,8 +306,12 @@ def test_contact_map(tmp_path):
     pos = np.cumsum(rng.normal(size=(L, 3)) * 2.0, axis=0)
     dist = np.linalg.norm(pos[:, None] - pos[None], axis=-1)
     with checked(unlabelled=True) as found:
-        plot_contact_map(scores, dist, top=20, path=tmp_path / "map")
+        fig = plot_contact_map(scores, dist, top=20, path=tmp_path / "map")
     _assert_clean(found, 1)
+    # the predicted pairs' markers are not cut by the axes: a pair in the first or last column
+    # keeps its whole marker at the edge (the structure's squares fill their cells and are clipped)
+    markers = [c for c in fig.axes[0].collections if "predicted" in c.get_label()]
+    assert len(markers) == 2 and not any(c.get_clip_on() for c in markers)
 
 
 @pytest.mark.parametrize("args", [

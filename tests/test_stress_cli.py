@@ -41,6 +41,7 @@ def _one_line_error(result, status: int) -> str:
 @pytest.fixture
 def files(tmp_path) -> dict[str, Path]:
     made = {"empty": "", "garbage": "garbage\n", "ragged": ">a\nACDE\n>b\nAC\n", "ok": ALIGNED,
+            "identical": ">a\nACDEFGHIKL\n>b\nACDEFGHIKL\n",
             "binary": b"\x89PNG\x00\x00", "pdb": "HELLO\n"}
     paths = {}
     for name, text in made.items():
@@ -53,11 +54,13 @@ def files(tmp_path) -> dict[str, Path]:
 @pytest.mark.parametrize(("case", "words"), [
     ("empty", "empty alignment file"), ("garbage", "expected a FASTA header"),
     ("ragged", "not an alignment"), ("binary", "not UTF-8 text"), ("pdb", "not a readable PDB file"),
-    ("nan", "'nan' is not a finite number"),
+    ("nan", "'nan' is not a finite number"), ("family", "'NOSUCHFAMILY' is neither a family"),
+    ("identical", "msa must hold at least 2 different sequences"),
 ])
 def test_contacts_refuses_bad_files_in_one_line(files, tmp_path, case, words):
     args = {"pdb": [str(files["ok"]), "--pdb", str(files["pdb"])],
-            "nan": [str(files["ok"]), "--max-gap-fraction", "nan"]}.get(case, [str(files.get(case))])
+            "nan": [str(files["ok"]), "--max-gap-fraction", "nan"], "family": ["NOSUCHFAMILY"]
+            }.get(case, [str(files.get(case))])
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["contacts", *args, "--out", str(out)])
     assert words in _one_line_error(result, 2)
