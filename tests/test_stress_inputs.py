@@ -284,3 +284,46 @@ def test_an_alignment_without_covariation_is_refused(tmp_path, text, words):
     result = CliRunner().invoke(main, ["contacts", str(path), "--out", str(out)])
     assert result.exit_code == 2 and "msa must hold at least 2 different sequences" in result.output
     assert not out.exists()
+
+
+def _tiny_structure(path) -> None:
+    """A 10-residue chain ACDEFGHIKL (N, CA and CB atoms; glycine without CB) on a helix-like coil."""
+    names = ["ALA", "CYS", "ASP", "GLU", "PHE", "GLY", "HIS", "ILE", "LYS", "LEU"]
+    lines, k = [], 1
+    for i, res in enumerate(names):
+        x, y, z = 2.3 * math.cos(1.75 * i), 2.3 * math.sin(1.75 * i), 1.5 * i
+        for atom, element, dx in (("N", "N", -0.5), ("CA", "C", 0.0), ("CB", "C", 0.6)):
+            if atom == "CB" and res == "GLY":
+                continue
+            lines.append(f"ATOM  {k:5d}  {atom:<3s} {res:3s} A{i + 1:4d}    {x + dx:8.3f}{y:8.3f}{z:8.3f}"
+                         f"  1.00  0.00           {element}")
+            k += 1
+    path.write_text("\n".join([*lines, "END"]) + "\n")
+
+
+def test_contacts_says_on_the_figure_whether_the_fit_converged(tmp_path, monkeypatch):
+    """The contact map of an unconverged fit says so in its title, as the console and the JSON do."""
+    pytest.importorskip("biotite")
+    from click.testing import CliRunner
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from replica_mlm.cli import main
+
+    path, pdb = tmp_path / "a.fasta", tmp_path / "tiny.pdb"
+    path.write_text(">a\nACDEFGHIKL\n>b\nACDEFGHIKV\n>c\nACDQFGHIKL\n>d\nMCDQFGHIKL\n")
+    _tiny_structure(pdb)
+    texts: list[str] = []
+    write = Figure.savefig
+
+    def record(fig, fname, *a, **k):
+        texts.extend(t.get_text() for t in fig.findobj(Text) if t.get_visible())
+        return write(fig, fname, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    out = tmp_path / "o"
+    result = CliRunner().invoke(main, ["contacts", str(path), "--pdb", str(pdb), "--method", "plm",
+                                       "--max-iter", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "contact_map.png").exists()
+    assert any("fit not converged (2 iterations)" in t for t in texts), texts
