@@ -101,6 +101,14 @@ def test_resume_refusals_are_one_line(tmp_path):
     _one_line_exit_2(runner.invoke(main, [*SMALL_SIM, "--sample-seed", "7", "--resume", *out]),
                      "point-00000.json in", "is truncated or not a point file of this sweep",
                      "delete it or run without --resume")
+    # JSON nested past the recursion limit (a RecursionError traceback before issue 38), in a point
+    # file and in the fingerprint
+    (tmp_path / "simulate_points" / "point-00000.json").write_text("[" * 100_000 + "]" * 100_000)
+    _one_line_exit_2(runner.invoke(main, [*SMALL_SIM, "--sample-seed", "7", "--resume", *out]),
+                     "point-00000.json in", "is truncated or not a point file of this sweep")
+    (tmp_path / "simulate_points" / "fingerprint.json").write_text("[" * 100_000 + "]" * 100_000)
+    _one_line_exit_2(runner.invoke(main, [*SMALL_SIM, "--sample-seed", "7", "--resume", *out]),
+                     "fingerprint.json in", "--resume")
 
 
 def test_threads_option(tmp_path):

@@ -104,3 +104,35 @@ def test_every_rm_name_a_page_mentions_exists(page):
         except (AttributeError, ImportError):
             missing.append(f"rm.{name}")
     assert not missing, f"{page.name} names what does not exist: {missing}"
+
+
+#: what an example may give --out: the default root's folders, or the placeholder of a syntax line
+OUT_FOLDER = re.compile(r"(replica-mlm-out/\S*|DIR|''|\"\")$")
+
+
+def _code(text: str) -> list[str]:
+    """Fenced blocks and inline code spans of a page (a span may wrap onto the next line)."""
+    return re.findall(r"```.*?```|`[^`]+`", text, flags=re.S)
+
+
+@pytest.mark.parametrize("page", [p for p in [*PAGES, *sorted((ROOT / "docs").glob("*.rst"))]
+                                  if p.name != "changelog.md"], ids=lambda p: p.name)
+def test_examples_spell_rng_and_write_under_one_folder(page):
+    """Every example spells randomness ``rng=`` (``seed=`` only where the alias itself is named)
+    and writes under ``replica-mlm-out/``: each ``--out`` and each ``path=`` of a figure."""
+    bad = []
+    for code in _code(page.read_text(encoding="utf-8")):
+        if re.search(r"\bseed=", code) and code.strip("`") != "seed=":
+            bad.append(f"seed= in {code[:80]!r}")
+        bad += [f"--out {o}" for o in re.findall(r"--out[ =]([^\s`]+)", code) if not OUT_FOLDER.match(o)]
+        bad += [f"path={p!r}" for p in re.findall(r"\bpath=[\"']([^\"']+)", code)
+                if not p.startswith("replica-mlm-out/")]
+    assert not bad, f"{page.name}: {bad}"
+
+
+def test_the_gallery_spells_rng():
+    """The gallery's scripts (docs/examples) spell randomness as the pages do."""
+    bad = [f"{p.name}:{k}" for p in sorted((ROOT / "docs" / "examples").glob("*.py"))
+           for k, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+           if re.search(r"\bseed=", line)]
+    assert not bad, bad

@@ -285,11 +285,15 @@ def test_plotting_functions(small):
             [(lam, a, 0.3 / a + lam) for lam in (1e-3, 1e-2)], noise=0.3, fit_range=(20, 200),
             simulations=[(10.0, 1e-3, 0.031, 0.002)]),
         "erm": lambda: plotting.plot_erm_curves({("square", "gaussian"): small.curves[2]}, rows, alpha_c=1.5),
+        "erm, two pairs": lambda: plotting.plot_erm_curves(
+            {("square", "gaussian"): small.curves[2], ("absolute", "gaussian"): small.curves[1]},
+            [*rows, dict(rows[0], loss="absolute", lam=small.curves[1].lam)]),
     }
     problems = []
     for name, draw in figures.items():
         fig = draw()
-        problems += [f"{name}: {p}" for p in legend_problems(fig) + overlap_problems(fig)]
+        found = legend_problems(fig) + overlap_problems(fig) + unlabelled_problems(fig)
+        problems += [f"{name}: {p}" for p in found]
         plt.close(fig)
     assert not problems, "\n".join(problems)
 
@@ -302,8 +306,12 @@ def test_contact_map(tmp_path):
     pos = np.cumsum(rng.normal(size=(L, 3)) * 2.0, axis=0)
     dist = np.linalg.norm(pos[:, None] - pos[None], axis=-1)
     with checked(unlabelled=True) as found:
-        plot_contact_map(scores, dist, top=20, path=tmp_path / "map")
+        fig = plot_contact_map(scores, dist, top=20, path=tmp_path / "map")
     _assert_clean(found, 1)
+    # the predicted pairs' markers are not cut by the axes: a pair in the first or last column
+    # keeps its whole marker at the edge (the structure's squares fill their cells and are clipped)
+    markers = [c for c in fig.axes[0].collections if "predicted" in c.get_label()]
+    assert len(markers) == 2 and not any(c.get_clip_on() for c in markers)
 
 
 @pytest.mark.parametrize("args", [
@@ -324,12 +332,24 @@ def test_command_line_figures(args, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("section", ["mlm", "limit", "erm", "discrete", "potts", "attractor"])
+@pytest.mark.parametrize("section", ["mlm", "limit", "erm", "discrete", "potts", "attractor", "bayes",
+                                     "figure2"])
 def test_validation_figures(section, tmp_path):
-    """The validation's figures, section by section at the quick settings (minutes: opt-in)."""
-    with checked() as found:
+    """The validation's figures, section by section at the quick settings (minutes: opt-in), series
+    without a legend entry included (the dynamics section's figure: test_dynamics_section_figure)."""
+    with checked(unlabelled=True) as found:
         res = CliRunner().invoke(main, ["validate", "--quick", "--section", section, "--out", str(tmp_path)])
         assert res.exit_code in (0, 1), res.output  # a failed claim is the report's business, not this test's
+    _assert_clean(found, 1)
+
+
+def test_dynamics_section_figure(tmp_path):
+    """The dynamics section's figure (seconds): every series in its legend, the flows' ERM end
+    points and early-stopping optima included (one entry each, as on ``replica-mlm dynamics``)."""
+    with checked(unlabelled=True) as found:
+        res = CliRunner().invoke(main, ["validate", "--quick", "--section", "dynamics", "--out",
+                                        str(tmp_path)])
+        assert res.exit_code in (0, 1), res.output
     _assert_clean(found, 1)
 
 
@@ -355,7 +375,9 @@ def test_site_learning_curves(tmp_path):
 def test_section_command_figures(command, tmp_path, monkeypatch):
     """``replica-mlm potts`` and ``replica-mlm attractor`` on smaller data than --quick: the same
     figures and artists, drawn by the command (a failed claim on so little data is not this test's
-    business: exit status 0 or 1)."""
+    business: exit status 0 or 1). The potts command's four figures (reconstruction, test loss,
+    small lam, and the Gibbs sampler's autocorrelation diagnostics) and the attractor's: every
+    entry drawn so, every series in a legend, no overlapping texts."""
     from dataclasses import replace
 
     from replica_mlm.validation import attractor_section, potts_section
@@ -378,7 +400,7 @@ def test_section_command_figures(command, tmp_path, monkeypatch):
         return write(fig, fname, *args, **kwargs)
 
     monkeypatch.setattr(Figure, "savefig", png_only)
-    with checked() as found:
+    with checked(unlabelled=True) as found:
         res = CliRunner().invoke(main, [command, "--out", str(tmp_path / "out")])
         assert res.exit_code in (0, 1), res.output
         assert res.exception is None or isinstance(res.exception, SystemExit), res.output
@@ -451,3 +473,27 @@ def test_phase_figure_legend_names_only_what_is_drawn(tmp_path, monkeypatch):
         assert r"$\lambda$ range shown" in text and "above" in text
     elif any(lam[0] <= b <= lam[-1] for b in best):
         assert r"optimal $\lambda^*(\alpha)$" in seen
+
+
+@pytest.mark.parametrize("args", [["--loss", "logistic", "--channel", "sign"], []], ids=["sign", "gaussian"])
+def test_the_curve_figure_axes_read_with_at_least_three_tick_labels(args, tmp_path, monkeypatch):
+    """A classification error between 0.45 and 0.5 drawn on a log axis showed two tick labels; the
+    curve figure's axes each carry at least three labelled ticks in view."""
+    counts: list[tuple[str, int]] = []
+    write = Figure.savefig
+
+    def count(fig, fname, *a, **k):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        views = ((ax.xaxis, sorted(ax.get_xlim()), 0), (ax.yaxis, sorted(ax.get_ylim()), 1))
+        for axis, (lo, hi), k_pos in views:
+            shown = [t for t in axis.get_ticklabels(which="both")
+                     if t.get_visible() and t.get_text().strip() and lo <= t.get_position()[k_pos] <= hi]
+            counts.append((axis.axis_name, len(shown)))
+        return write(fig, fname, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", count)
+    res = CliRunner().invoke(main, ["curve", "--L", "60", "--points", "40", *args, "--out",
+                                    str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert counts and all(n >= 3 for _, n in counts), counts

@@ -65,3 +65,24 @@ def test_sample_shows_its_pilot_run_and_its_sampling_and_draws_the_same(capfd):
     assert "sampler pilot run" in err and "sampling 50 sequences" in err, err[-300:]
     assert np.array_equal(shown_bars, model.sample(50, rng=1, progress=False))
     assert capfd.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("args", [
+    ["phase", "--L", "12", "--points", "6", "--lam-points", "4"],
+    ["curve", "--L", "12", "--points", "4", "--loss", "logistic", "--channel", "sign"],
+], ids=["phase", "curve-general-engine"])
+def test_the_long_commands_draw_a_bar_when_asked(args, tmp_path):
+    """``phase`` was silent for 27 s: with --progress (the default on a terminal) its sweep draws
+    a bar on stderr, and the console's last line says whether every point converged."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "-m", "replica_mlm.cli", *args, "--progress", "--out",
+                          str(tmp_path / "o")], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert run.returncode == 0, run.stderr[-500:]
+    assert "/s]" in run.stderr or "s/" in run.stderr, run.stderr[-300:]
+    assert "converged" in run.stdout, run.stdout

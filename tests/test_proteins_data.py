@@ -284,3 +284,14 @@ def test_protein_family_names(rhomboid):
     with pytest.raises(ValueError, match="name must be one of"):
         rm.datasets.protein_family("trypsin")
     assert rhomboid[0].path.endswith("Data_S1_Rhomboid_MSA_short_names.fasta")
+
+
+def test_a_shipped_family_loads_without_a_warning():
+    """S1A's 70 letters outside the alphabet are counted (msa.unknown_letters), not warned on each
+    use: the warning named the data file's site-packages path every time the family was loaded."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        msa, _ = rm.datasets.protein_family("S1A")
+    assert msa.unknown_letters == 70

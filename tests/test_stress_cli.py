@@ -41,6 +41,7 @@ def _one_line_error(result, status: int) -> str:
 @pytest.fixture
 def files(tmp_path) -> dict[str, Path]:
     made = {"empty": "", "garbage": "garbage\n", "ragged": ">a\nACDE\n>b\nAC\n", "ok": ALIGNED,
+            "identical": ">a\nACDEFGHIKL\n>b\nACDEFGHIKL\n",
             "binary": b"\x89PNG\x00\x00", "pdb": "HELLO\n"}
     paths = {}
     for name, text in made.items():
@@ -53,11 +54,13 @@ def files(tmp_path) -> dict[str, Path]:
 @pytest.mark.parametrize(("case", "words"), [
     ("empty", "empty alignment file"), ("garbage", "expected a FASTA header"),
     ("ragged", "not an alignment"), ("binary", "not UTF-8 text"), ("pdb", "not a readable PDB file"),
-    ("nan", "'nan' is not a finite number"),
+    ("nan", "'nan' is not a finite number"), ("family", "'NOSUCHFAMILY' is neither a family"),
+    ("identical", "msa must hold at least 2 different sequences"),
 ])
 def test_contacts_refuses_bad_files_in_one_line(files, tmp_path, case, words):
     args = {"pdb": [str(files["ok"]), "--pdb", str(files["pdb"])],
-            "nan": [str(files["ok"]), "--max-gap-fraction", "nan"]}.get(case, [str(files.get(case))])
+            "nan": [str(files["ok"]), "--max-gap-fraction", "nan"], "family": ["NOSUCHFAMILY"]
+            }.get(case, [str(files.get(case))])
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["contacts", *args, "--out", str(out)])
     assert words in _one_line_error(result, 2)
@@ -179,3 +182,21 @@ def test_validate_help_names_every_section():
     text = CliRunner().invoke(main, ["validate", "--help"]).output
     described = text.split("Options:")[0]
     assert all(f"{name} (" in " ".join(described.split()) for name in SECTIONS), described
+
+
+def test_validate_overwrite_replaces_the_earlier_report_and_nothing_else(tmp_path):
+    """``validate --section limit`` then ``validate --section dynamics --overwrite`` into the same
+    folder: the limit section's files go with the earlier report (the issue's case kept 63 files
+    of other sections beside a report.md counting only the new one); a user's file stays."""
+    out = tmp_path / "report"
+    first = CliRunner().invoke(main, ["validate", "--quick", "--section", "limit", "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    assert any(name.startswith("limit") for name in _names(out))
+    (out / "notes.txt").write_text("mine")
+    second = CliRunner().invoke(main, ["validate", "--quick", "--section", "dynamics", "--out", str(out),
+                                       "--overwrite"])
+    assert second.exit_code == 0, second.output
+    listed = json.loads(run_manifest(out, "validate").read_text())["files"]
+    assert _names(out) == {*listed, "notes.txt", run_manifest(out, "validate").name}
+    assert not any(name.startswith("limit") for name in _names(out))
+    assert {"report.md", "report.json", "dynamics.json"} <= set(listed)

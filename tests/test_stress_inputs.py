@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import warnings
 
 import matplotlib
@@ -18,6 +19,9 @@ import replica_mlm as rm
 from replica_mlm import plotting
 
 SITE = rm.GaussianPotts.random(L=5, shift=3.0, seed=0).masked_site(0)
+CURVE = rm.learning_curve(SITE, alpha=[0.5, 1.5], lam=0.1)
+PD = rm.phase_diagram(SITE, alpha=[0.5, 1.0, 2.0], lam=[0.01, 0.1, 1.0], optimal=False)
+A = np.geomspace(2, 200, 5)
 
 
 @pytest.fixture(autouse=True)
@@ -207,3 +211,119 @@ def test_contacts_says_on_the_console_whether_the_fit_converged(tmp_path):
     meta = json.loads((out / "contacts.json").read_text())
     assert meta["converged"] is False and meta["parameters"]["precision"] == "single"
     assert "fit did NOT converge after 2 iterations" in result.output
+
+
+# ------------------------------------------------------------------ the second audit's cases
+@pytest.mark.parametrize("alpha", [1e-301, 1e-315, 5e-324])
+def test_bayes_optimal_below_its_range_is_refused_naming_alpha(alpha):
+    """Below alpha = 1e-300 the overlap q (~ 1e-4 alpha on this site) underflows: at 1e-315 the
+    solver's start took log(0) ('math domain error'); now a ValueError naming alpha and the range."""
+    with pytest.raises(ValueError, match=r"alpha must be >= 1e-300 \(the Bayes-optimal solver takes 1e-300"):
+        rm.bayes_optimal(SITE, alpha=alpha)
+    with pytest.raises(ValueError, match=r"alpha must be >= 1e-300"):
+        rm.bayes_optimal_curve(SITE, alpha=[alpha, 1.0])
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda: plotting.plot_phase_diagram("x"), TypeError, r"pd must be a PhaseDiagram .* got str 'x'"),
+    (lambda: plotting.plot_phase_diagram(PD, levels=0), ValueError, "levels must be >= 1"),
+    (lambda: plotting.plot_phase_diagram(PD, levels=10**9), ValueError, "levels must be <= 50"),
+    (lambda: plotting.plot_excess_decay([(1e-3, A, 0.3 / A)], noise=math.nan), ValueError,
+     "noise must be finite"),
+    (lambda: plotting.plot_excess_decay("x", noise=0.3), TypeError, "curves must be a sequence of"),
+    (lambda: plotting.plot_excess_decay([(1e-3, A, A[:2])], noise=0.3), ValueError,
+     r"curves\[0\]: excess has shape"),
+    (lambda: plotting.plot_excess_decay([(1e-3, A, 0.3 / A)], noise=0.3, fit_range=(5, 2)), ValueError,
+     "fit_range must be two alphas lo < hi"),
+    (lambda: plotting.plot_excess_decay([(1e-3, A, 0.3 / A)], noise=0.3, simulations=[("a", 1, 2, 3)]),
+     TypeError, r"simulations\[0\] must contain real numbers"),
+    (lambda: plotting.plot_learning_curves([CURVE], title=3), TypeError, "title must be a str, got int 3"),
+    (lambda: plotting.plot_z_histogram(np.zeros(4), title=b"t"), TypeError, "title must be a str"),
+    (lambda: plotting.plot_learning_curves([CURVE], path="out/a\x00b"), ValueError,
+     r"path 'out/a\\x00b' is no file name: it contains a NUL byte"),
+    (lambda: plotting.plot_learning_curves([CURVE], path=3), TypeError, "path must be a str or a path"),
+], ids=["phase-str", "levels-0", "levels-1e9", "noise-nan", "curves-str", "excess-shape", "fit-range",
+        "simulations-str", "title-int", "title-bytes", "path-nul", "path-int"])
+def test_plotting_inputs_go_through_the_shared_checks(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+    assert plt.get_fignums() == []  # refused: no figure left open
+
+
+@pytest.mark.parametrize(("kwargs", "error", "words"), [
+    ({"top": 2.5}, TypeError, "top must be an integer"), ({"top": 0}, ValueError, "top must be >= 1"),
+    ({"top": 3, "cutoff": math.nan}, ValueError, "cutoff must be finite"),
+    ({"top": 3, "min_separation": -1}, ValueError, "min_separation must be >= 1"),
+    ({"top": 3, "min_separation": 2**64}, ValueError, r"min_separation must be <= 7 \(j - i of a pair"),
+], ids=["top-float", "top-0", "cutoff-nan", "separation-negative", "separation-2**64"])
+def test_contact_map_inputs_are_checked(kwargs, error, words):
+    from replica_mlm.figures.protein_families import plot_contact_map
+
+    s = np.random.default_rng(0).normal(size=(8, 8))
+    with pytest.raises(error, match=words):
+        plot_contact_map(s + s.T, np.ones((8, 8)), **kwargs)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    (">a\nACDEFGHIKL\n", "got 1 sequence"),
+    (">a\nACDEFGHIKL\n>b\nACDEFGHIKL\n", "got 2 sequence(s), all identical"),
+], ids=["one", "two-identical"])
+def test_an_alignment_without_covariation_is_refused(tmp_path, text, words):
+    """One sequence (or copies of one) has no covariation: contacts wrote 45 'scores' of rounding
+    noise (|score| ~ 1e-14) and exited 0; now rm.fit_potts, and with it the command, refuses."""
+    from click.testing import CliRunner
+
+    from replica_mlm.cli import main
+
+    path = tmp_path / "one.fasta"
+    path.write_text(text)
+    for method in ("mean-field", "plm"):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            rm.fit_potts(rm.MSA.read(path), method=method)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["contacts", str(path), "--out", str(out)])
+    assert result.exit_code == 2 and "msa must hold at least 2 different sequences" in result.output
+    assert not out.exists()
+
+
+def _tiny_structure(path) -> None:
+    """A 10-residue chain ACDEFGHIKL (N, CA and CB atoms; glycine without CB) on a helix-like coil."""
+    names = ["ALA", "CYS", "ASP", "GLU", "PHE", "GLY", "HIS", "ILE", "LYS", "LEU"]
+    lines, k = [], 1
+    for i, res in enumerate(names):
+        x, y, z = 2.3 * math.cos(1.75 * i), 2.3 * math.sin(1.75 * i), 1.5 * i
+        for atom, element, dx in (("N", "N", -0.5), ("CA", "C", 0.0), ("CB", "C", 0.6)):
+            if atom == "CB" and res == "GLY":
+                continue
+            lines.append(f"ATOM  {k:5d}  {atom:<3s} {res:3s} A{i + 1:4d}    {x + dx:8.3f}{y:8.3f}{z:8.3f}"
+                         f"  1.00  0.00           {element}")
+            k += 1
+    path.write_text("\n".join([*lines, "END"]) + "\n")
+
+
+def test_contacts_says_on_the_figure_whether_the_fit_converged(tmp_path, monkeypatch):
+    """The contact map of an unconverged fit says so in its title, as the console and the JSON do."""
+    pytest.importorskip("biotite")
+    from click.testing import CliRunner
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from replica_mlm.cli import main
+
+    path, pdb = tmp_path / "a.fasta", tmp_path / "tiny.pdb"
+    path.write_text(">a\nACDEFGHIKL\n>b\nACDEFGHIKV\n>c\nACDQFGHIKL\n>d\nMCDQFGHIKL\n")
+    _tiny_structure(pdb)
+    texts: list[str] = []
+    write = Figure.savefig
+
+    def record(fig, fname, *a, **k):
+        texts.extend(t.get_text() for t in fig.findobj(Text) if t.get_visible())
+        return write(fig, fname, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    out = tmp_path / "o"
+    result = CliRunner().invoke(main, ["contacts", str(path), "--pdb", str(pdb), "--method", "plm",
+                                       "--max-iter", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "contact_map.png").exists()
+    assert any("fit not converged (2 iterations)" in t for t in texts), texts

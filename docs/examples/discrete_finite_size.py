@@ -50,7 +50,7 @@ def instance(L: int, k: int, *, beta: float, lam: float, seeds: int, gseeds: int
     from replica_mlm.validation.discrete_section import _jackknife, _predict
 
     t0 = time.process_time()
-    model = rm.PottsModel.random_ising(L=L, beta=beta, seed=k)
+    model = rm.PottsModel.random_ising(L=L, beta=beta, rng=k)
     cov = spin_covariance(model, samples=cov_samples, batches=5, rng=k)
     task = ising_site(model, 0, cov)
     p = L - 1

@@ -29,7 +29,7 @@ import numpy as np
 
 import replica_mlm as rm
 
-site = rm.GaussianPotts.random(L=101, shift=3.0, seed=0).masked_site(0)
+site = rm.GaussianPotts.random(L=101, shift=3.0, rng=0).masked_site(0)
 alpha = np.linspace(0.0, 8.0, 41)
 edge = rm.online_sgd(site, alpha=[0.0], lr=0.1).lr_max
 rates = np.geomspace(1e-2, 0.9 * edge, 12)

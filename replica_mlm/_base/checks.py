@@ -19,6 +19,7 @@ Nothing in the package returns NaN silently.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from replica_mlm._base.limits import (  # noqa: F401 (re-exported: the checks' o
     STEP_OPERATIONS,
     WORK_LIMIT,
     allocation,
+    at_least,
     at_most,
     available_memory,
     count,
@@ -261,6 +263,34 @@ def choice(value, allowed: tuple[str, ...], name: str) -> str:
         raise TypeError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {_show(value)}")
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+    return value
+
+
+def text(value, name: str) -> str:
+    """A str (a title, a label), or TypeError naming ``name``: a number or bytes would be drawn as
+    its repr."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {_show(value)}")
+    return value
+
+
+def file_path(value, name: str = "path") -> str | os.PathLike:
+    """``value`` unchanged if it can name a file: a str or an os.PathLike whose name has no NUL
+    byte (TypeError for another kind, ValueError naming the path for a NUL, which the system
+    cannot be asked about)."""
+    if isinstance(value, bytes) or not isinstance(value, str | os.PathLike):
+        raise TypeError(f"{name} must be a str or a path (os.PathLike), got {_show(value)}")
+    shown = os.fspath(value)
+    if "\x00" in str(shown):
+        raise ValueError(f"{name} {shown!r} is no file name: it contains a NUL byte")
+    return value
+
+
+def of_type(value, kind: type | tuple[type, ...], name: str, what: str):
+    """``value`` unchanged if it is an instance of ``kind``, else TypeError: ``name`` must be
+    ``what`` (e.g. "a PhaseDiagram (rm.phase_diagram)"), got ..."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, got {_show(value)}")
     return value
 
 

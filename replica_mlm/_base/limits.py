@@ -112,6 +112,14 @@ def at_most(value, maximum, name: str, why: str) -> None:
         raise ValueError(f"{name} must be <= {maximum:g} ({why}), got {shown}")
 
 
+def at_least(value, minimum, name: str, why: str) -> None:
+    """ValueError unless ``value >= minimum``: the message names ``name``, the bound and ``why``
+    (e.g. a number so small that what the code computes from it underflows float64)."""
+    if value < minimum:
+        shown = f"{value:.6g}" if isinstance(value, float) else count(value)
+        raise ValueError(f"{name} must be >= {minimum:g} ({why}), got {shown}")
+
+
 # ---------------------------------------------------------------------- grids
 #: most points of one grid argument (alpha, lam, shift, ...): a million points is far beyond any
 #: curve drawn, and its length is checked before the argument is converted to an array, so that

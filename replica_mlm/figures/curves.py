@@ -338,6 +338,34 @@ def _simulation_points(simulations: Sequence) -> list[tuple]:
     return points
 
 
+def _excess_inputs(curves, noise, fit_range) -> tuple[list, float, tuple | None]:
+    """The inputs of :func:`plot_excess_decay`, checked: ``curves`` a sequence of (lam, alpha,
+    excess) with lam >= 0, alpha a grid > 0 and excess real numbers of alpha's length; ``noise``
+    >= 0; ``fit_range`` None or two numbers 0 < lo < hi (TypeError / ValueError naming them)."""
+    from replica_mlm._base import checks
+
+    if isinstance(curves, str | bytes) or not isinstance(curves, Sequence):
+        raise TypeError("curves must be a sequence of (lam, alpha, excess) tuples, got "
+                        f"{type(curves).__name__}")
+    checked = []
+    for k, entry in enumerate(curves):
+        if isinstance(entry, str | bytes) or not isinstance(entry, Sequence) or len(entry) != 3:
+            raise TypeError(f"curves[{k}] must be a (lam, alpha, excess) tuple, got {type(entry).__name__}")
+        lam = checks.nonnegative(entry[0], f"curves[{k}] lam")
+        alpha = checks.grid(entry[1], f"curves[{k}] alpha")
+        excess = checks.real_array(entry[2], f"curves[{k}] excess").astype(float)
+        if excess.shape != alpha.shape:
+            raise ValueError(f"curves[{k}]: excess has shape {excess.shape}, alpha {alpha.shape}")
+        checked.append((lam, alpha, excess))
+    noise = checks.nonnegative(noise, "noise")
+    if fit_range is not None:
+        ends = checks.grid(fit_range, "fit_range")
+        if ends.size != 2 or not ends[0] < ends[1]:
+            raise ValueError(f"fit_range must be two alphas lo < hi, got {ends.tolist()}")
+        fit_range = (float(ends[0]), float(ends[1]))
+    return checked, noise, fit_range
+
+
 @keywords
 def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float, float] | None = None,
                       simulations: Sequence | None = None, path: str | os.PathLike | None = None,
@@ -366,6 +394,8 @@ def plot_excess_decay(curves: Sequence, *, noise: float, fit_range: tuple[float,
     from matplotlib.legend_handler import HandlerTuple
     from matplotlib.lines import Line2D
 
+    curves, noise, fit_range = _excess_inputs(curves, noise, fit_range)
+    simulations = _simulation_points(simulations) if simulations else []
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots()
         n = len(curves)
@@ -423,27 +453,40 @@ def plot_erm_curves(lines: dict, rows: Sequence, *, alpha_c: float | None = None
     -------
     matplotlib.figure.Figure
     """
+    from matplotlib.legend_handler import HandlerTuple
+
+    from replica_mlm._base import checks
+
+    checks.optional(checks.text, title, "title")
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
         n = len(lines)
+        handles, labels = [], []  # of the right panel: a series' line and its simulated points
         for i, ((loss, channel), c) in enumerate(lines.items()):
             style = dict(color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)])
-            label = f"{loss} / {channel}"
             for ax, key in zip(axes, ("eg", "test_loss"), strict=True):
-                ax.plot(c.alpha, getattr(c, key), label=label, **style)
+                (line,) = ax.plot(c.alpha, getattr(c, key), **style)
+                handle = line
                 pts = [r for r in rows if r["loss"] == loss and r["channel"] == channel and r["lam"] == c.lam]
                 if pts:
-                    ax.errorbar([r["alpha"] for r in pts], [r[f"{key}_mean"] for r in pts],
-                                yerr=[r[f"{key}_stderr"] for r in pts], fmt=MARKERS[i % len(MARKERS)], ms=3.5,
-                                color=grey(i, n), mfc="white", capsize=2, lw=0.8)
+                    handle = (line, ax.errorbar(
+                        [r["alpha"] for r in pts], [r[f"{key}_mean"] for r in pts],
+                        yerr=[r[f"{key}_stderr"] for r in pts], fmt=MARKERS[i % len(MARKERS)], ms=3.5,
+                        color=grey(i, n), mfc="white", capsize=2, lw=0.8))
+            handles.append(handle)
+            labels.append(f"{loss} / {channel}")
         for ax, ylabel in zip(axes, ("generalisation error $e_g$", "test loss"), strict=True):
             ax.axvline(1.0, color="0.85", lw=0.7, zorder=0)
             if alpha_c is not None:
-                ax.axvline(alpha_c, color="0.6", lw=0.7, ls=":", zorder=0, label=r"$\alpha_c$")
+                alpha_c_line = ax.axvline(alpha_c, color="0.6", lw=0.7, ls=":", zorder=0)
             ax.set_xlabel(r"$\alpha = n/p$")
             ax.set_ylabel(ylabel)
             ax.set_yscale("log")
-        axes[1].legend(loc="upper right", fontsize=7)
+        if alpha_c is not None:
+            handles.append(alpha_c_line)
+            labels.append(r"$\alpha_c$")
+        axes[1].legend(handles, labels, handler_map={tuple: HandlerTuple(ndivide=None)}, loc="upper right",
+                       fontsize=7)
         if title:
             fig.suptitle(title, fontsize=9)
         fig.tight_layout()

@@ -16,6 +16,9 @@ from replica_mlm.figures.style import STYLE, _finish, latex_number, log_ticks
 
 __all__ = ["plot_phase_diagram"]
 
+#: most labelled eg contours of a phase diagram (their labels need room on the axes)
+MAX_LEVELS = 50
+
 
 @keywords
 def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str | None = None,
@@ -40,7 +43,7 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
         Where to save (PNG and PDF side by side).
     title : str, optional
     levels : int
-        Number of labelled eg contours.
+        Number of labelled eg contours, 1 to :data:`MAX_LEVELS`.
 
     Returns
     -------
@@ -48,6 +51,12 @@ def plot_phase_diagram(pd, *, path: str | os.PathLike | None = None, title: str 
     """
     from matplotlib.patches import Patch
 
+    from replica_mlm._base import checks
+    from replica_mlm.theory.studies.phase import PhaseDiagram
+
+    checks.of_type(pd, PhaseDiagram, "pd", "a PhaseDiagram (rm.phase_diagram or rm.shift_phase_diagram)")
+    levels = checks.positive_int(levels, "levels")
+    checks.at_most(levels, MAX_LEVELS, "levels", "more labelled contours than fit on the figure")
     eg = np.where(np.isfinite(pd.eg), pd.eg, np.nan)
     rc = {**STYLE, "figure.figsize": (5.6, 4.6), "hatch.color": "0.85", "hatch.linewidth": 0.6}
     with plt.rc_context(rc):

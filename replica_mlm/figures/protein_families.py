@@ -89,11 +89,17 @@ def plot_contact_map(scores, distances, *, top: int, cutoff: float = 8.0, min_se
     -------
     matplotlib.figure.Figure
     """
-    s = np.asarray(scores, dtype=float)
-    dist = np.asarray(distances, dtype=float)
+    from replica_mlm._base import checks
+
+    s = checks.finite_array(scores, "scores", ndim=2)
+    dist = checks.real_array(distances, "distances").astype(float)  # NaN: a column without a residue
+    top = checks.positive_int(top, "top")
+    cutoff = checks.positive(cutoff, "cutoff")
+    min_separation = checks.positive_int(min_separation, "min_separation")
     if s.ndim != 2 or s.shape[0] != s.shape[1] or dist.shape != s.shape:
         raise ValueError(f"scores and distances must be (L, L) of one shape, got {s.shape} and {dist.shape}")
     L = s.shape[0]
+    checks.at_most(min_separation, L - 1, "min_separation", f"j - i of a pair of the L = {L} columns")
     pi, pj = ranked_pairs(s, dist, min_separation=min_separation)
     pi, pj = pi[:top], pj[:top]
     hit = dist[pi, pj] < cutoff

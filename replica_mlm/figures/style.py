@@ -84,6 +84,9 @@ def save(fig, path: str | os.PathLike, *, formats: Sequence[str] = FORMATS, **sa
     list of pathlib.Path
         The files written, PNG first.
     """
+    from replica_mlm._base.checks import file_path
+
+    file_path(path, "path")
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
         raise ValueError(f"formats must be a non-empty subset of {FORMATS}, got {tuple(formats)!r}")
@@ -145,7 +148,17 @@ def _tight_boxes(fig, savefig_kwargs: dict) -> dict | None:
 
 
 def _finish(fig, ax, *, title: str | None, path, legend: dict | None = None):
-    """Title, legend and saving shared by the figure functions; returns the figure."""
+    """Title, legend and saving shared by the figure functions; returns the figure. A ``title``
+    that is not a str or None, or a ``path`` that names no file, is refused (TypeError /
+    ValueError naming it) before anything is saved, and the figure is closed."""
+    from replica_mlm._base import checks
+
+    try:
+        checks.optional(checks.text, title, "title")
+        checks.optional(checks.file_path, path, "path")
+    except (TypeError, ValueError):
+        plt.close(fig)
+        raise
     if title:
         ax.set_title(title, fontsize=10)
     if legend is not None:

@@ -335,7 +335,9 @@ def _model_options(method, attention, heads) -> tuple:
 
 
 def _alignment(msa) -> tuple[int, np.ndarray]:
-    """``(q, sequences)`` of the alignment given to :func:`fit_potts`, checked (at least 2 columns)."""
+    """``(q, sequences)`` of the alignment given to :func:`fit_potts`, checked: at least 2 columns,
+    and at least 2 sequences that differ somewhere (identical sequences carry no covariation: every
+    coupling would be a pseudocount's or the penalty's, the contact scores rounding noise)."""
     q = alphabet_size(msa)
     if not hasattr(msa, "sequences"):
         raise TypeError(f"msa must be an MSA with .sequences, got {type(msa).__name__}")
@@ -343,6 +345,9 @@ def _alignment(msa) -> tuple[int, np.ndarray]:
     L = s.shape[1]
     if L < 2:
         raise ValueError(f"msa must have at least 2 columns, got L = {L}")
+    if not np.any(s != s[:1]):
+        raise ValueError(f"msa must hold at least 2 different sequences to fit couplings, got {s.shape[0]} "
+                         f"sequence(s){', all identical' if s.shape[0] > 1 else ''}")
     return q, s
 
 

@@ -15,6 +15,7 @@ def figures(out: Path, rows: list[dict], fig: dict, s: dict, *, transition: list
     """Draw and save the section's figures; ``transition`` is the section's transition table and
     ``rel_max`` its largest allowed relative deviation. Returns the names of the files written."""
     import matplotlib.pyplot as plt
+    from matplotlib.legend_handler import HandlerTuple
 
     from replica_mlm.plotting import LINESTYLES, MARKERS, STYLE, grey, save
 
@@ -48,15 +49,16 @@ def figures(out: Path, rows: list[dict], fig: dict, s: dict, *, transition: list
         Ls = sorted({r["L"] for r in held})
         keys = sorted({(r["beta"], r["lam"]) for r in held})
         f, axes = plt.subplots(len(Ls), 2, figsize=(8.4, 3.0 * len(Ls)), squeeze=False)
+        entries: dict = {}  # (beta, lam) -> ((theory line, fits), label): one entry shows both
         for row_axes, L in zip(axes, Ls, strict=True):
             for n, key in enumerate(keys):
                 pts = [r for r in held if (r["L"], r["beta"], r["lam"]) == (L, *key)]
                 a = [r["alpha"] for r in pts]
                 for ax, k in zip(row_axes, ("test_loss", "estimation_error"), strict=True):
-                    ax.plot(a, [r[k] for r in pts], color=grey(n, len(keys)), ls=LINESTYLES[n % 6])
-                    ax.errorbar(a, [r[f"{k}_sim"] for r in pts], yerr=[r[f"{k}_se"] for r in pts],
-                                fmt=MARKERS[n % 6], color=grey(n, len(keys)), mfc="white", capsize=2,
-                                label=rf"$\beta={key[0]:g}$, $\lambda={key[1]:g}$")
+                    (line,) = ax.plot(a, [r[k] for r in pts], color=grey(n, len(keys)), ls=LINESTYLES[n % 6])
+                    fits = ax.errorbar(a, [r[f"{k}_sim"] for r in pts], yerr=[r[f"{k}_se"] for r in pts],
+                                       fmt=MARKERS[n % 6], color=grey(n, len(keys)), mfc="white", capsize=2)
+                    entries.setdefault(key, ((line, fits), rf"$\beta={key[0]:g}$, $\lambda={key[1]:g}$"))
             seeds = held[[r["L"] for r in held].index(L)]["seeds"]
             row_axes[0].set_ylabel(rf"site test cross-entropy" "\n" rf"($L = {L}$, {seeds} seeds)")
             row_axes[1].set_ylabel(r"$|\hat w - w^*|^2$")
@@ -67,7 +69,8 @@ def figures(out: Path, rows: list[dict], fig: dict, s: dict, *, transition: list
         for ax in axes[-1]:
             ax.set_xlabel(r"$\alpha = M / (L - 1)$")
         f.subplots_adjust(wspace=0.3, hspace=0.25)
-        f.legend(*axes[0][1].get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=7,
+        f.legend([h for h, _ in entries.values()], [label for _, label in entries.values()],
+                 handler_map={tuple: HandlerTuple(ndivide=None)}, loc="upper center", ncol=3, fontsize=7,
                  bbox_to_anchor=(0.5, -0.035))
         f.suptitle("lines: replica theory; markers: pseudo-likelihood fits (mean ± s.e.)", fontsize=9)
         save(f, out / "discrete_agreement")

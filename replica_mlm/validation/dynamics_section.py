@@ -102,6 +102,7 @@ def _versus_ridge() -> dict:
 
 def _figure(vs: dict, out: Path) -> list[str]:
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     import replica_mlm as rm
     from replica_mlm.plotting import STYLE, save
@@ -121,9 +122,17 @@ def _figure(vs: dict, out: Path) -> list[str]:
         for flow, ls in zip(flows, ["-", "--"], strict=True):
             ax.plot(flow.time, flow.eg, "k", ls=ls, label=rf"$\alpha = {flow.alpha:g}$")
             ax.axhline(flow.end.eg, color="k", ls=":", lw=0.8)
-            ax.plot([flow.best.time], [flow.best.eg], "o", color="k", ms=4)
+            if np.isfinite(flow.best.time):
+                ax.plot([flow.best.time], [flow.best.eg], "o", color="k", ms=4)
         ax.set(xscale="log", xlabel="flow time $t$", ylabel=r"$e_g$ (gradient flow)")
-        ax.legend(fontsize=7.5)
+        # the end points and the optima of both flows: one entry each, as on replica-mlm dynamics
+        handles, labels = ax.get_legend_handles_labels()
+        handles.append(Line2D([], [], color="k", ls=":", lw=0.8))
+        labels.append(r"$t \to \infty$: ERM end point")
+        if any(np.isfinite(f.best.time) for f in flows):
+            handles.append(Line2D([], [], color="k", ls="none", marker="o", ms=4))
+            labels.append("early-stopping optimum")
+        ax.legend(handles, labels, fontsize=7.5)
         save(fig, out / "dynamics_sgd_ridge")
         plt.close(fig)
     return ["dynamics_sgd_ridge.png", "dynamics_sgd_ridge.pdf"]

@@ -37,6 +37,12 @@ from replica_mlm.theory.studies import bayes_mixture
 from replica_mlm.theory.studies.curve import warm_started
 
 PRIORS = ("gaussian", "sk")
+#: the alpha range of the Bayes-optimal solver: q grows like alpha from alpha = 0, and below
+#: MIN_ALPHA the cold start's q underflows float64 (measured on a GaussianPotts site, L = 5, whose
+#: q / alpha is 1e-4: exact to 1e-9 down to alpha = 1e-310, math domain error from 1e-315); there
+#: eg is its alpha -> 0 value, the prior's error. Above MAX_ALPHA the solver is not tested.
+MIN_ALPHA, MAX_ALPHA = 1e-300, 1e8
+ALPHA_RANGE = f"the Bayes-optimal solver takes {MIN_ALPHA:g} <= alpha <= {MAX_ALPHA:g}"
 #: per-point fields of a BayesOptimal stored as arrays in a BayesOptimalCurve
 COLUMNS = ("alpha", "eg", "test_loss", "estimation_error", "m", "q", "V", "q_hat", "residual", "iterations")
 
@@ -189,7 +195,8 @@ def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, 
     task : MaskedSite, limit or Spectrum
         The covariance (its spectrum) and the channel; its teacher sets ``rho`` for the gaussian prior.
     alpha : float
-        Sample ratio n/p > 0.
+        Sample ratio n/p in ``[1e-300, 1e8]`` (below 1e-300 the overlap ``q``, which grows like
+        alpha, underflows float64; eg there is its alpha -> 0 value).
     prior : {"gaussian", "sk"}
         Isotropic Gaussian prior on the teacher (see the module docstring).
     channel : str or rm.channels.Channel, optional
@@ -218,7 +225,8 @@ def bayes_optimal(task, *, alpha: float, prior: str = "gaussian", channel=None, 
         exactly (the fixed point ``V = 0`` lies on the boundary).
     """
     alpha = _checks.positive(alpha, "alpha")
-    _checks.at_most(alpha, 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
+    _checks.at_least(alpha, MIN_ALPHA, "alpha", ALPHA_RANGE)
+    _checks.at_most(alpha, MAX_ALPHA, "alpha", ALPHA_RANGE)
     route = routes.plan(task, entry="bayes_optimal", channel=channel, theory=theory, bayes=True)
     mixture = route.route == "bayes-mixture"
     if mixture:
@@ -293,7 +301,8 @@ def bayes_optimal_curve(task, *, alpha, prior: str = "gaussian", channel=None, b
     a point that fails from the warm start is retried from the cold start. ``theory="mixture"``:
     the closed form of :mod:`.bayes_mixture` at every alpha (no start needed)."""
     alphas = _checks.grid(alpha, "alpha")
-    _checks.at_most(float(alphas.max()), 1e8, "alpha", "the Bayes-optimal solver takes 0 < alpha <= 1e8")
+    _checks.at_least(float(alphas.min()), MIN_ALPHA, "alpha", ALPHA_RANGE)
+    _checks.at_most(float(alphas.max()), MAX_ALPHA, "alpha", ALPHA_RANGE)
     route = routes.plan(task, entry="bayes_optimal_curve", channel=channel, theory=theory, bayes=True)
     if route.route == "bayes-mixture":
         mix, tau, order = _mixture_setup(task, prior, beta, order)
