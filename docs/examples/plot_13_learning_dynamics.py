@@ -40,7 +40,7 @@ bayes = rm.bayes_optimal_curve(site, alpha=alpha[1:])
 gap = float(np.max(curves.min(axis=0)[1:] / ridge.eg_opt - 1))
 print(f"lr_max = {edge:.4g}; SGD at its best lr exceeds tuned ridge by at most {100 * gap:.2f} %")
 
-model = rm.PottsModel.random_ising(L=41, beta=0.4, seed=1)
+model = rm.PottsModel.random_ising(L=41, beta=0.4, rng=1)
 ising = model.masked_site(0)  # covariance from 20,000 Boltzmann samples
 rates_ising = np.array([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0])  # logistic: no lr_max
 sgd_ising = np.array([rm.online_sgd(ising, alpha=alpha, lr=lr, loss="logistic").eg for lr in rates_ising])
