@@ -31,7 +31,7 @@ with their own covariance (docs: "Discrete spins"). Checks (numbered in the repo
   or at a neighbour.
 
 * ``discrete.local_agreement`` and ``discrete.local_matters``: the local theory (``theory="local"``)
-  within 3 SE of pseudo-likelihood fits on an 8 x 8 periodic lattice and (full mode) a sparse Potts
+  within 3 SE of pseudo-likelihood fits on a 10 x 10 periodic lattice and (full mode) a sparse Potts
   graph, a q = 3 Potts glass on a random 3-regular graph with L = 100, where Gaussian equivalence is
   off (:mod:`replica_mlm.validation.sparse_tables`; docs: "Sparse couplings");
 * ``discrete.mixture_agreement`` and ``discrete.mixture_matters``: both theories of a masked site
