@@ -422,9 +422,9 @@ def _record_saved_texts(monkeypatch) -> list[str]:
 
 @pytest.mark.parametrize("args, claims, never", [
     (["--loss", "logistic", "--channel", "sign"], ["(chance)", "logistic loss, sign channel"],
-     ["C_{ii}", "Bayes floor", "sigma", "interpolation"]),
-    ([], ["(no learning)", r"\sigma^2", "Bayes floor", "interpolation"], ["chance", "loss,"]),
-    (["--loss", "absolute"], ["(no learning)", "Bayes floor", "absolute loss, gaussian channel"],
+     ["C_{ii}", "noise floor", "sigma", "interpolation"]),
+    ([], ["(no learning)", r"\sigma^2", "noise floor", "interpolation"], ["chance", "loss,"]),
+    (["--loss", "absolute"], ["(no learning)", "noise floor", "absolute loss, gaussian channel"],
      ["chance", "interpolation"]),  # alpha = 1 is the square loss's threshold
 ], ids=["sign", "gaussian", "absolute"])
 def test_curve_figure_says_only_what_is_true(args, claims, never, tmp_path, monkeypatch):

@@ -171,7 +171,7 @@ def beats_no_learning(curve) -> float:
 def _mark_learning_curves(ax, curves: Sequence, *, reference=None) -> dict:
     """The reference lines, annotations and legend of a learning-curve figure.
 
-    Draws C_ii (no learning), sigma^2 (Bayes floor) and the interpolation threshold alpha = 1 (for
+    Draws C_ii (no learning), sigma^2 (the noise floor) and the interpolation threshold alpha = 1 (for
     binary channels only chance, eg = 1/2, instead) as
     thin coloured lines (each in the legend), an arrow where a lam = 0 curve diverges at alpha = 1,
     and where the smallest-lam curve first beats no learning after its peak. With simulation
@@ -209,7 +209,7 @@ def _mark_learning_curves(ax, curves: Sequence, *, reference=None) -> dict:
         c0 = curves[0] if curves else reference  # rho and noise of the task (an OptimalLambda has them)
         c_ii, noise = c0.rho + c0.noise, c0.noise
         refs = [(c_ii, rf"$C_{{ii}} = {c_ii:.3g}$ (no learning)", "#0072B2", (0, (7, 2))),
-                (noise, rf"$\sigma^2 = {noise:.3g}$ (Bayes floor)", "#D55E00", (0, (1, 1.5)))]
+                (noise, rf"$\sigma^2 = {noise:.3g}$ (noise floor)", "#D55E00", (0, (1, 1.5)))]
         ref_lines = [ax.axhline(y, color=color, lw=0.9, ls=ls, zorder=1) for y, _, color, ls in refs]
         handles += ref_lines
         labels += [label for _, label, _, _ in refs]
@@ -243,7 +243,7 @@ def _mark_learning_curves(ax, curves: Sequence, *, reference=None) -> dict:
 
 def _band_inset(ax, lines, refs) -> None:
     """A linear-axis inset (upper right, where the curves have come down) of the band between the
-    Bayes floor sigma^2 and C_ii, which a log axis spanning the interpolation peak squeezes into a
+    noise floor sigma^2 and C_ii, which a log axis spanning the interpolation peak squeezes into a
     few points: the theory ``lines`` beyond the last alpha at which one of them is above the band
     (by more than its width), with ticks at sigma^2 and C_ii (``refs``: their two lines on ``ax``).
     Nothing when no curve stays in it."""
