@@ -85,7 +85,7 @@ def potts_runs(model, task, *, site: int, steps: np.ndarray, lr: float, lam: flo
     ``m`` and ``q``), recorded after each of ``steps``."""
     from replica_mlm.learners.pseudo_likelihood import _sampler
 
-    L, q, K, p = model.L, model.q, task.K, task.p
+    L, K, p = model.L, task.K, task.p
     keep = np.arange(L) != site
     P = task.basis
     mean = np.asarray(task._colour_cov.mean)[keep].ravel()
@@ -95,7 +95,8 @@ def potts_runs(model, task, *, site: int, steps: np.ndarray, lr: float, lam: flo
     gen, diag = _sampler(model, rng)
     out = {name: np.empty((seeds, steps.size)) for name in MEASURES}
     order = np.argsort(steps, kind="stable")
-    for k, child in enumerate(bar(gen.spawn(seeds), progress=progress, desc="simulate_sgd: runs", unit="run")):
+    runs = bar(gen.spawn(seeds), progress=progress, desc="simulate_sgd: runs", unit="run")
+    for k, child in enumerate(runs):
         seqs = model.sample(last * batch + n_test, rng=child, sweeps_between=diag.sweeps_between,
                             burn_in=diag.burn_in, method=diag.method, n_rungs=diag.ladder.size)
         seqs = child.permutation(seqs)  # rows interleave chains: shuffle before splitting

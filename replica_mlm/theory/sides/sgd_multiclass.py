@@ -72,6 +72,12 @@ def _floor(Q: np.ndarray, rho: np.ndarray) -> np.ndarray:
     return (vecs * np.maximum(vals, low)) @ vecs.T
 
 
+def _softmax_first(a: np.ndarray) -> np.ndarray:
+    """The softmax over the first axis (the classes)."""
+    e = np.exp(a - a.max(axis=0))
+    return e / e.sum(axis=0)
+
+
 def drive(rule: mc.Rule, *, Q, M, rho, bias, P) -> Drive:
     """``A``, ``B`` and ``E[g g^T]`` at the overlaps ``(Q, M)`` (see the module's docstring)."""
     K = rho.shape[0]
@@ -79,18 +85,18 @@ def drive(rule: mc.Rule, *, Q, M, rho, bias, P) -> Drive:
     h, mean, S = mc.fields(rule, Qf, M, rho, bias)
     sh = mc._softmax(h @ P.T)  # (N, q)
     nu = mean[:, None, :] + rule.eta @ S.T  # (N, R, K)
-    snu = mc._softmax(nu @ P.T)  # (N, R, q)
-    Z = np.einsum("r,nrq->nq", rule.w_eta, snu)  # P(y | h)
+    snu = _softmax_first(np.tensordot(P, nu, axes=([1], [2])))  # (q, N, R): classes first, for speed
+    Z = np.tensordot(snu, rule.w_eta, axes=([2], [0])).T  # P(y | h), (N, q)
     w = rule.w_xi
-    eg_h = (sh - Z) @ P  # E[g | h], (N, K)
-    e_h = np.einsum("n,na,nb->ab", w, h, eg_h)
-    centred = nu - bias
+    shP, ZP = sh @ P, Z @ P
+    e_h = (w[:, None] * h).T @ (shP - ZP)  # E[h E[g | h]^T]
     # E[(nu - b) g^T] = E_h E_{nu|h} (nu - b) (softmax(P h) - softmax(P nu))^T P
-    e_nu = (np.einsum("n,r,nra,nb->ab", w, rule.w_eta, centred, sh @ P)
-            - np.einsum("n,r,nra,nrb->ab", w, rule.w_eta, centred, snu @ P))
+    centred = nu - bias
+    wc = centred * (w[:, None, None] * rule.w_eta[None, :, None])
+    e_nu = wc.sum(axis=1).T @ shP - wc.reshape(-1, K).T @ np.tensordot(snu, P, axes=([0], [0])).reshape(-1, K)
     # E[g g^T] = E_h P^T (s s^T - s Z^T - Z s^T + diag Z) P, s = softmax(P h)
-    G = (np.einsum("n,na,nb->ab", w, sh @ P, sh @ P) - np.einsum("n,na,nb->ab", w, sh @ P, Z @ P)
-         - np.einsum("n,na,nb->ab", w, Z @ P, sh @ P) + P.T @ (np.einsum("n,nq->q", w, Z)[:, None] * P))
+    wsh = w[:, None] * shP
+    G = wsh.T @ shP - wsh.T @ ZP - ZP.T @ wsh + P.T @ ((w @ Z)[:, None] * P)
     C = np.block([[Qf, M], [M.T, rho]])
     rhs = np.vstack([e_h, e_nu])
     if np.linalg.cond(C) < 1e12:
