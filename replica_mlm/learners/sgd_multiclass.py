@@ -11,9 +11,9 @@ The weights ``W`` (d x K) move by ``W <- W - (lr / p) ((1/B) sum_b x_b g_b^T + l
   inputs the centred reduced colours of the other sites, centred by the site's measured mean),
   scored on fresh test sequences through the exact conditional of the masked site.
 
-The classification error of each run's ``(Q, M)`` is integrated by one scrambled Sobol' rule per
-run and time (unbiased, so its integration error is part of the runs' spread) for K >= 2, and by
-Gauss-Legendre panels at K = 1 (:func:`..theory.sides.sgd_multiclass.measures`).
+The classification error and the test loss of each run's ``(Q, M)`` are integrated by one
+scrambled Sobol' rule per run and time (unbiased, so its integration error is part of the runs'
+spread) for K >= 2, and by Gauss-Legendre panels at K = 1.
 """
 
 from __future__ import annotations
@@ -31,14 +31,12 @@ RUN_EG_M = 12
 MEASURES = ("eg", "test_loss", "estimation_error", "m", "q")
 
 
-def _score(task, Q: np.ndarray, M: np.ndarray, rule: mc.Rule, seed: int) -> tuple[float, float]:
-    """eg (one scrambled Sobol' rule of seed ``seed``; Legendre panels at K = 1) and test loss."""
-    K = task.K
-    Qf = sm._floor(Q, task.rho)
-    tl = mc.test_measures(rule, Q=Qf, M=M, rho=task.rho, bias=task.bias, P=task.basis)["test_loss"]
-    eg_rule = sm._eg_rule_1d() if K == 1 else mc.sobol_rule(K, RUN_EG_M, seed)
-    eg = mc.test_measures(eg_rule, Q=Qf, M=M, rho=task.rho, bias=task.bias, P=task.basis)["eg"]
-    return eg, tl
+def _score(task, Q: np.ndarray, M: np.ndarray, seed: int) -> tuple[float, float]:
+    """eg and the test loss of one run: one scrambled Sobol' rule of seed ``seed`` (Legendre
+    panels at K = 1)."""
+    rule = sm._eg_rule_1d() if task.K == 1 else mc.sobol_rule(task.K, RUN_EG_M, seed)
+    got = mc.test_measures(rule, Q=sm._floor(Q, task.rho), M=M, rho=task.rho, bias=task.bias, P=task.basis)
+    return got["eg"], got["test_loss"]
 
 
 def gaussian_runs(task, *, steps: np.ndarray, lr: float, lam: float, batch: int, seeds: int, gen,
@@ -48,7 +46,6 @@ def gaussian_runs(task, *, steps: np.ndarray, lr: float, lam: float, batch: int,
     d, K, p = task.d, task.K, task.p
     scale = np.sqrt(np.clip(omega, 0.0, None))
     P, bias = task.basis, task.bias
-    rule = sm.drive_rule(K)
     last = int(np.max(steps))
     _checks.allocation(8 * 3 * seeds * batch * d, f"simulate_sgd with seeds={seeds}, batch={batch}")
     _checks.work(last * seeds * batch * d * (K + 2), f"simulate_sgd to {last} steps with seeds={seeds}, "
@@ -72,7 +69,7 @@ def gaussian_runs(task, *, steps: np.ndarray, lr: float, lam: float, batch: int,
             for r in range(seeds):
                 Q = W[r].T @ (omega[:, None] * W[r])
                 M = W[r].T @ (omega[:, None] * theta)
-                out["eg"][r, j], out["test_loss"][r, j] = _score(task, Q, M, rule, int(gen.integers(2**31)))
+                out["eg"][r, j], out["test_loss"][r, j] = _score(task, Q, M, int(gen.integers(2**31)))
                 out["m"][r, j], out["q"][r, j] = np.trace(M), np.trace(Q)
                 out["estimation_error"][r, j] = float(np.sum((W[r] - theta) ** 2))
     return out
