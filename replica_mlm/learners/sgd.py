@@ -302,8 +302,8 @@ def _run_checks(alpha, lr, lam, batch, seeds):
 
 
 def _simulate_multiclass(task, plan, *, alpha, lr, lam, batch, seeds, rng, progress) -> SGDSimulation:
-    """:func:`simulate_sgd` on a q-colour site's Gaussian inputs (:mod:`.sgd_multiclass`)."""
-    from replica_mlm.learners.sgd_multiclass import gaussian_runs
+    """:func:`simulate_sgd` on a q-colour site's Gaussian inputs (:mod:`.sgd_potts`)."""
+    from replica_mlm.learners.sgd_potts import gaussian_runs
 
     times, lr, lam, batch, seeds = _run_checks(alpha, lr, lam, batch, seeds)
     p = task.p
@@ -316,9 +316,9 @@ def _simulate_multiclass(task, plan, *, alpha, lr, lam, batch, seeds, rng, progr
 
 def _simulate_potts(model, *, site, alpha, lr, lam, batch, seeds, rng, loss, channel, n_test,
                     progress) -> SGDSimulation:
-    """:func:`simulate_sgd` on a q-colour Potts model's own samples (:mod:`.sgd_multiclass`), beside
+    """:func:`simulate_sgd` on a q-colour Potts model's own samples (:mod:`.sgd_potts`), beside
     the theory of its Gaussian-equivalent site ``model.masked_site(site)``."""
-    from replica_mlm.learners.sgd_multiclass import potts_runs
+    from replica_mlm.learners.sgd_potts import potts_runs
 
     times, lr, lam, batch, seeds = _run_checks(alpha, lr, lam, batch, seeds)
     n_test = _checks.positive_int(n_test, "n_test")

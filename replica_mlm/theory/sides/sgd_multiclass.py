@@ -66,7 +66,9 @@ class Drive:
     G: np.ndarray
 
 
-def _floor(Q: np.ndarray, rho: np.ndarray) -> np.ndarray:
+def floor_overlap(Q: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """``Q`` with its eigenvalues raised to at least :data:`Q_FLOOR` ``max(tr rho / K, 1)``, so that
+    the fields' law has a Cholesky factor at W = 0."""
     vals, vecs = np.linalg.eigh((Q + Q.T) / 2)
     low = Q_FLOOR * max(float(np.trace(rho)) / rho.shape[0], 1.0)
     return (vecs * np.maximum(vals, low)) @ vecs.T
@@ -81,7 +83,7 @@ def _softmax_first(a: np.ndarray) -> np.ndarray:
 def drive(rule: mc.Rule, *, Q, M, rho, bias, P) -> Drive:
     """``A``, ``B`` and ``E[g g^T]`` at the overlaps ``(Q, M)`` (see the module's docstring)."""
     K = rho.shape[0]
-    Qf = _floor(Q, rho)
+    Qf = floor_overlap(Q, rho)
     h, mean, S = mc.fields(rule, Qf, M, rho, bias)
     sh = mc._softmax(h @ P.T)  # (N, q)
     nu = mean[:, None, :] + rule.eta @ S.T  # (N, R, K)
@@ -106,7 +108,7 @@ def drive(rule: mc.Rule, *, Q, M, rho, bias, P) -> Drive:
     return Drive(A=coef[:K], B=coef[K:], G=(G + G.T) / 2)
 
 
-def _eg_rule_1d() -> mc.Rule:
+def eg_rule_1d() -> mc.Rule:
     """K = 1: Gauss-Legendre panels on each side of h = 0 (the argmax's jump), Hermite inside."""
     x, w = np.polynomial.legendre.leggauss(EG_NODES)
     edges = np.linspace(-EG_RANGE, EG_RANGE, 2 * EG_PANELS + 1)
@@ -121,10 +123,10 @@ def _eg_rule_1d() -> mc.Rule:
 def measures(*, Q, M, rho, bias, P, rule: mc.Rule) -> tuple[float, float]:
     """``eg`` (classification error, argmax) and the test cross-entropy at ``(Q, M)``."""
     K = rho.shape[0]
-    Qf = _floor(Q, rho)
+    Qf = floor_overlap(Q, rho)
     tl = mc.test_measures(rule, Q=Qf, M=M, rho=rho, bias=bias, P=P)["test_loss"]
     if K == 1:
-        eg = mc.test_measures(_eg_rule_1d(), Q=Qf, M=M, rho=rho, bias=bias, P=P)["eg"]
+        eg = mc.test_measures(eg_rule_1d(), Q=Qf, M=M, rho=rho, bias=bias, P=P)["eg"]
     else:
         eg = float(np.mean([mc.test_measures(mc.sobol_rule(K, EG_M, 1000 + r), Q=Qf, M=M, rho=rho, bias=bias,
                                              P=P)["eg"] for r in range(EG_SCRAMBLINGS)]))

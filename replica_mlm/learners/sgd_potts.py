@@ -34,8 +34,9 @@ MEASURES = ("eg", "test_loss", "estimation_error", "m", "q")
 def _score(task, Q: np.ndarray, M: np.ndarray, seed: int) -> tuple[float, float]:
     """eg and the test loss of one run: one scrambled Sobol' rule of seed ``seed`` (Legendre
     panels at K = 1)."""
-    rule = sm._eg_rule_1d() if task.K == 1 else mc.sobol_rule(task.K, RUN_EG_M, seed)
-    got = mc.test_measures(rule, Q=sm._floor(Q, task.rho), M=M, rho=task.rho, bias=task.bias, P=task.basis)
+    rule = sm.eg_rule_1d() if task.K == 1 else mc.sobol_rule(task.K, RUN_EG_M, seed)
+    Qf = sm.floor_overlap(Q, task.rho)
+    got = mc.test_measures(rule, Q=Qf, M=M, rho=task.rho, bias=task.bias, P=task.basis)
     return got["eg"], got["test_loss"]
 
 
