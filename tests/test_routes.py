@@ -42,13 +42,14 @@ def test_every_entry_point_gets_the_same_route(task, kwargs, route):
     (ISING, {}, True),
     (ISING, {"theory": "mixture"}, True),
     (SITE, {"method": "iterate"}, False),
-    (POTTS, {}, False),
+    (POTTS, {}, "sgd"),
     (POTTS, {"theory": "mixture"}, False),
 ])
 def test_the_dynamics_entries_plan_one_route_or_refuse_naming_it(task, kwargs, served):
     for entry in routes.DYNAMICS_ENTRIES:
-        if kwargs.get("theory") == "mixture" and entry in ("gradient_flow", "simulate_gradient_flow"):
-            served_here = False  # gradient flow is solved on Gaussian covariates only
+        flow = entry in ("gradient_flow", "simulate_gradient_flow")
+        if (kwargs.get("theory") == "mixture" or served == "sgd") and flow:
+            served_here = False  # gradient flow is solved on Gaussian covariates of one direction only
         else:
             served_here = served
         if served_here:

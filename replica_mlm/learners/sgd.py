@@ -93,6 +93,8 @@ class SGDSimulation(_Averages):
     @cached_property
     def theory(self):
         """The :class:`replica_mlm.theory.studies.dynamics.OnlineSGD` at the simulated times."""
+        if routes.is_multiclass(self.task):
+            return online_sgd(self.task, alpha=self.alpha, lr=self.lr, lam=self.lam, batch=self.batch)
         if self.plan.channel is None:
             return online_sgd(self.task, alpha=self.alpha, lr=self.lr, lam=self.lam, batch=self.batch,
                               loss=self.plan.loss, theory="mixture")
@@ -152,11 +154,13 @@ def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, se
 
     Parameters
     ----------
-    task : MaskedSite, Ising site or PottsModel
-        A task that draws samples (:class:`replica_mlm.tasks.protocol.DrawnTask`), or an Ising
-        model (q = 2) with ``site``: SGD with the logistic loss on fresh Boltzmann samples of the
-        model itself (docs/dynamics.md, section "Discrete data"), beside the Gaussian theory of
-        ``task.masked_site(site)``.
+    task : MaskedSite, Ising site, PottsSite or PottsModel
+        A task that draws samples (:class:`replica_mlm.tasks.protocol.DrawnTask`), a q-colour site
+        (a :class:`~replica_mlm.tasks.potts_site.PottsSite` with the softmax channel: Gaussian
+        inputs, the softmax cross-entropy), or a Potts model with ``site``: SGD with the
+        logistic loss (q = 2) or the softmax cross-entropy (q > 2) on fresh Boltzmann samples of
+        the model itself (docs/dynamics.md, sections "Discrete data" and "A q-colour site"),
+        beside the Gaussian theory of ``task.masked_site(site)``.
     alpha : float or array_like
         Times (samples seen per dimension), >= 0; realised on whole steps ``round(alpha p / B)``.
     lr, lam, batch, loss, channel, theory
@@ -183,6 +187,9 @@ def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, se
         raise ValueError("site is the masked site of a PottsModel; a task is one site already: leave "
                          "site=None")
     plan = routes.plan(task, entry="simulate_sgd", loss=loss, channel=channel, theory=theory)
+    if routes.is_multiclass(task):
+        return _simulate_multiclass(task, plan, alpha=alpha, lr=lr, lam=lam, batch=batch, seeds=seeds,
+                                    rng=rng, progress=progress)
     _drawn(task, "simulate_sgd")
     draw, record = _mixture_source(task, plan) if plan.channel is None else _task_source(task, plan)
     times = _checks.grid(alpha, "alpha", positive=False)
@@ -263,6 +270,9 @@ def _simulate_model(model, *, site, alpha, lr, lam, batch, seeds, rng, loss, cha
 
     if site is None:
         raise ValueError("simulate_sgd on a PottsModel needs site= (the masked site)")
+    if model.q > 2:
+        return _simulate_potts(model, site=site, alpha=alpha, lr=lr, lam=lam, batch=batch, seeds=seeds,
+                               rng=rng, loss=loss, channel=channel, n_test=n_test, progress=progress)
     if loss not in (None, "logistic") or channel not in (None, "logit"):
         raise ValueError(f"an Ising site is learnt with loss='logistic' on the logit channel (its "
                          f"pseudo-likelihood), got loss={loss!r}, channel={channel!r}")
@@ -280,6 +290,47 @@ def _simulate_model(model, *, site, alpha, lr, lam, batch, seeds, rng, loss, cha
                      n_test=n_test, progress=progress)
     return SGDSimulation(alpha=steps * batch / p, steps=steps, p=p, seeds=seeds, batch=batch, lr=lr, lam=lam,
                          loss="logistic", channel="logit", task=task, plan=plan, **out)
+
+
+def _run_checks(alpha, lr, lam, batch, seeds):
+    times = _checks.grid(alpha, "alpha", positive=False)
+    lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
+    batch, seeds = _checks.positive_int(batch, "batch"), _checks.positive_int(seeds, "seeds")
+    if seeds < 2:
+        raise ValueError(f"seeds must be at least 2 (a standard error needs two runs), got {seeds}")
+    return times, lr, lam, batch, seeds
+
+
+def _simulate_multiclass(task, plan, *, alpha, lr, lam, batch, seeds, rng, progress) -> SGDSimulation:
+    """:func:`simulate_sgd` on a q-colour site's Gaussian inputs (:mod:`.sgd_potts`)."""
+    from replica_mlm.learners.sgd_potts import gaussian_runs
+
+    times, lr, lam, batch, seeds = _run_checks(alpha, lr, lam, batch, seeds)
+    p = task.p
+    steps = np.rint(times * p / batch).astype(np.int64)
+    out = gaussian_runs(task, steps=steps, lr=lr, lam=lam, batch=batch, seeds=seeds,
+                        gen=_checks.as_generator(rng), progress=progress)
+    return SGDSimulation(alpha=steps * batch / p, steps=steps, p=p, seeds=seeds, batch=batch, lr=lr, lam=lam,
+                         loss=plan.loss, channel=plan.channel, task=task, plan=plan, **out)
+
+
+def _simulate_potts(model, *, site, alpha, lr, lam, batch, seeds, rng, loss, channel, n_test,
+                    progress) -> SGDSimulation:
+    """:func:`simulate_sgd` on a q-colour Potts model's own samples (:mod:`.sgd_potts`), beside
+    the theory of its Gaussian-equivalent site ``model.masked_site(site)``."""
+    from replica_mlm.learners.sgd_potts import potts_runs
+
+    times, lr, lam, batch, seeds = _run_checks(alpha, lr, lam, batch, seeds)
+    n_test = _checks.positive_int(n_test, "n_test")
+    site = _checks.site_index(site, model.L)
+    task = model.masked_site(site)
+    plan = routes.plan(task, entry="simulate_sgd", loss=loss, channel=channel)
+    p = task.p
+    steps = np.rint(times * p / batch).astype(np.int64)
+    out = potts_runs(model, task, site=site, steps=steps, lr=lr, lam=lam, batch=batch, seeds=seeds, rng=rng,
+                     n_test=n_test, progress=progress)
+    return SGDSimulation(alpha=steps * batch / p, steps=steps, p=p, seeds=seeds, batch=batch, lr=lr, lam=lam,
+                         loss=plan.loss, channel=plan.channel, task=task, plan=plan, **out)
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,8 @@ ROUTES: dict[str, Route] = {route.name: route for route in (
         "order": "Gauss-Legendre nodes per quadrature panel, 1 to 256 (16)"}),
     Route("dynamics", "learning dynamics on Gaussian covariates: one-pass SGD (the square loss's exact "
           "per-mode recursion or its limit; ODEs of the order parameters for any convex loss) and "
-          "gradient flow of the square loss (deterministic equivalents); lam >= 0", {}),
+          "gradient flow of the square loss (deterministic equivalents); one-pass SGD of the softmax "
+          "cross-entropy on a q-colour site (ODEs of the K x K order parameters); lam >= 0", {}),
 )}
 
 #: the routes each entry point serves
@@ -318,15 +319,29 @@ def _dynamics(task, entry: str, loss, channel, mixture: bool, method, precision,
                              f"channel unset, got channel={channel!r}")
         return _served(Plan("dynamics", entry, loss=losses.resolve("logistic" if loss is None else loss)))
     if is_multiclass(task):
-        raise ValueError(f"{entry} takes a task with one teacher direction (a MaskedSite, an Ising "
-                         f"site, a Spectrum or a thermodynamic limit); a multi-class site has "
-                         f"{getattr(task, 'K', 'several')}")
+        return _served(_dynamics_multiclass(task, entry, loss, channel))
     if task is not None:
         spectrum_of(task)
     loss_obj = losses.resolve(default_loss(task) if loss is None and task is not None else loss)
     channel_obj = channels.resolve(channel, task)
     channels.check_pair(loss_obj, channel_obj, general=False)
     return _served(Plan("dynamics", entry, loss=loss_obj, channel=channel_obj))
+
+
+def _dynamics_multiclass(task, entry: str, loss, channel) -> Plan:
+    """The ``"dynamics"`` route of a q-colour site: one-pass SGD with the softmax cross-entropy
+    (docs/dynamics.md, section "A q-colour site"); the plan's loss and channel are their names."""
+    if entry not in ("online_sgd", "simulate_sgd"):
+        raise ValueError(f"{entry} solves the square loss's flow on a task with one teacher direction; a "
+                         f"multi-class site (K = {task.K} logit directions) has one-pass SGD only "
+                         "(rm.online_sgd, rm.simulate_sgd)")
+    if task.channel != "softmax":
+        raise ValueError(f"{entry} of a multi-class site follows the softmax channel learnt with the "
+                         f"cross-entropy; this site has the {task.channel!r} channel")
+    if loss not in (None, "cross_entropy") or channel not in (None, "softmax"):
+        raise ValueError(f"{entry} of a multi-class site learns with loss='cross_entropy' on its softmax "
+                         f"channel (leave channel unset), got loss={loss!r}, channel={channel!r}")
+    return Plan("dynamics", entry, loss="cross_entropy", channel="softmax")
 
 
 def _served(p: Plan) -> Plan:

@@ -5,7 +5,8 @@
 dimension): for the square loss with the gaussian channel, exactly at finite p
 (``exact=True``, the per-mode second moments of :mod:`..sides.sgd_modes`) or in the limit
 p -> infinity; for any other convex loss and channel, through the ODEs of the order parameters
-per eigenmode (:mod:`..sides.sgd_fields`; on a two-cluster mixture :mod:`..sides.sgd_mixture`).
+per eigenmode (:mod:`..sides.sgd_fields`; on a two-cluster mixture :mod:`..sides.sgd_mixture`;
+on a q-colour site with the softmax cross-entropy :mod:`..sides.sgd_multiclass`).
 :func:`gradient_flow` follows gradient flow of the
 square loss on a fixed training set of n = alpha p samples (:mod:`.flow_equivalent`); its end
 point is :func:`replica_mlm.solve` at (alpha, lam).
@@ -61,6 +62,10 @@ class OnlineSGD:
         The task's teacher signal and label noise.
     loss, channel : str
         Names of the loss and the label channel.
+    Q, M : ndarray, shape (k, K, K), or None
+        A q-colour site (docs/dynamics.md, section "A q-colour site"): ``E W^T Sigma W`` and
+        ``E W^T Sigma W*`` (``q``, ``m`` and ``rho`` are then traces); None for one teacher
+        direction.
     """
 
     alpha: np.ndarray
@@ -80,13 +85,16 @@ class OnlineSGD:
     noise: float
     loss: str = "square"
     channel: str = "gaussian"
+    Q: np.ndarray | None = None
+    M: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.alpha.size
 
     def to_frame(self):
         """A pandas DataFrame, one row per time: alpha, (steps), eg, test_loss, estimation_error,
-        m, q, then lr, lam, batch, lr_max, exact, p, rho, noise, loss, channel."""
+        m, q, then lr, lam, batch, lr_max, exact, p, rho, noise, loss, channel (a q-colour site:
+        ``m``, ``q`` and ``rho`` are the traces of the K x K matrices ``M``, ``Q`` and ``rho``)."""
         import pandas as pd
 
         cols = {c: getattr(self, c) for c in ONLINE_COLUMNS}
@@ -124,8 +132,11 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
 
     Parameters
     ----------
-    task : MaskedSite, Ising site, Spectrum or GaussianPottsLimit
-        Any task with a covariance spectrum (what :func:`replica_mlm.solve` takes).
+    task : MaskedSite, Ising site, Spectrum, GaussianPottsLimit or PottsSite
+        Any task with a covariance spectrum (what :func:`replica_mlm.solve` takes), or a q-colour
+        site (a :class:`~replica_mlm.tasks.potts_site.PottsSite` with the softmax channel, e.g.
+        ``PottsModel.masked_site(i)`` for q > 2): the softmax cross-entropy, ``W`` of shape d x K,
+        the ODEs of its K x K order parameters (docs/dynamics.md, section "A q-colour site").
     alpha : float or array_like
         Times (samples seen per dimension), >= 0.
     lr : float
@@ -156,6 +167,8 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
         channel, or on a spectrum that is not one mode per eigenvector.
     """
     plan = routes.plan(task, entry="online_sgd", loss=loss, channel=channel, theory=theory)
+    if routes.is_multiclass(task):
+        return _multiclass(task, plan, alpha=alpha, lr=lr, lam=lam, batch=batch, exact=exact)
     if plan.channel is None:  # theory="mixture"
         return _mixture(task, plan, alpha=alpha, lr=lr, lam=lam, batch=batch, exact=exact)
     spec = spectrum_of(task)
@@ -217,6 +230,31 @@ def _mixture(task, plan, *, alpha, lr, lam, batch, exact) -> OnlineSGD:
     cols = {name: np.asarray(getattr(mom, name))[back] for name in names}
     return OnlineSGD(alpha=times, steps=None, lr=lr, lam=lam, batch=batch, lr_max=math.nan, exact=False,
                      p=None, rho=math.nan, noise=0.0, loss=plan.loss.name, channel="mixture", **cols)
+
+
+def _multiclass(task, plan, *, alpha, lr, lam, batch, exact) -> OnlineSGD:
+    """:func:`online_sgd` on a q-colour site: the ODEs of the K x K order parameters
+    (:mod:`..sides.sgd_multiclass`)."""
+    from replica_mlm.theory.sides import sgd_multiclass
+
+    times = _checks.grid(alpha, "alpha", positive=False)
+    lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
+    batch = _checks.positive_int(batch, "batch")
+    if _checks.flag(exact, "exact"):
+        raise ValueError("exact=True is the square loss's recursion on one teacher direction; a "
+                         "multi-class site takes exact=False (the ODEs, p -> infinity)")
+    order = np.argsort(times, kind="stable")
+    mom = sgd_multiclass.online_moments(task, lr=lr, lam=lam, batch=batch, alpha=times[order])
+    if not all(np.all(np.isfinite(v)) for v in (mom.eg, mom.Q, mom.M)):
+        raise ValueError(f"one-pass SGD with lr = {lr:g} diverges on this site; take a smaller lr")
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size)
+    Q, M = mom.Q[back], mom.M[back]
+    return OnlineSGD(alpha=times, eg=mom.eg[back], test_loss=mom.test_loss[back],
+                     estimation_error=mom.estimation_error[back], m=np.trace(M, axis1=1, axis2=2),
+                     q=np.trace(Q, axis1=1, axis2=2), steps=None, lr=lr, lam=lam, batch=batch,
+                     lr_max=math.nan, exact=False, p=None, rho=float(np.trace(task.rho)), noise=0.0,
+                     loss=plan.loss, channel=plan.channel, Q=Q, M=M)
 
 
 def _square(spec, times: np.ndarray, order: np.ndarray, *, lr: float, lam: float, batch: int, exact: bool):
