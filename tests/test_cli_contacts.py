@@ -97,11 +97,9 @@ def test_chain_chooses_the_chain(tmp_path):
     assert res.exit_code == 2 and "chain I maps poorly" in res.stderr
     assert "structure 3tgi.pdb chain I (the best-mapping of chains E, I)" in res.stdout
     by_default = runner.invoke(main, ["contacts", "S1A", "--out", str(tmp_path / "d")])
-    on_e = runner.invoke(main, ["contacts", "S1A", "--chain", "E", "--out", str(tmp_path / "e")])
-    assert by_default.exit_code == on_e.exit_code == 0, by_default.output + on_e.output
+    assert by_default.exit_code == 0, by_default.output
     assert "3tgi.pdb chain E (the best-mapping of chains E, I)" in by_default.stdout
-    meta = [json.loads((tmp_path / d / "contacts.json").read_text()) for d in ("d", "e")]
-    assert meta[0]["precision"] == meta[1]["precision"] and meta[0]["chain"] == meta[1]["chain"] == "E"
+    assert json.loads((tmp_path / "d" / "contacts.json").read_text())["chain"] == "E"
     res = runner.invoke(main, ["contacts", "S1A", "--chain", "Z", "--out", str(tmp_path / "z")])
     assert res.exit_code == 2 and "chain must be one of ['E', 'I']" in res.stderr
     fasta = _data() / "Data_S1_Rhomboid_MSA_short_names.fasta"

@@ -168,6 +168,11 @@ def test_quick_suite_a_passes_and_report_is_complete(quick_a):
     assert mlm["parameters"]["settings"]["lams"] == [0.0, 0.001, 0.1, 1.0]
     assert mlm["data"]["z_summary"]["n"] >= 200
     assert len(list((out / "mlm_points").glob("point-*.json"))) == mlm["data"]["sweep"]["points"]
+    # the mixture panels draw each theory as a curve through many points, not through the few
+    # simulated alphas (issue 38: theory had been drawn through 4 points)
+    discrete = json.loads((out / "discrete.json").read_text())
+    drawn = [s["curves"] for s in discrete["mixture"]["sites"] if "curves" in s]
+    assert drawn and all(len(c["alpha"]) >= 10 and len(c["eg_mixture"]) == len(c["alpha"]) for c in drawn)
     _check_resume_recomputes_nothing(out)
 
 
