@@ -167,17 +167,17 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
         channel, or on a spectrum that is not one mode per eigenvector.
     """
     plan = routes.plan(task, entry="online_sgd", loss=loss, channel=channel, theory=theory)
-    if routes.is_multiclass(task):
-        return _multiclass(task, plan, alpha=alpha, lr=lr, lam=lam, batch=batch, exact=exact)
-    if plan.channel is None:  # theory="mixture"
-        return _mixture(task, plan, alpha=alpha, lr=lr, lam=lam, batch=batch, exact=exact)
-    spec = spectrum_of(task)
     times = _checks.grid(alpha, "alpha", positive=False)
     lr = _checks.positive(lr, "lr")
     lam = _checks.nonnegative(lam, "lam")
     batch = _checks.positive_int(batch, "batch")
     exact = _checks.flag(exact, "exact")
-    order = np.argsort(times, kind="stable")
+    order = np.argsort(times, kind="stable")  # the ODEs run forwards; results come back in the given order
+    if routes.is_multiclass(task):
+        return _multiclass(task, plan, times, order, lr=lr, lam=lam, batch=batch, exact=exact)
+    if plan.channel is None:  # theory="mixture"
+        return _mixture(task, plan, times, order, lr=lr, lam=lam, batch=batch, exact=exact)
+    spec = spectrum_of(task)
     square = plan.loss.is_square and plan.channel.name == "gaussian"
     if not square:
         if exact:
@@ -198,8 +198,7 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
     if not all(np.all(np.isfinite(getattr(mom, name))) for name in ("eg", "m", "q")):
         raise ValueError(f"one-pass SGD with lr = {lr:g} diverges on this task (the order parameters "
                          "overflow before the last time); take a smaller lr")
-    back = np.empty_like(order)
-    back[order] = np.arange(order.size)
+    back = _inverse(order)
     cols = {name: np.asarray(getattr(mom, name))[back] for name in ("eg", "m", "q", "estimation_error")}
     test = cols["eg"] / 2.0 if square else np.asarray(mom.test_loss)[back]
     return OnlineSGD(alpha=times, test_loss=test, steps=steps, lr=lr, lam=lam, batch=batch, lr_max=lr_max,
@@ -207,48 +206,45 @@ def online_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, loss
                      channel=plan.channel.name, **cols)
 
 
-def _mixture(task, plan, *, alpha, lr, lam, batch, exact) -> OnlineSGD:
-    """:func:`online_sgd` with theory="mixture": the ODEs of a two-cluster mixture
-    (:mod:`..sides.sgd_mixture`)."""
+def _inverse(order: np.ndarray) -> np.ndarray:
+    """The permutation that undoes ``order`` (results back in the order of the given times)."""
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size)
+    return back
+
+
+def _mixture(task, plan, times, order, *, lr, lam, batch, exact) -> OnlineSGD:
+    """:func:`online_sgd` with theory="mixture" (checked arguments): the ODEs of a two-cluster
+    mixture (:mod:`..sides.sgd_mixture`)."""
     from replica_mlm.theory.sides import sgd_mixture
     from replica_mlm.theory.solvers.mixture_engine import MixtureTheory
 
-    times = _checks.grid(alpha, "alpha", positive=False)
-    lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
-    batch = _checks.positive_int(batch, "batch")
-    if _checks.flag(exact, "exact"):
+    if exact:
         raise ValueError("exact=True is the square loss's recursion on Gaussian covariates; "
                          "theory='mixture' takes exact=False")
     theory = MixtureTheory(task.mixture)
-    order = np.argsort(times, kind="stable")
     mom = sgd_mixture.online_moments(theory, plan.loss, lr=lr, lam=lam, batch=batch, alpha=times[order])
     if not all(np.all(np.isfinite(getattr(mom, name))) for name in ("eg", "m", "q")):
         raise ValueError(f"one-pass SGD with lr = {lr:g} diverges on this mixture; take a smaller lr")
-    back = np.empty_like(order)
-    back[order] = np.arange(order.size)
+    back = _inverse(order)
     names = ("eg", "test_loss", "m", "q", "estimation_error")
     cols = {name: np.asarray(getattr(mom, name))[back] for name in names}
     return OnlineSGD(alpha=times, steps=None, lr=lr, lam=lam, batch=batch, lr_max=math.nan, exact=False,
                      p=None, rho=math.nan, noise=0.0, loss=plan.loss.name, channel="mixture", **cols)
 
 
-def _multiclass(task, plan, *, alpha, lr, lam, batch, exact) -> OnlineSGD:
-    """:func:`online_sgd` on a q-colour site: the ODEs of the K x K order parameters
-    (:mod:`..sides.sgd_multiclass`)."""
+def _multiclass(task, plan, times, order, *, lr, lam, batch, exact) -> OnlineSGD:
+    """:func:`online_sgd` on a q-colour site (checked arguments): the ODEs of the K x K order
+    parameters (:mod:`..sides.sgd_multiclass`)."""
     from replica_mlm.theory.sides import sgd_multiclass
 
-    times = _checks.grid(alpha, "alpha", positive=False)
-    lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
-    batch = _checks.positive_int(batch, "batch")
-    if _checks.flag(exact, "exact"):
+    if exact:
         raise ValueError("exact=True is the square loss's recursion on one teacher direction; a "
                          "multi-class site takes exact=False (the ODEs, p -> infinity)")
-    order = np.argsort(times, kind="stable")
     mom = sgd_multiclass.online_moments(task, lr=lr, lam=lam, batch=batch, alpha=times[order])
     if not all(np.all(np.isfinite(v)) for v in (mom.eg, mom.Q, mom.M)):
         raise ValueError(f"one-pass SGD with lr = {lr:g} diverges on this site; take a smaller lr")
-    back = np.empty_like(order)
-    back[order] = np.arange(order.size)
+    back = _inverse(order)
     Q, M = mom.Q[back], mom.M[back]
     return OnlineSGD(alpha=times, eg=mom.eg[back], test_loss=mom.test_loss[back],
                      estimation_error=mom.estimation_error[back], m=np.trace(M, axis1=1, axis2=2),
