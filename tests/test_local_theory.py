@@ -11,6 +11,8 @@ against something independent of it:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from local_helpers import as_task, constructed, dense, erm_point, potts3, ring, square_lattice
@@ -216,20 +218,20 @@ def test_learning_curve_is_solve_point_by_point_and_carries_validity():
 
 
 def test_hybr_takes_over_where_anderson_stalls(monkeypatch):
-    """Where Anderson mixing stalls (the ordered 10 x 10 lattice, docs/discrete.md "Sparse
-    couplings"), the local solve restarts with Powell's hybrid method: forced here, it finds the
-    same point to solver precision, and counts both runs' evaluations."""
+    """Where Anderson mixing stalls, the shared driver hands over to Powell's hybrid method from
+    Anderson's best point: forced here, the local solve finds the same point to solver precision,
+    and counts both runs' evaluations."""
+    from replica_mlm.theory.solvers import fixed_point
+
     task, logistic = as_task(constructed(d=100, q=2, m=3), 100), losses.resolve("logistic")
     reference = local_engine.solve(task, alpha=2.0, lam=0.1, loss=logistic)
-    solve_point = local_engine.multiclass.solve_point
 
-    def anderson_fails(prob, *, method="hybr", **kw):
-        if method == "anderson":
-            prob.evaluations += 7
-            raise rm.ConvergenceError("stalled", last=None, residual=1.0, iterations=7)
-        return solve_point(prob, method=method, **kw)
+    def anderson_stalls(image, residual, x, **kw):
+        for _ in range(7):
+            image(x)
+        raise fixed_point.FixedPointFailure("tolerance", last=x, best=x, residual=math.inf)
 
-    monkeypatch.setattr(local_engine.multiclass, "solve_point", anderson_fails)
+    monkeypatch.setattr(fixed_point, "_anderson", anderson_stalls)
     fallback = local_engine.solve(task, alpha=2.0, lam=0.1, loss=logistic)
     _same(reference, fallback)
     assert fallback.converged and fallback.residual < 1e-10 and fallback.iterations > 7

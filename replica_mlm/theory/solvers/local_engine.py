@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from replica_mlm._base.errors import ConvergenceError
 from replica_mlm.tasks.potts_site import simplex_basis
 from replica_mlm.theory.sides import local_clusters, mixture_classes, prior
 from replica_mlm.theory.sides import multiclass_channel as mc
@@ -28,6 +27,10 @@ from replica_mlm.theory.solvers.mixture_multiclass import EG_M, EG_SCRAMBLINGS
 #: mixture, so fewer nodes each; the test loss is checked against 1.5x the nodes, and at K = 2 ten
 #: nodes move it by 6e-10 from twenty on a q = 3 site with three neighbours)
 HERMITE = {1: 32, 2: 10, 3: 6}
+#: Anderson's evaluations before the driver's hybr takes over: where a few clusters carry almost
+#: all the weight it converges slowly (the ordered 10 x 10 lattice at beta = 0.6, alpha = 1: 1275
+#: evaluations; with the multi-class default of 600, hybr from Anderson's best point then failed)
+MAX_EVALUATIONS = 3000
 #: the error rate's Sobol' points per cluster: 2^m with C 2^m at most 2^EG_TOTAL (C clusters), m in
 #: [EG_MIN, EG_M]; the spread over the scramblings is reported as its integration error
 EG_TOTAL, EG_MIN = 20, 10
@@ -107,24 +110,15 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
     start = None
     if isinstance(init, multiclass.MulticlassSaddlePoint) and init.M.shape == (K, theory.C):
         start = prob.pack(init.V, init.Q, init.M)
-    spent = 0
-    try:
-        point = multiclass.solve_point(prob, init=start, method="anderson")
-    except ConvergenceError:
-        spent = prob.evaluations
-        # Anderson mixing can stall where a few clusters carry almost all the weight (the ordered
-        # 10 x 10 lattice at beta = 0.6: residual 0.97 after 2337 evaluations); Powell's hybrid
-        # method from the cold start then converges (residual 2e-15 after 796); ConvergenceError
-        # if it does not either
-        prob = problem(theory, alpha, lam, loss, order)
-        point = multiclass.solve_point(prob, method="hybr", max_evaluations=3000)
+    # ConvergenceError if it fails (after Anderson, the driver's hybr takes over from its best point)
+    point = multiclass.solve_point(prob, init=start, method="anderson", max_evaluations=MAX_EVALUATIONS)
     meas = _measures(prob, point, order, scalar)
     return multiclass.MulticlassSaddlePoint(
         alpha=alpha, lam=lam, test_loss=meas["test_loss"], eg=meas["eg"],
         estimation_error=prob.prior_side.estimation_error(point), train_loss=point["train_loss"],
         Q=point["Q"], M=point["M"], V=point["V"], Q_hat=point["Q_hat"], M_hat=point["M_hat"],
         V_hat=point["V_hat"], rho=theory.means.T @ theory.means, converged=True, residual=point["residual"],
-        iterations=spent + prob.evaluations, integration=("Gauss-Legendre panels" if scalar else
+        iterations=prob.evaluations, integration=("Gauss-Legendre panels" if scalar else
                                                   f"Gauss-Hermite {order}^{K}; error rate: {EG_SCRAMBLINGS} "
                                                   "Sobol' scramblings"),
         integration_error=meas["integration_error"], method="local")
