@@ -19,7 +19,7 @@ from replica_mlm.potts import clusters, graphs
 
 def _energy_counts(model, seqs):
     """(observed counts, exact probabilities) of the energy levels of ``model``."""
-    bonds = clusters.cluster_bonds(model)
+    bonds = clusters.ClusterBonds(model)
     exact_E = np.round(bonds.energies(model.all_sequences()), 9)
     levels, where = np.unique(exact_E, return_inverse=True)
     P = np.bincount(where, weights=model.boltzmann_probabilities(), minlength=levels.size)

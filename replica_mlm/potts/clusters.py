@@ -23,7 +23,7 @@ from scipy.sparse.csgraph import connected_components
 
 from replica_mlm.potts.kernel import PottsLike
 
-__all__ = ["ClusterBonds", "cluster_bonds", "cluster_form", "cluster_sweep", "refusal"]
+__all__ = ["ClusterBonds", "cluster_form", "cluster_sweep", "refusal"]
 
 
 def _potts_scale(U: np.ndarray) -> float | None:
@@ -62,7 +62,8 @@ def refusal(model: PottsLike) -> str | None:
 
 class ClusterBonds:
     """The bonds of a model that admits the update: the pairs ``i < j`` with ``J_ij > 0`` and
-    their keep probabilities ``1 - exp(-beta a J_ij)`` at the model's ``beta``."""
+    their keep probabilities ``1 - exp(-beta a J_ij)`` at the model's ``beta`` (ValueError naming
+    why for a model that admits none)."""
 
     def __init__(self, model: PottsLike) -> None:
         a = cluster_form(model)
@@ -73,17 +74,12 @@ class ClusterBonds:
         self.i, self.j = i, j
         self.J = J[i, j]
         self.keep = -np.expm1(-model.beta * a * self.J)
-        self.L, self.q = model.L, model.q
+        self.q = model.q
         self.U = np.asarray(model.colours, dtype=float)
 
     def energies(self, s: np.ndarray) -> np.ndarray:
         """``H(s_c) = -sum_{i<j} J_ij U[s_ci, s_cj]`` of every chain (C,), without beta."""
         return -(self.U[s[:, self.i], s[:, self.j]] * self.J).sum(axis=1)
-
-
-def cluster_bonds(model: PottsLike) -> ClusterBonds:
-    """The bonds and keep probabilities of ``model`` (ValueError naming why if it has none)."""
-    return ClusterBonds(model)
 
 
 def cluster_sweep(bonds: ClusterBonds, s: np.ndarray, gen: np.random.Generator) -> None:

@@ -19,7 +19,7 @@ from replica_mlm._base import checks as _checks
 from replica_mlm._base.progress import bar
 from replica_mlm._base.stats import mean_stderr
 from replica_mlm.potts.autocorrelation import BLOCKS, _blocked_spin_tau, _windowed_taus
-from replica_mlm.potts.clusters import cluster_bonds, cluster_sweep
+from replica_mlm.potts.clusters import ClusterBonds, cluster_sweep
 from replica_mlm.potts.diagnostics import (
     DECORRELATION,
     TEMPERING_MAX_RUNGS,
@@ -54,7 +54,7 @@ def pilot_cluster(model: PottsLike, gen, n_chains, n_sweeps, max_sweeps, *,
                   progress: bool | None = False) -> GibbsDiagnostics:
     """Pilot run of ``n_chains`` independent chains of Swendsen-Wang updates (a ferromagnet of the
     Potts form: :mod:`replica_mlm.potts.clusters`; ValueError naming why for any other model)."""
-    bonds = cluster_bonds(model)
+    bonds = ClusterBonds(model)
     s = gen.integers(0, model.q, size=(n_chains, model.L))
 
     def step(t: int, tally) -> tuple[np.ndarray, np.ndarray]:

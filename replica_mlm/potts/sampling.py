@@ -16,7 +16,7 @@ import numpy as np
 
 from replica_mlm._base import checks as _checks
 from replica_mlm._base.progress import bar
-from replica_mlm.potts.clusters import cluster_bonds, cluster_sweep
+from replica_mlm.potts.clusters import ClusterBonds, cluster_sweep
 from replica_mlm.potts.diagnostics import METHODS, GibbsDiagnostics
 from replica_mlm.potts.kernel import PottsLike, gibbs_sweep, init_fields
 from replica_mlm.potts.tempering import (
@@ -165,7 +165,7 @@ def _advance(model: PottsLike, s: np.ndarray, method: str, gen):
     """One sweep of independent chains ``s`` in place: a Gibbs sweep, or a Swendsen-Wang update
     for ``method="cluster"`` (ValueError naming why when the model admits none)."""
     if method == "cluster":
-        bonds = cluster_bonds(model)
+        bonds = ClusterBonds(model)
         return lambda: cluster_sweep(bonds, s, gen)
     Nq = init_fields(model, s)
     return lambda: gibbs_sweep(model, s, Nq, gen)

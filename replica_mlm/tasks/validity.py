@@ -4,7 +4,7 @@ site's own.
 docs/discrete.md, section "When a theory holds". A theory of ERM on a site is exact for its data
 model; where that model's Bayes error is far from the site's, its learning curve cannot be right
 at every sample size (below the site's Bayes error it predicts what no estimator reaches). On the
-sparse-coupling tables of that page, 36 of the 40 (theory, point) pairs outside the window failed
+sparse-coupling tables of that page, 54 of the 58 (theory, point) pairs outside the window failed
 (off by more than 3 SE and 3 %), while 29 of the 50 inside it failed too: ``ok = False`` means "do
 not use", ``ok = True`` does not certify agreement.
 """
