@@ -50,6 +50,9 @@ PROX_ITER = 100
 EPS = np.finfo(float).eps
 #: halvings tried by the line search of the proximal Newton method
 LINE = 12
+#: the error rate (an indicator, argmax, on which a tensor rule converges slowly): scrambled Sobol'
+#: rules of 2^EG_M points, EG_SCRAMBLINGS of them (seeds 1000, ...)
+EG_M, EG_SCRAMBLINGS = 15, 4
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,13 @@ def test_measures(rule: Rule, *, Q, M, rho, bias, P) -> dict[str, float]:
     pick = np.argmax(logits, axis=1)
     return {"test_loss": float(rule.w_xi @ np.sum(Z * ce, axis=1)),
             "eg": float(rule.w_xi @ (1.0 - Z[np.arange(h.shape[0]), pick]))}
+
+
+def error_rates(*, Q, M, rho, bias, P) -> list[float]:
+    """The error rate at ``(Q, M)`` by each of :data:`EG_SCRAMBLINGS` scrambled Sobol' rules of
+    ``2^EG_M`` points (:func:`test_measures`): their mean is the rate, their spread its error."""
+    return [test_measures(sobol_rule(Q.shape[0], EG_M, 1000 + r), Q=Q, M=M, rho=rho, bias=bias, P=P)["eg"]
+            for r in range(EG_SCRAMBLINGS)]
 
 
 def square_gaussian_hats(*, alpha: float, Q, M, rho, V, noise: float) -> dict:

@@ -43,10 +43,8 @@ Q_FLOOR = 1e-14
 #: the drive's rule: Gauss-Hermite nodes per dimension by K, else a fixed Sobol' rule of 2^m points
 HERMITE_ORDER = {1: 64, 2: 20}
 SOBOL_M = 14
-#: eg (an indicator, argmax) for K >= 2: the mean over EG_SCRAMBLINGS scrambled Sobol' rules of
-#: 2^EG_M points (seeds 1000, ...); for K = 1 Gauss-Legendre panels split at h = 0
-EG_M = 15
-EG_SCRAMBLINGS = 4
+#: eg (an indicator, argmax): for K >= 2 the multi-class side's scrambled Sobol' rules
+#: (:func:`.multiclass_channel.error_rates`); for K = 1 Gauss-Legendre panels split at h = 0
 EG_PANELS, EG_NODES, EG_RANGE = 8, 24, 12.0
 
 
@@ -128,8 +126,7 @@ def measures(*, Q, M, rho, bias, P, rule: mc.Rule) -> tuple[float, float]:
     if K == 1:
         eg = mc.test_measures(eg_rule_1d(), Q=Qf, M=M, rho=rho, bias=bias, P=P)["eg"]
     else:
-        eg = float(np.mean([mc.test_measures(mc.sobol_rule(K, EG_M, 1000 + r), Q=Qf, M=M, rho=rho, bias=bias,
-                                             P=P)["eg"] for r in range(EG_SCRAMBLINGS)]))
+        eg = float(np.mean(mc.error_rates(Q=Qf, M=M, rho=rho, bias=bias, P=P)))
     return eg, tl
 
 

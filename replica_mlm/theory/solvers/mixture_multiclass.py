@@ -17,8 +17,8 @@ from replica_mlm.theory.solvers import multiclass
 
 #: Gauss-Hermite nodes per dimension of the hats and the test loss, and the finer rule of the check
 HERMITE = {1: 64, 2: 20}
-#: scrambled Sobol' points (2^m) and scramblings of the error rate
-EG_M, EG_SCRAMBLINGS = 15, 4
+#: scrambled Sobol' points (2^m) and scramblings of the error rate: the multi-class side's
+EG_M, EG_SCRAMBLINGS = mc.EG_M, mc.EG_SCRAMBLINGS
 
 
 class MixtureTheory:

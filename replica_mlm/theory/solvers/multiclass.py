@@ -54,9 +54,6 @@ RANDOMISATIONS = 4
 #: (measured 0.3 s per evaluation of 2^14 Sobol' nodes at K = 2 on the development machine)
 SOLVE_EVALUATIONS = 12
 NODE_OPERATIONS = 4000
-#: the error rate: Sobol' rules of 2^EG_M points, EG_SCRAMBLINGS scramblings (seeds 1000, ...)
-EG_M = 15
-EG_SCRAMBLINGS = 4
 LOSSES = ("cross_entropy", "square")
 OUTPUTS = ("test_loss", "eg", "estimation_error", "train_loss")
 
@@ -268,10 +265,8 @@ def _outputs(problem: MatrixProblem, point: dict) -> dict:
         meas = {"test_loss": float(np.trace(E)) / 2, "eg": float(np.trace(E))}
     else:
         meas = mc.test_measures(side.rule, Q=Q, M=M, rho=side.rho, bias=side.bias, P=side.P)
-        # the error rate integrates an indicator (argmax): a tensor rule converges slowly on it,
-        # so it is integrated by EG_SCRAMBLINGS scrambled Sobol' rules of 2^EG_M points instead
-        rates = [mc.test_measures(mc.sobol_rule(Q.shape[0], EG_M, 1000 + r), Q=Q, M=M, rho=side.rho,
-                                  bias=side.bias, P=side.P)["eg"] for r in range(EG_SCRAMBLINGS)]
+        # the error rate integrates an indicator (argmax): scrambled Sobol' rules instead of the tensor rule
+        rates = mc.error_rates(Q=Q, M=M, rho=side.rho, bias=side.bias, P=side.P)
         meas["eg"], meas["eg_stderr"] = mean_stderr(rates)
     est = problem.prior_side.estimation_error(point)
     return {**meas, "estimation_error": est, "train_loss": point["train_loss"]}
