@@ -192,11 +192,7 @@ def simulate_sgd(task, *, alpha, lr: float, lam: float = 0.0, batch: int = 1, se
                                     rng=rng, progress=progress)
     _drawn(task, "simulate_sgd")
     draw, record = _mixture_source(task, plan) if plan.channel is None else _task_source(task, plan)
-    times = _checks.grid(alpha, "alpha", positive=False)
-    lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
-    batch, seeds = _checks.positive_int(batch, "batch"), _checks.positive_int(seeds, "seeds")
-    if seeds < 2:
-        raise ValueError(f"seeds must be at least 2 (a standard error needs two runs), got {seeds}")
+    times, lr, lam, batch, seeds = _run_checks(alpha, lr, lam, batch, seeds)
     gen = _checks.as_generator(rng)
     p = task.p
     _checks.allocation(8 * 3 * seeds * batch * p, f"simulate_sgd with seeds={seeds}, batch={batch}")
@@ -265,34 +261,38 @@ def _mixture_source(task, plan):
 
 def _simulate_model(model, *, site, alpha, lr, lam, batch, seeds, rng, loss, channel, n_test,
                     progress) -> SGDSimulation:
-    """:func:`simulate_sgd` on an Ising model's own samples (:mod:`.sgd_discrete`)."""
+    """:func:`simulate_sgd` on a Potts model's own samples, beside the theory of its
+    Gaussian-equivalent site ``model.masked_site(site)``: an Ising model with the logistic loss
+    (:mod:`.sgd_discrete`), a q-colour one with the softmax cross-entropy (:mod:`.sgd_potts`)."""
     from replica_mlm.learners.sgd_discrete import ising_runs
+    from replica_mlm.learners.sgd_potts import potts_runs
 
     if site is None:
         raise ValueError("simulate_sgd on a PottsModel needs site= (the masked site)")
-    if model.q > 2:
-        return _simulate_potts(model, site=site, alpha=alpha, lr=lr, lam=lam, batch=batch, seeds=seeds,
-                               rng=rng, loss=loss, channel=channel, n_test=n_test, progress=progress)
-    if loss not in (None, "logistic") or channel not in (None, "logit"):
+    ising = model.q == 2
+    if ising and (loss not in (None, "logistic") or channel not in (None, "logit")):
         raise ValueError(f"an Ising site is learnt with loss='logistic' on the logit channel (its "
                          f"pseudo-likelihood), got loss={loss!r}, channel={channel!r}")
-    times = _checks.grid(alpha, "alpha", positive=False)
-    lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
-    batch, seeds = _checks.positive_int(batch, "batch"), _checks.positive_int(seeds, "seeds")
+    times, lr, lam, batch, seeds = _run_checks(alpha, lr, lam, batch, seeds)
     n_test = _checks.positive_int(n_test, "n_test")
-    if seeds < 2:
-        raise ValueError(f"seeds must be at least 2 (a standard error needs two runs), got {seeds}")
+    site = _checks.site_index(site, model.L)
     task = model.masked_site(site)  # the Gaussian-equivalent task of the theory beside the runs
-    plan = routes.plan(task, entry="simulate_sgd", loss="logistic")
     p = task.p
     steps = np.rint(times * p / batch).astype(np.int64)
-    out = ising_runs(model, site=site, steps=steps, lr=lr, lam=lam, batch=batch, seeds=seeds, rng=rng,
-                     n_test=n_test, progress=progress)
+    runs = dict(steps=steps, lr=lr, lam=lam, batch=batch, seeds=seeds, rng=rng, n_test=n_test,
+                progress=progress)
+    if ising:
+        plan = routes.plan(task, entry="simulate_sgd", loss="logistic")
+        out, names = ising_runs(model, site=site, **runs), ("logistic", "logit")
+    else:
+        plan = routes.plan(task, entry="simulate_sgd", loss=loss, channel=channel)
+        out, names = potts_runs(model, task, site=site, **runs), (plan.loss, plan.channel)
     return SGDSimulation(alpha=steps * batch / p, steps=steps, p=p, seeds=seeds, batch=batch, lr=lr, lam=lam,
-                         loss="logistic", channel="logit", task=task, plan=plan, **out)
+                         loss=names[0], channel=names[1], task=task, plan=plan, **out)
 
 
 def _run_checks(alpha, lr, lam, batch, seeds):
+    """The checked times, lr, lam, batch and seeds (at least 2) of a simulation."""
     times = _checks.grid(alpha, "alpha", positive=False)
     lr, lam = _checks.positive(lr, "lr"), _checks.nonnegative(lam, "lam")
     batch, seeds = _checks.positive_int(batch, "batch"), _checks.positive_int(seeds, "seeds")
@@ -310,25 +310,6 @@ def _simulate_multiclass(task, plan, *, alpha, lr, lam, batch, seeds, rng, progr
     steps = np.rint(times * p / batch).astype(np.int64)
     out = gaussian_runs(task, steps=steps, lr=lr, lam=lam, batch=batch, seeds=seeds,
                         gen=_checks.as_generator(rng), progress=progress)
-    return SGDSimulation(alpha=steps * batch / p, steps=steps, p=p, seeds=seeds, batch=batch, lr=lr, lam=lam,
-                         loss=plan.loss, channel=plan.channel, task=task, plan=plan, **out)
-
-
-def _simulate_potts(model, *, site, alpha, lr, lam, batch, seeds, rng, loss, channel, n_test,
-                    progress) -> SGDSimulation:
-    """:func:`simulate_sgd` on a q-colour Potts model's own samples (:mod:`.sgd_potts`), beside
-    the theory of its Gaussian-equivalent site ``model.masked_site(site)``."""
-    from replica_mlm.learners.sgd_potts import potts_runs
-
-    times, lr, lam, batch, seeds = _run_checks(alpha, lr, lam, batch, seeds)
-    n_test = _checks.positive_int(n_test, "n_test")
-    site = _checks.site_index(site, model.L)
-    task = model.masked_site(site)
-    plan = routes.plan(task, entry="simulate_sgd", loss=loss, channel=channel)
-    p = task.p
-    steps = np.rint(times * p / batch).astype(np.int64)
-    out = potts_runs(model, task, site=site, steps=steps, lr=lr, lam=lam, batch=batch, seeds=seeds, rng=rng,
-                     n_test=n_test, progress=progress)
     return SGDSimulation(alpha=steps * batch / p, steps=steps, p=p, seeds=seeds, batch=batch, lr=lr, lam=lam,
                          loss=plan.loss, channel=plan.channel, task=task, plan=plan, **out)
 
