@@ -27,27 +27,28 @@ def _energy_counts(model, seqs):
     return np.bincount(seen, minlength=levels.size), P
 
 
+def _energy_pvalue(model, seqs) -> float:
+    """Chi-square p-value of the energy levels of ``seqs`` against the exact law (cells with fewer
+    than 5 expected pooled)."""
+    counts, P = _energy_counts(model, seqs)
+    big = P * counts.sum() >= 5
+    obs = np.r_[counts[big], counts[~big].sum()]
+    exp = np.r_[P[big], P[~big].sum()] * counts.sum()
+    return chisquare(obs[exp > 0], exp[exp > 0]).pvalue
+
+
 @pytest.mark.parametrize("model", [
     rm.PottsModel.ising(couplings=graphs.square_lattice(3), beta=0.6),
     rm.PottsModel(couplings=graphs.random_regular(8, degree=3, rng=2), colours=np.eye(3), beta=1.2),
 ], ids=["ising-3x3-ordered", "potts-q3-random-graph"])
 def test_cluster_samples_follow_the_boltzmann_law(model):
-    seqs = model.sample(4000, rng=0, method="cluster")
-    counts, P = _energy_counts(model, seqs)
-    big = P * counts.sum() >= 5  # chi-square cells with at least 5 expected; the rest pooled
-    obs = np.r_[counts[big], counts[~big].sum()]
-    exp = np.r_[P[big], P[~big].sum()] * counts.sum()
-    assert chisquare(obs[exp > 0], exp[exp > 0]).pvalue > 1e-3
+    assert _energy_pvalue(model, model.sample(4000, rng=0, method="cluster")) > 1e-3
 
 
 def test_unequal_ferromagnetic_couplings_are_sampled_exactly():
     J = np.abs(graphs.random_regular(8, degree=3, rng=2)) * np.random.default_rng(4).uniform(0.3, 1.7, (8, 8))
     model = rm.PottsModel.ising(couplings=np.triu(J, 1) + np.triu(J, 1).T, beta=0.9)
-    counts, P = _energy_counts(model, model.sample(4000, rng=1, method="cluster"))
-    big = P * counts.sum() >= 5
-    obs = np.r_[counts[big], counts[~big].sum()]
-    exp = np.r_[P[big], P[~big].sum()] * counts.sum()
-    assert chisquare(obs[exp > 0], exp[exp > 0]).pvalue > 1e-3
+    assert _energy_pvalue(model, model.sample(4000, rng=1, method="cluster")) > 1e-3
 
 
 def test_the_ordered_lattice_visits_both_states():
