@@ -312,6 +312,29 @@ def test_mean_field_fit_is_the_mean_field_model(sampled):
     assert not np.allclose(other.couplings, fit.couplings)
 
 
+def test_mean_field_couplings_are_minus_the_inverse_correlations(sampled):
+    """The Cholesky inverse of the connected correlations equals a general (LU) inverse; without a
+    pseudocount a colour never seen makes them singular, which is refused naming the pseudocount."""
+    from replica_mlm.proteins.mean_field import couplings_from_frequencies, weighted_frequencies
+
+    _, msa = sampled
+    fi, fij = weighted_frequencies(msa.sequences, msa.weights(0.8), Q_TRUE, pseudocount=0.3)
+    n = L_TRUE * (Q_TRUE - 1)
+    C = fij[:, :, 1:, 1:] - fi[:, None, 1:, None] * fi[None, :, None, 1:]
+    C = C.transpose(0, 2, 1, 3).reshape(n, n)
+    lu = -np.linalg.inv(C).reshape(L_TRUE, Q_TRUE - 1, L_TRUE, Q_TRUE - 1).transpose(0, 2, 1, 3)
+    J = couplings_from_frequencies(fi, fij)
+    off = ~np.eye(L_TRUE, dtype=bool)
+    np.testing.assert_allclose(J[:, :, 1:, 1:][off], lu[off], rtol=0, atol=1e-10 * np.abs(lu).max())
+    assert not J[np.arange(L_TRUE), np.arange(L_TRUE)].any()
+    assert not J[:, :, 0].any() and not J[:, :, :, 0].any()
+    unseen = np.array(msa.sequences)
+    unseen[unseen == 1] = 2  # colour 1 never appears
+    with pytest.raises(ValueError, match="pseudocount"):
+        couplings_from_frequencies(*weighted_frequencies(unseen, np.ones(unseen.shape[0]), Q_TRUE,
+                                                         pseudocount=0.0))
+
+
 def test_mean_field_fit_refuses_what_it_does_not_use(sampled):
     _, msa = sampled
     for bad, match in [({"heads": 4}, "heads"), ({"attention": "softmax"}, "attention"),
