@@ -21,7 +21,7 @@ probabilities):
 
 Measured on the sites of the sparse tables (20 000 sequences each): the ferromagnetic square lattice at
 ``beta`` 0.44 and 0.6 gives ``D`` = 7.3 and 61 (coefficient 0.85, 0.996); every site where the local
-theory held without the split gives ``D`` from 1.6 to 3.5 (coefficient 0.35 to 0.58).
+theory held without the split gives ``D`` from 1.1 to 3.5 (coefficient 0.35 to 0.58).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from replica_mlm._base import checks as _checks
 #: Sarle's bimodality coefficient above which the projections are not one peak (the uniform law's 5/9)
 BIMODALITY = 5.0 / 9.0
 #: Ashman's D of the two-component fit above which its components are two states (the sites where
-#: the local theory held without a split measure 1.6-3.5, the ordered lattices 7.3-61)
+#: the local theory held without a split measure 1.1-3.5, the ordered lattices 7.3-61)
 SEPARATION = 5.0
 #: expectation-maximisation steps of the two-component fit, and the change of its mean
 #: log-likelihood at which it stops
