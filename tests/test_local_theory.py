@@ -73,12 +73,18 @@ def test_local_mixture_of_a_site_by_enumeration(which):
     task = model.masked_site(site, rng=0)
     mix = task.local_mixture
     nb = list(task.neighbourhood)
-    assert mix.C == model.q ** (len(nb) + 1) and mix.method == "exact"
-    # the weights are the joint law of the label and the neighbourhood, summed here from the Boltzmann law
+    # the lattice at beta = 0.4 is split by the ordered states of its rest (docs/discrete.md, "Ordered
+    # states"): a cluster per label, configuration and state
+    states = 2 if which == "lattice" else 1
+    assert (mix.states is not None) == (states == 2)
+    assert mix.C == states * model.q ** (len(nb) + 1) and mix.method == "exact"
+    # the weights are the joint law of the label and the neighbourhood (summed over the states),
+    # summed here from the Boltzmann law
     seqs, prob = model.all_sequences(), model.boltzmann_probabilities()
     for c in range(mix.C):
         mask = (seqs[:, site] == mix.labels[c]) & np.all(seqs[:, nb] == mix.configurations[c], axis=1)
-        assert mix.weights[c] == pytest.approx(prob[mask].sum() / prob.sum(), rel=1e-10)
+        same = (mix.labels == mix.labels[c]) & np.all(mix.configurations == mix.configurations[c], axis=1)
+        assert mix.weights[same].sum() == pytest.approx(prob[mask].sum() / prob.sum(), rel=1e-10)
     # the neighbourhood is constant within a cluster, and the law of total covariance gives the
     # site's covariance back
     assert mix.fixed.size == len(nb) * (model.q - 1)

@@ -63,6 +63,25 @@ def _classes_error(log_w: np.ndarray, T: np.ndarray, weights: np.ndarray) -> flo
     return total
 
 
+def _states_error(log_w: np.ndarray, T: np.ndarray, weights: np.ndarray, labels: np.ndarray) -> float:
+    """Bayes error of Gaussian clusters (one covariance, Mahalanobis Gram matrix ``T``) of which
+    several carry one label (the states of :mod:`.rest_states`): the classifier sums each label's
+    clusters' posteriors, and errs where the most probable label is not the cluster's."""
+    from scipy.special import logsumexp
+
+    found = np.unique(labels)
+    if found.size == 1:
+        return 0.0
+    evals, evecs = np.linalg.eigh((T + T.T) / 2)
+    z = _normal_points(weights.size) @ (evecs * np.sqrt(np.clip(evals, 0.0, None))).T
+    total = 0.0
+    for a in range(weights.size):
+        scores = log_w + T[:, a] - np.diag(T) / 2 + z
+        per_label = np.stack([logsumexp(scores[:, labels == b], axis=1) for b in found], axis=1)
+        total += weights[a] * float(np.mean(found[np.argmax(per_label, axis=1)] != labels[a]))
+    return total
+
+
 def _binned_error(mixture) -> float:
     """Bayes error of a mixture of teacher-field bins: the error of the classifier that knows the
     cluster's bin, ``sum_b (P(b) - max_y P(y, b))``.
@@ -105,7 +124,11 @@ def cluster_mixture_error(mixture) -> float:
     for g in np.unique(group):
         idx = np.flatnonzero(group == g)
         w = mixture.weights[idx]
-        total += w.sum() * _classes_error(np.log(w / w.sum()), gram[np.ix_(idx, idx)], w / w.sum())
+        if mixture.states is None:
+            total += w.sum() * _classes_error(np.log(w / w.sum()), gram[np.ix_(idx, idx)], w / w.sum())
+        else:
+            total += w.sum() * _states_error(np.log(w / w.sum()), gram[np.ix_(idx, idx)], w / w.sum(),
+                                             mixture.labels[idx])
     return float(total)
 
 

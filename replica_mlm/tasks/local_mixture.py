@@ -64,6 +64,9 @@ class ClusterMixture:
     counts : ndarray (C,) or None
         Samples per cluster (None when exact): the sampling noise of a mean adds ``d / n_c`` to its
         squared Mahalanobis norm, which the Bayes error takes off (:mod:`.bayes_error`).
+    states : ndarray (C,) of int or None
+        The ordered state of the rest in each cluster when the clusters are split by it
+        (:mod:`.rest_states`; a latent variable, not read off the inputs), else None.
     """
 
     weights: np.ndarray
@@ -79,6 +82,7 @@ class ClusterMixture:
     regularisation: float = 0.0
     binned: bool = False
     counts: np.ndarray | None = None
+    states: np.ndarray | None = None
 
     @property
     def C(self) -> int:
@@ -127,7 +131,7 @@ class ClusterMixture:
 
 
 def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
-                    probabilities=None, binned: bool = False) -> ClusterMixture:
+                    probabilities=None, binned: bool = False, states=None) -> ClusterMixture:
     """Measure the local data model of a site from samples (or all configurations with their
     probabilities).
 
@@ -150,6 +154,9 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
         independent samples.
     binned : bool
         ``configurations`` are bins of the teacher field (:attr:`ClusterMixture.binned`).
+    states : array (n,) of int, optional
+        The ordered state of the rest in each sample (:func:`.rest_states.rest_states`): the clusters
+        are then (label, configuration, state) (:attr:`ClusterMixture.states`).
     """
     x = _checks.finite_array(x, "x", ndim=2)
     n, d = x.shape
@@ -167,6 +174,11 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
         raise ValueError("probabilities must be n >= 0 numbers with a positive sum")
     w = w / w.sum()
     keys = np.concatenate([labels[:, None], configurations], axis=1)
+    if states is not None:
+        states = np.asarray(states)
+        if states.shape != (n,) or not np.issubdtype(states.dtype, np.integer):
+            raise ValueError(f"states must be integers of shape ({n},), got {states.dtype} {states.shape}")
+        keys = np.concatenate([keys, states[:, None]], axis=1)
     found, cluster = np.unique(keys[w > 0], axis=0, return_inverse=True)
     x, w = x[w > 0], w[w > 0]
     cluster = cluster.ravel()
@@ -187,14 +199,16 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
             S[free, free] += reg
     for arr in (weights, means, S):
         arr.setflags(write=False)
+    last = found.shape[1] - (states is not None)
     return ClusterMixture(weights=weights, labels=found[:, 0].astype(np.int64),
-                          configurations=found[:, 1:].astype(np.int64), means=means, covariance=S,
+                          configurations=found[:, 1:last].astype(np.int64), means=means, covariance=S,
                           fixed=fixed, classes=_checks.positive_int(classes, "classes"),
                           teacher=np.asarray(teacher, dtype=float),
                           method="exact" if probabilities is not None else "samples",
                           n_samples=0 if probabilities is not None else n, regularisation=reg,
                           binned=binned, counts=None if probabilities is not None else
-                          np.bincount(cluster, minlength=found.shape[0]))
+                          np.bincount(cluster, minlength=found.shape[0]),
+                          states=None if states is None else found[:, last].astype(np.int64))
 
 
 __all__ = ["ClusterMixture", "cluster_mixture"]

@@ -15,6 +15,7 @@ import numpy as np
 from replica_mlm.tasks import bayes_error
 from replica_mlm.tasks import neighbourhood as _nbh
 from replica_mlm.tasks.local_mixture import ClusterMixture, cluster_mixture
+from replica_mlm.tasks.rest_states import RestStates, rest_states
 from replica_mlm.tasks.validity import Validity, judge
 
 #: sequences per chunk when the site's conditionals are computed over all configurations
@@ -66,17 +67,36 @@ class DiscreteSite:
         covariance beyond the neighbourhood (:func:`replica_mlm.tasks.local_mixture.cluster_mixture`);
         when the neighbourhood's configurations are too many (:func:`.neighbourhood.grouped`), clusters
         ``(s_i, b)`` of the label and the bin ``b`` of the teacher field the neighbourhood makes
-        (:func:`field_bins`), the neighbourhood's inputs then Gaussian within a bin."""
+        (:func:`field_bins`), the neighbourhood's inputs then Gaussian within a bin. Where the rest of
+        the sequence is in one of two ordered states (:attr:`rest_states`), each cluster is split by
+        that state (:mod:`replica_mlm.tasks.rest_states`)."""
         seqs, prob = self._sequences()
         nb = list(self._neighbourhood)
         labels = np.asarray(seqs[:, self._site], dtype=np.int64)
         x = self._inputs(seqs, prob)
         if not _nbh.grouped(self._model.q, self._neighbourhood):
+            split = self.rest_states
             return cluster_mixture(x, labels, seqs[:, nb], classes=self._model.q,
-                                   fixed=self._fixed_coordinates(), teacher=self.teacher, probabilities=prob)
+                                   fixed=self._fixed_coordinates(), teacher=self.teacher, probabilities=prob,
+                                   states=split.states if split is not None and split.split else None)
         bins = field_bins(self._model, self._site, nb, seqs, prob)
         return cluster_mixture(x, labels, bins[:, None], classes=self._model.q, fixed=np.zeros(0, np.int64),
                                teacher=self.teacher, probabilities=prob, binned=True)
+
+    @cached_property
+    def rest_states(self) -> RestStates | None:
+        """The ordered-states rule on the rest beyond the neighbourhood
+        (:func:`replica_mlm.tasks.rest_states.rest_states`): None where it does not apply (an empty
+        neighbourhood, where the local theory is the label-only mixture, or configurations grouped by
+        their teacher field)."""
+        if not self._neighbourhood or _nbh.grouped(self._model.q, self._neighbourhood):
+            return None
+        seqs, prob = self._sequences()
+        x = self._inputs(seqs, prob)
+        keys = np.concatenate([seqs[:, [self._site]], seqs[:, list(self._neighbourhood)]], axis=1)
+        clusters = np.unique(keys, axis=0, return_inverse=True)[1].ravel()
+        free = np.setdiff1d(np.arange(x.shape[1]), self._fixed_coordinates())
+        return rest_states(x, clusters.astype(np.int64), free, probabilities=prob)
 
     def _site_bayes_error(self) -> tuple[float, float]:
         seqs, prob = self._sequences()
