@@ -142,7 +142,7 @@ def prox(h: np.ndarray, y: np.ndarray, V: np.ndarray, P: np.ndarray, *, tol: flo
         pya = Py[active]
         f0 = _obj_rows(za, ha, Vinv, P, pya)
         f1 = _obj_rows(za - step, ha, Vinv, P, pya)
-        predicted = 0.5 * np.sum(g * step, axis=1)
+        predicted = 0.5 * _last_sum(g * step)[:, 0]
         t = np.ones(active.size)
         hard = np.flatnonzero((f1 > f0 - 0.25 * predicted) & (predicted > 1e-12 * (1.0 + np.abs(f0))))
         if hard.size:
@@ -157,9 +157,9 @@ def prox(h: np.ndarray, y: np.ndarray, V: np.ndarray, P: np.ndarray, *, tol: flo
         z[active] = za - t[:, None] * step
         # converged: a negligible step, or a gradient at the rounding level of its terms (where
         # V^{-1} is small a rounding-level gradient can still give a step above tol)
-        pull = np.max(np.abs((za - ha) @ Vinv), axis=1)
-        small = ((np.max(np.abs(step), axis=1) <= tol * (1.0 + np.max(np.abs(za), axis=1)))
-                 | (np.max(np.abs(g), axis=1) <= 16 * EPS * (1.0 + pull)))
+        pull = _last_max(np.abs((za - ha) @ Vinv))[:, 0]
+        small = ((_last_max(np.abs(step))[:, 0] <= tol * (1.0 + _last_max(np.abs(za))[:, 0]))
+                 | (_last_max(np.abs(g))[:, 0] <= 16 * EPS * (1.0 + pull)))
         active = active[~small]
         if active.size == 0:
             break
@@ -178,18 +178,45 @@ def prox(h: np.ndarray, y: np.ndarray, V: np.ndarray, P: np.ndarray, *, tol: flo
 
 def _obj_rows(z, h, Vinv, P, Py):
     d = z - h
-    return 0.5 * np.sum((d @ Vinv) * d, axis=1) + _lse(z @ P.T) - np.sum(z * Py, 1)
+    return 0.5 * _last_sum((d @ Vinv) * d)[:, 0] + _lse(z @ P.T) - _last_sum(z * Py)[:, 0]
+
+
+#: the last axis' reductions are written out over its slices up to this length: numpy reduces a short
+#: contiguous last axis row by row (4 ms for the max of a 4096 x 16 x 3 block, against 0.9 ms over the
+#: slices; the sum 1.6 ms against 0.07 ms), and below 8 terms numpy's sum adds them in the same order,
+#: so the results are bit-identical
+SHORT = 8
+
+
+def _last_max(a: np.ndarray) -> np.ndarray:
+    """Maximum over the last axis, keeping it (length 1)."""
+    if a.shape[-1] > SHORT:
+        return np.max(a, axis=-1, keepdims=True)
+    top = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        np.maximum(top, a[..., k], out=top)
+    return top[..., None]
+
+
+def _last_sum(a: np.ndarray) -> np.ndarray:
+    """Sum over the last axis, keeping it (length 1); in numpy's order."""
+    if a.shape[-1] > SHORT:
+        return np.sum(a, axis=-1, keepdims=True)
+    total = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        total += a[..., k]
+    return total[..., None]
 
 
 def _lse(a: np.ndarray) -> np.ndarray:
     """log-sum-exp over the last axis (plain numpy: scipy's overhead dominates small blocks)."""
-    top = np.max(a, axis=-1, keepdims=True)
-    return top[..., 0] + np.log(np.sum(np.exp(a - top), axis=-1))
+    top = _last_max(a)
+    return top[..., 0] + np.log(_last_sum(np.exp(a - top))[..., 0])
 
 
 def _softmax(a: np.ndarray) -> np.ndarray:
-    e = np.exp(a - np.max(a, axis=-1, keepdims=True))
-    return e / np.sum(e, axis=-1, keepdims=True)
+    e = np.exp(a - _last_max(a))
+    return e / _last_sum(e)
 
 
 def fields(rule: Rule, Q: np.ndarray, M: np.ndarray, rho: np.ndarray, bias: np.ndarray
