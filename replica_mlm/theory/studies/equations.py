@@ -94,7 +94,9 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
     Equations (a dict of sympy.Eq that prints as text), or str
         Keys ``"V_hat", "q_hat", "m_hat", "V", "q", "m", "eg", "train_loss"`` (ridge MLM), or
         ``"loss", "prox", "f", "d_w f", "P_out", "Z", "dZ", "fields", "m_hat", "q_hat", "V_hat",
-        "V", "q", "m", "estimation_error"`` (general engine).
+        "V", "q", "m", "estimation_error"`` (general engine), or for ``dynamics=True,
+        loss="cross_entropy"`` ``"logits", "pi", "loss", "g", "E_y g", "E_y g g^T", "C", "[A; B]",
+        "G", "F_k", "dm_k", "dN_k", "M", "Q"``.
     """
     latex = _checks.flag(latex, "latex")
     theory = _checks.choice(theory, routes.THEORIES, "theory")
