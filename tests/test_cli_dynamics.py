@@ -38,3 +38,33 @@ def test_dynamics_bad_options_exit_2(tmp_path):
         res = runner.invoke(main, ["dynamics", "--L", "30", "--points", "3", *args, "--out", str(tmp_path)])
         assert res.exit_code == 2, (args, res.output)
         assert "Error" in res.output
+
+
+def test_dynamics_of_a_q_colour_site(tmp_path):
+    # --colours: site 1 of rm.PottsModel.random(L=6, q=3, seed=2, beta=1.5), the softmax cross-entropy
+    out = tmp_path / "potts"
+    args = ["dynamics", "--colours", "3", "--L", "6", "--seed", "2", "--beta", "1.5", "--site", "1",
+            "--points", "3", "--alpha-max", "1"]
+    res = CliRunner().invoke(main, [*args, "--lr", "0.5", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    for name in ("dynamics.csv", "dynamics.json", "dynamics.png", "dynamics.pdf"):
+        assert (out / name).stat().st_size > 0
+    rows = list(csv.DictReader(open(out / "dynamics.csv")))
+    assert len(rows) == 3 and {(r["loss"], r["channel"]) for r in rows} == {("cross_entropy", "softmax")}
+    meta = json.loads((out / "dynamics.json").read_text())
+    assert meta["parameters"]["colours"] == 3 and meta["K"] == 2 and meta["rows"]["dynamics.csv"] == 3
+    site = rm.PottsModel.random(L=6, q=3, seed=2, beta=1.5).masked_site(1, rng=2)
+    dyn = rm.online_sgd(site, alpha=[0.0, 0.5, 1.0], lr=0.5)
+    for name in ("eg", "test_loss", "estimation_error", "m", "q"):
+        assert [float(r[name]) for r in rows] == pytest.approx(getattr(dyn, name), rel=1e-12), name
+    # what the planner does not serve on a q-colour site is refused with its message (exit 2)
+    runner = CliRunner()
+    for extra, message in ((["--loss", "hinge"], "learns with loss='cross_entropy'"),
+                           (["--channel", "sign"], "learns with loss='cross_entropy'"),
+                           (["--exact"], "takes exact=False"), (["--flow-alpha", "1"], "one-pass SGD only"),
+                           (["--limit"], "--colours takes an instance"), (["--colours", "2"], "x>=3")):
+        res = runner.invoke(main, [*args, *extra, "--out", str(tmp_path / "bad")])
+        assert res.exit_code == 2 and message in " ".join(res.output.split()), (extra, res.output)
+    res = runner.invoke(main, ["dynamics", "--L", "30", "--loss", "cross_entropy", "--out",
+                               str(tmp_path / "x")])
+    assert res.exit_code == 2 and "give --colours" in res.output

@@ -3,6 +3,8 @@ K x K order parameters against SGD simulated on the site's Gaussian inputs (fixe
 tolerances in standard errors), the two-colour site against the logistic ODEs of an Ising site,
 and the refusals."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -90,3 +92,99 @@ def test_refusals_of_a_multiclass_site():
         rm.online_sgd(square, alpha=[1.0], lr=0.5)
     with pytest.raises(ValueError, match="seeds must be at least 2"):
         rm.simulate_sgd(site, alpha=[1.0], lr=0.5, seeds=1)
+
+
+def _compile(args, expr):
+    """``sympy.lambdify`` with the matrix symbols renamed to identifiers (``\\rho``, ``\\mathbb{E}[..]``
+    are LaTeX names, which lambdify would replace by scalar placeholders inside a block matrix)."""
+    import sympy as sp
+
+    rename = {s: sp.MatrixSymbol(f"X{i}", *s.shape) for i, s in enumerate(args)
+              if isinstance(s, sp.MatrixSymbol) and not s.name.isidentifier()}
+    return sp.lambdify([rename.get(a, a) for a in args], expr.xreplace(rename), "numpy")
+
+
+def _compiled_drive(eqs, rule, *, Q, M, rho, bias, P):
+    """A, B and G from the printed equations alone: ``E_y g`` and ``E_y g g^T`` compiled with their
+    fields (``u = P h``, ``pi = softmax(P nu)``, the printed ``logits`` and ``pi``), averaged on the
+    rule's nodes of the fields' Gaussian, and the printed ``[A; B]`` compiled and applied."""
+    import sympy as sp
+
+    from replica_mlm.theory.sides import multiclass_channel as mc
+    from replica_mlm.theory.sides import sgd_multiclass as smc
+
+    K = rho.shape[0]
+    P_sym = eqs["logits"].rhs.args[0]
+    h_sym, u_sym = eqs["logits"].rhs.args[1], eqs["logits"].lhs
+    nu_sym = sp.Matrix(sp.symbols(f"nu_1:{K + 1}", real=True))
+    fields = {**dict(zip(u_sym, (P_sym.as_explicit() * h_sym), strict=True)),
+              **dict(zip(eqs["pi"].lhs, eqs["pi"].rhs, strict=True))}
+    args = [*h_sym, *nu_sym, P_sym]
+    mean = sp.lambdify(args, eqs["E_y g"].rhs.as_explicit().subs(fields), "numpy")
+    outer = sp.lambdify(args, eqs["E_y g g^T"].rhs.as_explicit().subs(fields), "numpy")
+    Qf = smc.floor_overlap(Q, rho)
+    h, cond, S = mc.fields(rule, Qf, M, rho, bias)
+    nu = cond[:, None, :] + rule.eta @ S.T  # (N, R, K)
+    hh = np.broadcast_to(h[:, None, :], nu.shape)
+    w = rule.w_xi[:, None] * rule.w_eta[None, :]
+    g = np.asarray(mean(*np.moveaxis(hh, -1, 0), *np.moveaxis(nu, -1, 0), P))[:, 0]  # (K, N, R)
+    gg = np.asarray(outer(*np.moveaxis(hh, -1, 0), *np.moveaxis(nu, -1, 0), P))  # (K, K, N, R)
+    e_hg = np.einsum("nr,nra,bnr->ab", w, hh, g)
+    e_nug = np.einsum("nr,nra,bnr->ab", w, nu - bias, g)
+    G = np.einsum("nr,abnr->ab", w, gg)
+    regression = eqs["[A; B]"].rhs
+    names = {s.name: s for s in regression.free_symbols}
+    coef = _compile([names["Q"], names["M"], names[r"\rho"], names[r"\mathbb{E}[h g^T]"],
+                     names[r"\mathbb{E}[(\nu - b^*) g^T]"]], regression)
+    AB = np.asarray(coef(Qf, M, rho, e_hg, e_nug))
+    return AB[:K], AB[K:], G
+
+
+@pytest.mark.parametrize("q", [3, pytest.param(4, marks=pytest.mark.slow)])
+def test_printed_equations_are_the_ones_solved(q):
+    """rm.equations(dynamics=True, loss="cross_entropy", q=q): sympy's gradient of the printed
+    cross-entropy names the K x K order parameters, and its compiled equations give the side's
+    drive (A, B, G) and rates (dm_k, dN_k) at one point to 1e-12."""
+    import sympy as sp
+
+    from replica_mlm.theory.sides import sgd_multiclass as smc
+
+    eqs = rm.equations(dynamics=True, loss="cross_entropy", q=q)
+    K = q - 1
+    text = str(eqs)
+    assert text.startswith("one-pass SGD")
+    for name in ("Q", "M", "rho", "A", "B", "G", "N_k", "m_k", "theta_k"):
+        assert re.search(rf"\b{name}\b", text), name
+    for key in ("C", "[A; B]", "dm_k", "dN_k", "Q", "M"):
+        assert all(getattr(s, "shape", (K, K))[0] in (1, K, 2 * K) for s in eqs[key].atoms(sp.MatrixSymbol))
+    assert eqs["Q"].lhs.shape == (K, K) and eqs["C"].rhs.shape == (2 * K, 2 * K)
+    latex = rm.equations(dynamics=True, loss="cross_entropy", q=q, latex=True)
+    assert r"\begin{aligned}" in latex and r"\frac{d}{d \alpha} m_{k}" in latex
+    # one point of a site off the origin: W after some SGD, general rho and bias
+    site = _site(8, K=K, seed=q)
+    omega, theta = site.modes
+    gen = np.random.default_rng(q)
+    m = theta * 0.4 + 0.1 * gen.standard_normal(theta.shape)
+    n = np.einsum("kab,kcb->kac", *(2 * [0.3 * gen.standard_normal((omega.size, K, K))]))
+    Q = np.einsum("k,ka,kb->ab", omega, m, m) + np.einsum("k,kab->ab", omega, n) / site.p
+    M = np.einsum("k,ka,kb->ab", omega, m, theta)
+    rule = smc.drive_rule(K)
+    side = smc.drive(rule, Q=Q, M=M, rho=site.rho, bias=site.bias, P=site.basis)
+    A, B, G = _compiled_drive(eqs, rule, Q=Q, M=M, rho=site.rho, bias=site.bias, P=site.basis)
+    for got, want in ((A, side.A), (B, side.B), (G, side.G)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    # the printed ODEs, compiled, at mode k
+    c, lam, k = 0.7, 0.1, 3
+    syms = {s.name: s for e in ("dm_k", "dN_k", "F_k") for s in eqs[e].rhs.free_symbols}
+    F = _compile([syms["s_k"], syms[r"\lambda"], syms["A"]], eqs["F_k"].rhs)(omega[k], lam, A)
+    dm = _compile([syms["c_B"], syms["s_k"], syms[r"\lambda"], syms["m_k"], syms[r"\theta_k"], syms["A"],
+                   syms["B"]], eqs["dm_k"].rhs)(c, omega[k], lam, m[k][None], theta[k][None], A, B)
+    dn = _compile([syms["c_B"], syms["s_k"], syms["N_k"], syms["F_k"], syms["G"]],
+                  eqs["dN_k"].rhs)(c, omega[k], n[k], np.asarray(F), G)
+    dm_side, dn_side = smc.rates(side, m, n, omega=omega, theta=theta, c=c, lam=lam)
+    np.testing.assert_allclose(np.asarray(dm)[0], dm_side[k], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(dn), dn_side[k], rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="q must be >= 3"):
+        rm.equations(dynamics=True, loss="cross_entropy", q=2)
+    with pytest.raises(ValueError, match="q= is the number of colours"):
+        rm.equations(dynamics=True, loss="logistic", channel="sign", q=3)

@@ -472,12 +472,13 @@ LOSS = RegistryName(losses)
 CHANNEL = RegistryName(channels)
 
 
-def erm_options(f):
-    """``--loss`` and ``--channel``: the convex loss and the label channel (default: ridge MLM)."""
+def erm_options(f, *, loss_type: click.ParamType = LOSS):
+    """``--loss`` (names of ``loss_type``) and ``--channel``: the convex loss and the label channel
+    (default: ridge MLM)."""
     f = click.option("--channel", type=CHANNEL, default="gaussian", show_default=True,
                      help="Label channel (rm.channels): gaussian is y = w*.x + noise (the MLM label), "
                           "sign its sign, logit P(y|nu) = 1/(1+exp(-y nu)).")(f)
-    f = click.option("--loss", type=LOSS, default="square", show_default=True,
+    f = click.option("--loss", type=loss_type, default="square", show_default=True,
                      help="Training loss (rm.losses; default instance of each, huber has delta = 1). "
                           "Logistic and hinge need a binary channel (sign, logit); pairs but "
                           "square/gaussian need lam > 0.")(f)

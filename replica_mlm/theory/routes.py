@@ -318,7 +318,7 @@ def _dynamics(task, entry: str, loss, channel, mixture: bool, method, precision,
             raise ValueError(f"theory='mixture' has its own channel (the label is the cluster); leave "
                              f"channel unset, got channel={channel!r}")
         return _served(Plan("dynamics", entry, loss=losses.resolve("logistic" if loss is None else loss)))
-    if is_multiclass(task):
+    if is_multiclass(task) or (task is None and loss == "cross_entropy"):
         return _served(_dynamics_multiclass(task, entry, loss, channel))
     if task is not None:
         spectrum_of(task)
@@ -330,12 +330,13 @@ def _dynamics(task, entry: str, loss, channel, mixture: bool, method, precision,
 
 def _dynamics_multiclass(task, entry: str, loss, channel) -> Plan:
     """The ``"dynamics"`` route of a q-colour site: one-pass SGD with the softmax cross-entropy
-    (docs/dynamics.md, section "A q-colour site"); the plan's loss and channel are their names."""
+    (docs/dynamics.md, section "A q-colour site"); the plan's loss and channel are their names.
+    ``task`` None: no site in particular (the printed equations, ``loss="cross_entropy"``)."""
     if entry not in ("online_sgd", "simulate_sgd"):
+        where = "" if task is None else f" (K = {task.K} logit directions)"
         raise ValueError(f"{entry} solves the square loss's flow on a task with one teacher direction; a "
-                         f"multi-class site (K = {task.K} logit directions) has one-pass SGD only "
-                         "(rm.online_sgd, rm.simulate_sgd)")
-    if task.channel != "softmax":
+                         f"multi-class site{where} has one-pass SGD only (rm.online_sgd, rm.simulate_sgd)")
+    if task is not None and task.channel != "softmax":
         raise ValueError(f"{entry} of a multi-class site follows the softmax channel learnt with the "
                          f"cross-entropy; this site has the {task.channel!r} channel")
     if loss not in (None, "cross_entropy") or channel not in (None, "softmax"):

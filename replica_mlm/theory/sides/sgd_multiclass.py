@@ -106,6 +106,16 @@ def drive(rule: mc.Rule, *, Q, M, rho, bias, P) -> Drive:
     return Drive(A=coef[:K], B=coef[K:], G=(G + G.T) / 2)
 
 
+def rates(d: Drive, m: np.ndarray, n: np.ndarray, *, omega: np.ndarray, theta: np.ndarray, c: float,
+          lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``dm_k / d alpha`` (k, K) and ``dN_k / d alpha`` (k, K, K) of every mode at the drive ``d``
+    (the module's equations; ``c = lr / B``)."""
+    F = omega[:, None, None] * d.A[None] + lam * np.eye(d.A.shape[0])[None]
+    dm = -c * (omega[:, None] * (m @ d.A + theta @ d.B) + lam * m)
+    dn = -c * (np.swapaxes(F, 1, 2) @ n + n @ F) + (c * c) * omega[:, None, None] * d.G[None]
+    return dm, dn
+
+
 def eg_rule_1d() -> mc.Rule:
     """K = 1: Gauss-Legendre panels on each side of h = 0 (the argmax's jump), Hermite inside."""
     x, w = np.polynomial.legendre.leggauss(EG_NODES)
@@ -155,7 +165,6 @@ def online_moments(task, *, lr: float, lam: float, batch: int, alpha: np.ndarray
     rho, bias, P, p, K = task.rho, task.bias, task.basis, task.p, task.K
     rule = drive_rule(K) if rule is None else rule
     c = lr / batch
-    eye = np.eye(K)
 
     def overlaps(m, n):
         Q = np.einsum("k,ka,kb->ab", omega, m, m) + np.einsum("k,kab->ab", omega, n) / p
@@ -163,11 +172,8 @@ def online_moments(task, *, lr: float, lam: float, batch: int, alpha: np.ndarray
 
     def rhs(m, n):
         Q, M = overlaps(m, n)
-        d = drive(rule, Q=Q, M=M, rho=rho, bias=bias, P=P)
-        F = omega[:, None, None] * d.A[None] + lam * eye[None]
-        dm = -c * (omega[:, None] * (m @ d.A + theta @ d.B) + lam * m)
-        dn = -c * (np.swapaxes(F, 1, 2) @ n + n @ F) + (c * c) * omega[:, None, None] * d.G[None]
-        return dm, dn
+        return rates(drive(rule, Q=Q, M=M, rho=rho, bias=bias, P=P), m, n, omega=omega, theta=theta,
+                     c=c, lam=lam)
 
     m = np.zeros((omega.size, K))
     n = np.zeros((omega.size, K, K))

@@ -42,7 +42,7 @@ def _plain(expr) -> str:
 
 @keywords
 def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bool = False,
-              theory: str = "gaussian", dynamics: bool = False) -> Equations | str:
+              theory: str = "gaussian", dynamics: bool = False, q: int | None = None) -> Equations | str:
     """The replica-symmetric saddle-point equations, as derived by sympy.
 
     Without ``loss`` and ``channel``: the equations of ridge MLM (square loss, gaussian channel)
@@ -79,14 +79,24 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
         a polynomial and the channel gaussian, else as expectations), the ODEs of the per-mode mean
         ratio ``r_k`` and fluctuation ``N_k`` (``c_B = lr / B``), the overlaps ``R`` and ``Q``, and
         for the square loss with the gaussian channel the exact finite-p recursion of ``D_k``,
-        ``r_k`` (``g = lr / p``, ``a = 1 - g lam``).
+        ``r_k`` (``g = lr / p``, ``a = 1 - g lam``). With ``loss="cross_entropy"``: one-pass SGD
+        on a q-colour site (docs/dynamics.md, section "A q-colour site"): the softmax
+        cross-entropy in the logits ``u = P h``, its gradient ``g`` (sympy), the label averages
+        ``E_y g`` and ``E_y g g^T`` under ``pi = softmax(P nu)``, the fields' covariance ``C`` of
+        the K x K order parameters ``Q``, ``M``, ``rho``, the regression ``[A; B]`` and ``G``, and
+        the ODEs of the per-mode mean row ``m_k`` and fluctuation ``N_k``.
+    q : int, optional
+        The number of colours (>= 3) of ``dynamics=True, loss="cross_entropy"`` (None: 3); no
+        other equations take it.
 
     Returns
     -------
     Equations (a dict of sympy.Eq that prints as text), or str
         Keys ``"V_hat", "q_hat", "m_hat", "V", "q", "m", "eg", "train_loss"`` (ridge MLM), or
         ``"loss", "prox", "f", "d_w f", "P_out", "Z", "dZ", "fields", "m_hat", "q_hat", "V_hat",
-        "V", "q", "m", "estimation_error"`` (general engine).
+        "V", "q", "m", "estimation_error"`` (general engine), or for ``dynamics=True,
+        loss="cross_entropy"`` ``"logits", "pi", "loss", "g", "E_y g", "E_y g g^T", "C", "[A; B]",
+        "G", "F_k", "dm_k", "dN_k", "M", "Q"``.
     """
     latex = _checks.flag(latex, "latex")
     theory = _checks.choice(theory, routes.THEORIES, "theory")
@@ -97,10 +107,26 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
             raise ValueError("dynamics=True prints the equations of SGD with a loss; bayes_optimal=True "
                              "takes none")
         plan = routes.plan(None, entry="online_sgd", loss=loss, channel=channel, theory=theory)
-        out = _render(dynamics_equations(plan.loss, plan.channel), latex)
+        if plan.loss == "cross_entropy":
+            from replica_mlm.theory.studies.dynamics_multiclass_equations import multiclass_dynamics_equations
+
+            colours = 3 if q is None else _checks.positive_int(q, "q")
+            if colours < 3:
+                raise ValueError(f"q must be >= 3 colours for the softmax cross-entropy's equations (two "
+                                 f"colours are the logistic loss: loss='logistic'), got {colours}")
+            eqs = multiclass_dynamics_equations(colours)
+        elif q is not None:
+            raise ValueError("q= is the number of colours of the q-colour site's SGD equations: it "
+                             "needs loss='cross_entropy'")
+        else:
+            eqs = dynamics_equations(plan.loss, plan.channel)
+        out = _render(eqs, latex)
         if not latex:
             out.title = DYNAMICS_TITLE
         return out
+    if q is not None:
+        raise ValueError("q= is the number of colours of the q-colour site's SGD equations: it needs "
+                         "dynamics=True and loss='cross_entropy'")
     if _checks.flag(bayes_optimal, "bayes_optimal"):
         if loss is not None:
             raise ValueError("bayes_optimal=True takes no loss: the Bayes-optimal estimator has none")
