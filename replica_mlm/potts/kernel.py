@@ -56,6 +56,39 @@ def energies_from_fields(model: PottsLike, s: np.ndarray, Nq: np.ndarray) -> np.
     return -0.5 * np.einsum("cbi,cib->c", Nq, Ug)
 
 
+#: up to this many colours the draw of :func:`gibbs_sweep` reduces over the colours column by column:
+#: numpy reduces a short row row by row, which made the sweep 1.2-1.7x slower at q = 2, 3 with 100 to
+#: 1000 chains; above it numpy's own reductions are faster. Both give the same draws to the bit (the
+#: maximum, a sequential cumulative sum, a count).
+SHORT = 8
+
+
+def _draw(z: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """New colours of the chains with logits ``z`` (C, q), in place on ``z``, by inverting the
+    cumulative distribution at the uniforms ``u`` (C,)."""
+    z -= z.max(axis=1, keepdims=True)
+    np.exp(z, out=z)
+    np.cumsum(z, axis=1, out=z)
+    return (z < (u * z[:, -1])[:, None]).sum(axis=1)
+
+
+def _draw_by_column(z: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """:func:`_draw` with its reductions written over the q columns (same draws)."""
+    q = z.shape[1]
+    top = z[:, 0].copy()
+    for b in range(1, q):
+        np.maximum(top, z[:, b], out=top)
+    z -= top[:, None]
+    np.exp(z, out=z)
+    for b in range(1, q):
+        z[:, b] += z[:, b - 1]
+    threshold = u * z[:, -1]
+    new = (z[:, 0] < threshold).astype(np.int64)
+    for b in range(1, q):
+        new += z[:, b] < threshold
+    return new
+
+
 def gibbs_sweep(model: PottsLike, s: np.ndarray, Nq: np.ndarray, gen: np.random.Generator,
                 betas: np.ndarray | None = None) -> None:
     """One systematic-scan Gibbs sweep of all chains, in place, with incremental fields.
@@ -71,14 +104,12 @@ def gibbs_sweep(model: PottsLike, s: np.ndarray, Nq: np.ndarray, gen: np.random.
     bcol = None if betas is None else np.asarray(betas, dtype=float)[:, None]
     J = model.couplings
     u = gen.random((model.L, C))
+    by_column = model.q <= SHORT
     for i in range(model.L):
         z = Nq[:, :, i] @ bU
         if bcol is not None:
             z *= bcol
-        z -= z.max(axis=1, keepdims=True)
-        np.exp(z, out=z)
-        np.cumsum(z, axis=1, out=z)
-        new = (z < (u[i] * z[:, -1])[:, None]).sum(axis=1)
+        new = _draw_by_column(z, u[i]) if by_column else _draw(z, u[i])
         old = s[:, i]
         chg = np.flatnonzero(new != old)
         if chg.size:
