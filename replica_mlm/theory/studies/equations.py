@@ -40,6 +40,13 @@ def _plain(expr) -> str:
     return re.sub(r"\\([A-Za-z]+)", r"\1", text).replace("**", "^")
 
 
+def _no_colours(q) -> None:
+    """Refuse ``q=`` where the equations printed are not the q-colour site's SGD equations."""
+    if q is not None:
+        raise ValueError("q= is the number of colours of the q-colour site's SGD equations: it needs "
+                         "dynamics=True and loss='cross_entropy'")
+
+
 @keywords
 def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bool = False,
               theory: str = "gaussian", dynamics: bool = False, q: int | None = None) -> Equations | str:
@@ -115,18 +122,14 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
                 raise ValueError(f"q must be >= 3 colours for the softmax cross-entropy's equations (two "
                                  f"colours are the logistic loss: loss='logistic'), got {colours}")
             eqs = multiclass_dynamics_equations(colours)
-        elif q is not None:
-            raise ValueError("q= is the number of colours of the q-colour site's SGD equations: it "
-                             "needs loss='cross_entropy'")
         else:
+            _no_colours(q)
             eqs = dynamics_equations(plan.loss, plan.channel)
         out = _render(eqs, latex)
         if not latex:
             out.title = DYNAMICS_TITLE
         return out
-    if q is not None:
-        raise ValueError("q= is the number of colours of the q-colour site's SGD equations: it needs "
-                         "dynamics=True and loss='cross_entropy'")
+    _no_colours(q)
     if _checks.flag(bayes_optimal, "bayes_optimal"):
         if loss is not None:
             raise ValueError("bayes_optimal=True takes no loss: the Bayes-optimal estimator has none")
