@@ -59,7 +59,6 @@ import numpy as np
 
 from replica_mlm._base import checks as _checks
 from replica_mlm.learners.multinomial_pl import reduced_inputs
-from replica_mlm.tasks import lanczos
 from replica_mlm.tasks.potts_site import simplex_basis
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.solve import solve
@@ -309,17 +308,13 @@ def _columns(columns, L: int, site: int) -> np.ndarray:
 def theory_loss(sigma: np.ndarray, teacher: np.ndarray, noise: np.ndarray, *, M, lam: float,
                 p: int) -> np.ndarray:
     """Replica test loss of the square-loss Gaussian reduction: the sum over the K columns of the
-    scalar ridge predictions (``rm.solve`` on a MaskedSite per column, ``alpha = M / d``, ridge
-    ``lam p / d``), for each training-set size in ``M``. Computed in the eigenbasis of ``Sigma``
-    (the prediction is invariant under a rotation of the inputs). Sigma enters through its
-    eigenvalues (``eigvalsh``, once) and each column's teacher through the Lanczos rule of its
-    spectral measure (:meth:`Spectrum.from_site` with ``method="lanczos"``): no eigenvectors."""
-    d = sigma.shape[0]
-    omega = np.linalg.eigvalsh(sigma)  # once: the bulk of every column's spectrum
-    tasks = [Spectrum(*lanczos.modes(omega, lanczos.gauss_rule(sigma, teacher[:, a])),
-                      noise=float(noise[a])) for a in range(teacher.shape[1])]
-    return np.array([sum(solve(t, alpha=m / d, lam=lam * p / d).test_loss for t in tasks)
-                     for m in np.atleast_1d(M)])
+    scalar ridge predictions (``rm.solve`` on the spectral data of each column, ``alpha = M / d``,
+    ridge ``lam p / d``), for each training-set size in ``M``. Computed in the eigenbasis of
+    ``Sigma`` (the prediction is invariant under a rotation of the inputs): one ``eigh``, then
+    :func:`eigenbasis_theory_loss`. (A Lanczos rule per column gives the same numbers to 1e-16
+    but, on one-hot covariances of d = 400, runs to hundreds of steps: 10 CPU-s against 0.1.)"""
+    omega, U = np.linalg.eigh(sigma)
+    return eigenbasis_theory_loss(omega, U.T @ teacher, noise, M=M, lam=lam, p=p)
 
 
 def eigenbasis_theory_loss(eigenvalues: np.ndarray, teacher: np.ndarray, noise: np.ndarray, *, M,
