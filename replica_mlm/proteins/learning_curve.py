@@ -114,6 +114,10 @@ class SiteLearningCurve:
         = -mean r^T (W - W*)^T x`` with ``r`` the teacher's held-out residual.
     cross_predicted : ndarray, shape (len(M),)
         The cross term's prediction from the Gaussian theory's mean fit (:func:`cross_theory`).
+    excess_pool : ndarray, shape (len(M), subsamples)
+        Each fit's excess under the pool's ``Sigma``, ``tr(D^T Sigma D) / 2``: what the theory's
+        ``theory - noise_floor`` predicts; ``excess - excess_pool`` is the shift from the pool's
+        covariance to the test rows'.
     """
 
     site: int
@@ -139,6 +143,7 @@ class SiteLearningCurve:
     excess: np.ndarray | None = field(default=None, repr=False)
     cross: np.ndarray | None = field(default=None, repr=False)
     cross_predicted: np.ndarray | None = None
+    excess_pool: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def mean(self) -> np.ndarray:
@@ -190,28 +195,32 @@ class SiteLearningCurve:
         return (self.theory_cross - self.mean) / self.stderr
 
     def table(self) -> str:
-        """One markdown row per M: measured (se), theory (z), theory + misspecification (z), the
-        misspecification term, the measured cross term (its standard error over the training
-        sets) and the excess's miss (measured mean excess minus ``theory - noise_floor``)."""
+        """One markdown row per M: measured (se), theory (z), theory + misspecification (z), that plus
+        the predicted cross term (z), the misspecification term, the measured cross term (its
+        standard error over the training sets) and its prediction, and the excess's miss (the
+        measured mean excess minus ``theory - noise_floor``) split into the shift from the pool's
+        covariance to the test rows' (``excess - excess_pool``) and the rest (``excess_pool`` minus
+        the prediction)."""
         rows = ["| M | measured | se | theory | z | + misspecification | z | + cross predicted | z "
-                "| misspecification | cross | se | cross predicted | excess - predicted |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| misspecification | cross | se | cross predicted | excess - predicted | test shift "
+                "| pool excess - predicted |", "|---" * 16 + "|"]
         for k, m in enumerate(self.M):
             cross, n = self.cross[k], self.cross.shape[1]
             miss = self.excess[k].mean() - (self.theory[k] - self.noise_floor)
+            shift = self.excess[k].mean() - self.excess_pool[k].mean()
             rows.append(f"| {m} | {self.mean[k]:.4f} | {self.stderr[k]:.4f} | {self.theory[k]:.4f} "
                         f"| {self.z[k]:+.1f} | {self.theory_heldout[k]:.4f} | {self.z_heldout[k]:+.1f} "
                         f"| {self.theory_cross[k]:.4f} | {self.z_cross[k]:+.1f} "
                         f"| {self.misspecification:.4f} | {cross.mean():+.4f} "
                         f"| {cross.std(ddof=1) / np.sqrt(n):.4f} | {self.cross_predicted[k]:+.4f} "
-                        f"| {miss:+.4f} |")
+                        f"| {miss:+.4f} | {shift:+.4f} | {miss - shift:+.4f} |")
         return "\n".join(rows)
 
     def to_frame(self):
         """A pandas DataFrame, one row per M: M, alpha (= M / p), measured, se, theory, z,
         teacher_floor, noise_floor, misspecification, theory_heldout, z_heldout, cross (mean over
-        the training sets), excess (mean), site, lam, and (when computed) mixture, z_mixture,
-        mixture_floor."""
+        the training sets), excess and excess_pool (means), cross_predicted, theory_cross, z_cross,
+        site, lam, and (when computed) mixture, z_mixture, mixture_floor."""
         import pandas as pd
 
         frame = pd.DataFrame({"M": self.M, "alpha": self.M / self.p, "measured": self.mean,
@@ -223,7 +232,7 @@ class SiteLearningCurve:
         if self.cross is not None:
             frame["cross"], frame["excess"] = self.cross.mean(axis=1), self.excess.mean(axis=1)
             frame["cross_predicted"], frame["theory_cross"] = self.cross_predicted, self.theory_cross
-            frame["z_cross"] = self.z_cross
+            frame["z_cross"], frame["excess_pool"] = self.z_cross, self.excess_pool.mean(axis=1)
         if self.mixture is not None:
             frame["mixture"], frame["z_mixture"] = self.mixture, self.z_mixture
             frame["mixture_floor"] = self.mixture_floor
@@ -438,13 +447,15 @@ def site_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 5,
                                           p=p)
 
     losses = np.empty((sizes.size, subsamples))
-    excess, cross = np.empty_like(losses), np.empty_like(losses)
+    excess, cross, excess_pool = np.empty_like(losses), np.empty_like(losses), np.empty_like(losses)
     for k, m in enumerate(sizes):
         for s in range(subsamples):
             rows = gen.choice(pool.shape[0], size=int(m), replace=False)
             W = ridge_fit(x[rows], y[rows], lam, p)
             losses[k, s] = _square_loss(xt, yt, W)
             excess[k, s], cross[k, s] = heldout_terms(xt, yt, W, teacher)
+            D = W - teacher
+            excess_pool[k, s] = float(np.sum(D * (sigma @ D))) / 2
     freq = np.bincount(pool[:, local], minlength=msa.q) / pool.shape[0]
     entropy = float(-np.sum(freq[freq > 0] * np.log(freq[freq > 0])))
     return SiteLearningCurve(site=site, columns=cols, lam=lam, p=p, d=d, M=sizes, losses=losses,
@@ -453,4 +464,4 @@ def site_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 5,
                              n_test=n_test, entropy=entropy, sigma=sigma,
                              teacher=teacher, noise=noise, mixture=mixture, mixture_floor=mixture_floor,
                              classes=classes, smallest_class=int(counts.min()), excess=excess,
-                             cross=cross, cross_predicted=predicted_cross)
+                             cross=cross, cross_predicted=predicted_cross, excess_pool=excess_pool)
