@@ -18,6 +18,7 @@ from matplotlib.ticker import FixedLocator
 from replica_mlm._base.keywords import keywords
 from replica_mlm.figures.style import STYLE, _finish, log_ticks, save
 from replica_mlm.proteins.contacts import ranked_pairs
+from replica_mlm.proteins.learning_curve import eigenbasis_theory_loss
 
 __all__ = ["plot_contact_map", "plot_site_learning_curves"]
 
@@ -40,7 +41,7 @@ def plot_site_learning_curves(curves: Sequence, *, pool: Sequence | None = None,
         The pool as the population (:func:`replica_mlm.proteins.pool_curve.pool_learning_curve`)
         for the same sites in the same order, drawn as the top row: the population loss on the
         real rows (circles) and on the Gaussian surrogate of the same moments (squares), and the
-        theory (solid).
+        theory (solid, on 24 sizes between the smallest and the largest M).
     path : path, optional
         Where to save (PNG and PDF).
     title : str, optional
@@ -78,7 +79,9 @@ def plot_site_learning_curves(curves: Sequence, *, pool: Sequence | None = None,
                                                 "Gaussian surrogate, same moments")):
                 se = losses.std(axis=1, ddof=1) / np.sqrt(losses.shape[1])
                 ax.errorbar(c.M, losses.mean(axis=1), yerr=se, fmt=fmt, color=colour, label=label, **mark)
-            ax.plot(c.M, c.theory, color="black", ls="-", label="theory")
+            grid = np.unique(np.geomspace(c.M.min(), c.M.max(), 24).round().astype(int))
+            ax.plot(grid, eigenbasis_theory_loss(c.sigma_eigenvalues, c.teacher, c.noise, M=grid, lam=c.lam,
+                                                 p=c.p), color="black", ls="-", label="theory")
             ax.set_title(f"site {c.site}: pool as population", fontsize=8)
         sizes = np.concatenate([c.M for c in [*curves, *(pool or ())]])
         axes[0, 0].set_xscale("log")
