@@ -373,7 +373,8 @@ def test_dynamics_section_figure(tmp_path):
 
 
 def test_site_learning_curves(tmp_path):
-    """Two protein sites (theory lines, measured error bars, teacher floors) on a small alignment."""
+    """Two protein sites on a small alignment, held-out design alone and under the pool as the
+    population (two rows, a legend per row): theory lines, measured error bars, teacher floors."""
     pytest.importorskip("biotite")
     pytest.importorskip("pandas")
     from replica_mlm.figures.protein_families import plot_site_learning_curves
@@ -384,10 +385,16 @@ def test_site_learning_curves(tmp_path):
     msa = rm.MSA.read(datasets.data_folder() / folder / name).filter(0.2).subset(np.arange(200))
     curves = [site_learning_curve(msa, site, M=[20, 60], lam=0.1, subsamples=3, columns=np.arange(6), rng=1)
               for site in (1, 4)]
-    # checked() without unlabelled=: the second site's panel shares the first panel's legend entries
-    with checked() as found:
+    from replica_mlm.proteins.pool_curve import pool_learning_curve
+
+    pool = [pool_learning_curve(msa, site, M=[20, 60], lam=0.1, subsamples=3, columns=np.arange(6), rng=1)
+            for site in (1, 4)]
+    with checked(unlabelled=True) as found:
         plot_site_learning_curves(curves, path=tmp_path / "sites", title="two sites")
-    _assert_clean(found, 1)
+        plot_site_learning_curves(curves, pool=pool, path=tmp_path / "both", title="two designs")
+    _assert_clean(found, 2)
+    with pytest.raises(ValueError, match="pool must hold"):
+        plot_site_learning_curves(curves, pool=pool[::-1])
 
 
 @pytest.mark.parametrize("command", ["potts", "attractor"])

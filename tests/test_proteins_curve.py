@@ -10,7 +10,12 @@ pytest.importorskip("pandas")
 
 from replica_mlm.proteins import datasets
 from replica_mlm.proteins.learning_curve import (
+    _square_loss,
+    cross_theory,
+    heldout_prediction,
+    heldout_terms,
     ridge_fit,
+    ridge_kappa,
     site_learning_curve,
     theory_loss,
 )
@@ -58,6 +63,120 @@ def test_data_sampled_from_the_teacher_agree_with_the_theory(small):
             losses.append((np.sum(D * (c.sigma @ D)) + c.teacher.shape[1] * noise) / 2)
         mean, se = np.mean(losses), np.std(losses, ddof=1) / np.sqrt(len(losses))
         assert abs(want - mean) <= 4 * se
+
+
+def test_heldout_loss_is_the_teacher_floor_plus_excess_plus_cross(small):
+    """Each fit's held-out loss splits exactly into the teacher's held-out loss, the excess and the
+    cross term; the named misspecification term is what the held-out prediction adds."""
+    c = small
+    np.testing.assert_allclose(c.losses, c.teacher_floor + c.excess + c.cross, rtol=1e-12, atol=0)
+    assert np.all(c.excess > 0)
+    assert c.misspecification == pytest.approx(c.teacher_floor - c.noise_floor)
+    np.testing.assert_allclose(c.theory_heldout, c.theory + c.misspecification, rtol=1e-15)
+    frame = c.to_frame()
+    np.testing.assert_allclose(frame["z_heldout"], (c.theory_heldout - c.mean) / c.stderr)
+    np.testing.assert_allclose(frame["cross"], c.cross.mean(axis=1))
+    np.testing.assert_allclose(frame["excess_pool"], c.excess_pool.mean(axis=1))
+    assert np.all(c.excess_pool > 0)
+    np.testing.assert_allclose(c.theory_cross, c.theory_heldout + c.cross_predicted, rtol=1e-15)
+    assert (frame["misspecification"] == c.misspecification).all()
+    assert c.table().count("\n") == 1 + c.M.size
+
+
+def test_heldout_prediction_with_a_known_misspecification():
+    """Gaussian inputs, the true teacher and noise for the theory, and held-out rows whose noise
+    is twice the pool's by construction: the held-out loss is the prediction plus the named
+    term (|z| < 3, 30 training sets per M) while the theory alone misses by far more; the cross
+    term (whose residual is independent of x here) is below one standard error of the loss."""
+    gen = np.random.default_rng(11)
+    d, K, p, lam = 100, 3, 5, 0.1
+    eig = np.linspace(0.2, 2.0, d)
+    teacher = gen.standard_normal((d, K)) / np.sqrt(d)
+    noise = np.array([0.1, 0.2, 0.3])
+
+    def rows(n, var):
+        x = gen.standard_normal((n, d)) * np.sqrt(eig)
+        return x, x @ teacher + gen.standard_normal((n, K)) * np.sqrt(var)
+
+    (x, y), (xt, yt) = rows(20000, noise), rows(20000, 2 * noise)
+    teacher_floor, noise_floor = _square_loss(xt, yt, teacher), float(noise.sum() / 2)
+    M = [50, 200]
+    theory = theory_loss(np.diag(eig), teacher, noise, M=M, lam=lam, p=p)
+    prediction = heldout_prediction(theory, teacher_floor=teacher_floor, noise_floor=noise_floor)
+    for m, old, new in zip(M, theory, prediction, strict=True):
+        losses, cross = [], []
+        for _ in range(30):
+            pick = gen.choice(x.shape[0], size=m, replace=False)
+            W = ridge_fit(x[pick], y[pick], lam, p)
+            excess, cr = heldout_terms(xt, yt, W, teacher)
+            losses.append(_square_loss(xt, yt, W))
+            assert losses[-1] == pytest.approx(teacher_floor + excess + cr, rel=1e-12)
+            cross.append(cr)
+        mean, se = np.mean(losses), np.std(losses, ddof=1) / np.sqrt(len(losses))
+        assert abs(new - mean) < 3 * se, (m, new, mean, se)
+        assert abs(old - mean) > 20 * se, (m, old, mean, se)
+        # the cross term: its residual is independent of x, so it is only the test rows' sampling
+        assert abs(np.mean(cross)) < se
+
+
+def test_cross_term_predicted_when_the_heldout_residual_is_correlated_with_x():
+    """Gaussian inputs; the held-out labels carry an extra linear part ``B^T x`` that the teacher
+    misses (its held-out residual is correlated with x by construction): the measured cross term
+    is its prediction from the theory's mean fit, and the loss is theory + misspecification + the
+    predicted cross term, both within 3 standard errors (40 training sets per M); without the cross
+    term the prediction misses by more than 5."""
+    gen = np.random.default_rng(12)
+    d, K, p, lam = 100, 2, 20, 0.2
+    eig = np.linspace(0.2, 2.0, d)
+    teacher = gen.standard_normal((d, K)) / np.sqrt(d)
+    extra = -0.6 * teacher + 0.3 * gen.standard_normal((d, K)) / np.sqrt(d)
+    noise = np.array([0.1, 0.2])
+    x = gen.standard_normal((20000, d)) * np.sqrt(eig)
+    y = x @ teacher + gen.standard_normal((20000, K)) * np.sqrt(noise)
+    xt = gen.standard_normal((40000, d)) * np.sqrt(eig)
+    yt = xt @ (teacher + extra) + gen.standard_normal((40000, K)) * np.sqrt(noise)
+    teacher_floor, noise_floor = _square_loss(xt, yt, teacher), float(noise.sum() / 2)
+    coupling = xt.T @ (yt - xt @ teacher) / xt.shape[0]
+    M = [40, 300]
+    theory = theory_loss(np.diag(eig), teacher, noise, M=M, lam=lam, p=p)
+    misspecified = heldout_prediction(theory, teacher_floor=teacher_floor, noise_floor=noise_floor)
+    predicted_cross = cross_theory(np.diag(eig), teacher, coupling, M=M, lam=lam, p=p)
+    for k, m in enumerate(M):
+        losses, cross = [], []
+        for _ in range(40):
+            pick = gen.choice(x.shape[0], size=m, replace=False)
+            W = ridge_fit(x[pick], y[pick], lam, p)
+            losses.append(_square_loss(xt, yt, W))
+            cross.append(heldout_terms(xt, yt, W, teacher)[1])
+        se = np.std(losses, ddof=1) / np.sqrt(len(losses))
+        se_cross = np.std(cross, ddof=1) / np.sqrt(len(cross))
+        assert abs(np.mean(cross) - predicted_cross[k]) < 3 * se_cross, (m, np.mean(cross), se_cross)
+        assert abs(misspecified[k] + predicted_cross[k] - np.mean(losses)) < 3 * se, (m, np.mean(losses), se)
+        assert abs(misspecified[k] - np.mean(losses)) > 5 * se, m
+
+
+def test_ridge_kappa_gives_the_theory_loss():
+    """The effective ridge behind the predicted cross term is the theory's: the ridge test loss
+    built from it (deterministic equivalent) equals theory_loss to rounding, below and above M = d."""
+    gen = np.random.default_rng(3)
+    d, lam, p = 150, 0.1, 7
+    a = gen.standard_normal((d, d))
+    sigma = a @ a.T / d + 0.05 * np.eye(d)
+    W, noise = gen.standard_normal((d, 3)) / np.sqrt(d), np.array([0.1, 0.2, 0.3])
+    omega, U = np.linalg.eigh(sigma)
+    t = U.T @ W
+    for m in (20, 149, 1000):
+        k = ridge_kappa(omega, M=m, penalty=lam * p)
+        df2 = np.sum(omega**2 / (omega + k) ** 2)
+        excess = sum((k**2 * np.sum(omega * t[:, j] ** 2 / (omega + k) ** 2) + noise[j] * df2 / m)
+                     / (1 - df2 / m) for j in range(3)) / 2
+        want = theory_loss(sigma, W, noise, M=[m], lam=lam, p=p)[0] - noise.sum() / 2
+        assert excess == pytest.approx(want, rel=1e-12)
+        # the predicted cross term is linear in the coupling and zero without it
+        c = gen.standard_normal((d, 3))
+        assert cross_theory(sigma, W, 0 * c, M=[m], lam=lam, p=p)[0] == 0
+        np.testing.assert_allclose(cross_theory(sigma, W, 2 * c, M=[m], lam=lam, p=p),
+                                   2 * cross_theory(sigma, W, c, M=[m], lam=lam, p=p), rtol=1e-12)
 
 
 def test_bad_arguments_are_refused(small):

@@ -12,26 +12,36 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.container import ErrorbarContainer
+from matplotlib.ticker import FixedLocator
 
 from replica_mlm._base.keywords import keywords
-from replica_mlm.figures.style import LINESTYLES, MARKERS, STYLE, _finish, grey
+from replica_mlm.figures.style import STYLE, _finish, log_ticks, save
 from replica_mlm.proteins.contacts import ranked_pairs
+from replica_mlm.proteins.learning_curve import eigenbasis_theory_loss
 
 __all__ = ["plot_contact_map", "plot_site_learning_curves"]
 
 
 @keywords
-def plot_site_learning_curves(curves: Sequence, *, path: str | os.PathLike | None = None,
-                              title: str | None = None):
-    """Measured test loss (markers, standard errors) and replica prediction (lines) against M.
+def plot_site_learning_curves(curves: Sequence, *, pool: Sequence | None = None,
+                              path: str | os.PathLike | None = None, title: str | None = None):
+    """Measured test loss (markers, standard errors) and replica predictions (lines) against M, one
+    panel per site (docs/proteins.md, "A site's learning curve against the replica prediction").
 
     Parameters
     ----------
     curves : sequence of SiteLearningCurve
-        From :func:`replica_mlm.proteins.learning_curve.site_learning_curve`; one colour per site.
-        The teacher's loss on the held-out rows is a dotted horizontal line; the prediction from the
-        class-conditional moments (``mixture``), when the curve has it, a thin line with crosses in
-        the site's grey and line style.
+        The held-out design (:func:`replica_mlm.proteins.learning_curve.site_learning_curve`), one
+        panel per site (the bottom row when ``pool`` is given): the measured loss on the held-out
+        rows; the theory alone (its noise the teacher's residual on the pool, dashed); the theory
+        plus the named misspecification term ``teacher_floor - noise_floor`` (dash-dot); that plus
+        the predicted cross term (solid); the teacher's own held-out loss (dotted).
+    pool : sequence of PoolLearningCurve, optional
+        The pool as the population (:func:`replica_mlm.proteins.pool_curve.pool_learning_curve`)
+        for the same sites in the same order, drawn as the top row: the population loss on the
+        real rows (circles) and on the Gaussian surrogate of the same moments (squares), and the
+        theory (solid, on 24 sizes between the smallest and the largest M).
     path : path, optional
         Where to save (PNG and PDF).
     title : str, optional
@@ -42,26 +52,60 @@ def plot_site_learning_curves(curves: Sequence, *, path: str | os.PathLike | Non
     """
     if not curves:
         raise ValueError("curves must hold at least one SiteLearningCurve")
+    if pool is not None and [c.site for c in pool] != [c.site for c in curves]:
+        raise ValueError(f"pool must hold the curves' sites in their order {[c.site for c in curves]}, "
+                         f"got {[c.site for c in pool]}")
+    n, rows = len(curves), 1 if pool is None else 2
+    mark = {"ms": 3.5, "mfc": "white", "capsize": 2, "lw": 0.8}
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots()
-        n = len(curves)
-        for i, c in enumerate(curves):
-            colour = grey(i, n)
-            ax.plot(c.M, c.theory, color=colour, ls=LINESTYLES[i % len(LINESTYLES)],
-                    label=f"site {c.site} (entropy {c.entropy:.2f})")
-            ax.errorbar(c.M, c.mean, yerr=c.stderr, fmt=MARKERS[i % len(MARKERS)], ms=3.5,
-                        color=colour, mfc="white", capsize=2, lw=0.8)
-            ax.axhline(c.teacher_floor, color=colour, ls=":", lw=0.8)
-        for i, c in enumerate(curves):  # after the sites: the legend lists them first
-            if getattr(c, "mixture", None) is not None:
-                ax.plot(c.M, c.mixture, color=grey(i, n), ls=LINESTYLES[i % len(LINESTYLES)], lw=0.6,
-                        marker="+", ms=5, label="class-conditional moments" if i == 0 else None)
-        ax.set_xscale("log")
-        ax.set_xlabel(r"training sequences $M$")
-        ax.set_ylabel(r"test loss $\frac{1}{2}|y - W^\top x|^2$")
-        ax.set_xlim(0.8 * min(np.min(c.M) for c in curves), 1.25 * max(np.max(c.M) for c in curves))
-        return _finish(fig, ax, title=title, path=path,
-                       legend={"fontsize": 7, "loc": "lower left", "bbox_to_anchor": (0.0, 0.16)})
+        fig, axes = plt.subplots(rows, n, figsize=(2.6 * n + 2.6, 2.4 * rows + 0.5), squeeze=False,
+                                 sharex=True)
+        for j, c in enumerate(curves):
+            ax = axes[-1, j]
+            ax.errorbar(c.M, c.mean, yerr=c.stderr, fmt="o", color="black", label="measured on real rows",
+                        **mark)
+            ax.plot(c.M, c.theory, color="0.55", ls="--", label="theory alone (noise: pool residual)")
+            ax.plot(c.M, c.theory_heldout, color="black", ls="-.", label="theory + misspecification")
+            if getattr(c, "cross_predicted", None) is not None:
+                ax.plot(c.M, c.theory_cross, color="black", ls="-",
+                        label="theory + misspecification + predicted cross term")
+            ax.axhline(c.teacher_floor, color="0.55", ls=":", lw=0.8, label="teacher's held-out loss")
+            ax.set_title(f"site {c.site}: held-out rows" if pool is not None
+                         else f"site {c.site} (entropy {c.entropy:.2f})", fontsize=8)
+        for j, c in enumerate(pool or ()):
+            ax = axes[0, j]
+            for losses, fmt, colour, label in ((c.losses, "o", "black", "real rows"),
+                                               (c.gaussian_losses, "s", "0.55",
+                                                "Gaussian surrogate, same moments")):
+                se = losses.std(axis=1, ddof=1) / np.sqrt(losses.shape[1])
+                ax.errorbar(c.M, losses.mean(axis=1), yerr=se, fmt=fmt, color=colour, label=label, **mark)
+            grid = np.unique(np.geomspace(c.M.min(), c.M.max(), 24).round().astype(int))
+            ax.plot(grid, eigenbasis_theory_loss(c.sigma_eigenvalues, c.teacher, c.noise, M=grid, lam=c.lam,
+                                                 p=c.p), color="black", ls="-", label="theory")
+            ax.set_title(f"site {c.site}: pool as population", fontsize=8)
+        sizes = np.concatenate([c.M for c in [*curves, *(pool or ())]])
+        axes[0, 0].set_xscale("log")
+        axes[0, 0].set_xlim(0.8 * sizes.min(), 1.25 * sizes.max())
+        lo, hi = axes[0, 0].get_xlim()  # every fourfold step of M labelled, no crowding
+        ticks = [t for t in 25 * 4.0 ** np.arange(-3, 8) if lo <= t <= hi] or None
+        log_ticks(axes[0, 0].xaxis)
+        if ticks is not None and len(ticks) >= 2:
+            axes[0, 0].xaxis.set_major_locator(FixedLocator(ticks))
+        for ax in axes[-1]:
+            ax.set_xlabel(r"training sequences $M$")
+        for i, name in enumerate(["pool as population", "held-out rows"][2 - rows:]):
+            axes[i, 0].set_ylabel(f"{name}\n" + r"test loss $\frac{1}{2}|y - W^\top x|^2$")
+        if title:
+            fig.suptitle(title, fontsize=10)
+        fig.tight_layout(rect=(0.0, 0.0, 2.6 * n / (2.6 * n + 2.6), 1.0))  # the legends on the right
+        for i in range(rows):  # one legend per row, right of its last panel, the measurements first
+            handles, labels = axes[i, -1].get_legend_handles_labels()
+            order = sorted(range(len(labels)), key=lambda k: not isinstance(handles[k], ErrorbarContainer))
+            axes[i, -1].legend([handles[k] for k in order], [labels[k] for k in order], loc="center left",
+                               fontsize=7, bbox_to_anchor=(1.05, 0.5))
+        if path is not None:
+            save(fig, path)
+        return fig
 
 
 @keywords

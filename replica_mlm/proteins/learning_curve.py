@@ -35,6 +35,20 @@ loss on the mixture").
 The held-out test rows are never used for ``Sigma``, the teacher or any training set: the teacher
 is fitted on the pool only, the clean variant of "the full-alignment fit as the teacher", so that
 its loss on the test rows (``teacher_floor``) is an honest M -> infinity floor on real residues.
+
+**The held-out loss, decomposed** (docs/proteins.md, "The held-out floor as a named
+misspecification term"). With ``r = y - W*^T x`` the teacher's residual on a test row and
+``D = W - W*``, every fit's held-out loss is exactly
+
+    mean |y - W^T x|^2 / 2 = teacher_floor + mean |D^T x|^2 / 2 - mean r^T D^T x,
+
+the teacher's held-out loss, the fit's *excess* on the test rows and a *cross* term (zero only
+when the held-out residual is uncorrelated with ``x``); :func:`heldout_terms` measures the last
+two per fit. The theory's ``theory - noise_floor`` predicts the excess, and its ``noise_floor``
+is the teacher's residual on the pool, not on the test rows: the prediction for the held-out
+loss is ``theory + misspecification`` with ``misspecification = teacher_floor - noise_floor``
+(:func:`heldout_prediction`); what is left over is the cross term plus the excess's own miss,
+both measured.
 """
 
 from __future__ import annotations
@@ -45,7 +59,6 @@ import numpy as np
 
 from replica_mlm._base import checks as _checks
 from replica_mlm.learners.multinomial_pl import reduced_inputs
-from replica_mlm.tasks import lanczos
 from replica_mlm.tasks.potts_site import simplex_basis
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.theory.solve import solve
@@ -95,6 +108,16 @@ class SiteLearningCurve:
         The colours present at the site in the pool (absent colours are no class).
     smallest_class : int
         Pool rows of the rarest of them (its mean is the noisiest).
+    excess, cross : ndarray, shape (len(M), subsamples)
+        Each fit's held-out loss split (:func:`heldout_terms`): ``losses = teacher_floor + excess
+        + cross`` (to rounding); ``excess = mean |(W - W*)^T x|^2 / 2`` over the test rows, ``cross
+        = -mean r^T (W - W*)^T x`` with ``r`` the teacher's held-out residual.
+    cross_predicted : ndarray, shape (len(M),)
+        The cross term's prediction from the Gaussian theory's mean fit (:func:`cross_theory`).
+    excess_pool : ndarray, shape (len(M), subsamples)
+        Each fit's excess under the pool's ``Sigma``, ``tr(D^T Sigma D) / 2``: what the theory's
+        ``theory - noise_floor`` predicts; ``excess - excess_pool`` is the shift from the pool's
+        covariance to the test rows'.
     """
 
     site: int
@@ -117,6 +140,10 @@ class SiteLearningCurve:
     mixture_floor: float | None = None
     classes: np.ndarray | None = field(default=None, repr=False)
     smallest_class: int | None = None
+    excess: np.ndarray | None = field(default=None, repr=False)
+    cross: np.ndarray | None = field(default=None, repr=False)
+    cross_predicted: np.ndarray | None = None
+    excess_pool: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def mean(self) -> np.ndarray:
@@ -138,16 +165,74 @@ class SiteLearningCurve:
         """``(mixture - mean) / stderr`` per M."""
         return (self.mixture - self.mean) / self.stderr
 
+    @property
+    def misspecification(self) -> float:
+        """``teacher_floor - noise_floor``: the teacher's held-out loss above the residual on the
+        pool that the theory takes for the noise (docs/proteins.md, "The held-out floor as a named
+        misspecification term")."""
+        return float(self.teacher_floor - self.noise_floor)
+
+    @property
+    def theory_heldout(self) -> np.ndarray:
+        """The prediction for the held-out loss, ``theory + misspecification``
+        (:func:`heldout_prediction`)."""
+        return heldout_prediction(self.theory, teacher_floor=self.teacher_floor,
+                                  noise_floor=self.noise_floor)
+
+    @property
+    def z_heldout(self) -> np.ndarray:
+        """``(theory_heldout - mean) / stderr`` per M."""
+        return (self.theory_heldout - self.mean) / self.stderr
+
+    @property
+    def theory_cross(self) -> np.ndarray:
+        """``theory_heldout + cross_predicted``: the held-out prediction with the cross term too."""
+        return self.theory_heldout + self.cross_predicted
+
+    @property
+    def z_cross(self) -> np.ndarray:
+        """``(theory_cross - mean) / stderr`` per M."""
+        return (self.theory_cross - self.mean) / self.stderr
+
+    def table(self) -> str:
+        """One markdown row per M: measured (se), theory (z), theory + misspecification (z), that plus
+        the predicted cross term (z), the misspecification term, the measured cross term (its
+        standard error over the training sets) and its prediction, and the excess's miss (the
+        measured mean excess minus ``theory - noise_floor``) split into the shift from the pool's
+        covariance to the test rows' (``excess - excess_pool``) and the rest (``excess_pool`` minus
+        the prediction)."""
+        rows = ["| M | measured | se | theory | z | + misspecification | z | + cross predicted | z "
+                "| misspecification | cross | se | cross predicted | excess - predicted | test shift "
+                "| pool excess - predicted |", "|---" * 16 + "|"]
+        for k, m in enumerate(self.M):
+            cross, n = self.cross[k], self.cross.shape[1]
+            miss = self.excess[k].mean() - (self.theory[k] - self.noise_floor)
+            shift = self.excess[k].mean() - self.excess_pool[k].mean()
+            rows.append(f"| {m} | {self.mean[k]:.4f} | {self.stderr[k]:.4f} | {self.theory[k]:.4f} "
+                        f"| {self.z[k]:+.1f} | {self.theory_heldout[k]:.4f} | {self.z_heldout[k]:+.1f} "
+                        f"| {self.theory_cross[k]:.4f} | {self.z_cross[k]:+.1f} "
+                        f"| {self.misspecification:.4f} | {cross.mean():+.4f} "
+                        f"| {cross.std(ddof=1) / np.sqrt(n):.4f} | {self.cross_predicted[k]:+.4f} "
+                        f"| {miss:+.4f} | {shift:+.4f} | {miss - shift:+.4f} |")
+        return "\n".join(rows)
+
     def to_frame(self):
         """A pandas DataFrame, one row per M: M, alpha (= M / p), measured, se, theory, z,
-        teacher_floor, noise_floor, site, lam, and (when computed) mixture, z_mixture,
-        mixture_floor."""
+        teacher_floor, noise_floor, misspecification, theory_heldout, z_heldout, cross (mean over
+        the training sets), excess and excess_pool (means), cross_predicted, theory_cross, z_cross,
+        site, lam, and (when computed) mixture, z_mixture, mixture_floor."""
         import pandas as pd
 
         frame = pd.DataFrame({"M": self.M, "alpha": self.M / self.p, "measured": self.mean,
                               "se": self.stderr, "theory": self.theory, "z": self.z,
                               "teacher_floor": self.teacher_floor, "noise_floor": self.noise_floor,
+                              "misspecification": self.misspecification,
+                              "theory_heldout": self.theory_heldout, "z_heldout": self.z_heldout,
                               "site": self.site, "lam": self.lam})
+        if self.cross is not None:
+            frame["cross"], frame["excess"] = self.cross.mean(axis=1), self.excess.mean(axis=1)
+            frame["cross_predicted"], frame["theory_cross"] = self.cross_predicted, self.theory_cross
+            frame["z_cross"], frame["excess_pool"] = self.z_cross, self.excess_pool.mean(axis=1)
         if self.mixture is not None:
             frame["mixture"], frame["z_mixture"] = self.mixture, self.z_mixture
             frame["mixture_floor"] = self.mixture_floor
@@ -163,6 +248,57 @@ def ridge_fit(x: np.ndarray, y: np.ndarray, lam: float, p: int) -> np.ndarray:
 
 def _square_loss(x: np.ndarray, y: np.ndarray, W: np.ndarray) -> float:
     return float(np.mean(np.sum((y - x @ W) ** 2, axis=1)) / 2)
+
+
+def heldout_terms(x: np.ndarray, y: np.ndarray, W: np.ndarray, teacher: np.ndarray) -> tuple[float, float]:
+    """``(excess, cross)`` of the fit ``W`` on the rows ``(x, y)`` against the teacher ``W*``:
+    ``excess = mean |D^T x|^2 / 2`` and ``cross = -mean r^T D^T x`` with ``D = W - W*`` and
+    ``r = y - W*^T x``, so that the loss ``mean |y - W^T x|^2 / 2`` is the teacher's loss plus
+    both (docs/proteins.md, "The held-out floor as a named misspecification term")."""
+    r, e = y - x @ teacher, x @ (W - teacher)
+    return float(np.mean(np.sum(e * e, axis=1)) / 2), float(-np.mean(np.sum(r * e, axis=1)))
+
+
+def ridge_kappa(eigenvalues: np.ndarray, *, M: int, penalty: float) -> float:
+    """The effective ridge ``kappa`` of ridge regression on ``M`` Gaussian rows with covariance of
+    the given eigenvalues and the penalty ``(penalty / 2) |W|^2`` on ``sum |y - W^T x|^2 / 2``:
+    the root of ``kappa = penalty / M + (kappa / M) sum_i omega_i / (omega_i + kappa)``. The mean
+    fit is then ``E W = Sigma (Sigma + kappa)^-1 W*`` (the deterministic equivalent of the same
+    Gaussian theory; its test loss from this ``kappa`` is :func:`theory_loss`'s, tested)."""
+    from scipy.optimize import brentq
+
+    omega = np.asarray(eigenvalues, dtype=float)
+    low = penalty / M
+    high = low + float(omega.sum()) / M  # f(high) > 0 > f(low)
+    return float(brentq(lambda k: k - low - k / M * np.sum(omega / (omega + k)), low, high,
+                        xtol=1e-15 * high, rtol=4 * np.finfo(float).eps))
+
+
+def cross_theory(sigma: np.ndarray, teacher: np.ndarray, coupling: np.ndarray, *, M, lam: float,
+                 p: int) -> np.ndarray:
+    """The cross term of :func:`heldout_terms` predicted by the Gaussian theory: the mean fit's
+    ``D = E W - W* = -kappa (Sigma + kappa)^-1 W*`` (:func:`ridge_kappa`) against the measured
+    ``coupling = mean x r^T`` of the teacher's held-out residual ``r`` with the inputs, i.e.
+    ``kappa tr(W*^T (Sigma + kappa)^-1 coupling)`` for each ``M`` (docs/proteins.md, "The held-out
+    floor as a named misspecification term")."""
+    omega, U = np.linalg.eigh(sigma)
+    a, b = U.T @ teacher, U.T @ coupling
+    overlap = np.sum(a * b, axis=1)
+    out = []
+    for m in np.atleast_1d(M):
+        kappa = ridge_kappa(omega, M=int(m), penalty=lam * p)
+        out.append(kappa * float(np.sum(overlap / (omega + kappa))))
+    return np.array(out)
+
+
+def heldout_prediction(theory, *, teacher_floor: float, noise_floor: float) -> np.ndarray:
+    """The prediction for the held-out loss: the theory's excess over its noise floor,
+    ``theory - noise_floor``, on top of the noise the test rows carry for this teacher,
+    ``teacher_floor``; i.e. ``theory + misspecification`` with ``misspecification =
+    teacher_floor - noise_floor``. The cross term of :func:`heldout_terms` is not in it (it is
+    measured, not assumed zero; docs/proteins.md, "The held-out floor as a named
+    misspecification term")."""
+    return np.asarray(theory, dtype=float) + (float(teacher_floor) - float(noise_floor))
 
 
 def _columns(columns, L: int, site: int) -> np.ndarray:
@@ -181,15 +317,26 @@ def _columns(columns, L: int, site: int) -> np.ndarray:
 def theory_loss(sigma: np.ndarray, teacher: np.ndarray, noise: np.ndarray, *, M, lam: float,
                 p: int) -> np.ndarray:
     """Replica test loss of the square-loss Gaussian reduction: the sum over the K columns of the
-    scalar ridge predictions (``rm.solve`` on a MaskedSite per column, ``alpha = M / d``, ridge
-    ``lam p / d``), for each training-set size in ``M``. Computed in the eigenbasis of ``Sigma``
-    (the prediction is invariant under a rotation of the inputs). Sigma enters through its
-    eigenvalues (``eigvalsh``, once) and each column's teacher through the Lanczos rule of its
-    spectral measure (:meth:`Spectrum.from_site` with ``method="lanczos"``): no eigenvectors."""
-    d = sigma.shape[0]
-    omega = np.linalg.eigvalsh(sigma)  # once: the bulk of every column's spectrum
-    tasks = [Spectrum(*lanczos.modes(omega, lanczos.gauss_rule(sigma, teacher[:, a])),
-                      noise=float(noise[a])) for a in range(teacher.shape[1])]
+    scalar ridge predictions (``rm.solve`` on the spectral data of each column, ``alpha = M / d``,
+    ridge ``lam p / d``), for each training-set size in ``M``. Computed in the eigenbasis of
+    ``Sigma`` (the prediction is invariant under a rotation of the inputs): one ``eigh``, then
+    :func:`eigenbasis_theory_loss`. (A Lanczos rule per column gives the same numbers to 1e-16
+    but, on one-hot covariances of d = 400, runs to hundreds of steps: 10 CPU-s against 0.1.)"""
+    omega, U = np.linalg.eigh(sigma)
+    return eigenbasis_theory_loss(omega, U.T @ teacher, noise, M=M, lam=lam, p=p)
+
+
+def eigenbasis_theory_loss(eigenvalues: np.ndarray, teacher: np.ndarray, noise: np.ndarray, *, M,
+                           lam: float, p: int) -> np.ndarray:
+    """:func:`theory_loss` for a task already in the eigenbasis of ``Sigma = diag(eigenvalues)``:
+    the teacher's spectral measure of column ``a`` is then ``teacher[:, a]**2`` on the
+    eigenvalues themselves, exactly (one mode per eigenvalue, bulk weight ``1/d``), so no Lanczos
+    rule is needed (:mod:`replica_mlm.proteins.pool_curve`, whose task is built so)."""
+    omega = np.asarray(eigenvalues, dtype=float)
+    d = omega.size
+    bulk = np.full(d, 1.0 / d)
+    tasks = [Spectrum(omega, bulk, teacher[:, a] ** 2, noise=float(noise[a]))
+             for a in range(teacher.shape[1])]
     return np.array([sum(solve(t, alpha=m / d, lam=lam * p / d).test_loss for t in tasks)
                      for m in np.atleast_1d(M)])
 
@@ -293,15 +440,22 @@ def site_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 5,
     teacher = ridge_fit(x, y, lam, p)
     noise = np.mean((y - x @ teacher) ** 2, axis=0)
     theory = theory_loss(sigma, teacher, noise, M=sizes, lam=lam, p=p)
+    coupling = xt.T @ (yt - xt @ teacher) / xt.shape[0]  # mean x r^T of the held-out residual
+    predicted_cross = cross_theory(sigma, teacher, coupling, M=sizes, lam=lam, p=p)
     classes, weights, means, counts, S = class_moments(x, pool[:, local], ridge)
     mixture, mixture_floor = mixture_loss(weights, means, S, P[classes] - mean[local], M=sizes, lam=lam,
                                           p=p)
 
     losses = np.empty((sizes.size, subsamples))
+    excess, cross, excess_pool = np.empty_like(losses), np.empty_like(losses), np.empty_like(losses)
     for k, m in enumerate(sizes):
         for s in range(subsamples):
             rows = gen.choice(pool.shape[0], size=int(m), replace=False)
-            losses[k, s] = _square_loss(xt, yt, ridge_fit(x[rows], y[rows], lam, p))
+            W = ridge_fit(x[rows], y[rows], lam, p)
+            losses[k, s] = _square_loss(xt, yt, W)
+            excess[k, s], cross[k, s] = heldout_terms(xt, yt, W, teacher)
+            D = W - teacher
+            excess_pool[k, s] = float(np.sum(D * (sigma @ D))) / 2
     freq = np.bincount(pool[:, local], minlength=msa.q) / pool.shape[0]
     entropy = float(-np.sum(freq[freq > 0] * np.log(freq[freq > 0])))
     return SiteLearningCurve(site=site, columns=cols, lam=lam, p=p, d=d, M=sizes, losses=losses,
@@ -309,4 +463,5 @@ def site_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 5,
                              noise_floor=float(noise.sum() / 2), n_pool=pool.shape[0],
                              n_test=n_test, entropy=entropy, sigma=sigma,
                              teacher=teacher, noise=noise, mixture=mixture, mixture_floor=mixture_floor,
-                             classes=classes, smallest_class=int(counts.min()))
+                             classes=classes, smallest_class=int(counts.min()), excess=excess,
+                             cross=cross, cross_predicted=predicted_cross, excess_pool=excess_pool)

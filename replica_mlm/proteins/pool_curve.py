@@ -16,7 +16,8 @@ the shift from pool to population and the non-Gaussian inputs. Here the rows of 
 
 Inputs and labels are those of :mod:`replica_mlm.proteins.learning_curve` (reduced one-hot
 coordinates, ridge ``sum |y - W^T x|^2 / 2 + (lam p / 2) |W|_F^2``, ``p`` = columns - 1), and so is
-the theory (:func:`~replica_mlm.proteins.learning_curve.theory_loss`, the Gaussian reduction). The
+the theory (the Gaussian reduction, computed in that eigenbasis by
+:func:`~replica_mlm.proteins.learning_curve.eigenbasis_theory_loss`: no Lanczos rule). The
 null directions of ``Sigma`` (colours absent from a column, the simplex constraint of a column
 whose colours are all present) carry no input on any row: ``x`` is rotated into the eigenbasis of
 ``Sigma`` and only the ``d`` eigenvalues above ``NULL * max`` are kept, for the fits and the theory
@@ -37,7 +38,7 @@ import numpy as np
 
 from replica_mlm._base import checks as _checks
 from replica_mlm.learners.multinomial_pl import reduced_inputs
-from replica_mlm.proteins.learning_curve import _columns, ridge_fit, theory_loss
+from replica_mlm.proteins.learning_curve import _columns, eigenbasis_theory_loss, ridge_fit
 from replica_mlm.tasks.potts_site import simplex_basis
 
 __all__ = ["PoolLearningCurve", "pool_learning_curve"]
@@ -178,7 +179,7 @@ def pool_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 20,
     teacher = (x.T @ y / N) / eig[:, None]
     noise = np.mean((y - x @ teacher) ** 2, axis=0)
     floor = float(noise.sum() / 2)
-    theory = theory_loss(np.diag(eig), teacher, noise, M=sizes, lam=lam, p=p)
+    theory = eigenbasis_theory_loss(eig, teacher, noise, M=sizes, lam=lam, p=p)
 
     losses = np.empty((sizes.size, subsamples))
     gaussian = np.empty_like(losses)
