@@ -74,9 +74,13 @@ def gap_figure(rows: list[dict], path: str | Path) -> list[Path]:
     ratios = np.array([r[f"ratio_{t}"] for r in rows for t in theories])
     zs = np.array([r[f"eg_z_{t}"] for r in rows for t in theories])
     ratios = ratios[ratios > 0]
-    right.set(xscale="log", yscale="symlog", xlabel="Bayes error of the data model / site's Bayes error",
+    right.set(xscale="log", xlabel="Bayes error of the data model / site's Bayes error",
               ylabel="z of the error rate (simulation - theory) / SE",
               title="every point of every family")
+    # linear inside the band |z| <= 3, logarithmic beyond; ticks written as plain numbers (the
+    # default formatter wrote 1 as 10^0 and -1 as -10^0)
+    right.set_yscale("symlog", linthresh=3.0)
+    right.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     # no point on the frame: a quarter decade beyond the extreme ratios, 1.5x beyond the extreme z
     right.set_xlim(min(ratios.min(), 1 - TOLERANCE) / 10**0.25, max(ratios.max(), 1 + TOLERANCE) * 10**0.25)
     right.set_ylim(min(zs.min(), -3.0) * 1.5, max(zs.max(), 3.0) * 1.5)
