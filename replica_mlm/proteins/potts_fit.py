@@ -321,14 +321,18 @@ def fit_potts(
         res, n_double = _minimise(problem, x0, scale, dtype, max_iter=max_iter, tol=tol, ftol=ftol,
                                   tick=shown_bar.update)
     gnorm = float(np.max(np.abs(res.jac)))
-    h, W, factors, bound = _solution(problem, res.x, method, data, lambda_h, lambda_J)
+    x, objective, stop, nit = res.x, float(res.fun), res.stop, int(res.nit)
+    del res, x0  # the start and the gradient are not needed by the solution: its peak memory
+    if method == "plm":
+        problem.release_buffers()
+    h, W, factors, bound = _solution(problem, x, method, data, lambda_h, lambda_J)
     J, fields = symmetric_zero_sum(W, h)
     return PottsFit(
         couplings=J, fields=fields, method=method, heads=heads if method == "factored" else None,
         penalties={"lambda_h": lambda_h, "lambda_J": lambda_J}, reweight=reweight,
-        converged=bool(np.isfinite(gnorm) and gnorm <= tol), iterations=int(res.nit),
-        cpu_seconds=time.process_time() - start, gradient_norm=gnorm, objective=float(res.fun),
-        factors=factors, stop=res.stop, iterations_double=n_double, distance_bound=bound,
+        converged=bool(np.isfinite(gnorm) and gnorm <= tol), iterations=nit,
+        cpu_seconds=time.process_time() - start, gradient_norm=gnorm, objective=objective,
+        factors=factors, stop=stop, iterations_double=n_double, distance_bound=bound,
         attention=attention if method == "factored" else None, tol=tol,
     )
 
