@@ -80,6 +80,9 @@ DEFAULT_HEADS = 32
 #: plm's default ``tol``: contact-grade (docs/proteins.md, "Convergence of the fits": on the three
 #: families the contact precisions at top L/5, L/2 and L equal those of the fit converged to 1e-5)
 PLM_TOL = 3e-3
+#: L-BFGS pairs of the plm fit (half the driver's default: its history is the largest array of
+#: the fit; docs/proteins.md, "Convergence of the fits"); the factored fit keeps ``MAXCOR``
+PLM_PAIRS = 5
 #: ``tol`` and ``precision`` of each method when not given
 DEFAULTS = {"plm": (PLM_TOL, "single"), "factored": (1e-5, "double"), "mean-field": (None, None)}
 
@@ -319,7 +322,7 @@ def fit_potts(
         scale = None
     with bar(total=max_iter, progress=progress, desc=f"fit_potts ({method})", unit="iteration") as shown_bar:
         res, n_double = _minimise(problem, x0, scale, dtype, max_iter=max_iter, tol=tol, ftol=ftol,
-                                  tick=shown_bar.update)
+                                  memory=PLM_PAIRS if method == "plm" else MAXCOR, tick=shown_bar.update)
     gnorm = float(np.max(np.abs(res.jac)))
     x, objective, stop, nit = res.x, float(res.fun), res.stop, int(res.nit)
     del res, x0  # the start and the gradient are not needed by the solution: its peak memory
@@ -439,11 +442,13 @@ def _factored_start(problem, origin, init_J, init_h, gen, init_scale: float, s, 
     return problem.from_couplings(init_J, init_h, gen=gen)
 
 
-def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, tick=None) -> tuple:
-    """``(result, iterations in double)``: L-BFGS from ``x0``; a single-precision run gets its
-    gradient in double, and is finished in double with the iterations left if it stopped short.
-    ``tick()`` after every iteration (the progress bar)."""
-    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, tick=tick)
+def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, memory: int = MAXCOR,
+              tick=None) -> tuple:
+    """``(result, iterations in double)``: L-BFGS from ``x0`` with ``memory`` pairs; a
+    single-precision run gets its gradient in double, and is finished in double with the
+    iterations left if it stopped short. ``tick()`` after every iteration (the progress bar)."""
+    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, memory=memory,
+                tick=tick)
     n_double = 0
     if dtype != np.float64:  # the reported gradient is in double; finish there if needed
         problem.set_dtype(np.float64)
@@ -452,7 +457,7 @@ def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, tic
         if res.stop in ("other", "gradient") and float(np.max(np.abs(jac))) > tol and res.nit < max_iter:
             first = res.nit
             res = lbfgs(problem.loss_grad, res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
-                        scale=scale, tick=tick)
+                        scale=scale, memory=memory, tick=tick)
             n_double = int(res.nit)
             res.nit = first + n_double
     return res, n_double
