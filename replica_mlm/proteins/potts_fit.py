@@ -248,8 +248,8 @@ def fit_potts(
         Stop, and report ``converged``, when every gradient component is ``<= tol`` (a frequency
         mismatch, see :attr:`PottsFit.converged`). Default: :data:`PLM_TOL` ``= 3e-3`` for
         ``"plm"``, a contact-grade tolerance (on S1A, DHFR and rhomboid the contact precisions at
-        top L/5, L/2 and L equal those of the fit converged to ``1e-5``, in 40-60 % of its
-        iterations; what the returned point is proven to be is :attr:`PottsFit.distance_bound`,
+        top L/5, L/2 and L equal those of the fit converged to ``1e-5``, in about 40 % of
+        its iterations; what the returned point is proven to be is :attr:`PottsFit.distance_bound`,
         docs/proteins.md, "Convergence of the fits"); ``1e-5`` for ``"factored"``.
     ftol : float, optional
         Also stop when ``F`` fell by less than ``ftol * |F|`` over the last 10 iterations (a
@@ -484,9 +484,14 @@ def symmetric_zero_sum(W: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.nda
     centred over ``a`` (the energy changes by a constant only).
     """
     L = W.shape[0]
-    Ws = 0.5 * (W + W.transpose(1, 0, 3, 2))
+    Ws = W + W.transpose(1, 0, 3, 2)
+    Ws *= 0.5  # in place: the same numbers as 0.5 * (W + W^T), one (L q)^2 array fewer at the peak
     Ws[np.arange(L), np.arange(L)] = 0.0
     fields = h + Ws.mean(axis=3).sum(axis=1)
     fields -= fields.mean(axis=1, keepdims=True)
     J = zero_sum_gauge(Ws)
-    return 0.5 * (J + J.transpose(1, 0, 3, 2)), fields  # symmetric to the last bit
+    del Ws
+    J_sym = J + J.transpose(1, 0, 3, 2)
+    del J
+    J_sym *= 0.5
+    return J_sym, fields  # symmetric to the last bit
