@@ -3,8 +3,9 @@
 Two tables (docs/proteins.md, issue 39):
 
 * **plm beside pydca** (the default, ``--quick``; ``--full``): replica_mlm's plm at the package's
-  default settings (``rm.fit_potts(msa, method="plm")``: double precision, lambda_h = lambda_J =
-  0.01, 80 % identity weights, tol 1e-5, at most 500 iterations; ``--quick``: rhomboid only and at
+  default settings (``rm.fit_potts(msa, method="plm")``: single precision, lambda_h = lambda_J =
+  0.01, 80 % identity weights, the contact-grade tol 3e-3 (``potts_fit.PLM_TOL``; the sweep of
+  ``bench_plm_stopping.py``), at most 500 iterations; ``--quick``: rhomboid only and at
   most ``--quick-iter`` = 30 iterations) in a fresh interpreter with one BLAS thread; the row gives
   the fit's CPU seconds, the whole process's CPU seconds (of which in the kernel), its peak
   resident memory (``ru_maxrss`` of the child from ``os.wait4``), minor page faults, iterations,
@@ -167,6 +168,7 @@ msa, structure = rm.datasets.protein_family(family)
 fit = rm.fit_potts(msa, method="plm", **({} if max_iter <= 0 else {"max_iter": max_iter}))
 scores = fit.contact_scores()
 print(json.dumps({"fit_cpu": fit.cpu_seconds, "iterations": fit.iterations, "converged": fit.converged,
+                  "tol": fit.tol,
                   "gradient": fit.gradient_norm, "bound": fit.distance_bound,
                   "precision": [rm.contact_precision(scores, structure, top=t)
                                 for t in ("L/5", "L/2", "L")]}))
@@ -231,7 +233,8 @@ def peer_table(families: list[str], max_iter: int, pydca_exe: str | None) -> Non
         print(f"{family:<10}{'replica_mlm plm':<22}{res['fit_cpu']:10.1f}{use['cpu']:8.1f}{use['sys']:8.1f}"
               f"{use['peak_mb']:9.0f}{use['faults']:9d}{res['iterations']:5d}"
               + "".join(f"{p:7.3f}" for p in res["precision"])
-              + f"  conv={res['converged']} |g|={res['gradient']:.1e}{bound}", flush=True)
+              + f"  conv={res['converged']} (tol {res['tol']:g}) |g|={res['gradient']:.1e}{bound}",
+              flush=True)
         if pydca_exe is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

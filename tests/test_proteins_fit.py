@@ -15,7 +15,7 @@ from replica_mlm.learners.plm_objective import PseudoLikelihood, pseudo_nll
 from replica_mlm.proteins.contacts import coupling_scores
 from replica_mlm.proteins.factored_fit import FactoredProblem
 from replica_mlm.proteins.plm_fit import PLMProblem
-from replica_mlm.proteins.potts_fit import symmetric_zero_sum
+from replica_mlm.proteins.potts_fit import PLM_TOL, symmetric_zero_sum
 from replica_mlm.proteins.softmax_factored import SoftmaxFactoredProblem
 
 
@@ -164,8 +164,9 @@ def test_data_term_is_the_weighted_mlm_loss():
 
 def test_plm_recovers_the_true_contacts(sampled):
     J, msa = sampled
-    fit = rm.fit_potts(msa, method="plm", reweight=0.8, max_iter=300)
-    assert fit.converged and fit.gradient_norm <= 1e-5
+    fit = rm.fit_potts(msa, method="plm", reweight=0.8, max_iter=300)  # the defaults: contact-grade
+    assert fit.tol == PLM_TOL == 3e-3 and fit.converged and fit.gradient_norm <= PLM_TOL
+    assert fit.stop == "gradient" and fit.distance_bound is not None
     scores = fit.contact_scores(apc=True)
     iu = np.triu_indices(L_TRUE, 1)
     top = np.argsort(scores[iu])[::-1][: len(CONTACTS)]
@@ -267,13 +268,13 @@ def test_single_precision_products_match_double():
 
 def test_single_precision_fit_and_plateau_stop(sampled):
     _, msa = sampled
-    double = rm.fit_potts(msa, method="plm", max_iter=300)
+    double = rm.fit_potts(msa, method="plm", max_iter=300, precision="double", tol=1e-5)
     single = rm.fit_potts(msa, method="plm", max_iter=300, precision="single", tol=1e-4)
     assert double.stop == "gradient" and single.converged and single.gradient_norm <= 1e-4
     assert abs(single.objective - double.objective) <= 1e-5 * abs(double.objective)
     np.testing.assert_allclose(single.couplings, double.couplings, rtol=0, atol=1e-3)
     # the plateau rule stops early and does not claim convergence
-    plateau = rm.fit_potts(msa, method="plm", max_iter=300, tol=1e-12, ftol=1e-3)
+    plateau = rm.fit_potts(msa, method="plm", max_iter=300, tol=1e-12, ftol=1e-3, precision="double")
     assert plateau.stop == "objective" and not plateau.converged
     assert plateau.iterations < double.iterations
     assert plateau.gradient_norm > 1e-12

@@ -33,10 +33,10 @@ TOPS = ("L/5", "L/2", "L")
               help="Keep the alignment columns with at most this fraction of gaps.")
 @click.option("--max-iter", type=click.IntRange(min=1), default=500, show_default=True,
               help="L-BFGS iterations at most (plm, factored).")
-@click.option("--precision", "fit_precision", type=click.Choice(["double", "single"]), default="double",
-              show_default=True,
+@click.option("--precision", "fit_precision", type=click.Choice(["double", "single"]), default=None,
               help="Precision of the fit's large matrix products (plm, factored): single is about 2.5 "
-                   "times faster and is finished in double where float32 stalls (rm.fit_potts).")
+                   "times faster and is finished in double where float32 stalls. Default: rm.fit_potts's "
+                   "(single for plm, double for factored).")
 @out_option("contacts")
 def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_gap_fraction, max_iter,
              fit_precision, out):
@@ -60,6 +60,7 @@ def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_
     from replica_mlm._base.io import write_csv
     from replica_mlm.figures.protein_families import plot_contact_map
     from replica_mlm.proteins.contacts import coupling_scores
+    from replica_mlm.proteins.potts_fit import DEFAULTS
     from replica_mlm.proteins.structure import map_structure
 
     started = time.time()
@@ -90,15 +91,19 @@ def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_
         couplings = rm.fit_potts(msa, method="mean-field", reweight=0.8, pseudocount=0.5).couplings
         fit_info = {}
     else:
+        shown = fit_precision or DEFAULTS[method][1]
         click.echo(f"fitting {method} couplings of L = {msa.L} columns, N = {msa.N} sequences by L-BFGS "
-                   f"(at most {max_iter} iterations, {fit_precision} precision) ...", err=True)
+                   f"(at most {max_iter} iterations, {shown} precision, tol {DEFAULTS[method][0]:g}) ...",
+                   err=True)
         fit = rm.fit_potts(msa, method=method, reweight=0.8, max_iter=max_iter, precision=fit_precision,
                            **({"heads": heads} if method == "factored" else {}))
         couplings = fit.couplings
         fit_info = {"converged": fit.converged, "iterations": fit.iterations,
-                    "gradient_norm": fit.gradient_norm}
+                    "gradient_norm": fit.gradient_norm, "tol": fit.tol, "distance_bound": fit.distance_bound}
         click.echo(f"fit {'converged' if fit.converged else 'did NOT converge'} after {fit.iterations} "
-                   f"iterations (max |gradient| {fit.gradient_norm:.3g})"
+                   f"iterations (max |gradient| {fit.gradient_norm:.3g}, tol {fit.tol:g}"
+                   + ("" if fit.distance_bound is None else
+                      f"; proven distance to the optimum <= {fit.distance_bound:.3g}") + ")"
                    + ("" if fit.converged else ": the scores are those of the last iterate; raise "
                       "--max-iter"))
     scores = coupling_scores(couplings, apc=True)

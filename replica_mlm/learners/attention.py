@@ -80,16 +80,15 @@ def zero_sum_gauge(W) -> np.ndarray:
     ``W_ij[a, b] += c_ij[b]`` and by ``W_ij[a, b] += f_ij[a]`` with ``sum_j f_ij[a] = 0``; the
     zero-sum gauge removes both, so it compares couplings and not their gauge.
     """
-    W = finite_array(W, "W", ndim=4)
-    if W.shape[0] != W.shape[1] or W.shape[2] != W.shape[3]:
-        raise ValueError(f"W must have shape (L, L, q, q), got {W.shape}")
-    Wc = (
-        W
-        - W.mean(axis=2, keepdims=True)
-        - W.mean(axis=3, keepdims=True)
-        + W.mean(axis=(2, 3), keepdims=True)
-    )
-    idx = np.arange(W.shape[0])
+    Wc = finite_array(W, "W", ndim=4)  # a new array: centred in place, no (L q)^2 temporaries
+    if Wc.shape[0] != Wc.shape[1] or Wc.shape[2] != Wc.shape[3]:
+        raise ValueError(f"W must have shape (L, L, q, q), got {Wc.shape}")
+    means = (Wc.mean(axis=2, keepdims=True), Wc.mean(axis=3, keepdims=True),
+             Wc.mean(axis=(2, 3), keepdims=True))
+    Wc -= means[0]  # the same operations in the same order as W - mean_a - mean_b + mean_ab
+    Wc -= means[1]
+    Wc += means[2]
+    idx = np.arange(Wc.shape[0])
     Wc[idx, idx] = 0.0
     return Wc
 

@@ -50,7 +50,7 @@ def plm_certificate(data: PseudoLikelihood, h: np.ndarray, W: np.ndarray, lambda
     _, dMt, dh = data.value_grad(Mt, h)
     dMt += lambda_J * Mt  # diagonal blocks of both are zero
     dh = dh + 2.0 * lambda_h * h
-    grad = float(np.sqrt(np.sum(dMt * dMt) + np.sum(dh * dh)))
+    grad = float(np.sqrt(np.sum(np.square(dMt, out=dMt)) + np.sum(dh * dh)))  # dMt squared in place
     mu = min(2.0 * lambda_h, lambda_J)
     return {"grad_l2": grad, "mu": mu,
             "distance_bound": grad / mu if mu > 0 else None,
