@@ -109,7 +109,11 @@ def dynamics(*, L, shift, seed, site, limit, alpha_max, points, lrs, lam, batch,
     given = {name: ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
              for name in ("loss", "channel")}
     if colours is not None:  # the planner decides what a q-colour site learns with
+        # the two long steps (about 10 s each at the default L = 500) say what they do first
+        click.echo(f"sampling the Potts model ({colours} colours, L = {L}) for site {site}'s moments ...")
         task = _potts_site(L=L, colours=colours, seed=seed, beta=beta, site=site, limit=limit)
+        click.echo(f"integrating one-pass SGD ({task.K} x {task.K} order parameters per eigenmode) at "
+                   f"{points} times ...")
         loss, channel = (loss if given["loss"] else None), (channel if given["channel"] else None)
     else:
         if loss == CROSS_ENTROPY:
