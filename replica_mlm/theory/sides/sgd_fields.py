@@ -38,6 +38,37 @@ STEPS_PER_RATE = 8.0
 Q_FLOOR = 1e-14
 
 
+def steps_per_alpha(*, c: float, rate: float, omega_max: float, lam: float) -> float:
+    """Runge-Kutta steps per unit alpha of the one-pass SGD ODEs (this side's, the mixture's and the
+    q-colour site's): :data:`STEPS_PER_ALPHA`, more where the fastest rate ``c (rate s + lam)`` is
+    fast (``rate`` the drift's coefficient at w = 0, at least 1)."""
+    return max(STEPS_PER_ALPHA, STEPS_PER_RATE * c * (max(rate, 1.0) * omega_max + lam))
+
+
+def total_steps(alpha: np.ndarray, per_alpha: float) -> int:
+    """The Runge-Kutta steps from 0 to the last (largest) ``alpha``: what the work check counts."""
+    return int(np.ceil(float(alpha[-1]) * per_alpha)) if alpha.size else 0
+
+
+def march(rhs, state: tuple, alpha: np.ndarray, per_alpha: float):
+    """Classical RK4 from ``alpha = 0`` through each ``alpha`` (sorted, >= 0), at least
+    ``per_alpha`` equal steps per unit between consecutive times: yields ``(j, state)`` at each
+    ``alpha[j]``. ``state`` is a tuple of arrays and ``rhs(state)`` returns their derivatives."""
+    now = 0.0
+    for j, target in enumerate(alpha):
+        k = int(np.ceil((target - now) * per_alpha))
+        h = (target - now) / k if k else 0.0
+        for _ in range(k):
+            k1 = rhs(state)
+            k2 = rhs(tuple(x + 0.5 * h * d for x, d in zip(state, k1, strict=True)))
+            k3 = rhs(tuple(x + 0.5 * h * d for x, d in zip(state, k2, strict=True)))
+            k4 = rhs(tuple(x + h * d for x, d in zip(state, k3, strict=True)))
+            state = tuple(x + (h / 6.0) * (d1 + 2 * d2 + 2 * d3 + d4)
+                          for x, d1, d2, d3, d4 in zip(state, k1, k2, k3, k4, strict=True))
+        now = float(target)
+        yield j, state
+
+
 @dataclass(frozen=True)
 class Drive:
     """The drift's coefficients at one (Q, R): ``A``, ``B`` and ``E[loss'^2]``."""
@@ -89,26 +120,15 @@ def online_moments(spec, loss, channel, *, lr: float, lam: float, batch: int,
         Q, R = overlaps(state)
         d = drive(loss, channel, Q=Q, R=R, rho=rho, noise=noise)
         rate = d.A * omega + lam
-        return np.array([-c * (rate * r + d.B * omega), -2 * c * rate * n + c * c * omega * d.grad2])
+        return -c * (rate * r + d.B * omega), -2 * c * rate * n + c * c * omega * d.grad2
 
-    state = np.zeros((2, omega.size))
     a0 = abs(drive(loss, channel, Q=0.0, R=0.0, rho=rho, noise=noise).A)
-    per_alpha = max(STEPS_PER_ALPHA, STEPS_PER_RATE * c * (max(a0, 1.0) * float(np.max(omega)) + lam))
-    total = int(np.ceil(float(alpha[-1]) * per_alpha)) if alpha.size else 0
+    per_alpha = steps_per_alpha(c=c, rate=a0, omega_max=float(np.max(omega)), lam=lam)
+    total = total_steps(alpha, per_alpha)
     _checks.work(4 * total * 4000 * omega.size, f"online_sgd to alpha = {float(alpha[-1]):g} with lr={lr:g}, "
                  f"batch={batch}", steps=4 * total)
     out = np.empty((5, alpha.size))
-    now = 0.0
-    for j, target in enumerate(alpha):
-        k = int(np.ceil((target - now) * per_alpha))
-        h = (target - now) / k if k else 0.0
-        for _ in range(k):
-            k1 = rhs(state)
-            k2 = rhs(state + 0.5 * h * k1)
-            k3 = rhs(state + 0.5 * h * k2)
-            k4 = rhs(state + h * k3)
-            state = state + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
-        now = float(target)
+    for j, state in march(rhs, (np.zeros(omega.size), np.zeros(omega.size)), alpha, per_alpha):
         Q, R = overlaps(state)
         if Q <= Q_FLOOR * max(rho, 1.0):
             eg = rho + noise if channel.labels == "real" else 0.5

@@ -27,7 +27,7 @@ from scipy.special import ndtr
 from replica_mlm._base import checks as _checks
 from replica_mlm.theory.sides.channels import hermite
 from replica_mlm.theory.sides.mixture_side import LABELS
-from replica_mlm.theory.sides.sgd_fields import Q_FLOOR, STEPS_PER_ALPHA, STEPS_PER_RATE, OnlineMoments
+from replica_mlm.theory.sides.sgd_fields import Q_FLOOR, OnlineMoments, march, steps_per_alpha, total_steps
 
 #: Gauss-Hermite nodes of the class expectations
 NODES = 96
@@ -64,25 +64,15 @@ def online_moments(theory, loss, *, lr: float, lam: float, batch: int, alpha: np
         m, Q = overlaps(state)
         a, b, g2, _ = class_sums(loss, theory.weights, m=m, Q=Q)
         rate = b * s + lam
-        return np.array([-c * (rate * state[0] + a), -2 * c * rate * state[1] + c * c * s * g2])
+        return -c * (rate * state[0] + a), -2 * c * rate * state[1] + c * c * s * g2
 
     b0 = abs(class_sums(loss, theory.weights, m=0.0, Q=0.0)[1])
-    per_alpha = max(STEPS_PER_ALPHA, STEPS_PER_RATE * c * (max(b0, 1.0) * float(np.max(s)) + lam))
-    total = int(np.ceil(float(alpha[-1]) * per_alpha)) if alpha.size else 0
+    per_alpha = steps_per_alpha(c=c, rate=b0, omega_max=float(np.max(s)), lam=lam)
+    total = total_steps(alpha, per_alpha)
     _checks.work(4 * total * (8 * NODES + 4 * s.size), f"online_sgd (mixture) to alpha = "
                  f"{float(alpha[-1]):g} with lr={lr:g}, batch={batch}", steps=4 * total)
-    state, now = np.zeros((2, s.size)), 0.0
     out = np.empty((5, alpha.size))
-    for j, target in enumerate(alpha):
-        k = int(np.ceil((target - now) * per_alpha))
-        h = (target - now) / k if k else 0.0
-        for _ in range(k):
-            k1 = rhs(state)
-            k2 = rhs(state + 0.5 * h * k1)
-            k3 = rhs(state + 0.5 * h * k2)
-            k4 = rhs(state + h * k3)
-            state = state + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
-        now = float(target)
+    for j, state in march(rhs, (np.zeros(s.size), np.zeros(s.size)), alpha, per_alpha):
         m, Q = overlaps(state)
         eg = 0.5 if Q <= Q_FLOOR else float(ndtr(-m / np.sqrt(Q)))
         est = float(np.sum((theory.mu_modes * state[0] - theory.target_modes) ** 2) + np.sum(state[1]) / p)

@@ -33,10 +33,8 @@ import numpy as np
 
 from replica_mlm._base import checks as _checks
 from replica_mlm.theory.sides import multiclass_channel as mc
+from replica_mlm.theory.sides.sgd_fields import march, steps_per_alpha, total_steps
 
-#: Runge-Kutta steps per unit alpha (at least), and per unit of the fastest rate c (|A| s + lam)
-STEPS_PER_ALPHA = 40
-STEPS_PER_RATE = 8.0
 #: the smallest eigenvalue of Q used in the fields' law, relative to max(tr rho / K, 1): below it
 #: the student is (almost) w = 0 and only ``W A`` (negligible) depends on the clipped directions
 Q_FLOOR = 1e-14
@@ -151,12 +149,6 @@ class MulticlassMoments:
     M: np.ndarray
 
 
-def steps_per_alpha(omega: np.ndarray, a0: float, *, lr: float, lam: float, batch: int) -> float:
-    """Runge-Kutta steps per unit alpha: :data:`STEPS_PER_ALPHA`, more where the rates are fast."""
-    c = lr / batch
-    return max(STEPS_PER_ALPHA, STEPS_PER_RATE * c * (max(a0, 1.0) * float(np.max(omega)) + lam))
-
-
 def online_moments(task, *, lr: float, lam: float, batch: int, alpha: np.ndarray,
                    rule: mc.Rule | None = None) -> MulticlassMoments:
     """The p -> infinity order parameters at each ``alpha`` (sorted, >= 0) of one-pass SGD with
@@ -170,34 +162,23 @@ def online_moments(task, *, lr: float, lam: float, batch: int, alpha: np.ndarray
         Q = np.einsum("k,ka,kb->ab", omega, m, m) + np.einsum("k,kab->ab", omega, n) / p
         return (Q + Q.T) / 2, np.einsum("k,ka,kb->ab", omega, m, theta)
 
-    def rhs(m, n):
+    def rhs(state):
+        m, n = state
         Q, M = overlaps(m, n)
         return rates(drive(rule, Q=Q, M=M, rho=rho, bias=bias, P=P), m, n, omega=omega, theta=theta,
                      c=c, lam=lam)
 
-    m = np.zeros((omega.size, K))
-    n = np.zeros((omega.size, K, K))
     a0 = float(np.linalg.norm(drive(rule, Q=0 * rho, M=0 * rho, rho=rho, bias=bias, P=P).A, 2))
-    per_alpha = steps_per_alpha(omega, a0, lr=lr, lam=lam, batch=batch)
-    total = int(np.ceil(float(alpha[-1]) * per_alpha)) if alpha.size else 0
+    per_alpha = steps_per_alpha(c=c, rate=a0, omega_max=float(np.max(omega)), lam=lam)
+    total = total_steps(alpha, per_alpha)
     nodes = rule.xi.shape[0] * rule.eta.shape[1]
     _checks.work(4 * total * (nodes * 40 * K * K + 20 * omega.size * K * K),
                  f"online_sgd to alpha = {float(alpha[-1]):g} with lr={lr:g}, batch={batch} on a "
                  f"{K + 1}-colour site", steps=4 * total)
     out = {k: np.empty(alpha.size) for k in ("eg", "test_loss", "estimation_error")}
     mats = {k: np.empty((alpha.size, K, K)) for k in ("Q", "M")}
-    now = 0.0
-    for j, target in enumerate(alpha):
-        steps = int(np.ceil((target - now) * per_alpha))
-        h = (target - now) / steps if steps else 0.0
-        for _ in range(steps):
-            k1 = rhs(m, n)
-            k2 = rhs(m + 0.5 * h * k1[0], n + 0.5 * h * k1[1])
-            k3 = rhs(m + 0.5 * h * k2[0], n + 0.5 * h * k2[1])
-            k4 = rhs(m + h * k3[0], n + h * k3[1])
-            m = m + (h / 6.0) * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
-            n = n + (h / 6.0) * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
-        now = float(target)
+    start = (np.zeros((omega.size, K)), np.zeros((omega.size, K, K)))
+    for j, (m, n) in march(rhs, start, alpha, per_alpha):
         Q, M = overlaps(m, n)
         out["eg"][j], out["test_loss"][j] = measures(Q=Q, M=M, rho=rho, bias=bias, P=P, rule=rule)
         out["estimation_error"][j] = float(np.sum((m - theta) ** 2) + np.trace(n.sum(axis=0)) / p)
