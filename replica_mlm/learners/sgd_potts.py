@@ -86,7 +86,7 @@ def potts_runs(model, task, *, site: int, steps: np.ndarray, lr: float, lam: flo
     L, K, p = model.L, task.K, task.p
     keep = np.arange(L) != site
     P = task.basis
-    mean = np.asarray(task._colour_cov.mean)[keep].ravel()
+    mean = task.input_mean
     last = int(np.max(steps))
     _checks.allocation(8 * seeds * (last * batch + n_test) * L * (K + 1),
                        f"simulate_sgd on a PottsModel with seeds={seeds}, batch={batch}, n_test={n_test}")

@@ -308,6 +308,13 @@ class ModelPottsSite(DiscreteSite, PottsSite):
         self._block = self.K
         self._set_site(model, site, neighbours)
 
+    @property
+    def input_mean(self) -> np.ndarray:
+        """``E[x]`` before centring: the mean reduced colours of the other sites (site-major, d =
+        K (L - 1)), exact or from the samples the site's moments were measured on; a simulation on
+        the model's own sequences centres its inputs by it."""
+        return np.asarray(self._colour_cov.mean)[np.arange(self._model.L) != self._site].ravel()
+
     def _inputs(self, seqs: np.ndarray, prob) -> np.ndarray:
         """The centred reduced colours of the other sites (site-major)."""
         P = simplex_basis(self._model.q)
