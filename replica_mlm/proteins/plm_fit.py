@@ -77,6 +77,7 @@ class PLMProblem:
         self.size = self.n_h + self.r * self.n_h
         self.sites = np.arange(self.L)
         self._Z = self._Z_lo = None  # the logits' arrays, reused by every evaluation
+
     def release_buffers(self) -> None:
         """Drop the logits' reused arrays (the next evaluation builds them again): after the fit,
         so that the solution's large arrays do not come on top of them."""
