@@ -185,12 +185,15 @@ def test_phase_contour_labels_read_upright():
 
 
 # ------------------------------------------------------------------ long fits say where they are
-def test_fit_potts_draws_progress_over_its_iterations(tmp_path, capsys):
+def test_fit_potts_draws_progress_over_its_sites_or_iterations(tmp_path, capsys):
     path = tmp_path / "a.fasta"
     path.write_text(">a\nACDEFGHIKL\n>b\nACDEFGHIKV\n>c\nACDQFGHIKL\n>d\nMCDQFGHIKL\n")
     fit = rm.fit_potts(rm.MSA.read(path), max_iter=3, progress=True)
     err = capsys.readouterr().err
-    assert "fit_potts (plm)" in err and "/3 " in err and fit.iterations <= 3
+    assert "fit_potts (plm)" in err and "/10 " in err and fit.iterations <= 3  # over the 10 sites
+    fit = rm.fit_potts(rm.MSA.read(path), method="factored", heads=2, max_iter=3, progress=True)
+    err = capsys.readouterr().err
+    assert "fit_potts (factored)" in err and "/3 " in err and fit.iterations <= 3  # over the iterations
     with pytest.raises(TypeError, match="progress must be True, False or None"):
         rm.fit_potts(rm.MSA.read(path), max_iter=3, progress="yes")
 

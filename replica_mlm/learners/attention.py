@@ -83,14 +83,20 @@ def zero_sum_gauge(W) -> np.ndarray:
     Wc = finite_array(W, "W", ndim=4)  # a new array: centred in place, no (L q)^2 temporaries
     if Wc.shape[0] != Wc.shape[1] or Wc.shape[2] != Wc.shape[3]:
         raise ValueError(f"W must have shape (L, L, q, q), got {Wc.shape}")
-    means = (Wc.mean(axis=2, keepdims=True), Wc.mean(axis=3, keepdims=True),
-             Wc.mean(axis=(2, 3), keepdims=True))
-    Wc -= means[0]  # the same operations in the same order as W - mean_a - mean_b + mean_ab
-    Wc -= means[1]
-    Wc += means[2]
-    idx = np.arange(Wc.shape[0])
-    Wc[idx, idx] = 0.0
-    return Wc
+    return zero_sum_in_place(Wc)
+
+
+def zero_sum_in_place(W: np.ndarray) -> np.ndarray:
+    """:func:`zero_sum_gauge` written over ``W`` (a float64 (L, L, q, q) array of the caller's,
+    unchecked), which is returned."""
+    means = (W.mean(axis=2, keepdims=True), W.mean(axis=3, keepdims=True),
+             W.mean(axis=(2, 3), keepdims=True))
+    W -= means[0]  # the same operations in the same order as W - mean_a - mean_b + mean_ab
+    W -= means[1]
+    W += means[2]
+    idx = np.arange(W.shape[0])
+    W[idx, idx] = 0.0
+    return W
 
 
 def reconstruction_error(W, W_true, *, symmetrise: bool = False) -> float:

@@ -58,15 +58,30 @@ class PseudoLikelihood:
         self.q = q
         Lq = self.L * q
         self.cols = np.arange(self.L)[None, :] * q + s  # (M, L): column of s_j in the one-hot
-        self.X = np.zeros((self.M, Lq))
-        np.put_along_axis(self.X, self.cols, 1.0, axis=1)
         self.tgt = (np.arange(self.M)[:, None] * Lq + self.cols).ravel()
         self.diag = np.arange(self.L)
+        self._dense = self._one_hot = None
         self.sparse = None
         if sparse:
-            rows = np.repeat(np.arange(self.M), self.L)
-            one_hot = csr_matrix((np.ones(self.M * self.L), (rows, self.cols.ravel())), shape=(self.M, Lq))
+            one_hot = self.one_hot()
             self.sparse = (one_hot, one_hot.T.tocsr())
+
+    @property
+    def X(self) -> np.ndarray:
+        """The one-hot data (M, L q) in float64, built on first use (the plm fit never builds it:
+        it reads :meth:`one_hot`)."""
+        if self._dense is None:
+            self._dense = np.zeros((self.M, self.L * self.q))
+            np.put_along_axis(self._dense, self.cols, 1.0, axis=1)
+        return self._dense
+
+    def one_hot(self) -> csr_matrix:
+        """The one-hot data (M, L q) as a sparse float64 matrix: ``M L`` ones (built once)."""
+        if self._one_hot is None:
+            rows = np.repeat(np.arange(self.M), self.L)
+            self._one_hot = csr_matrix((np.ones(self.M * self.L), (rows, self.cols.ravel())),
+                                       shape=(self.M, self.L * self.q))
+        return self._one_hot
 
     def _X(self, dtype) -> np.ndarray:
         """The one-hot data in ``dtype`` (exact in any float type; cached)."""
@@ -96,19 +111,27 @@ class PseudoLikelihood:
         Z.reshape(self.M, L, q)[...] -= self_block[self.diag[None, :], :, self.s].reshape(self.M, L, q)
         return Z
 
-    def nll_grad(self, Z: np.ndarray, *, grad: bool = True):
-        """``D`` from the logits ``Z`` (M, L q), overwritten by ``dD/dZ = G`` if ``grad``."""
-        L, q, M = self.L, self.q, self.M
-        Z3 = Z.reshape(M, L, q)
+    def nll_grad(self, Z: np.ndarray, *, grad: bool = True, sites: np.ndarray | None = None):
+        """``D`` from the logits ``Z`` (M, L q), overwritten by ``dD/dZ = G`` if ``grad``.
+
+        ``sites``: ``Z`` holds only these sites' logits (M, len(sites) q), and ``D`` is their part
+        of the sum over sites."""
+        q, M = self.q, self.M
+        if sites is None:
+            n, tgt = self.L, self.tgt
+        else:
+            n = len(sites)
+            tgt = (np.arange(M)[:, None] * (n * q) + np.arange(n) * q + self.s[:, sites]).ravel()
+        Z3 = Z.reshape(M, n, q)
         Z3 -= Z3.max(axis=2, keepdims=True)
-        picked = Z.ravel()[self.tgt].reshape(M, L)
+        picked = Z.ravel()[tgt].reshape(M, n)
         np.exp(Z3, out=Z3)
         tot = Z3.sum(axis=2, keepdims=True)
         value = float(self.w @ (np.log(tot[:, :, 0]) - picked).sum(axis=1))
         if not grad:
             return value, None
         Z3 /= tot
-        Z.ravel()[self.tgt] -= 1.0
+        Z.ravel()[tgt] -= 1.0
         Z *= self.w[:, None]
         return value, Z
 

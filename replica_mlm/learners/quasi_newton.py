@@ -37,7 +37,7 @@ import numpy as np
 from scipy import optimize
 from scipy.linalg import blas
 
-__all__ = ["MAXCOR", "LineSearchFailed", "lbfgs", "minimize"]
+__all__ = ["MAXCOR", "LineSearchFailed", "lbfgs", "lbfgs_with_double_finish", "minimize"]
 
 #: sufficient-decrease and curvature constants (Nocedal-Wright's usual choices for quasi-Newton)
 C1, SIGMA = 1e-4, 0.9
@@ -252,3 +252,28 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
     except _Stop as halt:
         y, f, gy, nit, stop = halt.y, halt.f, halt.g, halt.nit, halt.reason
     return optimize.OptimizeResult(x=s * y, fun=f, jac=gy / s, nit=int(nit), stop=stop)
+
+
+def lbfgs_with_double_finish(problem, x0: np.ndarray, scale, dtype, *, max_iter: int, tol: float,
+                             ftol: float | None, memory: int = MAXCOR, tick=None) -> tuple:
+    """``(result, iterations in double)``: :func:`lbfgs` on ``problem.loss_grad`` from ``x0``.
+
+    ``problem`` computes its big products in ``dtype`` and switches with ``set_dtype``: a
+    single-precision run gets its final objective and gradient in double, and is finished in
+    double with the iterations left if it stopped short of ``tol``. ``tick()`` after every
+    iteration (a progress bar).
+    """
+    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, memory=memory,
+                tick=tick)
+    n_double = 0
+    if dtype != np.float64:  # the reported gradient is in double; finish there if needed
+        problem.set_dtype(np.float64)
+        objective, jac = problem.loss_grad(res.x)
+        res.update(fun=objective, jac=jac)
+        if res.stop in ("other", "gradient") and float(np.max(np.abs(jac))) > tol and res.nit < max_iter:
+            first = res.nit
+            res = lbfgs(problem.loss_grad, res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
+                        scale=scale, memory=memory, tick=tick)
+            n_double = int(res.nit)
+            res.nit = first + n_double
+    return res, n_double

@@ -15,6 +15,8 @@ from replica_mlm._base import checks as _checks
 from replica_mlm._base.keywords import keywords
 from replica_mlm.proteins.structure import MappedStructure, Structure
 
+#: bytes of couplings put in the zero-sum gauge at once by :func:`coupling_scores`
+SCORE_BYTES = 1 << 24
 _TOPS = {"L": 1, "L/2": 2, "L/5": 5, "L/10": 10}
 
 
@@ -54,14 +56,18 @@ def coupling_scores(couplings, *, apc: bool = True, include_gap: bool = False) -
     -------
     ndarray, shape (L, L)
     """
-    J = _checks.finite_array(couplings, "couplings", ndim=4)
-    L, L2, q, q2 = J.shape
-    if L != L2 or q != q2 or q < 2:
+    J = _checks.real_array(couplings, "couplings")  # read a band of rows at a time, never copied whole
+    if J.ndim != 4 or J.size == 0 or J.shape[0] != J.shape[1] or J.shape[2] != J.shape[3] or J.shape[2] < 2:
         raise ValueError(f"couplings must have shape (L, L, q, q), got {J.shape}")
-    J = J - J.mean(axis=2, keepdims=True) - J.mean(axis=3, keepdims=True) \
-        + J.mean(axis=(2, 3), keepdims=True)
+    L, q = J.shape[0], J.shape[2]
     first = 0 if _checks.flag(include_gap, "include_gap") else 1
-    F = np.sqrt((J[:, :, first:, first:] ** 2).sum(axis=(2, 3)))
+    F = np.empty((L, L))
+    rows = max(1, SCORE_BYTES // (8 * L * q * q))
+    for k in range(0, L, rows):
+        band = _checks.finite_array(J[k:k + rows], "couplings", ndim=4)
+        band = band - band.mean(axis=2, keepdims=True) - band.mean(axis=3, keepdims=True) \
+            + band.mean(axis=(2, 3), keepdims=True)
+        F[k:k + rows] = np.sqrt((band[:, :, first:, first:] ** 2).sum(axis=(2, 3)))
     F = (F + F.T) / 2
     np.fill_diagonal(F, 0.0)
     return _apc(F) if _checks.flag(apc, "apc") and L >= 3 else F

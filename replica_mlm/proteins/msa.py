@@ -31,8 +31,8 @@ ALPHABET = "-ACDEFGHIKLMNPQRSTVWY"
 Q = len(ALPHABET)
 #: largest alignment text read (decompressed), so that a wrong file cannot fill the memory
 MAX_BYTES = 2**31
-#: rows compared at once by :meth:`MSA.weights` (bounds its memory to about 64 MB per block)
-_BLOCK_BYTES = 64 * 2**20
+#: rows compared at once by :meth:`MSA.weights` (its four buffers: about 3.3 times this)
+_BLOCK_BYTES = 16 * 2**20
 
 _CODE = np.full(256, -1, dtype=np.int16)  # -1: unknown letter
 for _k, _c in enumerate(ALPHABET):
@@ -251,7 +251,7 @@ class MSA:
         The identity of two rows is the fraction of the L columns where they carry the same
         colour (a gap facing a gap counts as the same), as in mean-field and pseudo-likelihood
         DCA (Morcos et al. 2011, Ekeberg et al. 2013: Hamming distance < 1 - identity). Every
-        sequence counts itself. Computed by blocks of rows, with memory bounded by about 64 MB.
+        sequence counts itself. Computed by blocks of rows, in buffers of about 50 MB.
 
         Raises
         ------
@@ -264,18 +264,28 @@ class MSA:
         if ident in self._cache:
             return self._cache[ident].copy()
         N, L = self.N, self.L
-        block = max(1, _BLOCK_BYTES // (4 * N))  # rows per block of the (block, N) match counts
-        width = max(1, _BLOCK_BYTES // (4 * N * Q))  # columns per one-hot chunk (N, width * q)
+        block = min(N, max(1, _BLOCK_BYTES // (4 * N)))  # rows per block of the (block, N) match counts
+        width = min(L, max(1, _BLOCK_BYTES // (4 * N * Q)))  # columns per one-hot chunk (N, width * q)
+        # four buffers written in place for every block: nothing of the loop's size is allocated
+        # (and left in the allocator's heap) once per pass
+        matches = np.empty((block, N), dtype=np.float32)  # exact below 2**24
+        product = np.empty((block, N), dtype=np.float32)
+        near = np.empty((block, N), dtype=bool)
+        onehot = np.empty((N, width * Q), dtype=np.float32)
         counts = np.empty(N)
         limit = (1.0 - ident) * L  # neighbours: fewer mismatches than this
         for start in range(0, N, block):
-            matches = np.zeros((min(block, N - start), N), dtype=np.float32)  # exact below 2**24
+            rows = min(block, N - start)
+            m, prod = matches[:rows], product[:rows]
+            m[...] = 0.0
             for c in range(0, L, width):
                 chunk = self.sequences[:, c:c + width]
-                onehot = np.zeros((N, chunk.shape[1] * Q), dtype=np.float32)
-                onehot[np.arange(N)[:, None], np.arange(chunk.shape[1]) * Q + chunk] = 1.0
-                matches += onehot[start:start + block] @ onehot.T
-            counts[start:start + block] = np.count_nonzero(L - matches < limit, axis=1)
+                oh = onehot[:, :chunk.shape[1] * Q]
+                oh[...] = 0.0
+                oh[np.arange(N)[:, None], np.arange(chunk.shape[1]) * Q + chunk] = 1.0
+                m += np.matmul(oh[start:start + rows], oh.T, out=prod)
+            np.less(np.subtract(L, m, out=prod), limit, out=near[:rows])
+            counts[start:start + rows] = np.count_nonzero(near[:rows], axis=1)
         w = 1.0 / counts
         self._cache[ident] = w
         return w.copy()

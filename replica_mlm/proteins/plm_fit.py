@@ -1,10 +1,10 @@
-"""plmDCA's objective in the span of the data: ``M^2 L q`` instead of ``M (L q)^2`` per evaluation.
+"""plmDCA's objective in the span of the data, fitted one block of sites at a time.
 
 With ``M`` distinct sequences of normalised weights ``w`` and ``L q`` one-hot states, plmDCA's
 minimiser has the form ``Mt = P_off(-G^T X / lambda_J)`` (stationarity of the penalised data term;
 ``G`` the weighted residuals, ``X`` the one-hot data (M, L q), ``P_off`` zeroes the diagonal blocks
 ``W_ii``). Writing ``D = diag(w)^{1/2}``, ``D X X^T D = U e U^T`` (rank ``r``), ``B = D^{-1} U_r
-e_r^{1/2}`` (M, r) and ``Q = e_r^{-1/2} U_r^T D X`` (r, L q; orthonormal rows, ``B Q = X``), the
+e_r^{1/2}`` (M, r) and ``Q = e_r^{-1} B^T D^2 X`` (r, L q; orthonormal rows, ``B Q = X``), the
 couplings are parametrised as
 
     Mt = P_off(C^T Q),    C of shape (r, L q),
@@ -19,6 +19,15 @@ columns of site ``i``),
 The objective is exactly plmDCA's ``F`` of :mod:`replica_mlm.proteins.potts_fit` at ``(h, W)``
 returned by :meth:`PLMProblem.unpack`.
 
+*Blocks of sites.* Site ``i``'s terms involve only ``h_i`` and ``C_i`` (the columns of its own
+states): ``F`` is a sum over sites of independent objectives, as in plmDCA, which fits one site at a
+time. :func:`fit_by_blocks` minimises :data:`SITES_PER_BLOCK` sites at a time, each block with its
+own L-BFGS run and its own stopping test, so that the optimiser's vectors hold one block's variables
+(``r q`` per site) instead of the whole model's: the fit's memory is the basis ``B`` and the
+couplings it returns (docs/proteins.md, "Convergence of the fits"). ``Q`` is never held whole: a
+block's columns are ``e^{-1} B^T D^2 X_b`` and its couplings ``C_b^T Q = (X^T D^2 B e^{-1} C_b)^T``,
+products with the sparse one-hot data.
+
 *Conditioning.* The weighted basis makes ``B^T diag(w) B = diag(e)``, so the curvature of the data
 term along ``C[k, (i, a)]`` is about ``v_ia e_k`` with ``v_ia = f_ia (1 - f_ia)`` (``f`` the
 weighted one-site frequencies: the variance of the softmax when the conditional is near the
@@ -28,123 +37,237 @@ made plain L-BFGS need hundreds of iterations. :attr:`PLMProblem.scale` holds ``
 these curvatures: L-BFGS runs on ``y = x / scale`` (a diagonal preconditioner), see
 docs/proteins.md ("Convergence of the fits"). ``v_ia`` is floored at ``1e-3``.
 
-Measured on S1A (1448 distinct sequences, 218 columns, q = 21, one core): a function and gradient
-take about 1 s instead of 3 s (0.45 s with ``dtype=float32``: the two products ``B C`` and ``B^T G``
-in single precision, everything else -- the softmax, the objective's sums, the site blocks -- in
-double), and L-BFGS keeps ``r L q`` instead of ``(L q)^2`` numbers per vector.
+With ``dtype=float32`` the two products ``B C`` and ``B^T G`` run in single precision, everything
+else -- the softmax, the objective's sums, the site blocks -- in double.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+from scipy import linalg
 
 from replica_mlm.learners.plm_objective import PseudoLikelihood
+from replica_mlm.learners.quasi_newton import lbfgs_with_double_finish
+from replica_mlm.proteins.fit_convergence import plm_block_gradient
 
-__all__ = ["PLMProblem"]
+__all__ = ["PLMProblem", "RowBasis", "fit_by_blocks"]
 
 #: floor of the softmax variances ``v_ia`` in the preconditioner
 V_FLOOR = 1e-3
-#: rows of ``C`` (and sequences) per block of the in-place updates of :meth:`PLMProblem.loss_grad`
-ROWS = 64
+#: sites per block of :func:`fit_by_blocks` (16 q = 336 columns at q = 21: the products ``B C_b``
+#: run at about the speed of the whole model's, docs/proteins.md, "Convergence of the fits")
+SITES_PER_BLOCK = 4
+#: rows of a Gram matrix per sparse product while it is built (and columns of ``B = X V``)
+GRAM_ROWS = 256
+#: stops of a block, worst first: the fit's ``stop`` is the worst of its blocks'
+STOPS = ("max_iter", "other", "objective", "gradient")
+
+
+class RowBasis:
+    """The weighted row space of the one-hot data (module docstring), shared by every block.
+
+    Holds ``B`` (M, r) in float64 (and a float32 copy once asked for), ``e`` (r), the one-site
+    variances ``v`` (L q) of the preconditioner and the sparse one-hot data. The smaller of the two
+    Gram matrices, ``D X X^T D`` (M x M) or ``X^T D^2 X`` (L q x L q), is built densely a band of
+    rows at a time and diagonalised in place.
+    """
+
+    def __init__(self, data: PseudoLikelihood) -> None:
+        self.data = data
+        one_hot = data.one_hot()
+        #: ``(D^2 X)^T`` (L q, M), sparse: a block's couplings come from it
+        self.XTw = one_hot.multiply(data.w[:, None]).T.tocsr()
+        if data.M <= one_hot.shape[1]:
+            self.e, self.B = self._from_rows(one_hot, data.w)
+        else:
+            self.e, self.B = self._from_columns(one_hot, self.XTw)
+        self.r = int(self.e.size)
+        self.X = one_hot
+        f = np.asarray(data.w @ one_hot).ravel()
+        self.v = np.maximum(f * (1.0 - f), V_FLOOR)
+        self._B32 = None
+
+    @staticmethod
+    def _from_rows(X, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(e, B)`` from ``D X X^T D = U e U^T`` (M x M): ``B = D^{-1} U e^{1/2}``."""
+        root_w = np.sqrt(w)
+        DX = X.multiply(root_w[:, None]).tocsr()
+        e, U = _top_eigen(lambda: _dense_gram(DX, DX.T.tocsr()))
+        B = U  # scaled in place
+        B *= np.sqrt(e)
+        B /= root_w[:, None]
+        return e, B
+
+    @staticmethod
+    def _from_columns(X, XTw) -> tuple[np.ndarray, np.ndarray]:
+        """``(e, B)`` from ``X^T D^2 X = V e V^T`` (L q x L q, when there are more sequences than
+        one-hot states): ``B = X V`` (then ``U = D X V e^{-1/2}`` and ``Q = V^T``), a band of
+        columns at a time."""
+        e, V = _top_eigen(lambda: _dense_gram(XTw, X.tocsc()))
+        B = np.empty((X.shape[0], e.size), order="F")
+        for k in range(0, e.size, GRAM_ROWS):
+            B[:, k:k + GRAM_ROWS] = X @ np.ascontiguousarray(V[:, k:k + GRAM_ROWS])
+        return e, B
+
+    def B_in(self, dtype) -> np.ndarray:
+        """``B`` in ``dtype`` (float32 copy made once)."""
+        if np.dtype(dtype) == np.float64:
+            return self.B
+        if self._B32 is None:
+            self._B32 = self.B.astype(np.float32)
+        return self._B32
+
+    def Q(self, X_cols: np.ndarray) -> np.ndarray:
+        """The columns of ``Q = e^{-1} B^T D^2 X`` (r, n) for the one-hot data's columns ``X_cols``
+        (M, n), dense (a dense product: ``B`` is Fortran-ordered, which a sparse product would copy)."""
+        Q = self.B.T @ (self.data.w[:, None] * X_cols)
+        Q /= self.e[:, None]
+        return Q
+
+    def couplings(self, C: np.ndarray) -> np.ndarray:
+        """``C^T Q`` (C: (r, n) -> (n, L q)) through the sparse data, without ``Q``."""
+        return np.asarray(self.XTw @ (self.B @ (C / self.e[:, None]))).T
+
+
+def _dense_gram(left, right) -> np.ndarray:
+    """``left @ right`` (both sparse) as a dense array, :data:`GRAM_ROWS` rows at a time."""
+    K = np.empty((left.shape[0], right.shape[1]))
+    for k in range(0, left.shape[0], GRAM_ROWS):
+        K[k:k + GRAM_ROWS] = (left[k:k + GRAM_ROWS] @ right).toarray()
+    return K
+
+
+def _top_eigen(gram) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues above ``1e-10`` times the largest, and their eigenvectors (Fortran-ordered), of
+    the symmetric matrix ``gram()`` (built here and overwritten, so that it is freed before the
+    kept eigenvectors are copied; the Gram matrices are rank-deficient: the one-hot columns of a
+    site sum to one)."""
+    K = gram()
+    e, U = linalg.eigh(K.T, overwrite_a=True, check_finite=False, driver="evr")  # K.T: Fortran, no copy
+    del K
+    first = int(np.searchsorted(e, e[-1] * 1e-10, side="right"))  # e ascending: keep the top
+    # U's last columns are contiguous; copied so that the dropped ones are freed
+    return e[first:], (U[:, first:].copy(order="F") if first else U)
 
 
 class PLMProblem:
-    """plmDCA's ``F`` in ``x = [h.ravel() (L q), C.ravel() (r L q)]`` (module docstring)."""
+    """plmDCA's ``F`` restricted to ``sites`` (default all) in ``x = [h_b.ravel(), C_b.ravel()]``
+    (module docstring); ``basis`` shared between the blocks of one fit (default: built here)."""
 
     def __init__(self, data: PseudoLikelihood, lambda_h: float, lambda_J: float, *,
-                 dtype=np.float64) -> None:
+                 dtype=np.float64, sites=None, basis: RowBasis | None = None) -> None:
         self.data = data
-        self.dtype = np.dtype(dtype)
-        self.L, self.q, self.M = data.L, data.q, data.M
+        self.basis = RowBasis(data) if basis is None else basis
+        self.L, self.q, self.M, self.r = data.L, data.q, data.M, self.basis.r
+        self.sites = np.arange(self.L) if sites is None else np.asarray(sites)
+        self.n = len(self.sites)
         self.lambda_h, self.lambda_J = lambda_h, lambda_J
-        self.n_h = self.L * self.q
-        root_w = np.sqrt(data.w)
-        DX = data.X * root_w[:, None]
-        e, U = np.linalg.eigh(DX @ DX.T)
-        keep = e > e[-1] * 1e-10
-        e, U = e[keep], U[:, keep]
-        self.r = int(e.size)
-        self.B = U * np.sqrt(e) / root_w[:, None]
-        self.B_lo = self.B.astype(self.dtype, copy=False)  # the two big products run in this precision
-        self.Q = (U / np.sqrt(e)).T @ DX
-        del DX, U
-        f = data.w @ data.X
-        v = np.maximum(f * (1.0 - f), V_FLOOR)
+        self.cols = (self.sites[:, None] * self.q + np.arange(self.q)).ravel()
+        self.n_h = self.n * self.q
+        self.s = data.s[:, self.sites]
+        self.X3 = np.zeros((self.M, self.n, self.q))  # this block's one-hot data
+        np.put_along_axis(self.X3, self.s[:, :, None], 1.0, axis=2)
+        self.Q = self.basis.Q(self.X3.reshape(self.M, self.n_h))  # (r, n q): this block's columns
+        v = self.basis.v[self.cols]
         #: the diagonal preconditioner (module docstring): 1 / sqrt(curvature) per variable
         self.scale = np.concatenate([1.0 / np.sqrt(v + 2.0 * lambda_h),
-                                     (1.0 / np.sqrt(np.outer(e, v) + lambda_J)).ravel()])
-        self.X3 = data.X.reshape(self.M, self.L, self.q)
+                                     (1.0 / np.sqrt(np.outer(self.basis.e, v) + lambda_J)).ravel()])
         self.size = self.n_h + self.r * self.n_h
-        self.sites = np.arange(self.L)
-        self._Z = self._Z_lo = None  # the logits' arrays, reused by every evaluation
-
-    def release_buffers(self) -> None:
-        """Drop the logits' reused arrays (the next evaluation builds them again): after the fit,
-        so that the solution's large arrays do not come on top of them."""
-        self._Z = self._Z_lo = None
+        self.set_dtype(dtype)
 
     def set_dtype(self, dtype) -> None:
         """Precision of the two big products from now on (``float64`` for the double finish)."""
         self.dtype = np.dtype(dtype)
-        self.B_lo = self.B.astype(self.dtype, copy=False)
-        self._Z_lo = None
-
-    def _logits(self, C: np.ndarray) -> np.ndarray:
-        """``B C`` (M, L q) in float64, the product in :attr:`dtype`, into the reused arrays."""
-        if self._Z is None:
-            self._Z = np.empty((self.M, self.n_h))
-        if self.dtype == np.float64:
-            return np.matmul(self.B_lo, C, out=self._Z)
-        if self._Z_lo is None or self._Z_lo.dtype != self.dtype:
-            self._Z_lo = np.empty((self.M, self.n_h), self.dtype)
-        np.matmul(self.B_lo, C.astype(self.dtype), out=self._Z_lo)
-        np.copyto(self._Z, self._Z_lo)
-        return self._Z
+        self.B_lo = self.basis.B_in(self.dtype)
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Fields (L, q) and couplings ``W[i, j, a, b]`` (L, L, q, q) with zero diagonal blocks."""
-        L, q = self.L, self.q
+        """Fields (n, q) and couplings ``W[k, j, a, b]`` of the block's sites ``i = sites[k]``
+        (n, L, q, q), zero at ``j = i``; with every site, (L, q) and (L, L, q, q)."""
+        L, q, n = self.L, self.q, self.n
         C = x[self.n_h:].reshape(self.r, self.n_h)
-        W = (self.Q.T @ C).reshape(L, q, L, q).transpose(2, 0, 3, 1).copy()
-        W[self.sites, self.sites] = 0.0
-        return x[: self.n_h].reshape(L, q).copy(), W
+        W = self.basis.couplings(C).reshape(n, q, L, q).transpose(0, 2, 1, 3).copy()
+        W[np.arange(n), self.sites] = 0.0
+        return x[: self.n_h].reshape(n, q).copy(), W
 
     def loss_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """``F`` and its gradient at ``x`` (module docstring).
-
-        The large arrays are written in place where the arithmetic allows (no copy of ``C`` or
-        ``G`` in double precision, the penalty and site terms added to ``dF/dC`` a block of rows
-        at a time): the same operations on the same numbers as the plain expressions, without
-        their ``r L q``-sized temporaries (docs/proteins.md, "Convergence of the fits").
-        """
-        L, q, M, r = self.L, self.q, self.M, self.r
-        h = x[: self.n_h].reshape(L, q)
+        """The block's part of ``F`` and its gradient at ``x`` (module docstring)."""
+        n, q, M, r = self.n, self.q, self.M, self.r
+        h = x[: self.n_h].reshape(n, q)
         C = x[self.n_h:].reshape(r, self.n_h)
-        C3, Q3 = C.reshape(r, L, q), self.Q.reshape(r, L, q)
-        T = np.matmul(Q3.transpose(1, 2, 0), C3.transpose(1, 0, 2))  # (L, q, q)
-        Z = self._logits(C)
+        C3, Q3 = C.reshape(r, n, q), self.Q.reshape(r, n, q)
+        T = np.matmul(Q3.transpose(1, 2, 0), C3.transpose(1, 0, 2))  # (n, q, q)
+        if self.dtype == np.float64:
+            Z = self.B_lo @ C
+        else:
+            Z = (self.B_lo @ C.astype(self.dtype)).astype(np.float64)
         Z += h.reshape(1, self.n_h)
-        Z3, s = Z.reshape(M, L, q), self.data.s
-        for k in range(0, M, ROWS):  # minus T_i[s_i^mu, :], a block of sequences at a time
-            Z3[k:k + ROWS] -= T[self.sites[None, :], s[k:k + ROWS], :]
-        value, G = self.data.nll_grad(Z)
-        G3 = G.reshape(M, L, q)
-        R = np.matmul(self.X3.transpose(1, 2, 0), G3.transpose(1, 0, 2))  # (L, q, q)
+        Z.reshape(M, n, q)[...] -= T[np.arange(n)[None, :], self.s, :]
+        value, G = self.data.nll_grad(Z, sites=self.sites)
+        R = np.matmul(self.X3.transpose(1, 2, 0), G.reshape(M, n, q).transpose(1, 0, 2))  # (n, q, q)
         lam = self.lambda_J
         g = np.empty_like(x)
-        g[: self.n_h] = (G.sum(axis=0) + 2.0 * self.lambda_h * h.ravel())
+        g[: self.n_h] = G.sum(axis=0) + 2.0 * self.lambda_h * h.ravel()
         dC = g[self.n_h:].reshape(r, self.n_h)
-        if self.dtype == np.float64:
-            np.matmul(self.B_lo.T, G, out=dC)
-        else:
-            dC[...] = self.B_lo.T @ G.astype(self.dtype)
-        del G, G3
-        RT = R + lam * T
-        dC3 = dC.reshape(r, L, q)
-        for k in range(0, r, ROWS):  # dC += lam C - Q_i (R_i + lam T_i), a block of rows at a time
-            rows = slice(k, k + ROWS)
-            dC[rows] += lam * C[rows]
-            dC3[rows] -= np.matmul(Q3[rows].transpose(1, 0, 2), RT).transpose(1, 0, 2)
+        dC[...] = self.B_lo.T @ G.astype(self.dtype, copy=False)
+        dC += lam * C
+        dC.reshape(r, n, q)[...] -= np.matmul(Q3.transpose(1, 0, 2), R + lam * T).transpose(1, 0, 2)
         cc, tt = float(C.ravel() @ C.ravel()), float(T.ravel() @ T.ravel())
         f = value + self.lambda_h * float(h.ravel() @ h.ravel()) + 0.5 * lam * (cc - tt)
         return f, g
+
+
+@dataclass(frozen=True)
+class BlocksFit:
+    """What :func:`fit_by_blocks` returns: the raw fit and its convergence, summed over blocks.
+
+    ``fields`` (L, q) and ``couplings`` ``W[i, j, a, b]`` (L, L, q, q) with zero diagonal blocks;
+    ``objective`` ``F`` (the sum of the blocks' parts); ``gradient_norm`` the largest gradient
+    component over all blocks (in ``x``, double precision); ``grad_l2`` ``|grad F|_2`` over all of
+    ``(h, W)`` (:func:`replica_mlm.proteins.fit_convergence.plm_block_gradient`); ``iterations``
+    and ``iterations_double`` the most of any block; ``stop`` the worst of the blocks' (:data:`STOPS`).
+    """
+
+    fields: np.ndarray
+    couplings: np.ndarray
+    objective: float
+    gradient_norm: float
+    grad_l2: float
+    iterations: int
+    iterations_double: int
+    stop: str
+
+
+def fit_by_blocks(data: PseudoLikelihood, lambda_h: float, lambda_J: float, *, dtype, max_iter: int,
+                  tol: float, ftol: float | None, memory: int, tick=None) -> BlocksFit:
+    """Minimise plmDCA's ``F`` by L-BFGS, :data:`SITES_PER_BLOCK` sites at a time (module docstring).
+
+    Each block starts at zero, runs :func:`replica_mlm.learners.quasi_newton.lbfgs_with_double_finish`
+    with the diagonal preconditioner and writes its fields and couplings into the result; its
+    gradient over ``(h, W)`` is then computed in double precision from the data (the certificate's
+    part). ``tick(n)`` after each block of ``n`` sites (the progress bar).
+    """
+    L, q = data.L, data.q
+    basis = RowBasis(data)
+    h = np.empty((L, q))
+    W = np.empty((L, L, q, q))
+    objective = grad_sq = 0.0
+    gnorm, iterations, n_double, worst = 0.0, 0, 0, len(STOPS) - 1
+    for start in range(0, L, SITES_PER_BLOCK):
+        sites = np.arange(start, min(start + SITES_PER_BLOCK, L))
+        problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype, sites=sites, basis=basis)
+        res, doubled = lbfgs_with_double_finish(problem, np.zeros(problem.size), problem.scale, dtype,
+                                                max_iter=max_iter, tol=tol, ftol=ftol, memory=memory)
+        h[sites], W[sites] = problem.unpack(res.x)
+        objective += float(res.fun)
+        gnorm = max(gnorm, float(np.max(np.abs(res.jac))))
+        iterations, n_double = max(iterations, int(res.nit)), max(n_double, doubled)
+        worst = min(worst, STOPS.index(res.stop))
+        grad_sq += plm_block_gradient(data, sites, h[sites], W[sites], lambda_h, lambda_J)
+        del problem, res
+        if tick is not None:
+            tick(len(sites))
+    return BlocksFit(fields=h, couplings=W, objective=objective, gradient_norm=gnorm,
+                     grad_l2=float(np.sqrt(grad_sq)), iterations=iterations, iterations_double=n_double,
+                     stop=STOPS[worst])

@@ -45,9 +45,9 @@ from replica_mlm._base import checks as _checks
 from replica_mlm._base.checks import RngLike, as_generator, nonnegative, positive, positive_int
 from replica_mlm._base.keywords import keywords
 from replica_mlm._base.progress import bar, shown
-from replica_mlm.learners.attention import zero_sum_gauge
+from replica_mlm.learners.attention import zero_sum_in_place
 from replica_mlm.learners.plm_objective import PseudoLikelihood, pseudo_nll
-from replica_mlm.learners.quasi_newton import MAXCOR, lbfgs
+from replica_mlm.learners.quasi_newton import MAXCOR, lbfgs_with_double_finish
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.proteins import contacts
 from replica_mlm.proteins.factored_fit import FactoredProblem
@@ -59,13 +59,13 @@ from replica_mlm.proteins.fit_arguments import (
     init_arrays,
     pseudocount_option,
 )
-from replica_mlm.proteins.fit_convergence import plm_certificate
+from replica_mlm.proteins.fit_convergence import certificate
 from replica_mlm.proteins.mean_field import (
     couplings_from_frequencies,
     mean_field_fields,
     weighted_frequencies,
 )
-from replica_mlm.proteins.plm_fit import PLMProblem
+from replica_mlm.proteins.plm_fit import fit_by_blocks
 from replica_mlm.proteins.softmax_factored import SoftmaxFactoredProblem
 
 __all__ = ["PottsFit", "fit_potts"]
@@ -314,22 +314,27 @@ def fit_potts(
     start = time.process_time()
     data = PseudoLikelihood(s, w, q)
     if method == "plm":
-        problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype)
-        x0, scale = np.zeros(problem.size), problem.scale
+        with bar(total=L, progress=progress, desc="fit_potts (plm)", unit="site") as shown_bar:
+            raw = fit_by_blocks(data, lambda_h, lambda_J, dtype=dtype, max_iter=max_iter, tol=tol,
+                                ftol=ftol, memory=PLM_PAIRS, tick=shown_bar.update)
+        h, W, factors = raw.fields, raw.couplings, None
+        gnorm, objective, stop, nit, n_double = (raw.gradient_norm, raw.objective, raw.stop,
+                                                 raw.iterations, raw.iterations_double)
+        bound = certificate(raw.grad_l2, lambda_h, lambda_J)["distance_bound"]
+        del raw
     else:
         problem = factored(data, heads, lambda_h, lambda_J, dtype=dtype)
         x0 = _factored_start(problem, origin, init_J, init_h, gen, init_scale, s, w, q, pseudocount)
-        scale = None
-    with bar(total=max_iter, progress=progress, desc=f"fit_potts ({method})", unit="iteration") as shown_bar:
-        res, n_double = _minimise(problem, x0, scale, dtype, max_iter=max_iter, tol=tol, ftol=ftol,
-                                  memory=PLM_PAIRS if method == "plm" else MAXCOR, tick=shown_bar.update)
-    gnorm = float(np.max(np.abs(res.jac)))
-    x, objective, stop, nit = res.x, float(res.fun), res.stop, int(res.nit)
-    del res, x0  # the start and the gradient are not needed by the solution: its peak memory
-    if method == "plm":
-        problem.release_buffers()
-    h, W, factors, bound = _solution(problem, x, method, data, lambda_h, lambda_J)
-    J, fields = symmetric_zero_sum(W, h)
+        with bar(total=max_iter, progress=progress, desc="fit_potts (factored)",
+                 unit="iteration") as shown_bar:
+            res, n_double = lbfgs_with_double_finish(problem, x0, None, dtype, max_iter=max_iter, tol=tol,
+                                                     ftol=ftol, tick=shown_bar.update)
+        gnorm = float(np.max(np.abs(res.jac)))
+        objective, stop, nit = float(res.fun), res.stop, int(res.nit)
+        h, A, V = problem.factors(res.x)
+        W, factors, bound = problem.couplings(A, V), (A, V), None
+        del res, x0
+    J, fields = symmetric_zero_sum_in_place(W, h)
     return PottsFit(
         couplings=J, fields=fields, method=method, heads=heads if method == "factored" else None,
         penalties={"lambda_h": lambda_h, "lambda_J": lambda_J}, reweight=reweight,
@@ -442,56 +447,35 @@ def _factored_start(problem, origin, init_J, init_h, gen, init_scale: float, s, 
     return problem.from_couplings(init_J, init_h, gen=gen)
 
 
-def _minimise(problem, x0, scale, dtype, *, max_iter: int, tol: float, ftol, memory: int = MAXCOR,
-              tick=None) -> tuple:
-    """``(result, iterations in double)``: L-BFGS from ``x0`` with ``memory`` pairs; a
-    single-precision run gets its gradient in double, and is finished in double with the
-    iterations left if it stopped short. ``tick()`` after every iteration (the progress bar)."""
-    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, memory=memory,
-                tick=tick)
-    n_double = 0
-    if dtype != np.float64:  # the reported gradient is in double; finish there if needed
-        problem.set_dtype(np.float64)
-        objective, jac = problem.loss_grad(res.x)
-        res.update(fun=objective, jac=jac)
-        if res.stop in ("other", "gradient") and float(np.max(np.abs(jac))) > tol and res.nit < max_iter:
-            first = res.nit
-            res = lbfgs(problem.loss_grad, res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
-                        scale=scale, memory=memory, tick=tick)
-            n_double = int(res.nit)
-            res.nit = first + n_double
-    return res, n_double
-
-
-def _solution(problem, x, method: str, data, lambda_h: float, lambda_J: float) -> tuple:
-    """``(h, W, factors, distance bound)`` at the minimiser ``x``: the fields and asymmetric
-    blocks, the factored model's ``(A, V)`` (None for plm), plm's certificate (None otherwise)."""
-    if method == "plm":
-        h, W = problem.unpack(x)
-        factors = None
-    else:
-        h, A, V = problem.factors(x)
-        W = problem.couplings(A, V)
-        factors = (A, V)
-    bound = (plm_certificate(data, h, W, lambda_h, lambda_J)["distance_bound"]
-             if method == "plm" else None)
-    return h, W, factors, bound
-
 def symmetric_zero_sum(W: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``J = zero_sum((W + W^T) / 2)`` and fields shifted so that the Potts energy is unchanged.
 
     With ``r_ij(a) = mean_b J_ij(a, b)``, the fields become ``h_i(a) + sum_{j != i} r_ij(a)``, then
-    centred over ``a`` (the energy changes by a constant only).
+    centred over ``a`` (the energy changes by a constant only). ``W`` is left as it is
+    (:func:`symmetric_zero_sum_in_place` writes over it).
     """
+    return symmetric_zero_sum_in_place(np.array(W, dtype=float), h)
+
+
+def symmetric_zero_sum_in_place(W: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`symmetric_zero_sum` written over ``W`` (float64, C-ordered), which becomes ``J``:
+    the fit's couplings are never copied. The same operations on the same numbers as
+    ``0.5 * (W + W^T)``, the gauge, then ``0.5 * (J + J^T)``, a row of blocks at a time."""
     L = W.shape[0]
-    Ws = W + W.transpose(1, 0, 3, 2)
-    Ws *= 0.5  # in place: the same numbers as 0.5 * (W + W^T), one (L q)^2 array fewer at the peak
-    Ws[np.arange(L), np.arange(L)] = 0.0
-    fields = h + Ws.mean(axis=3).sum(axis=1)
+    _symmetrise_in_place(W)
+    W[np.arange(L), np.arange(L)] = 0.0
+    fields = h + W.mean(axis=3).sum(axis=1)
     fields -= fields.mean(axis=1, keepdims=True)
-    J = zero_sum_gauge(Ws)
-    del Ws
-    J_sym = J + J.transpose(1, 0, 3, 2)
-    del J
-    J_sym *= 0.5
-    return J_sym, fields  # symmetric to the last bit
+    zero_sum_in_place(W)
+    _symmetrise_in_place(W)
+    return W, fields  # symmetric to the last bit
+
+
+def _symmetrise_in_place(W: np.ndarray) -> None:
+    """``W <- 0.5 * (W + W^T)`` (``W^T[i, j, a, b] = W[j, i, b, a]``), block row ``i`` with column
+    ``i`` at a time."""
+    for i in range(W.shape[0]):
+        S = W[i, i:] + W[i:, i].transpose(0, 2, 1)
+        S *= 0.5
+        W[i, i:] = S
+        W[i:, i] = S.transpose(0, 2, 1)
