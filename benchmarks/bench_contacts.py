@@ -6,7 +6,9 @@ Two tables (docs/proteins.md, issue 39):
   default settings (``rm.fit_potts(msa, method="plm")``: single precision, lambda_h = lambda_J =
   0.01, 80 % identity weights, the contact-grade tol 3e-3 (``potts_fit.PLM_TOL``; the sweep of
   ``bench_plm_stopping.py``), at most 500 iterations; ``--quick``: rhomboid only and at
-  most ``--quick-iter`` = 30 iterations) in a fresh interpreter with one BLAS thread; the row gives
+  most ``--quick-iter`` = 30 iterations) in a fresh interpreter with one BLAS thread, doing what
+  pydca's child does: read the kept columns from the same FASTA file, weight, fit, score (the
+  structure is mapped and the scores are scored in the parent); the row gives
   the fit's CPU seconds, the whole process's CPU seconds (of which in the kernel), its peak
   resident memory (``ru_maxrss`` of the child from ``os.wait4``), minor page faults, iterations,
   max|grad| and the precisions. Beside it pydca 1.23's plmDCA: run live when a Python 3.7
@@ -160,18 +162,13 @@ PYDCA_STORED = {"date": "2026-11", "rhomboid": (202.0, 328.0, 64, (0.741, 0.582,
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 _PLM_CHILD = """
-import json, sys, time, warnings
+import json, sys
 import replica_mlm as rm
-warnings.simplefilter("ignore")
-family, max_iter = sys.argv[1], int(sys.argv[2])
-msa, structure = rm.datasets.protein_family(family)
-fit = rm.fit_potts(msa, method="plm", **({} if max_iter <= 0 else {"max_iter": max_iter}))
-scores = fit.contact_scores()
+fasta, max_iter = sys.argv[1], int(sys.argv[2])
+fit = rm.fit_potts(rm.MSA.read(fasta), method="plm", **({} if max_iter <= 0 else {"max_iter": max_iter}))
 print(json.dumps({"fit_cpu": fit.cpu_seconds, "iterations": fit.iterations, "converged": fit.converged,
-                  "tol": fit.tol,
-                  "gradient": fit.gradient_norm, "bound": fit.distance_bound,
-                  "precision": [rm.contact_precision(scores, structure, top=t)
-                                for t in ("L/5", "L/2", "L")]}))
+                  "tol": fit.tol, "gradient": fit.gradient_norm, "bound": fit.distance_bound,
+                  "scores": fit.contact_scores().tolist()}))
 """
 
 _PYDCA_CHILD = """
@@ -204,16 +201,31 @@ def pydca_python(given: str | None) -> str | None:
     return exe if ok else None
 
 
-def pydca_live(exe: str, msa, structure) -> dict:
-    """pydca's plmDCA on ``msa``'s kept columns (a FASTA of them), scored like replica_mlm's."""
+def kept_columns_fasta(msa, folder: str) -> Path:
+    """The alignment's kept columns as a FASTA file: what both plm children read."""
     from replica_mlm.proteins.msa import ALPHABET
 
-    with tempfile.TemporaryDirectory() as folder:
-        fasta = Path(folder) / "kept_columns.fasta"
-        fasta.write_text("".join(f">{k}\n{''.join(ALPHABET[c] for c in row)}\n"
-                                 for k, row in enumerate(msa.sequences)))
-        out, usage = measured_child([exe, "-c", _PYDCA_CHILD, str(fasta)])
-    scores = np.zeros((msa.L, msa.L))
+    fasta = Path(folder) / "kept_columns.fasta"
+    fasta.write_text("".join(f">{k}\n{''.join(ALPHABET[c] for c in row)}\n"
+                             for k, row in enumerate(msa.sequences)))
+    return fasta
+
+
+def plm_child(fasta: Path, max_iter: int, structure) -> tuple[dict, dict]:
+    """replica_mlm's plm at its defaults in a fresh interpreter on ``fasta`` (reading, weights, fit,
+    scores: the same job as pydca's child), scored here by ``structure``'s mapping."""
+    out, usage = measured_child([sys.executable, "-c", _PLM_CHILD, str(fasta), str(max_iter)])
+    res = json.loads(out)
+    scores = np.array(res.pop("scores"))
+    res["precision"] = [rm.contact_precision(scores, structure, top=t) for t in TOPS]
+    return res, usage
+
+
+def pydca_live(exe: str, fasta: Path, structure) -> dict:
+    """pydca's plmDCA on ``fasta`` (the kept columns), scored like replica_mlm's."""
+    out, usage = measured_child([exe, "-c", _PYDCA_CHILD, str(fasta)])
+    L = structure.distances.shape[0]
+    scores = np.zeros((L, L))
     for i, j, s in json.loads(out):
         scores[i, j] = scores[j, i] = s
     usage["precision"] = [rm.contact_precision(scores, structure, top=t) for t in TOPS]
@@ -227,19 +239,20 @@ def peer_table(families: list[str], max_iter: int, pydca_exe: str | None) -> Non
     print(f"{'family':<10}{'code':<22}{'fit CPU s':>10}{'CPU s':>8}{'(sys)':>8}{'peak MB':>9}"
           f"{'faults':>9}{'it':>5}" + "".join(f"{'P@' + t:>7}" for t in TOPS) + "  notes")
     for family in families:
-        out, use = measured_child([sys.executable, "-c", _PLM_CHILD, family, str(max_iter)])
-        res = json.loads(out)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            msa, structure = rm.datasets.protein_family(family)
+        with tempfile.TemporaryDirectory() as folder:
+            fasta = kept_columns_fasta(msa, folder)
+            res, use = plm_child(fasta, max_iter, structure)
+            peer = pydca_live(pydca_exe, fasta, structure) if pydca_exe is not None else None
         bound = "" if res["bound"] is None else f" dist<={res['bound']:.1e}"
         print(f"{family:<10}{'replica_mlm plm':<22}{res['fit_cpu']:10.1f}{use['cpu']:8.1f}{use['sys']:8.1f}"
               f"{use['peak_mb']:9.0f}{use['faults']:9d}{res['iterations']:5d}"
               + "".join(f"{p:7.3f}" for p in res["precision"])
               + f"  conv={res['converged']} (tol {res['tol']:g}) |g|={res['gradient']:.1e}{bound}",
               flush=True)
-        if pydca_exe is not None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                msa, structure = rm.datasets.protein_family(family)
-            peer = pydca_live(pydca_exe, msa, structure)
+        if peer is not None:
             label, it, note = "pydca plmDCA (live)", "", f"{pydca_exe}"
         elif family in PYDCA_STORED:
             cpu, peak, it, prec = PYDCA_STORED[family]

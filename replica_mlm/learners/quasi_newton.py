@@ -13,10 +13,10 @@ line search on the directional derivative, written for the fits of
 matter there and are why it replaces scipy's L-BFGS-B:
 
 * **Cost per iteration.** scipy's L-BFGS-B handles bound constraints the fits do not have (the
-  generalised Cauchy point, the subspace minimisation); at ``n = 6.6e6`` (S1A's plm problem) it
-  costs 0.36-0.58 CPU-s per iteration, as much as the objective itself in single precision
-  (benchmarks/README.md, "Real protein families"). Here the history pairs ``(s, y)`` are kept in
-  single precision and the two loops are BLAS level-1 calls: about 0.1 s.
+  generalised Cauchy point, the subspace minimisation); at ``n = 6.6e6`` (S1A's plm problem over
+  all sites at once) it costs 0.36-0.58 CPU-s per iteration, as much as the objective itself in
+  single precision (benchmarks/README.md, "Real protein families"). Here the history pairs
+  ``(s, y)`` are kept in single precision and the two loops are BLAS level-1 calls: about 0.1 s.
 * **A line search that sees past rounding.** With the objective's big products in single precision
   its value carries rounding of about ``1e-7 |F|``, larger than the decrease an Armijo test asks
   for once ``max|grad| < 1e-4``, while the gradient stays accurate to about ``1e-8``. A step is

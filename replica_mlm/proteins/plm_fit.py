@@ -56,8 +56,9 @@ __all__ = ["PLMProblem", "RowBasis", "fit_by_blocks"]
 
 #: floor of the softmax variances ``v_ia`` in the preconditioner
 V_FLOOR = 1e-3
-#: sites per block of :func:`fit_by_blocks` (16 q = 336 columns at q = 21: the products ``B C_b``
-#: run at about the speed of the whole model's, docs/proteins.md, "Convergence of the fits")
+#: sites per block of :func:`fit_by_blocks`. Rhomboid, one thread: 4, 8 and 16 sites take 52-54
+#: CPU-s (the smaller products run slower per operation, the smaller blocks stop sooner) with
+#: peaks of 294, 318 and 378 MB (docs/proteins.md, "Convergence of the fits")
 SITES_PER_BLOCK = 4
 #: rows of a Gram matrix per sparse product while it is built (and columns of ``B = X V``)
 GRAM_ROWS = 256

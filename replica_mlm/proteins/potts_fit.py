@@ -26,12 +26,13 @@ pseudocount-regularised frequencies (the ``replica-mlm contacts`` default).
 
 plm and factored attention are minimised by L-BFGS (:mod:`replica_mlm.learners.quasi_newton`) with
 the analytic gradient of
-:mod:`replica_mlm.learners.plm_objective` (all sites at once; for ``"plm"`` in the data's span,
-:mod:`replica_mlm.proteins.plm_fit`, cheaper when there are fewer sequences than ``L q``, and
-preconditioned), driven by :func:`replica_mlm.learners.quasi_newton.lbfgs` (docs/proteins.md,
-"Convergence of the fits"). The fitted blocks are then symmetrised, ``J_ij = (W_ij + W_ji^T) /
-2``, and put in the zero-sum gauge, the fields shifted so that the Potts energy (hence every
-conditional of the symmetric model) is unchanged.
+:mod:`replica_mlm.learners.plm_objective` (the factored model: all sites at once; ``"plm"``: in
+the data's span, preconditioned, a block of four sites at a time, its per-site objectives being
+independent, :mod:`replica_mlm.proteins.plm_fit`), driven by
+:func:`replica_mlm.learners.quasi_newton.lbfgs` (docs/proteins.md, "Convergence of the fits").
+The fitted blocks are then symmetrised, ``J_ij = (W_ij + W_ji^T) / 2``, and put in the zero-sum
+gauge, the fields shifted so that the Potts energy (hence every conditional of the symmetric
+model) is unchanged.
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ DEFAULT_HEADS = 32
 #: plm's default ``tol``: contact-grade (docs/proteins.md, "Convergence of the fits": on the three
 #: families the contact precisions at top L/5, L/2 and L equal those of the fit converged to 1e-5)
 PLM_TOL = 3e-3
-#: L-BFGS pairs of the plm fit (half the driver's default: its history is the largest array of
-#: the fit; docs/proteins.md, "Convergence of the fits"); the factored fit keeps ``MAXCOR``
+#: L-BFGS pairs of the plm fit's blocks of sites (3, 5 and 10 measured alike on rhomboid: 50-52
+#: CPU-s, 293-301 MB; docs/proteins.md, "Convergence of the fits"); the factored fit keeps ``MAXCOR``
 PLM_PAIRS = 5
 #: ``tol`` and ``precision`` of each method when not given
 DEFAULTS = {"plm": (PLM_TOL, "single"), "factored": (1e-5, "double"), "mean-field": (None, None)}
@@ -120,20 +121,21 @@ class PottsFit:
         ``"mean-field"``: True (a closed form, no iteration; :attr:`gradient_norm` and
         :attr:`objective` NaN, :attr:`stop` ``"closed-form"``).
     iterations : int
-        L-BFGS iterations.
+        L-BFGS iterations (plm: the most of any block of sites).
     cpu_seconds : float
         Process CPU time of the fit.
     gradient_norm : float
-        Largest gradient component (infinity norm) at the returned point.
+        Largest gradient component (infinity norm) at the returned point (plm: over all blocks).
     objective : float
         ``F`` at the returned point.
     stop : str
         Why L-BFGS stopped: ``"gradient"`` (``tol`` met), ``"objective"`` (the ``ftol`` plateau
         rule), ``"max_iter"`` or ``"other"`` (no acceptable step, or no progress in ``F`` nor the gradient:
-        the rounding of a single-precision run, see ``precision``).
+        the rounding of a single-precision run, see ``precision``). plm: the worst over its blocks
+        of sites, in the order ``"max_iter"``, ``"other"``, ``"objective"``, ``"gradient"``.
     iterations_double : int
         Of :attr:`iterations`, those of the double-precision finish of a ``precision="single"``
-        fit (0 if none was needed).
+        fit (0 if none was needed; plm: the most of any block).
     distance_bound : float or None
         plm only (None for the factored model, whose objective is not convex): a proven bound on
         the Frobenius distance of the raw fitted ``(h, W)`` to the exact optimum, ``|grad F|_2 /
@@ -243,7 +245,7 @@ def fit_potts(
         :func:`replica_mlm.proteins.penalty_selection.select_penalty` (docs/proteins.md,
         "Choosing the penalty").
     max_iter : int
-        L-BFGS iterations at most (default 500).
+        L-BFGS iterations at most (default 500; plm: per block of sites).
     tol : float, optional
         Stop, and report ``converged``, when every gradient component is ``<= tol`` (a frequency
         mismatch, see :attr:`PottsFit.converged`). Default: :data:`PLM_TOL` ``= 3e-3`` for
@@ -288,8 +290,8 @@ def fit_potts(
         uniform distribution mixed into the frequencies (default 0.5,
         :func:`replica_mlm.proteins.mean_field.frequencies`).
     progress : bool or None
-        A progress bar on stderr over the L-BFGS iterations (None: only when stderr is a
-        terminal; :mod:`replica_mlm._base.progress`).
+        A progress bar on stderr over the sites (plm) or the L-BFGS iterations (factored) (None:
+        only when stderr is a terminal; :mod:`replica_mlm._base.progress`).
 
     Returns
     -------
@@ -428,8 +430,12 @@ def _check_fit_cost(method: str, heads, factored, N: int, L: int, q: int, max_it
     """Refuse a fit whose memory (the L-BFGS history, the blocks, the data products) or work is
     out of reach, before any of it is spent."""
     Lq = L * q
-    n_params = Lq + min(N, Lq) * Lq if method == "plm" else factored.parameter_count(L, q, heads)
-    _checks.allocation(8 * ((2 * MAXCOR + 8) * n_params + 6 * Lq * Lq + 4 * N * Lq),
+    if method == "plm":  # the Gram matrix and its eigenvectors, B and its float32 copy, the couplings
+        m = min(N, Lq)
+        need = 8 * (2 * m * m + 2 * N * m + 2 * Lq * Lq)
+    else:
+        need = 8 * ((2 * MAXCOR + 8) * factored.parameter_count(L, q, heads) + 6 * Lq * Lq + 4 * N * Lq)
+    _checks.allocation(need,
                        f"fit_potts(method={method!r}, heads={heads}) on N = {N} sequences of L = {L} "
                        "columns")
     _checks.work(max_iter * 10 * N * Lq * Lq, f"fit_potts(max_iter={max_iter}) on N = {N}, L = {L}")
