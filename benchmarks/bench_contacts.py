@@ -45,9 +45,15 @@ Two tables (docs/proteins.md, issue 39):
     OMP_NUM_THREADS=1 python benchmarks/bench_contacts.py --table
     python benchmarks/bench_contacts.py --table --families S1A --methods mean_field,plm --heads 1,4
 
-The live pydca path cannot be exercised on a machine without Python 3.7 (pydca pins numpy <=
-1.15.4); it was written against pydca 1.23's documented API (``plmdca.PlmDCA(...)``,
-``compute_sorted_FN_APC()``).
+pydca lives in its own environment (it pins numpy <= 1.15.4, which has no wheel past Python 3.7;
+its C++ backend is compiled with the system's g++ on install)::
+
+    python3.7 -m venv ~/.pydca && ~/.pydca/bin/pip install --upgrade "pip<24"
+    ~/.pydca/bin/pip install pydca==1.23
+    python benchmarks/bench_contacts.py --full --pydca-python ~/.pydca/bin/python
+
+(it pulls numpy 1.15.4, scipy 1.3.1, numba 0.46, biopython 1.74 and matplotlib 3.0.0; seen working
+on 2026-12-06).
 """
 
 from __future__ import annotations

@@ -39,7 +39,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import optimize
 from scipy.special import softmax
 
 from replica_mlm.learners.fit_info import FitInfo
@@ -277,6 +276,8 @@ class FactoredAttentionProblem:
         V = math.sqrt(sv[0]) * vt[0].reshape(q, q)
         if self.variant == "softmax":  # positive rows: start from uniform attention and |V|
             return self.pack(np.zeros((L, L)), V * (L - 1) * float(np.abs(A).mean()))
+        from scipy import optimize  # here, not at import: it costs 19 MB of every process
+
         res = optimize.minimize_scalar(
             lambda t: self.loss_grad(self.pack(math.exp(t) * A, math.exp(t) * V))[0],
             bounds=(-4.0, 4.0), method="bounded", options={"xatol": 1e-3})
@@ -415,6 +416,8 @@ def fit_lbfgs(problem: FactoredAttentionProblem, x0: np.ndarray, *, max_iter: in
         The packed parameters.
     info : FitInfo
     """
+    from scipy import optimize  # here, not at import: it costs 19 MB of every process
+
     hist, mon, record = _history_recorder(problem, monitor)
     res = optimize.minimize(
         problem.loss_grad,

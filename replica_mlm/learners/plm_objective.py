@@ -56,15 +56,22 @@ class PseudoLikelihood:
         self.w = w
         self.M, self.L = s.shape
         self.q = q
-        Lq = self.L * q
         self.cols = np.arange(self.L)[None, :] * q + s  # (M, L): column of s_j in the one-hot
-        self.tgt = (np.arange(self.M)[:, None] * Lq + self.cols).ravel()
+        self._tgt = None
         self.diag = np.arange(self.L)
         self._dense = self._one_hot = None
         self.sparse = None
         if sparse:
             one_hot = self.one_hot()
             self.sparse = (one_hot, one_hot.T.tocsr())
+
+    @property
+    def tgt(self) -> np.ndarray:
+        """Flat indices of the observed colours in the logits (M, L q), built on first use (the
+        plm fit's blocks build their own)."""
+        if self._tgt is None:
+            self._tgt = (np.arange(self.M)[:, None] * (self.L * self.q) + self.cols).ravel()
+        return self._tgt
 
     @property
     def X(self) -> np.ndarray:

@@ -34,10 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
 from scipy.linalg import blas
 
-__all__ = ["MAXCOR", "LineSearchFailed", "lbfgs", "lbfgs_with_double_finish", "minimize"]
+__all__ = ["MAXCOR", "LBFGSResult", "LineSearchFailed", "lbfgs", "lbfgs_with_double_finish", "minimize"]
 
 #: sufficient-decrease and curvature constants (Nocedal-Wright's usual choices for quasi-Newton)
 C1, SIGMA = 1e-4, 0.9
@@ -49,6 +48,19 @@ MAX_EVAL = 20
 MAXCOR = 10
 #: iterations without a new smallest gradient nor a fall of F after which :func:`lbfgs` gives up
 STALL = 25
+
+
+@dataclass
+class LBFGSResult:
+    """What :func:`lbfgs` returns: the last accepted iterate ``x``, ``fun`` and ``jac`` there (in
+    ``x``), the iterations ``nit`` and why it stopped (``stop``). (A dataclass rather than scipy's
+    ``OptimizeResult``: importing scipy.optimize costs every fitting process 19 MB.)"""
+
+    x: np.ndarray
+    fun: float
+    jac: np.ndarray
+    nit: int
+    stop: str
 
 
 class LineSearchFailed(Exception):
@@ -195,7 +207,7 @@ class _Stop(Exception):
 
 def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None = None,
           window: int = 10, scale: np.ndarray | None = None, memory: int = MAXCOR,
-          history=np.float32, rounding: float = EPS_F, callback=None, tick=None) -> optimize.OptimizeResult:
+          history=np.float32, rounding: float = EPS_F, callback=None, tick=None) -> LBFGSResult:
     """L-BFGS (:func:`minimize`) on ``fun(x) -> (F, grad)``, stopped on the gradient in ``x``.
 
     ``fun`` must return a new gradient array at every call (it is scaled in place).
@@ -244,14 +256,14 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
 
     f0, g0 = fun(x0)
     if float(np.max(np.abs(g0))) <= tol:
-        return optimize.OptimizeResult(x=x0.copy(), fun=f0, jac=g0, nit=0, stop="gradient")
+        return LBFGSResult(x=x0.copy(), fun=f0, jac=g0, nit=0, stop="gradient")
     del g0  # not needed by the iterations: one parameter-sized array less while they run
     try:
         y, f, gy, nit, stop = minimize(fg, x0 / s, max_iter=max_iter, memory=memory, copy=False,
                                        callback=watch, history=history, rounding=rounding)
     except _Stop as halt:
         y, f, gy, nit, stop = halt.y, halt.f, halt.g, halt.nit, halt.reason
-    return optimize.OptimizeResult(x=s * y, fun=f, jac=gy / s, nit=int(nit), stop=stop)
+    return LBFGSResult(x=s * y, fun=f, jac=gy / s, nit=int(nit), stop=stop)
 
 
 def lbfgs_with_double_finish(problem, x0: np.ndarray, scale, dtype, *, max_iter: int, tol: float,
@@ -268,8 +280,8 @@ def lbfgs_with_double_finish(problem, x0: np.ndarray, scale, dtype, *, max_iter:
     n_double = 0
     if dtype != np.float64:  # the reported gradient is in double; finish there if needed
         problem.set_dtype(np.float64)
-        objective, jac = problem.loss_grad(res.x)
-        res.update(fun=objective, jac=jac)
+        res.fun, res.jac = problem.loss_grad(res.x)
+        jac = res.jac
         if res.stop in ("other", "gradient") and float(np.max(np.abs(jac))) > tol and res.nit < max_iter:
             first = res.nit
             res = lbfgs(problem.loss_grad, res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,

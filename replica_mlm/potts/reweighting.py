@@ -10,7 +10,6 @@ extrapolating a slope. See docs/potts.md, "Tuning the temperature".
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 
 from replica_mlm.potts.diagnostics import GibbsDiagnostics, cross_chain_hamming
 
@@ -88,6 +87,8 @@ def reweighted_beta(d: GibbsDiagnostics, target: float, q: int) -> float | None:
     ``target`` there (Brent), or None if the reweighted distance does not reach the target
     within that range.
     """
+    from scipy.optimize import brentq  # here, not at import: scipy.optimize costs 19 MB of every process
+
     states, energies = d.record
     beta = float(d.ladder[-1])
     sign = 1.0 if d.hamming > target else -1.0  # too far apart: colder

@@ -69,26 +69,30 @@ STOPS = ("max_iter", "other", "objective", "gradient")
 class RowBasis:
     """The weighted row space of the one-hot data (module docstring), shared by every block.
 
-    Holds ``B`` (M, r) in float64 (and a float32 copy once asked for), ``e`` (r), the one-site
-    variances ``v`` (L q) of the preconditioner and the sparse one-hot data. The smaller of the two
-    Gram matrices, ``D X X^T D`` (M x M) or ``X^T D^2 X`` (L q x L q), is built densely a band of
-    rows at a time and diagonalised in place.
+    The smaller of the two Gram matrices is built densely a band of rows at a time and diagonalised
+    in place. With fewer distinct sequences than one-hot states, ``D X X^T D = U e U^T`` (M x M)
+    and the basis holds ``B = D^{-1} U e^{1/2}`` (M, r). With more, ``X^T D^2 X = V e V^T`` (L q x
+    L q): then ``B = X V`` and ``Q = V^T``, and the basis holds ``V`` (L q, r), smaller than ``B``,
+    the products with ``B`` going through the sparse one-hot data (``B C = X (V C)``, ``B^T G = V^T
+    (X^T G)``: about the same operations). Also ``e`` (r), the one-site variances ``v`` (L q) of the
+    preconditioner, and float32 copies of what the products use once asked for.
     """
 
     def __init__(self, data: PseudoLikelihood) -> None:
         self.data = data
         one_hot = data.one_hot()
-        #: ``(D^2 X)^T`` (L q, M), sparse: a block's couplings come from it
+        #: ``(D^2 X)^T`` (L q, M), sparse
         self.XTw = one_hot.multiply(data.w[:, None]).T.tocsr()
+        self.X = one_hot
+        self.B = self.V = None
         if data.M <= one_hot.shape[1]:
             self.e, self.B = self._from_rows(one_hot, data.w)
         else:
-            self.e, self.B = self._from_columns(one_hot, self.XTw)
+            self.e, self.V = _top_eigen(lambda: _dense_gram(self.XTw, one_hot.tocsc()))
         self.r = int(self.e.size)
-        self.X = one_hot
         f = np.asarray(data.w @ one_hot).ravel()
         self.v = np.maximum(f * (1.0 - f), V_FLOOR)
-        self._B32 = None
+        self._factors = {}
 
     @staticmethod
     def _from_rows(X, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -101,34 +105,51 @@ class RowBasis:
         B /= root_w[:, None]
         return e, B
 
-    @staticmethod
-    def _from_columns(X, XTw) -> tuple[np.ndarray, np.ndarray]:
-        """``(e, B)`` from ``X^T D^2 X = V e V^T`` (L q x L q, when there are more sequences than
-        one-hot states): ``B = X V`` (then ``U = D X V e^{-1/2}`` and ``Q = V^T``), a band of
-        columns at a time."""
-        e, V = _top_eigen(lambda: _dense_gram(XTw, X.tocsc()))
-        B = np.empty((X.shape[0], e.size), order="F")
-        for k in range(0, e.size, GRAM_ROWS):
-            B[:, k:k + GRAM_ROWS] = X @ np.ascontiguousarray(V[:, k:k + GRAM_ROWS])
-        return e, B
+    def _in(self, dtype) -> tuple:
+        """``(B,)`` or ``(V, X, X^T)`` in ``dtype`` (float32 copies made once)."""
+        dtype = np.dtype(dtype)
+        if dtype not in self._factors:
+            if self.V is None:
+                self._factors[dtype] = (self.B.astype(dtype, copy=False),)
+            else:  # float64: the one-hot data itself and its transpose's view (the rare double
+                # evaluations); float32: copies, the transpose row-major for speed
+                X = self.X.astype(dtype, copy=False)
+                XT = X.T if dtype == np.float64 else X.T.tocsr()
+                self._factors[dtype] = (self.V.astype(dtype, copy=False), X, XT)
+        return self._factors[dtype]
 
-    def B_in(self, dtype) -> np.ndarray:
-        """``B`` in ``dtype`` (float32 copy made once)."""
-        if np.dtype(dtype) == np.float64:
-            return self.B
-        if self._B32 is None:
-            self._B32 = self.B.astype(np.float32)
-        return self._B32
+    def times(self, C: np.ndarray, dtype) -> np.ndarray:
+        """``B C`` (M, n) in ``dtype``."""
+        factors = self._in(dtype)
+        C = C.astype(dtype, copy=False)
+        if self.V is None:
+            return factors[0] @ C
+        V, X, _ = factors
+        return np.asarray(X @ (V @ C))
 
-    def Q(self, X_cols: np.ndarray) -> np.ndarray:
-        """The columns of ``Q = e^{-1} B^T D^2 X`` (r, n) for the one-hot data's columns ``X_cols``
-        (M, n), dense (a dense product: ``B`` is Fortran-ordered, which a sparse product would copy)."""
+    def transpose_times(self, G: np.ndarray, dtype) -> np.ndarray:
+        """``B^T G`` (r, n) in ``dtype``."""
+        factors = self._in(dtype)
+        G = G.astype(dtype, copy=False)
+        if self.V is None:
+            return factors[0].T @ G
+        V, _, XT = factors
+        return V.T @ np.asarray(XT @ G)
+
+    def Q(self, cols: np.ndarray, X_cols: np.ndarray) -> np.ndarray:
+        """The columns ``cols`` of ``Q = e^{-1} B^T D^2 X`` (r, n), whose one-hot data are ``X_cols``
+        (M, n) (``V^T``'s columns on the columns' side; a dense product on the rows' side: ``B`` is
+        Fortran-ordered, which a sparse product would copy)."""
+        if self.V is not None:
+            return self.V[cols].T.copy()
         Q = self.B.T @ (self.data.w[:, None] * X_cols)
         Q /= self.e[:, None]
         return Q
 
     def couplings(self, C: np.ndarray) -> np.ndarray:
-        """``C^T Q`` (C: (r, n) -> (n, L q)) through the sparse data, without ``Q``."""
+        """``C^T Q`` (C: (r, n) -> (n, L q)), without ``Q``."""
+        if self.V is not None:
+            return (self.V @ C).T
         return np.asarray(self.XTw @ (self.B @ (C / self.e[:, None]))).T
 
 
@@ -170,7 +191,7 @@ class PLMProblem:
         self.s = data.s[:, self.sites]
         self.X3 = np.zeros((self.M, self.n, self.q))  # this block's one-hot data
         np.put_along_axis(self.X3, self.s[:, :, None], 1.0, axis=2)
-        self.Q = self.basis.Q(self.X3.reshape(self.M, self.n_h))  # (r, n q): this block's columns
+        self.Q = self.basis.Q(self.cols, self.X3.reshape(self.M, self.n_h))  # (r, n q)
         v = self.basis.v[self.cols]
         #: the diagonal preconditioner (module docstring): 1 / sqrt(curvature) per variable
         self.scale = np.concatenate([1.0 / np.sqrt(v + 2.0 * lambda_h),
@@ -181,7 +202,6 @@ class PLMProblem:
     def set_dtype(self, dtype) -> None:
         """Precision of the two big products from now on (``float64`` for the double finish)."""
         self.dtype = np.dtype(dtype)
-        self.B_lo = self.basis.B_in(self.dtype)
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fields (n, q) and couplings ``W[k, j, a, b]`` of the block's sites ``i = sites[k]``
@@ -199,10 +219,7 @@ class PLMProblem:
         C = x[self.n_h:].reshape(r, self.n_h)
         C3, Q3 = C.reshape(r, n, q), self.Q.reshape(r, n, q)
         T = np.matmul(Q3.transpose(1, 2, 0), C3.transpose(1, 0, 2))  # (n, q, q)
-        if self.dtype == np.float64:
-            Z = self.B_lo @ C
-        else:
-            Z = (self.B_lo @ C.astype(self.dtype)).astype(np.float64)
+        Z = self.basis.times(C, self.dtype).astype(np.float64, copy=False)
         Z += h.reshape(1, self.n_h)
         Z.reshape(M, n, q)[...] -= T[np.arange(n)[None, :], self.s, :]
         value, G = self.data.nll_grad(Z, sites=self.sites)
@@ -211,7 +228,7 @@ class PLMProblem:
         g = np.empty_like(x)
         g[: self.n_h] = G.sum(axis=0) + 2.0 * self.lambda_h * h.ravel()
         dC = g[self.n_h:].reshape(r, self.n_h)
-        dC[...] = self.B_lo.T @ G.astype(self.dtype, copy=False)
+        dC[...] = self.basis.transpose_times(G, self.dtype)
         dC += lam * C
         dC.reshape(r, n, q)[...] -= np.matmul(Q3.transpose(1, 0, 2), R + lam * T).transpose(1, 0, 2)
         cc, tt = float(C.ravel() @ C.ravel()), float(T.ravel() @ T.ravel())
