@@ -14,7 +14,7 @@ Two tables (docs/proteins.md, issue 39):
   max|grad| and the precisions. Beside it pydca 1.23's plmDCA: run live when a Python 3.7
   interpreter with pydca is found (``--pydca-python``, else ``python3.7`` on the PATH) on the same
   kept columns (written as FASTA), scored by the same mapping, with its own APC Frobenius scores;
-  otherwise the figures measured for issue 39 (2026-11; rhomboid and S1A only) are printed with
+  otherwise the figures it measured live on 2026-12-07 (``PYDCA_STORED``) are printed with
   their date. The ratios are replica_mlm's process CPU and peak memory over pydca's.
 * **every method** (``--table``), for each family (``rm.datasets.protein_family``: columns with at
   most 20 % gaps, the structure mapped onto them) prints L, N, N_eff (80 % identity), the identity
@@ -161,10 +161,13 @@ def run(method: str, heads: int | None, msa, structure, opts: dict):
 
 
 # ------------------------------------------------------------------------------ plm beside pydca
-#: pydca 1.23 plmDCA measured for issue 39 (one thread, Python 3.7 environment, same kept columns
-#: and scoring): CPU s, peak MB, iterations, precision at L/5, L/2, L
-PYDCA_STORED = {"date": "2026-11", "rhomboid": (202.0, 328.0, 64, (0.741, 0.582, 0.378)),
-                "S1A": (238.0, 628.0, 58, (0.878, 0.716, 0.624))}
+#: pydca 1.23 plmDCA measured live by this script (``--full --pydca-python``: one thread, its own
+#: Python 3.7 environment, the same kept columns and scoring): CPU s, peak MB, iterations (not
+#: reported by pydca: ""), precision at L/5, L/2, L. (Issue 39's first table, 2026-11, on S1A's
+#: columns of then: 238 CPU-s, 628 MB, 0.878 / 0.716 / 0.624; rhomboid 202 CPU-s, 328 MB.)
+PYDCA_STORED = {"date": "2026-12-07", "rhomboid": (109.5, 328.0, "", (0.741, 0.582, 0.378)),
+                "S1A": (148.6, 696.0, "", (0.884, 0.706, 0.601)),
+                "DHFR": (237.3, 339.0, "", (0.963, 0.739, 0.659))}
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 _PLM_CHILD = """
@@ -263,7 +266,7 @@ def peer_table(families: list[str], max_iter: int, pydca_exe: str | None) -> Non
         elif family in PYDCA_STORED:
             cpu, peak, it, prec = PYDCA_STORED[family]
             peer = {"cpu": cpu, "sys": float("nan"), "peak_mb": peak, "faults": 0, "precision": prec}
-            label, note = f"pydca ({PYDCA_STORED['date']}, stored)", "issue 39's table, not rerun"
+            label, note = f"pydca ({PYDCA_STORED['date']}, stored)", "measured live then, not rerun"
         else:
             print(f"{family:<10}{'pydca':<22}  no stored figure and no Python 3.7 with pydca")
             continue
