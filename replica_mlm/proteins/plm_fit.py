@@ -271,7 +271,7 @@ def fit_by_blocks(data: PseudoLikelihood, lambda_h: float, lambda_J: float, *, d
     h = np.empty((L, q))
     W = np.empty((L, L, q, q))
     objective = grad_sq = 0.0
-    gnorm, iterations, n_double, worst = 0.0, 0, 0, len(STOPS) - 1
+    gnorms, iterations, n_double, worst = [], 0, 0, len(STOPS) - 1
     for start in range(0, L, SITES_PER_BLOCK):
         sites = np.arange(start, min(start + SITES_PER_BLOCK, L))
         problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype, sites=sites, basis=basis)
@@ -279,13 +279,14 @@ def fit_by_blocks(data: PseudoLikelihood, lambda_h: float, lambda_J: float, *, d
                                                 max_iter=max_iter, tol=tol, ftol=ftol, memory=memory)
         h[sites], W[sites] = problem.unpack(res.x)
         objective += float(res.fun)
-        gnorm = max(gnorm, float(np.max(np.abs(res.jac))))
+        gnorms.append(float(np.max(np.abs(res.jac))))
         iterations, n_double = max(iterations, int(res.nit)), max(n_double, doubled)
         worst = min(worst, STOPS.index(res.stop))
         grad_sq += plm_block_gradient(data, sites, h[sites], W[sites], lambda_h, lambda_J)
         del problem, res
         if tick is not None:
             tick(len(sites))
-    return BlocksFit(fields=h, couplings=W, objective=objective, gradient_norm=gnorm,
+    return BlocksFit(fields=h, couplings=W, objective=objective,
+                     gradient_norm=float(np.max(gnorms)),  # a NaN in any block stays NaN
                      grad_l2=float(np.sqrt(grad_sq)), iterations=iterations, iterations_double=n_double,
                      stop=STOPS[worst])
