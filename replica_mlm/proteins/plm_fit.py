@@ -23,10 +23,11 @@ returned by :meth:`PLMProblem.unpack`.
 states): ``F`` is a sum over sites of independent objectives, as in plmDCA, which fits one site at a
 time. :func:`fit_by_blocks` minimises :data:`SITES_PER_BLOCK` sites at a time, each block with its
 own L-BFGS run and its own stopping test, so that the optimiser's vectors hold one block's variables
-(``r q`` per site) instead of the whole model's: the fit's memory is the basis ``B`` and the
-couplings it returns (docs/proteins.md, "Convergence of the fits"). ``Q`` is never held whole: a
-block's columns are ``e^{-1} B^T D^2 X_b`` and its couplings ``C_b^T Q = (X^T D^2 B e^{-1} C_b)^T``,
-products with the sparse one-hot data.
+(``r q`` per site) instead of the whole model's: the fit's memory is the basis and the couplings
+it returns (docs/proteins.md, "Convergence of the fits"). ``Q`` is never held whole: a block's
+columns are ``e^{-1} B^T D^2 X_b`` and its couplings ``C_b^T Q = (X^T D^2 B e^{-1} C_b)^T``, products
+with the sparse one-hot data; with more distinct sequences than one-hot states the basis is ``V``
+of ``X^T D^2 X = V e V^T``, ``B = X V`` and ``Q = V^T`` (:class:`RowBasis`).
 
 *Conditioning.* The weighted basis makes ``B^T diag(w) B = diag(e)``, so the curvature of the data
 term along ``C[k, (i, a)]`` is about ``v_ia e_k`` with ``v_ia = f_ia (1 - f_ia)`` (``f`` the
