@@ -60,6 +60,7 @@ def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_
     from replica_mlm._base.io import write_csv
     from replica_mlm.figures.protein_families import plot_contact_map
     from replica_mlm.proteins.contacts import coupling_scores
+    from replica_mlm.proteins.plm_fit import SITES_PER_BLOCK
     from replica_mlm.proteins.potts_fit import DEFAULTS
     from replica_mlm.proteins.structure import map_structure
 
@@ -92,8 +93,10 @@ def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_
         fit_info = {}
     else:
         shown = fit_precision or DEFAULTS[method][1]
+        per_block = f" per block of {SITES_PER_BLOCK} sites" if method == "plm" else ""
         click.echo(f"fitting {method} couplings of L = {msa.L} columns, N = {msa.N} sequences by L-BFGS "
-                   f"(at most {max_iter} iterations, {shown} precision, tol {DEFAULTS[method][0]:g}) ...",
+                   f"(at most {max_iter} iterations{per_block}, {shown} precision, "
+                   f"tol {DEFAULTS[method][0]:g}) ...",
                    err=True)
         fit = rm.fit_potts(msa, method=method, reweight=0.8, max_iter=max_iter, precision=fit_precision,
                            **({"heads": heads} if method == "factored" else {}))
@@ -101,7 +104,8 @@ def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_
         fit_info = {"converged": fit.converged, "iterations": fit.iterations,
                     "gradient_norm": fit.gradient_norm, "tol": fit.tol, "distance_bound": fit.distance_bound}
         click.echo(f"fit {'converged' if fit.converged else 'did NOT converge'} after {fit.iterations} "
-                   f"iterations (max |gradient| {fit.gradient_norm:.3g}, tol {fit.tol:g}"
+                   f"iterations{' (the most of any block)' if per_block else ''} (max |gradient| "
+                   f"{fit.gradient_norm:.3g}, tol {fit.tol:g}"
                    + ("" if fit.distance_bound is None else
                       f"; proven distance to the optimum <= {fit.distance_bound:.3g}") + ")"
                    + ("" if fit.converged else ": the scores are those of the last iterate; raise "
