@@ -241,3 +241,24 @@ def test_hybr_takes_over_where_anderson_stalls(monkeypatch):
     fallback = local_engine.solve(task, alpha=2.0, lam=0.1, loss=logistic)
     _same(reference, fallback)
     assert fallback.converged and fallback.residual < 1e-10 and fallback.iterations > 7
+
+
+def test_sampled_local_mixture_warns_below_three_samples_per_cluster_and_input():
+    """A sampled site whose local clusters get fewer than 3 sequences per cluster and Gaussian input
+    warns and names the sample size that would do (the band at L = 400 needed about 3); with enough,
+    no warning."""
+    import warnings
+
+    from replica_mlm.potts.graphs import banded
+    from replica_mlm.tasks.local_site import SAMPLES_PER_CLUSTER_INPUT
+
+    model = rm.PottsModel.ising(couplings=banded(30, width=2, rng=0), beta=0.3)
+    few = model.masked_site(10, rng=0, samples=300, neighbours=2)
+    with pytest.warns(RuntimeWarning, match=r"300 sampled sequences for 8 clusters in 27 Gaussian inputs"
+                                            r".*samples=648\)"):
+        mix = few.local_mixture
+    assert SAMPLES_PER_CLUSTER_INPUT * mix.C * mix.free.size == 648 > mix.n_samples
+    enough = model.masked_site(10, rng=0, samples=700, neighbours=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert enough.local_mixture.n_samples == 700

@@ -8,6 +8,7 @@ shared by the Ising site (:class:`.ising_site.IsingSite`) and the q-colour site
 
 from __future__ import annotations
 
+import warnings
 from functools import cached_property
 
 import numpy as np
@@ -20,6 +21,10 @@ from replica_mlm.tasks.validity import Validity, judge
 
 #: sequences per chunk when the site's conditionals are computed over all configurations
 CHUNK = 2**15
+#: sampled sequences per cluster and Gaussian input below which the local mixture warns: the band at
+#: L = 400 (64 clusters, 395 inputs) needed about 3 (80 000 sequences) for its prediction to come
+#: within 3 SE; 0.8 (20 000) left it 3-9 SE off (docs/discrete.md, "Sparse couplings")
+SAMPLES_PER_CLUSTER_INPUT = 3
 
 
 class DiscreteSite:
@@ -76,12 +81,17 @@ class DiscreteSite:
         x = self._inputs(seqs, prob)
         if not _nbh.grouped(self._model.q, self._neighbourhood):
             split = self.rest_states
-            return cluster_mixture(x, labels, seqs[:, nb], classes=self._model.q,
-                                   fixed=self._fixed_coordinates(), teacher=self.teacher, probabilities=prob,
-                                   states=split.states if split is not None and split.split else None)
-        bins = field_bins(self._model, self._site, nb, seqs, prob)
-        return cluster_mixture(x, labels, bins[:, None], classes=self._model.q, fixed=np.zeros(0, np.int64),
-                               teacher=self.teacher, probabilities=prob, binned=True)
+            mixture = cluster_mixture(x, labels, seqs[:, nb], classes=self._model.q,
+                                      fixed=self._fixed_coordinates(), teacher=self.teacher,
+                                      probabilities=prob,
+                                      states=split.states if split is not None and split.split else None)
+        else:
+            bins = field_bins(self._model, self._site, nb, seqs, prob)
+            mixture = cluster_mixture(x, labels, bins[:, None], classes=self._model.q,
+                                      fixed=np.zeros(0, np.int64), teacher=self.teacher, probabilities=prob,
+                                      binned=True)
+        _warn_if_few_samples(mixture)
+        return mixture
 
     @cached_property
     def rest_states(self) -> RestStates | None:
@@ -168,3 +178,17 @@ def as_clusters(mixture) -> ClusterMixture:
 
 
 __all__ = ["DiscreteSite", "as_clusters"]
+
+
+def _warn_if_few_samples(mixture: ClusterMixture) -> None:
+    """A RuntimeWarning when a sampled local mixture has fewer than
+    :data:`SAMPLES_PER_CLUSTER_INPUT` sequences per cluster and Gaussian input (its means' noise then
+    biases the prediction, docs/discrete.md, "Sparse couplings")."""
+    need = SAMPLES_PER_CLUSTER_INPUT * mixture.C * mixture.free.size
+    if mixture.method == "samples" and mixture.n_samples < need:
+        warnings.warn(f"the local theory's cluster means rest on {mixture.n_samples} sampled sequences for "
+                      f"{mixture.C} clusters in {mixture.free.size} Gaussian inputs "
+                      f"({mixture.n_samples / (mixture.C * mixture.free.size):.2g} per cluster and input, "
+                      f"below the {SAMPLES_PER_CLUSTER_INPUT} measured to be needed): measure the site with "
+                      f"masked_site(..., samples={need}) or more (docs/discrete.md, \"Sparse couplings\")",
+                      RuntimeWarning, stacklevel=3)
