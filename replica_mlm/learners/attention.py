@@ -57,6 +57,7 @@ from replica_mlm._base.checks import (
 )
 from replica_mlm.learners.attention_fit import FactoredAttentionProblem, _run_sgd, fit_lbfgs
 from replica_mlm.learners.fit_info import FitInfo
+from replica_mlm.learners.gauge import double_centre_in_place
 from replica_mlm.potts.model import check_sequences
 from replica_mlm.potts.model import nll_from_logits as _nll
 
@@ -89,11 +90,7 @@ def zero_sum_gauge(W) -> np.ndarray:
 def zero_sum_in_place(W: np.ndarray) -> np.ndarray:
     """:func:`zero_sum_gauge` written over ``W`` (a float64 (L, L, q, q) array of the caller's,
     unchecked), which is returned."""
-    means = (W.mean(axis=2, keepdims=True), W.mean(axis=3, keepdims=True),
-             W.mean(axis=(2, 3), keepdims=True))
-    W -= means[0]  # the same operations in the same order as W - mean_a - mean_b + mean_ab
-    W -= means[1]
-    W += means[2]
+    double_centre_in_place(W)
     idx = np.arange(W.shape[0])
     W[idx, idx] = 0.0
     return W

@@ -42,6 +42,7 @@ import numpy as np
 from scipy.special import softmax
 
 from replica_mlm.learners.fit_info import FitInfo
+from replica_mlm.learners.gauge import double_centre_in_place
 from replica_mlm.potts.model import nll_from_logits as _nll
 
 
@@ -268,8 +269,7 @@ class FactoredAttentionProblem:
         Cov = np.cov(Xf, rowvar=False) if M > 1 else np.zeros((L * q, L * q))
         eps = 0.1 * max(float(np.trace(Cov)) / (L * q), 1e-3)
         J = -np.linalg.inv(Cov + eps * np.eye(L * q)).reshape(L, q, L, q).transpose(0, 2, 1, 3)
-        J = J - J.mean(axis=2, keepdims=True) - J.mean(axis=3, keepdims=True) \
-            + J.mean(axis=(2, 3), keepdims=True)
+        double_centre_in_place(J)  # J is inv's new array (a transposed view of it)
         u, sv, vt = np.linalg.svd(J[self.off].reshape(self.n_att, q * q), full_matrices=False)
         A = np.zeros((L, L))
         A[self.off] = math.sqrt(sv[0]) * u[:, 0]

@@ -13,6 +13,7 @@ import numpy as np
 
 from replica_mlm._base import checks as _checks
 from replica_mlm._base.keywords import keywords
+from replica_mlm.learners.gauge import double_centre_in_place
 from replica_mlm.proteins.structure import MappedStructure, Structure
 
 #: bytes of couplings put in the zero-sum gauge at once by :func:`coupling_scores`
@@ -64,9 +65,7 @@ def coupling_scores(couplings, *, apc: bool = True, include_gap: bool = False) -
     F = np.empty((L, L))
     rows = max(1, SCORE_BYTES // (8 * L * q * q))
     for k in range(0, L, rows):
-        band = _checks.finite_array(J[k:k + rows], "couplings", ndim=4)
-        band = band - band.mean(axis=2, keepdims=True) - band.mean(axis=3, keepdims=True) \
-            + band.mean(axis=(2, 3), keepdims=True)
+        band = double_centre_in_place(_checks.finite_array(J[k:k + rows], "couplings", ndim=4))
         F[k:k + rows] = np.sqrt((band[:, :, first:, first:] ** 2).sum(axis=(2, 3)))
     F = (F + F.T) / 2
     np.fill_diagonal(F, 0.0)
