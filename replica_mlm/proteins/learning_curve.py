@@ -282,8 +282,15 @@ def cross_theory(sigma: np.ndarray, teacher: np.ndarray, coupling: np.ndarray, *
     ``kappa tr(W*^T (Sigma + kappa)^-1 coupling)`` for each ``M`` (docs/proteins.md, "The held-out
     floor as a named misspecification term")."""
     omega, U = np.linalg.eigh(sigma)
-    a, b = U.T @ teacher, U.T @ coupling
-    overlap = np.sum(a * b, axis=1)
+    return eigenbasis_cross_theory(omega, U.T @ teacher, U.T @ coupling, M=M, lam=lam, p=p)
+
+
+def eigenbasis_cross_theory(eigenvalues: np.ndarray, teacher: np.ndarray, coupling: np.ndarray, *, M,
+                            lam: float, p: int) -> np.ndarray:
+    """:func:`cross_theory` with ``teacher`` and ``coupling`` already in the eigenbasis of
+    ``Sigma = diag(eigenvalues)``."""
+    omega = np.asarray(eigenvalues, dtype=float)
+    overlap = np.sum(teacher * coupling, axis=1)
     out = []
     for m in np.atleast_1d(M):
         kappa = ridge_kappa(omega, M=int(m), penalty=lam * p)
@@ -439,9 +446,11 @@ def site_learning_curve(msa, site: int, *, M, lam: float, subsamples: int = 5,
     sigma[np.diag_indices_from(sigma)] += ridge
     teacher = ridge_fit(x, y, lam, p)
     noise = np.mean((y - x @ teacher) ** 2, axis=0)
-    theory = theory_loss(sigma, teacher, noise, M=sizes, lam=lam, p=p)
+    omega, U = np.linalg.eigh(sigma)  # once, for the theory and the cross term's prediction
+    rotated = U.T @ teacher
+    theory = eigenbasis_theory_loss(omega, rotated, noise, M=sizes, lam=lam, p=p)
     coupling = xt.T @ (yt - xt @ teacher) / xt.shape[0]  # mean x r^T of the held-out residual
-    predicted_cross = cross_theory(sigma, teacher, coupling, M=sizes, lam=lam, p=p)
+    predicted_cross = eigenbasis_cross_theory(omega, rotated, U.T @ coupling, M=sizes, lam=lam, p=p)
     classes, weights, means, counts, S = class_moments(x, pool[:, local], ridge)
     mixture, mixture_floor = mixture_loss(weights, means, S, P[classes] - mean[local], M=sizes, lam=lam,
                                           p=p)
