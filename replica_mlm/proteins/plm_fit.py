@@ -278,13 +278,14 @@ def fit_by_blocks(data: PseudoLikelihood, lambda_h: float, lambda_J: float, *, d
         problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype, sites=sites, basis=basis)
         res, doubled = lbfgs_with_double_finish(problem, np.zeros(problem.size), problem.scale, dtype,
                                                 max_iter=max_iter, tol=tol, ftol=ftol, memory=memory)
-        h[sites], W[sites] = problem.unpack(res.x)
+        h_block, W_block = problem.unpack(res.x)
+        h[sites], W[sites] = h_block, W_block
         objective += float(res.fun)
         gnorms.append(float(np.max(np.abs(res.jac))))
         iterations, n_double = max(iterations, int(res.nit)), max(n_double, doubled)
         worst = min(worst, STOPS.index(res.stop))
-        grad_sq += plm_block_gradient(data, sites, h[sites], W[sites], lambda_h, lambda_J)
-        del problem, res
+        grad_sq += plm_block_gradient(data, sites, h_block, W_block, lambda_h, lambda_J)
+        del problem, res, h_block, W_block
         if tick is not None:
             tick(len(sites))
     return BlocksFit(fields=h, couplings=W, objective=objective,

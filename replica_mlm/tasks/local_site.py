@@ -177,9 +177,6 @@ def as_clusters(mixture) -> ClusterMixture:
                           regularisation=mixture.regularisation)
 
 
-__all__ = ["DiscreteSite", "as_clusters"]
-
-
 def _warn_if_few_samples(mixture: ClusterMixture) -> None:
     """A RuntimeWarning when a sampled local mixture has fewer than
     :data:`SAMPLES_PER_CLUSTER_INPUT` sequences per cluster and Gaussian input (its means' noise then
@@ -192,3 +189,7 @@ def _warn_if_few_samples(mixture: ClusterMixture) -> None:
                       f"below the {SAMPLES_PER_CLUSTER_INPUT} measured to be needed): measure the site with "
                       f"masked_site(..., samples={need}) or more (docs/discrete.md, \"Sparse couplings\")",
                       RuntimeWarning, stacklevel=3)
+
+
+__all__ = ["DiscreteSite", "as_clusters"]
+
