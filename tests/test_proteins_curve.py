@@ -155,9 +155,21 @@ def test_cross_term_predicted_when_the_heldout_residual_is_correlated_with_x():
         assert abs(misspecified[k] - np.mean(losses)) > 5 * se, m
 
 
+def _brent_kappa(omega, M, penalty):
+    """The root of ``kappa = penalty / M + (kappa / M) sum omega / (omega + kappa)`` by Brent's method:
+    a second algorithm beside the theory's saddle point."""
+    from scipy.optimize import brentq
+
+    low = penalty / M
+    high = low + float(omega.sum()) / M  # f(high) > 0 > f(low)
+    return brentq(lambda k: k - low - k / M * np.sum(omega / (omega + k)), low, high,
+                  xtol=1e-15 * high, rtol=4 * np.finfo(float).eps)
+
+
 def test_ridge_kappa_gives_the_theory_loss():
-    """The effective ridge behind the predicted cross term is the theory's: the ridge test loss
-    built from it (deterministic equivalent) equals theory_loss to rounding, below and above M = d."""
+    """The effective ridge behind the predicted cross term is the theory's: it is the Brent root of
+    its equation, and the ridge test loss built from it (deterministic equivalent) equals
+    theory_loss to rounding, below and above M = d."""
     gen = np.random.default_rng(3)
     d, lam, p = 150, 0.1, 7
     a = gen.standard_normal((d, d))
@@ -167,6 +179,7 @@ def test_ridge_kappa_gives_the_theory_loss():
     t = U.T @ W
     for m in (20, 149, 1000):
         k = ridge_kappa(omega, M=m, penalty=lam * p)
+        assert k == pytest.approx(_brent_kappa(omega, m, lam * p), rel=1e-12)
         df2 = np.sum(omega**2 / (omega + k) ** 2)
         excess = sum((k**2 * np.sum(omega * t[:, j] ** 2 / (omega + k) ** 2) + noise[j] * df2 / m)
                      / (1 - df2 / m) for j in range(3)) / 2

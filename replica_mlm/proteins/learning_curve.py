@@ -262,16 +262,16 @@ def heldout_terms(x: np.ndarray, y: np.ndarray, W: np.ndarray, teacher: np.ndarr
 def ridge_kappa(eigenvalues: np.ndarray, *, M: int, penalty: float) -> float:
     """The effective ridge ``kappa`` of ridge regression on ``M`` Gaussian rows with covariance of
     the given eigenvalues and the penalty ``(penalty / 2) |W|^2`` on ``sum |y - W^T x|^2 / 2``:
-    the root of ``kappa = penalty / M + (kappa / M) sum_i omega_i / (omega_i + kappa)``. The mean
-    fit is then ``E W = Sigma (Sigma + kappa)^-1 W*`` (the deterministic equivalent of the same
-    Gaussian theory; its test loss from this ``kappa`` is :func:`theory_loss`'s, tested)."""
-    from scipy.optimize import brentq
-
+    the root of ``kappa = penalty / M + (kappa / M) sum_i omega_i / (omega_i + kappa)``, taken
+    from the theory's own saddle point (``rm.solve`` at ``alpha = M / d``, ridge ``penalty / d``,
+    as :func:`theory_loss`; kappa depends on neither the teacher nor the noise). The mean fit is
+    then ``E W = Sigma (Sigma + kappa)^-1 W*`` (the deterministic equivalent of the same Gaussian
+    theory; its test loss from this ``kappa`` is :func:`theory_loss`'s, tested against a Brent
+    root of the equation above)."""
     omega = np.asarray(eigenvalues, dtype=float)
-    low = penalty / M
-    high = low + float(omega.sum()) / M  # f(high) > 0 > f(low)
-    return float(brentq(lambda k: k - low - k / M * np.sum(omega / (omega + k)), low, high,
-                        xtol=1e-15 * high, rtol=4 * np.finfo(float).eps))
+    d = omega.size
+    flat = np.full(d, 1.0 / d)
+    return float(solve(Spectrum(omega, flat, flat, noise=0.0), alpha=M / d, lam=penalty / d).kappa)
 
 
 def cross_theory(sigma: np.ndarray, teacher: np.ndarray, coupling: np.ndarray, *, M, lam: float,
