@@ -36,7 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import blas
 
-__all__ = ["MAXCOR", "LBFGSResult", "LineSearchFailed", "lbfgs", "lbfgs_with_double_finish", "minimize"]
+__all__ = ["MAXCOR", "LBFGSResult", "LineSearchFailed", "double_finish_steps", "drive", "lbfgs",
+           "lbfgs_steps", "lbfgs_with_double_finish", "minimize", "minimize_steps"]
 
 #: sufficient-decrease and curvature constants (Nocedal-Wright's usual choices for quasi-Newton)
 C1, SIGMA = 1e-4, 0.9
@@ -115,8 +116,11 @@ class _History:
         return np.negative(self.p, out=self.p)
 
 
-def _line_search(fg, x, f0, g0, p, t, rounding=EPS_F):
+def _line_search(x, f0, g0, p, t, rounding=EPS_F):
     """A step ``t`` along ``p`` with (approximate) Wolfe conditions; returns ``(t, f, g)``.
+
+    A generator: yields each trial point and is sent the objective and gradient there
+    (:func:`minimize_steps`).
 
     ``rounding``: the relative rounding of ``f`` allowed by the approximate-Wolfe test; 0: the
     strong Wolfe conditions only (an objective in double precision, whose decrease is seen)."""
@@ -127,7 +131,7 @@ def _line_search(fg, x, f0, g0, p, t, rounding=EPS_F):
     trial = np.empty_like(x)  # x + t p, written into the same array at every evaluation
     for _ in range(MAX_EVAL):
         np.multiply(p, t, out=trial)
-        f, g = fg(np.add(trial, x, out=trial))
+        f, g = yield np.add(trial, x, out=trial)
         d = float(g @ p)
         f_ok = bool(np.isfinite(f)) and f <= f0 + rounding * abs(f0)
         armijo = bool(np.isfinite(f)) and f <= f0 + C1 * t * d0
@@ -150,6 +154,17 @@ def _line_search(fg, x, f0, g0, p, t, rounding=EPS_F):
     raise LineSearchFailed(f"no acceptable step in {MAX_EVAL} evaluations")
 
 
+def drive(steps, fun):
+    """Run the generator ``steps`` (:func:`minimize_steps`, :func:`lbfgs_steps`, ...) on ``fun``:
+    send it ``fun(point)`` for every point it yields; return what it returns."""
+    try:
+        point = next(steps)
+        while True:
+            point = steps.send(fun(point))
+    except StopIteration as done:
+        return done.value
+
+
 def minimize(fg, x0: np.ndarray, *, max_iter: int, memory: int = 10, callback=None,
              history=np.float32, rounding: float = EPS_F, copy: bool = True):
     """Minimise ``fg(x) -> (f, grad)`` from ``x0`` by L-BFGS (module docstring).
@@ -166,14 +181,23 @@ def minimize(fg, x0: np.ndarray, *, max_iter: int, memory: int = 10, callback=No
     nit, stop)`` with ``stop`` in ``{"max_iter", "other"}`` (``"other"``: the line search failed;
     the last accepted iterate is returned).
     """
+    return drive(minimize_steps(x0, max_iter=max_iter, memory=memory, callback=callback,
+                                history=history, rounding=rounding, copy=copy), fg)
+
+
+def minimize_steps(x0: np.ndarray, *, max_iter: int, memory: int = 10, callback=None,
+                   history=np.float32, rounding: float = EPS_F, copy: bool = True):
+    """:func:`minimize` as a generator: yields the points where it needs ``(f, grad)`` and is sent
+    them, so that a caller can evaluate several independent minimisations in one batch
+    (:func:`replica_mlm.proteins.plm_fit.fit_by_blocks`); returns what :func:`minimize` returns."""
     x = np.array(x0, dtype=float, copy=copy or None)
-    f, g = fg(x.copy())
+    f, g = yield x.copy()
     hist = _History.empty(memory, x.size, history)
     for nit in range(max_iter):
         p = hist.direction(g) if hist.count else -g
         t0 = 1.0 if hist.count else min(1.0, 1.0 / max(float(np.max(np.abs(g))), 1e-300))
         try:
-            t, f_new, g_new = _line_search(fg, x, f, g, p, t0, rounding)
+            t, f_new, g_new = yield from _line_search(x, f, g, p, t0, rounding)
         except LineSearchFailed:
             return x, f, g, nit, "other"
         # s = t p, y = g_new - g, x + s, written over p, g and x (no longer needed): the
@@ -228,13 +252,20 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
     array is built for it).
     Returns ``x``, ``fun``, ``jac`` (in ``x``), ``nit`` and ``stop`` of the last accepted iterate.
     """
+    return drive(lbfgs_steps(x0, max_iter=max_iter, tol=tol, ftol=ftol, window=window, scale=scale,
+                             memory=memory, history=history, rounding=rounding, callback=callback,
+                             tick=tick), fun)
+
+
+def lbfgs_steps(x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None = None,
+                window: int = 10, scale: np.ndarray | None = None, memory: int = MAXCOR,
+                history=np.float32, rounding: float = EPS_F, callback=None, tick=None):
+    """:func:`lbfgs` as a generator (:func:`minimize_steps`): yields points in ``x``, is sent
+    ``(F, grad)`` there (a new gradient array each time: it is scaled in place), returns the
+    :class:`LBFGSResult`."""
     s = np.ones(x0.size) if scale is None else np.asarray(scale, dtype=float)
     trace: list[float] = []
     best = {"g": np.inf, "at": 0}
-
-    def fg(y):  # y is minimize's trial point and g fun's new array: both scaled in place (the
-        f, g = fun(np.multiply(y, s, out=y))  # same numbers as s * y and s * g)
-        return f, np.multiply(g, s, out=g)
 
     def watch(y, f, gy):
         trace.append(f)
@@ -254,13 +285,19 @@ def lbfgs(fun, x0: np.ndarray, *, max_iter: int, tol: float, ftol: float | None 
             if drop < ftol * max(abs(trace[-1]), 1.0):
                 raise _Stop("objective", y, f, gy, len(trace))
 
-    f0, g0 = fun(x0)
+    f0, g0 = yield x0
     if float(np.max(np.abs(g0))) <= tol:
         return LBFGSResult(x=x0.copy(), fun=f0, jac=g0, nit=0, stop="gradient")
     del g0  # not needed by the iterations: one parameter-sized array less while they run
-    try:
-        y, f, gy, nit, stop = minimize(fg, x0 / s, max_iter=max_iter, memory=memory, copy=False,
-                                       callback=watch, history=history, rounding=rounding)
+    steps = minimize_steps(x0 / s, max_iter=max_iter, memory=memory, copy=False, callback=watch,
+                           history=history, rounding=rounding)
+    try:  # minimize's trial point y and the new gradient g scaled in place (the same numbers
+        y = next(steps)  # as s * y and s * g)
+        while True:
+            f, g = yield np.multiply(y, s, out=y)
+            y = steps.send((f, np.multiply(g, s, out=g)))
+    except StopIteration as done:
+        y, f, gy, nit, stop = done.value
     except _Stop as halt:
         y, f, gy, nit, stop = halt.y, halt.f, halt.g, halt.nit, halt.reason
     return LBFGSResult(x=s * y, fun=f, jac=gy / s, nit=int(nit), stop=stop)
@@ -272,20 +309,41 @@ def lbfgs_with_double_finish(problem, x0: np.ndarray, scale, dtype, *, max_iter:
 
     ``problem`` computes its big products in ``dtype`` and switches with ``set_dtype``: a
     single-precision run gets its final objective and gradient in double, and is finished in
-    double with the iterations left if it stopped short of ``tol``. ``tick()`` after every
-    iteration (a progress bar).
+    double with the iterations left if it stopped short of ``tol`` (:func:`double_finish_steps`).
+    ``tick()`` after every iteration (a progress bar).
     """
-    res = lbfgs(problem.loss_grad, x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale, memory=memory,
-                tick=tick)
+    def fun(request):
+        x, precision = request
+        problem.set_dtype(precision)
+        return problem.loss_grad(x)
+
+    return drive(double_finish_steps(x0, scale, dtype, max_iter=max_iter, tol=tol, ftol=ftol,
+                                     memory=memory, tick=tick), fun)
+
+
+def double_finish_steps(x0: np.ndarray, scale, dtype, *, max_iter: int, tol: float,
+                        ftol: float | None, memory: int = MAXCOR, tick=None):
+    """:func:`lbfgs_with_double_finish` as a generator: yields ``(x, precision)``, the point and
+    the precision of the products the objective is wanted in, and is sent ``(F, grad)``."""
+    dtype = np.dtype(dtype)
+
+    def in_precision(steps, precision):
+        try:
+            x = next(steps)
+            while True:
+                x = steps.send((yield x, precision))
+        except StopIteration as done:
+            return done.value
+
+    res = yield from in_precision(lbfgs_steps(x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale,
+                                              memory=memory, tick=tick), dtype)
     n_double = 0
     if dtype != np.float64:  # the reported gradient is in double; finish there if needed
-        problem.set_dtype(np.float64)
-        res.fun, res.jac = problem.loss_grad(res.x)
-        jac = res.jac
-        if res.stop in ("other", "gradient") and float(np.max(np.abs(jac))) > tol and res.nit < max_iter:
+        res.fun, res.jac = yield res.x, np.dtype(np.float64)
+        if res.stop in ("other", "gradient") and float(np.max(np.abs(res.jac))) > tol and res.nit < max_iter:
             first = res.nit
-            res = lbfgs(problem.loss_grad, res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
-                        scale=scale, memory=memory, tick=tick)
+            res = yield from in_precision(lbfgs_steps(res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
+                                                      scale=scale, memory=memory, tick=tick), np.float64)
             n_double = int(res.nit)
             res.nit = first + n_double
     return res, n_double
