@@ -4,8 +4,8 @@ Two tables (docs/proteins.md, issue 39):
 
 * **plm beside pydca** (the default, ``--quick``; ``--full``): replica_mlm's plm at the package's
   default settings (``rm.fit_potts(msa, method="plm")``: single precision, lambda_h = lambda_J =
-  0.01, 80 % identity weights, the contact-grade tol 3e-3 (``potts_fit.PLM_TOL``; the sweep of
-  ``bench_plm_stopping.py``), at most 500 iterations; ``--quick``: rhomboid only and at
+  0.01, 80 % identity weights, the contact-grade tol 2e-3 (``potts_fit.PLM_TOL``; docs/proteins.md,
+  "A contact-grade tolerance"), at most 500 iterations; ``--quick``: rhomboid only and at
   most ``--quick-iter`` = 30 iterations) in a fresh interpreter with one BLAS thread, doing what
   pydca's child does: read the kept columns from the same FASTA file, weight, fit, score (the
   structure is mapped and the scores are scored in the parent); the row gives

@@ -11,10 +11,9 @@ recording is not counted), the proven distance to the optimum
 (:func:`replica_mlm.proteins.fit_convergence.plm_certificate`) and the contact precisions at top
 L/5, L/2 and L, scored as ``benchmarks/bench_contacts.py`` scores the fit (symmetric couplings in
 the zero-sum gauge, Frobenius norm without the gap, APC). A fit with ``tol`` equal to a threshold
-stopped at that iterate, so each row is what that tolerance returned then. (Fitting by blocks of
-sites, each block stops at the tolerance on its own: the contacts of the default fit are measured
-by ``benchmarks/bench_contacts.py`` -- at 3e-3 the same precisions, rhomboid's top L one pair
-higher.)
+stopped at that iterate, so each row is what that tolerance returned then. (Fitting site by site,
+each site stops at the tolerance on its own: the default fit's tolerance, 2e-3, was chosen from
+fits at each tolerance, docs/proteins.md, "A contact-grade tolerance".)
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_plm_stopping.py rhomboid
     python benchmarks/bench_plm_stopping.py S1A --thresholds 1e-3,1e-4 --json out.json

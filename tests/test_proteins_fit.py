@@ -92,7 +92,7 @@ def test_plm_objective_in_the_span_is_plmdca_objective():
 
 def test_plm_blocks_of_sites_are_independent_parts_of_the_objective():
     """F, its gradient, the couplings and the certificate's |grad F|^2 are sums (or pieces) over blocks
-    of sites: plmDCA's per-site objectives, which the fit minimises a block at a time. Both sides of
+    of sites: plmDCA's per-site objectives, which the fit minimises site by site. Both sides of
     the Gram matrix: fewer distinct sequences than one-hot states, and more."""
     gen = np.random.default_rng(8)
     for M, side in ((12, "rows"), (60, "columns")):
@@ -120,10 +120,24 @@ def test_plm_blocks_of_sites_are_independent_parts_of_the_objective():
         assert total == pytest.approx(f, rel=1e-13)
         whole_cert = plm_certificate(data, h_all, W_all, 0.03, 0.05)
         assert np.sqrt(grad_sq) == pytest.approx(whole_cert["grad_l2"], rel=1e-12)
+        # the site-by-site fit's batches: problems joined in any order evaluate as each alone
+        parts = [PLMProblem(data, 0.03, 0.05, sites=[i], basis=whole.basis) for i in (4, 0, 2)]
+        joined = PLMProblem.joined(parts)
+        xs = [gen.standard_normal(part.size) for part in parts]
+        values, g_joined = joined.loss_grad_by_site(joined.gather(xs))
+        for part, x_part, value, g_part in zip(parts, xs, values,
+                                              joined.scatter(g_joined, [4, 4, 4]), strict=True):
+            f_part, g_alone = part.loss_grad(x_part)
+            assert value == pytest.approx(f_part, rel=1e-13)
+            np.testing.assert_allclose(g_part, g_alone, rtol=0, atol=1e-13)
+        np.testing.assert_array_equal(joined.scale, joined.gather([part.scale for part in parts]))
+        for part, alone in zip(joined.split(), parts, strict=True):  # and split back, site by site
+            np.testing.assert_array_equal(part.Q, alone.Q)
+            np.testing.assert_array_equal(part.sites, alone.sites)
 
 
-def test_plm_fit_by_blocks_reaches_the_whole_models_optimum(sampled):
-    """The site-blocked fit and one L-BFGS run over every site at once land on the same optimum:
+def test_plm_fit_site_by_site_reaches_the_whole_models_optimum(sampled):
+    """The site-by-site fit and one L-BFGS run over every site at once land on the same optimum:
     couplings within the sum of their proven distances, F equal to 1e-9."""
     _, msa = sampled
     fit = rm.fit_potts(msa, method="plm", tol=1e-7, precision="double", max_iter=2000)
@@ -216,7 +230,7 @@ def test_data_term_is_the_weighted_mlm_loss():
 def test_plm_recovers_the_true_contacts(sampled):
     J, msa = sampled
     fit = rm.fit_potts(msa, method="plm", reweight=0.8, max_iter=300)  # the defaults: contact-grade
-    assert fit.tol == PLM_TOL == 3e-3 and fit.converged and fit.gradient_norm <= PLM_TOL
+    assert fit.tol == PLM_TOL == 2e-3 and fit.converged and fit.gradient_norm <= PLM_TOL
     assert fit.stop == "gradient" and fit.distance_bound is not None
     scores = fit.contact_scores(apc=True)
     iu = np.triu_indices(L_TRUE, 1)

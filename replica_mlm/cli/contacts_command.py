@@ -60,7 +60,6 @@ def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_
     from replica_mlm._base.io import write_csv
     from replica_mlm.figures.protein_families import plot_contact_map
     from replica_mlm.proteins.contacts import coupling_scores
-    from replica_mlm.proteins.plm_fit import SITES_PER_BLOCK
     from replica_mlm.proteins.potts_fit import DEFAULTS
     from replica_mlm.proteins.structure import map_structure
 
@@ -93,9 +92,9 @@ def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_
         fit_info = {}
     else:
         shown = fit_precision or DEFAULTS[method][1]
-        per_block = f" per block of {SITES_PER_BLOCK} sites" if method == "plm" else ""
+        per_site = " per site" if method == "plm" else ""
         click.echo(f"fitting {method} couplings of L = {msa.L} columns, N = {msa.N} sequences by L-BFGS "
-                   f"(at most {max_iter} iterations{per_block}, {shown} precision, "
+                   f"(at most {max_iter} iterations{per_site}, {shown} precision, "
                    f"tol {DEFAULTS[method][0]:g}) ...",
                    err=True)
         fit = rm.fit_potts(msa, method=method, reweight=0.8, max_iter=max_iter, precision=fit_precision,
@@ -104,7 +103,7 @@ def contacts(*, family_or_file, pdb, chain, force_structure, method, heads, max_
         fit_info = {"converged": fit.converged, "iterations": fit.iterations,
                     "gradient_norm": fit.gradient_norm, "tol": fit.tol, "distance_bound": fit.distance_bound}
         click.echo(f"fit {'converged' if fit.converged else 'did NOT converge'} after {fit.iterations} "
-                   f"iterations{' (the most of any block)' if per_block else ''} (max |gradient| "
+                   f"iterations{' (the most of any site)' if per_site else ''} (max |gradient| "
                    f"{fit.gradient_norm:.3g}, tol {fit.tol:g}"
                    + ("" if fit.distance_bound is None else
                       f"; proven distance to the optimum <= {fit.distance_bound:.3g}") + ")"

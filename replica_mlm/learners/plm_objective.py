@@ -118,11 +118,13 @@ class PseudoLikelihood:
         Z.reshape(self.M, L, q)[...] -= self_block[self.diag[None, :], :, self.s].reshape(self.M, L, q)
         return Z
 
-    def nll_grad(self, Z: np.ndarray, *, grad: bool = True, sites: np.ndarray | None = None):
+    def nll_grad(self, Z: np.ndarray, *, grad: bool = True, sites: np.ndarray | None = None,
+                 per_site: bool = False):
         """``D`` from the logits ``Z`` (M, L q), overwritten by ``dD/dZ = G`` if ``grad``.
 
         ``sites``: ``Z`` holds only these sites' logits (M, len(sites) q), and ``D`` is their part
-        of the sum over sites."""
+        of the sum over sites; ``per_site``: ``D``'s terms, one per site (an array), instead of
+        their sum."""
         q, M = self.q, self.M
         if sites is None:
             n, tgt = self.L, self.tgt
@@ -134,7 +136,8 @@ class PseudoLikelihood:
         picked = Z.ravel()[tgt].reshape(M, n)
         np.exp(Z3, out=Z3)
         tot = Z3.sum(axis=2, keepdims=True)
-        value = float(self.w @ (np.log(tot[:, :, 0]) - picked).sum(axis=1))
+        terms = np.log(tot[:, :, 0]) - picked
+        value = self.w @ terms if per_site else float(self.w @ terms.sum(axis=1))
         if not grad:
             return value, None
         Z3 /= tot

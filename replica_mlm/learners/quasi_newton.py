@@ -324,7 +324,8 @@ def lbfgs_with_double_finish(problem, x0: np.ndarray, scale, dtype, *, max_iter:
 def double_finish_steps(x0: np.ndarray, scale, dtype, *, max_iter: int, tol: float,
                         ftol: float | None, memory: int = MAXCOR, tick=None):
     """:func:`lbfgs_with_double_finish` as a generator: yields ``(x, precision)``, the point and
-    the precision of the products the objective is wanted in, and is sent ``(F, grad)``."""
+    the precision (a ``numpy.dtype``) of the products the objective is wanted in, and is sent
+    ``(F, grad)``."""
     dtype = np.dtype(dtype)
 
     def in_precision(steps, precision):
@@ -335,15 +336,17 @@ def double_finish_steps(x0: np.ndarray, scale, dtype, *, max_iter: int, tol: flo
         except StopIteration as done:
             return done.value
 
+    double = np.dtype(np.float64)
     res = yield from in_precision(lbfgs_steps(x0, max_iter=max_iter, tol=tol, ftol=ftol, scale=scale,
                                               memory=memory, tick=tick), dtype)
     n_double = 0
-    if dtype != np.float64:  # the reported gradient is in double; finish there if needed
-        res.fun, res.jac = yield res.x, np.dtype(np.float64)
+    if dtype != double:  # the reported gradient is in double; finish there if needed
+        res.jac = None  # replaced by the gradient in double: one parameter-sized array less meanwhile
+        res.fun, res.jac = yield res.x, double
         if res.stop in ("other", "gradient") and float(np.max(np.abs(res.jac))) > tol and res.nit < max_iter:
             first = res.nit
             res = yield from in_precision(lbfgs_steps(res.x, max_iter=max_iter - first, tol=tol, ftol=ftol,
-                                                      scale=scale, memory=memory, tick=tick), np.float64)
+                                                      scale=scale, memory=memory, tick=tick), double)
             n_double = int(res.nit)
             res.nit = first + n_double
     return res, n_double

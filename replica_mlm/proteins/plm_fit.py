@@ -1,4 +1,4 @@
-"""plmDCA's objective in the span of the data, fitted one block of sites at a time.
+"""plmDCA's objective in the span of the data, fitted site by site.
 
 With ``M`` distinct sequences of normalised weights ``w`` and ``L q`` one-hot states, plmDCA's
 minimiser has the form ``Mt = P_off(-G^T X / lambda_J)`` (stationarity of the penalised data term;
@@ -19,15 +19,17 @@ columns of site ``i``),
 The objective is exactly plmDCA's ``F`` of :mod:`replica_mlm.proteins.potts_fit` at ``(h, W)``
 returned by :meth:`PLMProblem.unpack`.
 
-*Blocks of sites.* Site ``i``'s terms involve only ``h_i`` and ``C_i`` (the columns of its own
+*Site by site.* Site ``i``'s terms involve only ``h_i`` and ``C_i`` (the columns of its own
 states): ``F`` is a sum over sites of independent objectives, as in plmDCA, which fits one site at a
-time. :func:`fit_by_blocks` minimises :data:`SITES_PER_BLOCK` sites at a time, each block with its
-own L-BFGS run and its own stopping test, so that the optimiser's vectors hold one block's variables
-(``r q`` per site) instead of the whole model's: the fit's memory is the basis and the couplings
-it returns (docs/proteins.md, "Convergence of the fits"). ``Q`` is never held whole: a block's
-columns are ``e^{-1} B^T D^2 X_b`` and its couplings ``C_b^T Q = (X^T D^2 B e^{-1} C_b)^T``, products
-with the sparse one-hot data; with more distinct sequences than one-hot states the basis is ``V``
-of ``X^T D^2 X = V e V^T``, ``B = X V`` and ``Q = V^T`` (:class:`RowBasis`).
+time. :func:`fit_site_by_site` runs one L-BFGS per site, each with its own stopping test, so that the
+optimiser's vectors hold one site's variables (``r q``) instead of the whole model's: the fit's
+memory is the basis and the couplings it returns (docs/proteins.md, "Convergence of the fits").
+:data:`SITES_AT_ONCE` sites run together: their evaluations are one batch (the products ``B C`` and
+``B^T G`` with ``SITES_AT_ONCE q`` columns, faster per column than one site's), and a site that
+stops is replaced by the next, so that no site iterates longer than its own test asks. ``Q`` is
+never held whole: a site's columns are ``e^{-1} B^T D^2 X_i`` and its couplings ``C_i^T Q = (X^T D^2
+B e^{-1} C_i)^T``, products with the sparse one-hot data; with more distinct sequences than one-hot
+states the basis is ``V`` of ``X^T D^2 X = V e V^T``, ``B = X V`` and ``Q = V^T`` (:class:`RowBasis`).
 
 *Conditioning.* The weighted basis makes ``B^T diag(w) B = diag(e)``, so the curvature of the data
 term along ``C[k, (i, a)]`` is about ``v_ia e_k`` with ``v_ia = f_ia (1 - f_ia)`` (``f`` the
@@ -45,30 +47,30 @@ else -- the softmax, the objective's sums, the site blocks -- in double.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import pairwise
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, sparse
 
 from replica_mlm.learners.plm_objective import PseudoLikelihood
-from replica_mlm.learners.quasi_newton import lbfgs_with_double_finish
+from replica_mlm.learners.quasi_newton import double_finish_steps
 from replica_mlm.proteins.fit_convergence import plm_block_gradient
 
-__all__ = ["PLMProblem", "RowBasis", "fit_by_blocks"]
+__all__ = ["PLMProblem", "RowBasis", "SitesFit", "fit_site_by_site"]
 
 #: floor of the softmax variances ``v_ia`` in the preconditioner
 V_FLOOR = 1e-3
-#: sites per block of :func:`fit_by_blocks`. Rhomboid, one thread: 4, 8 and 16 sites take 52-54
-#: CPU-s (the smaller products run slower per operation, the smaller blocks stop sooner) with
-#: peaks of 294, 318 and 378 MB (docs/proteins.md, "Convergence of the fits")
-SITES_PER_BLOCK = 4
+#: sites whose evaluations :func:`fit_site_by_site` batches. Rhomboid, one thread: MEASURED
+SITES_AT_ONCE = 4
 #: rows of a Gram matrix per sparse product while it is built (and columns of ``B = X V``)
 GRAM_ROWS = 256
-#: stops of a block, worst first: the fit's ``stop`` is the worst of its blocks'
+#: stops of a site, worst first: the fit's ``stop`` is the worst of its sites'
 STOPS = ("max_iter", "other", "objective", "gradient")
 
 
 class RowBasis:
-    """The weighted row space of the one-hot data (module docstring), shared by every block.
+    """The weighted row space of the one-hot data (module docstring), shared by every site.
 
     The smaller of the two Gram matrices is built densely a band of rows at a time and diagonalised
     in place. With fewer distinct sequences than one-hot states, ``D X X^T D = U e U^T`` (M x M)
@@ -137,13 +139,13 @@ class RowBasis:
         V, _, XT = factors
         return V.T @ np.asarray(XT @ G)
 
-    def Q(self, cols: np.ndarray, X_cols: np.ndarray) -> np.ndarray:
-        """The columns ``cols`` of ``Q = e^{-1} B^T D^2 X`` (r, n), whose one-hot data are ``X_cols``
-        (M, n) (``V^T``'s columns on the columns' side; a dense product on the rows' side: ``B`` is
-        Fortran-ordered, which a sparse product would copy)."""
-        if self.V is not None:
-            return self.V[cols].T.copy()
-        Q = self.B.T @ (self.data.w[:, None] * X_cols)
+    def Q(self, cols: np.ndarray, X_cols) -> np.ndarray:
+        """The columns ``cols`` of ``Q = e^{-1} B^T D^2 X`` (r, n), whose one-hot data (M, n) are
+        ``X_cols()`` (``V^T``'s columns on the columns' side; a dense product on the rows' side:
+        ``B`` is Fortran-ordered, which a sparse product would copy)."""
+        if self.V is not None:  # a view of V where the columns are one range (consecutive sites)
+            return self.V[cols[0]:cols[-1] + 1].T if np.all(np.diff(cols) == 1) else self.V[cols].T.copy()
+        Q = self.B.T @ (self.data.w[:, None] * X_cols())
         Q /= self.e[:, None]
         return Q
 
@@ -152,6 +154,30 @@ class RowBasis:
         if self.V is not None:
             return (self.V @ C).T
         return np.asarray(self.XTw @ (self.B @ (C / self.e[:, None]))).T
+
+
+def _gather(parts: list[np.ndarray], r: int) -> np.ndarray:
+    """The ``x`` of the sites of ``parts`` together (:meth:`PLMProblem.gather`); ``r`` the rank."""
+    widths = [(part.size // (r + 1)) for part in parts]  # n_k q of each
+    h = [part[:w] for part, w in zip(parts, widths, strict=True)]
+    C = [part[w:].reshape(r, w) for part, w in zip(parts, widths, strict=True)]
+    return np.concatenate([np.concatenate(h), np.concatenate(C, axis=1).ravel()])
+
+
+def _unpack(basis: RowBasis, sites: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fields and couplings of ``sites`` at ``x`` (:meth:`PLMProblem.unpack`)."""
+    L, q, n, r = basis.data.L, basis.data.q, len(sites), basis.r
+    C = x[n * q:].reshape(r, n * q)
+    W = basis.couplings(C).reshape(n, q, L, q).transpose(0, 2, 1, 3).copy()
+    W[np.arange(n), sites] = 0.0
+    return x[: n * q].reshape(n, q).copy(), W
+
+
+def _one_hot(s: np.ndarray, q: int) -> np.ndarray:
+    """One-hot (M, n, q) of the states ``s`` (M, n)."""
+    X3 = np.zeros((*s.shape, q))
+    np.put_along_axis(X3, s[:, :, None], 1.0, axis=2)
+    return X3
 
 
 def _dense_gram(left, right) -> np.ndarray:
@@ -177,28 +203,60 @@ def _top_eigen(gram) -> tuple[np.ndarray, np.ndarray]:
 
 class PLMProblem:
     """plmDCA's ``F`` restricted to ``sites`` (default all) in ``x = [h_b.ravel(), C_b.ravel()]``
-    (module docstring); ``basis`` shared between the blocks of one fit (default: built here)."""
+    (module docstring); ``basis`` shared between the sites of one fit (default: built here)."""
 
     def __init__(self, data: PseudoLikelihood, lambda_h: float, lambda_J: float, *,
                  dtype=np.float64, sites=None, basis: RowBasis | None = None) -> None:
-        self.data = data
-        self.basis = RowBasis(data) if basis is None else basis
-        self.L, self.q, self.M, self.r = data.L, data.q, data.M, self.basis.r
-        self.sites = np.arange(self.L) if sites is None else np.asarray(sites)
-        self.n = len(self.sites)
+        basis = RowBasis(data) if basis is None else basis
+        sites = np.arange(data.L) if sites is None else np.asarray(sites)
+        cols = (sites[:, None] * data.q + np.arange(data.q)).ravel()
+        Q = basis.Q(cols, lambda: _one_hot(data.s[:, sites], data.q).reshape(data.M, cols.size))  # (r, n q)
+        self._set(data, basis, lambda_h, lambda_J, sites, Q, dtype)
+
+    def _set(self, data, basis, lambda_h, lambda_J, sites, Q, dtype) -> None:
+        self.data, self.basis = data, basis
+        self.L, self.q, self.M, self.r = data.L, data.q, data.M, basis.r
         self.lambda_h, self.lambda_J = lambda_h, lambda_J
-        self.cols = (self.sites[:, None] * self.q + np.arange(self.q)).ravel()
+        self.sites, self.n = sites, len(sites)
+        self.cols = (sites[:, None] * self.q + np.arange(self.q)).ravel()
         self.n_h = self.n * self.q
-        self.s = data.s[:, self.sites]
-        self.X3 = np.zeros((self.M, self.n, self.q))  # this block's one-hot data
-        np.put_along_axis(self.X3, self.s[:, :, None], 1.0, axis=2)
-        self.Q = self.basis.Q(self.cols, self.X3.reshape(self.M, self.n_h))  # (r, n q)
-        v = self.basis.v[self.cols]
-        #: the diagonal preconditioner (module docstring): 1 / sqrt(curvature) per variable
-        self.scale = np.concatenate([1.0 / np.sqrt(v + 2.0 * lambda_h),
-                                     (1.0 / np.sqrt(np.outer(self.basis.e, v) + lambda_J)).ravel()])
+        self.s = data.s[:, sites]
+        self.Q = Q
         self.size = self.n_h + self.r * self.n_h
         self.set_dtype(dtype)
+
+    def _like(self, sites: np.ndarray, Q: np.ndarray) -> PLMProblem:
+        """The problem over ``sites`` of the same data, basis and penalties, from their columns of
+        ``Q`` (no product with the data)."""
+        new = PLMProblem.__new__(PLMProblem)
+        new._set(self.data, self.basis, self.lambda_h, self.lambda_J, sites, Q, self.dtype)
+        return new
+
+    @cached_property
+    def scale(self) -> np.ndarray:
+        """The diagonal preconditioner (module docstring): 1 / sqrt(curvature) per variable."""
+        v = self.basis.v[self.cols]
+        return np.concatenate([1.0 / np.sqrt(v + 2.0 * self.lambda_h),
+                               (1.0 / np.sqrt(np.outer(self.basis.e, v) + self.lambda_J)).ravel()])
+
+    @cached_property
+    def one_hot_T(self):
+        """The transpose of the sites' one-hot data (n q, M), sparse, built when first evaluated."""
+        rows = (np.arange(self.n) * self.q + self.s).ravel()  # s is (M, n): row of (mu, k)
+        mu = np.repeat(np.arange(self.M), self.n)
+        return sparse.csr_matrix((np.ones(rows.size), (rows, mu)), shape=(self.n_h, self.M))
+
+    @staticmethod
+    def joined(problems: list[PLMProblem]) -> PLMProblem:
+        """One problem over the sites of ``problems`` (same data, basis and penalties); its ``x`` is
+        :meth:`gather`'s."""
+        return problems[0]._like(np.concatenate([p.sites for p in problems]),
+                                 np.concatenate([p.Q for p in problems], axis=1))
+
+    def split(self) -> list[PLMProblem]:
+        """One problem per site (the inverse of :meth:`joined`), its ``Q`` a view of this one's."""
+        Q3 = self.Q.reshape(self.r, self.n, self.q)
+        return [self._like(self.sites[k:k + 1], Q3[:, k]) for k in range(self.n)]  # views of Q
 
     def set_dtype(self, dtype) -> None:
         """Precision of the two big products from now on (``float64`` for the double finish)."""
@@ -207,14 +265,25 @@ class PLMProblem:
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fields (n, q) and couplings ``W[k, j, a, b]`` of the block's sites ``i = sites[k]``
         (n, L, q, q), zero at ``j = i``; with every site, (L, q) and (L, L, q, q)."""
-        L, q, n = self.L, self.q, self.n
+        return _unpack(self.basis, self.sites, x)
+
+    def gather(self, parts: list[np.ndarray]) -> np.ndarray:
+        """This problem's ``x`` from the ``x`` of the problems it joins (:meth:`joined`), in order."""
+        return _gather(parts, self.r)
+
+    def scatter(self, x: np.ndarray, widths: list[int]) -> list[np.ndarray]:
+        """The inverse of :meth:`gather`: the ``x`` of the joined problems of ``n_k q`` = ``widths``."""
         C = x[self.n_h:].reshape(self.r, self.n_h)
-        W = self.basis.couplings(C).reshape(n, q, L, q).transpose(0, 2, 1, 3).copy()
-        W[np.arange(n), self.sites] = 0.0
-        return x[: self.n_h].reshape(n, q).copy(), W
+        edges = np.cumsum([0, *widths])
+        return [np.concatenate([x[a:b], C[:, a:b].ravel()]) for a, b in pairwise(edges)]
 
     def loss_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """The block's part of ``F`` and its gradient at ``x`` (module docstring)."""
+        values, g = self.loss_grad_by_site(x)
+        return float(np.sum(values)), g
+
+    def loss_grad_by_site(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The block's sites' terms of ``F`` (n) and its gradient at ``x`` (module docstring)."""
         n, q, M, r = self.n, self.q, self.M, self.r
         h = x[: self.n_h].reshape(n, q)
         C = x[self.n_h:].reshape(r, self.n_h)
@@ -223,8 +292,9 @@ class PLMProblem:
         Z = self.basis.times(C, self.dtype).astype(np.float64, copy=False)
         Z += h.reshape(1, self.n_h)
         Z.reshape(M, n, q)[...] -= T[np.arange(n)[None, :], self.s, :]
-        value, G = self.data.nll_grad(Z, sites=self.sites)
-        R = np.matmul(self.X3.transpose(1, 2, 0), G.reshape(M, n, q).transpose(1, 0, 2))  # (n, q, q)
+        values, G = self.data.nll_grad(Z, sites=self.sites, per_site=True)
+        RR = np.asarray(self.one_hot_T @ G).reshape(n, q, n, q)  # (X^T G) over the sites' columns
+        R = RR[np.arange(n), :, np.arange(n), :]  # (n, q, q): site k's block
         lam = self.lambda_J
         g = np.empty_like(x)
         g[: self.n_h] = G.sum(axis=0) + 2.0 * self.lambda_h * h.ravel()
@@ -232,20 +302,20 @@ class PLMProblem:
         dC[...] = self.basis.transpose_times(G, self.dtype)
         dC += lam * C
         dC.reshape(r, n, q)[...] -= np.matmul(Q3.transpose(1, 0, 2), R + lam * T).transpose(1, 0, 2)
-        cc, tt = float(C.ravel() @ C.ravel()), float(T.ravel() @ T.ravel())
-        f = value + self.lambda_h * float(h.ravel() @ h.ravel()) + 0.5 * lam * (cc - tt)
-        return f, g
+        cc = np.einsum("kia,kia->i", C3, C3)
+        tt = np.einsum("iab,iab->i", T, T)
+        return values + self.lambda_h * np.einsum("ia,ia->i", h, h) + 0.5 * lam * (cc - tt), g
 
 
 @dataclass(frozen=True)
-class BlocksFit:
-    """What :func:`fit_by_blocks` returns: the raw fit and its convergence, summed over blocks.
+class SitesFit:
+    """What :func:`fit_site_by_site` returns: the raw fit and its convergence, summed over sites.
 
     ``fields`` (L, q) and ``couplings`` ``W[i, j, a, b]`` (L, L, q, q) with zero diagonal blocks;
-    ``objective`` ``F`` (the sum of the blocks' parts); ``gradient_norm`` the largest gradient
-    component over all blocks (in ``x``, double precision); ``grad_l2`` ``|grad F|_2`` over all of
+    ``objective`` ``F`` (the sum of the sites' parts); ``gradient_norm`` the largest gradient
+    component over all sites (in ``x``, double precision); ``grad_l2`` ``|grad F|_2`` over all of
     ``(h, W)`` (:func:`replica_mlm.proteins.fit_convergence.plm_block_gradient`); ``iterations``
-    and ``iterations_double`` the most of any block; ``stop`` the worst of the blocks' (:data:`STOPS`).
+    and ``iterations_double`` the most of any site; ``stop`` the worst of the sites' (:data:`STOPS`).
     """
 
     fields: np.ndarray
@@ -258,37 +328,106 @@ class BlocksFit:
     stop: str
 
 
-def fit_by_blocks(data: PseudoLikelihood, lambda_h: float, lambda_J: float, *, dtype, max_iter: int,
-                  tol: float, ftol: float | None, memory: int, tick=None) -> BlocksFit:
-    """Minimise plmDCA's ``F`` by L-BFGS, :data:`SITES_PER_BLOCK` sites at a time (module docstring).
+class _Running:
+    """The sites being fitted: each site's problem, its L-BFGS generator and the request it waits on,
+    ``(x, precision)``."""
 
-    Each block starts at zero, runs :func:`replica_mlm.learners.quasi_newton.lbfgs_with_double_finish`
-    with the diagonal preconditioner and writes its fields and couplings into the result; its
-    gradient over ``(h, W)`` is then computed in double precision from the data (the certificate's
-    part). ``tick(n)`` after each block of ``n`` sites (the progress bar).
+    def __init__(self) -> None:
+        self.problem, self.steps, self.request = {}, {}, {}
+        self._joined = (None, None)
+
+    def start(self, problem: PLMProblem, steps) -> None:
+        site = int(problem.sites[0])
+        self.problem[site], self.steps[site] = problem, steps
+        self.request[site] = next(steps)
+
+    def waiting_in(self, precision) -> list[int]:
+        return [i for i, request in self.request.items() if request[1] == precision]
+
+    def evaluate(self, sites: list[int]):
+        """Send each of ``sites`` ``(F_i, grad_i)`` at its requested point (one precision), the
+        products in one batch; yields ``(problem, result)`` of each site that stops."""
+        key = tuple(sites)
+        if self._joined[0] != key:  # the joined problem is rebuilt when the set of sites changes
+            self._joined = (key, PLMProblem.joined([self.problem[i] for i in sites]))
+        block = self._joined[1]
+        block.set_dtype(self.request[sites[0]][1])
+        values, g = block.loss_grad_by_site(block.gather([self.request[i][0] for i in sites]))
+        answers = zip(values.tolist(), block.scatter(g, [self.problem[i].n_h for i in sites]), strict=True)
+        for i, answer in zip(sites, answers, strict=True):
+            try:
+                self.request[i] = self.steps[i].send(answer)
+            except StopIteration as done:
+                del self.steps[i], self.request[i]
+                yield self.problem.pop(i), done.value
+
+
+def _site_problems(data, lambda_h, lambda_J, dtype, basis):
+    """One problem per site, built :data:`SITES_AT_ONCE` at a time (one product with the data)."""
+    for start in range(0, data.L, SITES_AT_ONCE):
+        sites = np.arange(start, min(start + SITES_AT_ONCE, data.L))
+        yield from PLMProblem(data, lambda_h, lambda_J, dtype=dtype, sites=sites, basis=basis).split()
+
+
+def fit_site_by_site(data: PseudoLikelihood, lambda_h: float, lambda_J: float, *, dtype, max_iter: int,
+                     tol: float, ftol: float | None, memory: int, tick=None) -> SitesFit:
+    """Minimise plmDCA's ``F`` by one L-BFGS per site, :data:`SITES_AT_ONCE` sites evaluated together
+    (module docstring).
+
+    Each site starts at zero and runs
+    :func:`replica_mlm.learners.quasi_newton.double_finish_steps` with the diagonal preconditioner
+    and its own stopping test. The evaluations of the sites running are done in one batch, and a
+    site that stops is replaced by the next; a single-precision fit's double-precision evaluations
+    (each site's last, and any double finish) wait until :data:`SITES_AT_ONCE` of them can be done
+    together. The fields and couplings of the sites that stopped are written into the result, and
+    their gradient over ``(h, W)`` computed in double precision from the data (the certificate's
+    part), :data:`SITES_AT_ONCE` sites at a time. ``tick(n)`` after ``n`` sites (the progress bar).
     """
     L, q = data.L, data.q
+    dtype, double = np.dtype(dtype), np.dtype(np.float64)
     basis = RowBasis(data)
     h = np.empty((L, q))
     W = np.empty((L, L, q, q))
-    objective = grad_sq = 0.0
-    gnorms, iterations, n_double, worst = [], 0, 0, len(STOPS) - 1
-    for start in range(0, L, SITES_PER_BLOCK):
-        sites = np.arange(start, min(start + SITES_PER_BLOCK, L))
-        problem = PLMProblem(data, lambda_h, lambda_J, dtype=dtype, sites=sites, basis=basis)
-        res, doubled = lbfgs_with_double_finish(problem, np.zeros(problem.size), problem.scale, dtype,
-                                                max_iter=max_iter, tol=tol, ftol=ftol, memory=memory)
-        h_block, W_block = problem.unpack(res.x)
-        h[sites], W[sites] = h_block, W_block
-        objective += float(res.fun)
-        gnorms.append(float(np.max(np.abs(res.jac))))
-        iterations, n_double = max(iterations, int(res.nit)), max(n_double, doubled)
-        worst = min(worst, STOPS.index(res.stop))
-        grad_sq += plm_block_gradient(data, sites, h_block, W_block, lambda_h, lambda_J)
-        del problem, res, h_block, W_block
+    tally = {"objective": 0.0, "grad_sq": 0.0, "gnorm": [], "iterations": 0, "n_double": 0,
+             "worst": len(STOPS) - 1}
+    stopped: list[tuple[int, np.ndarray]] = []  # (site, x) of the sites stopped, not yet written
+
+    def record(problem: PLMProblem, result: tuple) -> None:
+        res, doubled = result
+        stopped.append((int(problem.sites[0]), res.x))
+        tally["objective"] += float(res.fun)
+        tally["gnorm"].append(float(np.max(np.abs(res.jac))))
+        tally["iterations"] = max(tally["iterations"], int(res.nit))
+        tally["n_double"] = max(tally["n_double"], doubled)
+        tally["worst"] = min(tally["worst"], STOPS.index(res.stop))
+
+    def write() -> None:
+        sites = np.array([i for i, _ in stopped])
+        h_sites, W_sites = _unpack(basis, sites, _gather([x for _, x in stopped], basis.r))
+        h[sites], W[sites] = h_sites, W_sites
+        for k in range(len(sites)):  # one site at a time: the products' temporaries are a site's
+            tally["grad_sq"] += plm_block_gradient(data, sites[k:k + 1], h_sites[k:k + 1], W_sites[k:k + 1],
+                                                   lambda_h, lambda_J)
         if tick is not None:
             tick(len(sites))
-    return BlocksFit(fields=h, couplings=W, objective=objective,
-                     gradient_norm=float(np.max(gnorms)),  # a NaN in any block stays NaN
-                     grad_l2=float(np.sqrt(grad_sq)), iterations=iterations, iterations_double=n_double,
-                     stop=STOPS[worst])
+        stopped.clear()
+
+    problems, running = _site_problems(data, lambda_h, lambda_J, dtype, basis), _Running()
+    while True:
+        while len(running.waiting_in(dtype)) < SITES_AT_ONCE and (problem := next(problems, None)):
+            running.start(problem, double_finish_steps(np.zeros(problem.size), problem.scale, dtype,
+                                                       max_iter=max_iter, tol=tol, ftol=ftol, memory=memory))
+        if not running.steps:
+            break
+        main, other = running.waiting_in(dtype), running.waiting_in(double) if dtype != double else []
+        for sites in (main, other if len(other) >= SITES_AT_ONCE or not main else []):
+            for problem, result in running.evaluate(sites) if sites else ():
+                record(problem, result)
+            if len(stopped) >= SITES_AT_ONCE:
+                write()
+    if stopped:
+        write()
+    return SitesFit(fields=h, couplings=W, objective=tally["objective"],
+                    gradient_norm=float(np.max(tally["gnorm"])),  # a NaN at any site stays NaN
+                    grad_l2=float(np.sqrt(tally["grad_sq"])), iterations=tally["iterations"],
+                    iterations_double=tally["n_double"], stop=STOPS[tally["worst"]])

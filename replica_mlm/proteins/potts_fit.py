@@ -27,8 +27,8 @@ pseudocount-regularised frequencies (the ``replica-mlm contacts`` default).
 plm and factored attention are minimised by L-BFGS (:mod:`replica_mlm.learners.quasi_newton`) with
 the analytic gradient of
 :mod:`replica_mlm.learners.plm_objective` (the factored model: all sites at once; ``"plm"``: in
-the data's span, preconditioned, a block of four sites at a time, its per-site objectives being
-independent, :mod:`replica_mlm.proteins.plm_fit`), driven by
+the data's span, preconditioned, one L-BFGS per site (the per-site objectives are independent),
+four sites evaluated together, :mod:`replica_mlm.proteins.plm_fit`), driven by
 :func:`replica_mlm.learners.quasi_newton.lbfgs` (docs/proteins.md, "Convergence of the fits").
 The fitted blocks are then symmetrised, ``J_ij = (W_ij + W_ji^T) / 2``, and put in the zero-sum
 gauge, the fields shifted so that the Potts energy (hence every conditional of the symmetric
@@ -66,7 +66,7 @@ from replica_mlm.proteins.mean_field import (
     mean_field_fields,
     weighted_frequencies,
 )
-from replica_mlm.proteins.plm_fit import fit_by_blocks
+from replica_mlm.proteins.plm_fit import fit_site_by_site
 from replica_mlm.proteins.softmax_factored import SoftmaxFactoredProblem
 
 __all__ = ["PottsFit", "fit_potts"]
@@ -79,9 +79,10 @@ ATTENTIONS = ("linear", "softmax")
 #: heads of the factored model when ``heads`` is not given
 DEFAULT_HEADS = 32
 #: plm's default ``tol``: contact-grade (docs/proteins.md, "Convergence of the fits": on the three
-#: families the contact precisions at top L/5, L/2 and L equal those of the fit converged to 1e-5)
-PLM_TOL = 3e-3
-#: L-BFGS pairs of the plm fit's blocks of sites (3, 5 and 10 measured alike on rhomboid: 50-52
+#: families no contact precision at top L/5, L/2 or L falls below that of the fit converged to 1e-5;
+#: at 3e-3 DHFR's top L loses one pair)
+PLM_TOL = 2e-3
+#: L-BFGS pairs of the plm fit's per-site runs (3, 5 and 10 measured alike on rhomboid: 50-52
 #: CPU-s, 293-301 MB; docs/proteins.md, "Convergence of the fits"); the factored fit keeps ``MAXCOR``
 PLM_PAIRS = 5
 #: ``tol`` and ``precision`` of each method when not given
@@ -121,21 +122,21 @@ class PottsFit:
         ``"mean-field"``: True (a closed form, no iteration; :attr:`gradient_norm` and
         :attr:`objective` NaN, :attr:`stop` ``"closed-form"``).
     iterations : int
-        L-BFGS iterations (plm: the most of any block of sites).
+        L-BFGS iterations (plm: the most of any site).
     cpu_seconds : float
         Process CPU time of the fit.
     gradient_norm : float
-        Largest gradient component (infinity norm) at the returned point (plm: over all blocks).
+        Largest gradient component (infinity norm) at the returned point (plm: over all sites).
     objective : float
         ``F`` at the returned point.
     stop : str
         Why L-BFGS stopped: ``"gradient"`` (``tol`` met), ``"objective"`` (the ``ftol`` plateau
         rule), ``"max_iter"`` or ``"other"`` (no acceptable step, or no progress in ``F`` nor the gradient:
-        the rounding of a single-precision run, see ``precision``). plm: the worst over its blocks
-        of sites, in the order ``"max_iter"``, ``"other"``, ``"objective"``, ``"gradient"``.
+        the rounding of a single-precision run, see ``precision``). plm: the worst over its sites,
+        in the order ``"max_iter"``, ``"other"``, ``"objective"``, ``"gradient"``.
     iterations_double : int
         Of :attr:`iterations`, those of the double-precision finish of a ``precision="single"``
-        fit (0 if none was needed; plm: the most of any block).
+        fit (0 if none was needed; plm: the most of any site).
     distance_bound : float or None
         plm only (None for the factored model, whose objective is not convex): a proven bound on
         the Frobenius distance of the raw fitted ``(h, W)`` to the exact optimum, ``|grad F|_2 /
@@ -245,13 +246,13 @@ def fit_potts(
         :func:`replica_mlm.proteins.penalty_selection.select_penalty` (docs/proteins.md,
         "Choosing the penalty").
     max_iter : int
-        L-BFGS iterations at most (default 500; plm: per block of sites).
+        L-BFGS iterations at most (default 500; plm: per site).
     tol : float, optional
         Stop, and report ``converged``, when every gradient component is ``<= tol`` (a frequency
-        mismatch, see :attr:`PottsFit.converged`). Default: :data:`PLM_TOL` ``= 3e-3`` for
-        ``"plm"``, a contact-grade tolerance (on S1A, DHFR and rhomboid the contact precisions at
-        top L/5, L/2 and L equal those of the fit converged to ``1e-5``, in about 40 % of
-        its iterations; what the returned point is proven to be is :attr:`PottsFit.distance_bound`,
+        mismatch, see :attr:`PottsFit.converged`). Default: :data:`PLM_TOL` ``= 2e-3`` for
+        ``"plm"``, a contact-grade tolerance (on S1A, DHFR and rhomboid no contact precision at
+        top L/5, L/2 or L falls below that of the fit converged to ``1e-5``, in 41-48 % of its
+        iterations; what the returned point is proven to be is :attr:`PottsFit.distance_bound`,
         docs/proteins.md, "Convergence of the fits"); ``1e-5`` for ``"factored"``.
     ftol : float, optional
         Also stop when ``F`` fell by less than ``ftol * |F|`` over the last 10 iterations (a
@@ -317,8 +318,8 @@ def fit_potts(
     data = PseudoLikelihood(s, w, q)
     if method == "plm":
         with bar(total=L, progress=progress, desc="fit_potts (plm)", unit="site") as shown_bar:
-            raw = fit_by_blocks(data, lambda_h, lambda_J, dtype=dtype, max_iter=max_iter, tol=tol,
-                                ftol=ftol, memory=PLM_PAIRS, tick=shown_bar.update)
+            raw = fit_site_by_site(data, lambda_h, lambda_J, dtype=dtype, max_iter=max_iter, tol=tol,
+                                   ftol=ftol, memory=PLM_PAIRS, tick=shown_bar.update)
         h, W, factors = raw.fields, raw.couplings, None
         gnorm, objective, stop, nit, n_double = (raw.gradient_norm, raw.objective, raw.stop,
                                                  raw.iterations, raw.iterations_double)
