@@ -165,9 +165,9 @@ def run(method: str, heads: int | None, msa, structure, opts: dict):
 #: Python 3.7 environment, the same kept columns and scoring): CPU s, peak MB, iterations (not
 #: reported by pydca: ""), precision at L/5, L/2, L. (Issue 39's first table, 2026-11, on S1A's
 #: columns of then: 238 CPU-s, 628 MB, 0.878 / 0.716 / 0.624; rhomboid 202 CPU-s, 328 MB.)
-PYDCA_STORED = {"date": "2026-12-07", "rhomboid": (109.5, 328.0, "", (0.741, 0.582, 0.378)),
-                "S1A": (148.6, 696.0, "", (0.884, 0.706, 0.601)),
-                "DHFR": (237.3, 339.0, "", (0.963, 0.739, 0.659))}
+PYDCA_STORED = {"date": "2026-12-07", "rhomboid": (116.6, 327.0, "", (0.741, 0.582, 0.378)),
+                "S1A": (134.0, 696.0, "", (0.884, 0.706, 0.601)),
+                "DHFR": (269.8, 339.0, "", (0.963, 0.739, 0.659))}
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 _PLM_CHILD = """

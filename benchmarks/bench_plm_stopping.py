@@ -3,7 +3,7 @@
 docs/proteins.md, section "Convergence of the fits" ("A contact-grade tolerance").
 
 One plm fit per family over all sites at once (``precision="single"``, the problem,
-preconditioner and driver of :func:`replica_mlm.fit_potts` before it fitted four sites at a time,
+preconditioner and driver of :func:`replica_mlm.fit_potts` before it fitted site by site,
 finished in double precision if float32 stalls) run down to the smallest threshold; at the
 first iterate where the largest gradient component drops below each of
 ``--thresholds`` it records the iterations, the CPU seconds of the fit so far (the time spent
@@ -75,7 +75,7 @@ def sweep(family: str, thresholds: list[float], *, max_iter: int = 500, memory: 
     x = np.zeros(problem.size)
     res = lbfgs(fun, x, max_iter=max_iter, tol=min(thresholds), scale=problem.scale, memory=memory,
                 callback=record)
-    if pending and res.nit < max_iter:  # float32 stalled: finish in double, as fit_potts does per block
+    if pending and res.nit < max_iter:  # float32 stalled: finish in double, as fit_potts does per site
         problem.set_dtype(np.float64)
         lbfgs(fun, res.x, max_iter=max_iter - res.nit, tol=min(thresholds), scale=problem.scale,
               memory=memory, callback=record)

@@ -189,7 +189,7 @@ def minimize_steps(x0: np.ndarray, *, max_iter: int, memory: int = 10, callback=
                    history=np.float32, rounding: float = EPS_F, copy: bool = True):
     """:func:`minimize` as a generator: yields the points where it needs ``(f, grad)`` and is sent
     them, so that a caller can evaluate several independent minimisations in one batch
-    (:func:`replica_mlm.proteins.plm_fit.fit_by_blocks`); returns what :func:`minimize` returns."""
+    (:func:`replica_mlm.proteins.plm_fit.fit_site_by_site`); returns what :func:`minimize` returns."""
     x = np.array(x0, dtype=float, copy=copy or None)
     f, g = yield x.copy()
     hist = _History.empty(memory, x.size, history)

@@ -251,7 +251,7 @@ def fit_potts(
         Stop, and report ``converged``, when every gradient component is ``<= tol`` (a frequency
         mismatch, see :attr:`PottsFit.converged`). Default: :data:`PLM_TOL` ``= 2e-3`` for
         ``"plm"``, a contact-grade tolerance (on S1A, DHFR and rhomboid no contact precision at
-        top L/5, L/2 or L falls below that of the fit converged to ``1e-5``, in 41-48 % of its
+        top L/5, L/2 or L falls below that of the fit converged to ``1e-5``, in 39-46 % of its
         iterations; what the returned point is proven to be is :attr:`PottsFit.distance_bound`,
         docs/proteins.md, "Convergence of the fits"); ``1e-5`` for ``"factored"``.
     ftol : float, optional
