@@ -56,7 +56,6 @@ class PseudoLikelihood:
         self.w = w
         self.M, self.L = s.shape
         self.q = q
-        self.cols = np.arange(self.L)[None, :] * q + s  # (M, L): column of s_j in the one-hot
         self._tgt = None
         self.diag = np.arange(self.L)
         self._dense = self._one_hot = None
@@ -64,6 +63,12 @@ class PseudoLikelihood:
         if sparse:
             one_hot = self.one_hot()
             self.sparse = (one_hot, one_hot.T.tocsr())
+
+    @property
+    def cols(self) -> np.ndarray:
+        """(M, L): the column of ``s_j`` in the one-hot data (computed when asked: each of its three
+        uses builds its array once)."""
+        return np.arange(self.L)[None, :] * self.q + self.s
 
     @property
     def tgt(self) -> np.ndarray:
