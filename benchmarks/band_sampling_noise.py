@@ -9,6 +9,12 @@ cluster means, of order 1/N, lowers the predicted error).
 
     python benchmarks/band_sampling_noise.py 200 20000 0,1,2,3,4,5
     python benchmarks/band_sampling_noise.py 200 80000 10,11
+
+``simulate L SEEDS RNG`` instead runs the tables' simulation of the same site with more training
+sets (``simulate_nested``: Gibbs sampling, 2000 test sequences, the tables' n = alpha (L - 1)) and
+prints each measure's mean +- SE at alpha 1 and 4, to hold the prediction against a smaller SE:
+
+    python benchmarks/band_sampling_noise.py simulate 200 40 102
 """
 import sys
 import time
@@ -17,6 +23,22 @@ import warnings
 import replica_mlm as rm
 from replica_mlm.potts import graphs
 
+if sys.argv[1] == "simulate":
+    import numpy as np
+
+    from replica_mlm._base.stats import mean_stderr
+    from replica_mlm.learners.pseudo_likelihood import simulate_nested
+
+    L, seeds, rng = (int(a) for a in sys.argv[2:5])
+    model = rm.PottsModel.ising(couplings=graphs.banded(L, rng=3), beta=0.5)
+    start = time.process_time()
+    out = simulate_nested(model, site=L // 2, ns=[L - 1, 4 * (L - 1)], lam=np.array([0.1]), seeds=seeds,
+                          rng=rng, n_test=2000)
+    for k in ("eg", "test_loss", "estimation_error"):
+        cells = [(a, *mean_stderr(out[k][:, j, 0])) for j, a in enumerate((1, 4))]
+        print(k, " ".join(f"alpha {a}: {m:.4f} +- {se:.4f}" for a, m, se in cells))
+    print(f"{seeds} training sets, {out['method']} sampling, {time.process_time() - start:.0f} CPU s")
+    sys.exit(0)
 L, samples = int(sys.argv[1]), int(sys.argv[2])
 seeds = [int(s) for s in sys.argv[3].split(",")]
 model = rm.PottsModel.ising(couplings=graphs.banded(L, rng=3), beta=0.5)
