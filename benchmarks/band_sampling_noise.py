@@ -15,6 +15,12 @@ sets (``simulate_nested``: Gibbs sampling, 2000 test sequences, the tables' n = 
 prints each measure's mean +- SE at alpha 1 and 4, to hold the prediction against a smaller SE:
 
     python benchmarks/band_sampling_noise.py simulate 200 40 102
+
+``own L SAMPLES RNG SEEDS``: ERM on data drawn from the local theory's own data model at the site's
+own p (``sparse_tables.own_model_point``), beside the theory: whether a gap is the finite p of the
+learning problem or the data model.
+
+    python benchmarks/band_sampling_noise.py own 200 20000 0 100
 """
 import sys
 import time
@@ -38,6 +44,21 @@ if sys.argv[1] == "simulate":
         cells = [(a, *mean_stderr(out[k][:, j, 0])) for j, a in enumerate((1, 4))]
         print(k, " ".join(f"alpha {a}: {m:.4f} +- {se:.4f}" for a, m, se in cells))
     print(f"{seeds} training sets, {out['method']} sampling, {time.process_time() - start:.0f} CPU s")
+    sys.exit(0)
+if sys.argv[1] == "own":
+    from replica_mlm.validation.sparse_tables import own_model_point
+
+    L, samples, rng, seeds = (int(a) for a in sys.argv[2:6])
+    model = rm.PottsModel.ising(couplings=graphs.banded(L, rng=3), beta=0.5)
+    task = model.masked_site(L // 2, rng=rng, samples=samples)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for alpha in (1.0, 4.0):
+            sp = rm.solve(task, alpha=alpha, lam=0.1, loss=model.default_loss, theory="local")
+            own = own_model_point(task, alpha=alpha, lam=0.1, seeds=seeds, rng=rng + 2)
+            cells = [f"{k} theory {getattr(sp, k):.4f} own-model ERM {m:.4f} +- {se:.4f}"
+                     for k, (m, se) in own.items()]
+            print(f"alpha {alpha:g}: " + " ".join(cells))
     sys.exit(0)
 L, samples = int(sys.argv[1]), int(sys.argv[2])
 seeds = [int(s) for s in sys.argv[3].split(",")]
