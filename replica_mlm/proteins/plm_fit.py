@@ -61,7 +61,9 @@ __all__ = ["PLMProblem", "RowBasis", "SitesFit", "fit_site_by_site"]
 
 #: floor of the softmax variances ``v_ia`` in the preconditioner
 V_FLOOR = 1e-3
-#: sites whose evaluations :func:`fit_site_by_site` batches. Rhomboid, one thread: MEASURED
+#: sites whose evaluations :func:`fit_site_by_site` batches. Rhomboid, one thread, tol 2e-3: 4, 8 and
+#: 16 sites take 49.3, 45.8 and 44.9 fit CPU-s and peak at 286, 321 and 385 MB; four keeps DHFR's
+#: peak below pydca's (benchmarks/README.md, "plm site by site, four sites batched")
 SITES_AT_ONCE = 4
 #: rows of a Gram matrix per sparse product while it is built (and columns of ``B = X V``)
 GRAM_ROWS = 256
