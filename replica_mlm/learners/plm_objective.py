@@ -73,7 +73,7 @@ class PseudoLikelihood:
     @property
     def tgt(self) -> np.ndarray:
         """Flat indices of the observed colours in the logits (M, L q), built on first use (the
-        plm fit's blocks build their own)."""
+        plm fit, which evaluates some sites at a time, builds its own: :meth:`nll_grad`'s ``sites``)."""
         if self._tgt is None:
             self._tgt = (np.arange(self.M)[:, None] * (self.L * self.q) + self.cols).ravel()
         return self._tgt

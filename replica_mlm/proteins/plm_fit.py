@@ -175,13 +175,6 @@ def _unpack(basis: RowBasis, sites: np.ndarray, x: np.ndarray) -> tuple[np.ndarr
     return x[: n * q].reshape(n, q).copy(), W
 
 
-def _one_hot(s: np.ndarray, q: int) -> np.ndarray:
-    """One-hot (M, n, q) of the states ``s`` (M, n)."""
-    X3 = np.zeros((*s.shape, q))
-    np.put_along_axis(X3, s[:, :, None], 1.0, axis=2)
-    return X3
-
-
 def _dense_gram(left, right) -> np.ndarray:
     """``left @ right`` (both sparse) as a dense array, :data:`GRAM_ROWS` rows at a time."""
     K = np.empty((left.shape[0], right.shape[1]))
@@ -211,11 +204,10 @@ class PLMProblem:
                  dtype=np.float64, sites=None, basis: RowBasis | None = None) -> None:
         basis = RowBasis(data) if basis is None else basis
         sites = np.arange(data.L) if sites is None else np.asarray(sites)
-        cols = (sites[:, None] * data.q + np.arange(data.q)).ravel()
-        Q = basis.Q(cols, lambda: _one_hot(data.s[:, sites], data.q).reshape(data.M, cols.size))  # (r, n q)
-        self._set(data, basis, lambda_h, lambda_J, sites, Q, dtype)
+        self._set(data, basis, lambda_h, lambda_J, sites, dtype)
+        self.Q = basis.Q(self.cols, lambda: self.one_hot_T.T.toarray())  # (r, n q)
 
-    def _set(self, data, basis, lambda_h, lambda_J, sites, Q, dtype) -> None:
+    def _set(self, data, basis, lambda_h, lambda_J, sites, dtype) -> None:
         self.data, self.basis = data, basis
         self.L, self.q, self.M, self.r = data.L, data.q, data.M, basis.r
         self.lambda_h, self.lambda_J = lambda_h, lambda_J
@@ -223,7 +215,6 @@ class PLMProblem:
         self.cols = (sites[:, None] * self.q + np.arange(self.q)).ravel()
         self.n_h = self.n * self.q
         self.s = data.s[:, sites]
-        self.Q = Q
         self.size = self.n_h + self.r * self.n_h
         self.set_dtype(dtype)
 
@@ -231,7 +222,8 @@ class PLMProblem:
         """The problem over ``sites`` of the same data, basis and penalties, from their columns of
         ``Q`` (no product with the data)."""
         new = PLMProblem.__new__(PLMProblem)
-        new._set(self.data, self.basis, self.lambda_h, self.lambda_J, sites, Q, self.dtype)
+        new._set(self.data, self.basis, self.lambda_h, self.lambda_J, sites, self.dtype)
+        new.Q = Q
         return new
 
     @cached_property
@@ -243,7 +235,7 @@ class PLMProblem:
 
     @cached_property
     def one_hot_T(self):
-        """The transpose of the sites' one-hot data (n q, M), sparse, built when first evaluated."""
+        """The transpose of the sites' one-hot data (n q, M), sparse, built when first asked for."""
         rows = (np.arange(self.n) * self.q + self.s).ravel()  # s is (M, n): row of (mu, k)
         mu = np.repeat(np.arange(self.M), self.n)
         return sparse.csr_matrix((np.ones(rows.size), (rows, mu)), shape=(self.n_h, self.M))
