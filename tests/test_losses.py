@@ -42,6 +42,20 @@ def test_prox_is_the_minimiser(loss, V):
 
 
 @pytest.mark.parametrize("loss", BUILTIN, ids=lambda x: x.name)
+def test_prox_with_one_V_per_node_is_each_node_with_its_own_V(loss):
+    """An array of V (one per node, as clusters with their own V_c ask) gives, node by node, the
+    proximal point of a call with that V alone (every node's Newton steps are its own)."""
+    rng = np.random.default_rng(3)
+    yv, wv = _labels(loss, rng, 60), 4 * rng.normal(size=60)
+    V = np.repeat([0.01, 1.0, 300.0], 20)
+    px = loss.prox(yv, wv, V)
+    for k in range(0, 60, 20):
+        one = loss.prox(yv[k:k + 20], wv[k:k + 20], float(V[k]))
+        for name in ("z", "f", "dfdw", "at_kink"):
+            np.testing.assert_array_equal(getattr(px, name)[k:k + 20], getattr(one, name), err_msg=name)
+
+
+@pytest.mark.parametrize("loss", BUILTIN, ids=lambda x: x.name)
 def test_dfdw_matches_a_finite_difference(loss):
     rng = np.random.default_rng(2)
     V = 0.7

@@ -309,8 +309,9 @@ class Loss:
 
     # --- the proximal operator -----------------------------------------------------------
 
-    def prox(self, yv, wv, vv: float, *, max_iter: int = 200) -> Prox:
-        """Proximal point of the loss at labels ``y`` and fields ``w`` (broadcast), ``V > 0``.
+    def prox(self, yv, wv, vv, *, max_iter: int = 200) -> Prox:
+        """Proximal point of the loss at labels ``y`` and fields ``w`` (broadcast), ``V > 0`` (a
+        number, or an array of the nodes' shape: one ``V`` per node).
 
         Safeguarded Newton on ``g(z) = (z - w)/V + loss'(y, z)`` (increasing in z), exact on
         kinks (see the module docstring). Converges to a few ulps of ``z*``. A loss not
@@ -319,7 +320,7 @@ class Loss:
         :class:`.convexity.NonConvexLoss` where it is not convex.
         """
         yv, wv = np.broadcast_arrays(np.asarray(yv, dtype=float), np.asarray(wv, dtype=float))
-        vv = float(vv)
+        vv = float(vv) if np.ndim(vv) == 0 else np.broadcast_to(np.asarray(vv, dtype=float), yv.shape)
         check = None if self.convex_proven else importlib.import_module("replica_mlm.theory.sides.convexity")
         d, d2w = self._d12(yv, wv)
         if check:

@@ -2,7 +2,7 @@
 :mod:`.losses`): the bracket of the proximal point with its kinks (:func:`kink_bracket`), then
 the safeguarded Newton method inside it (:func:`safeguarded_newton`). ``loss`` is a
 :class:`.losses.Loss`; ``check`` is :mod:`.convexity` for a loss not proven convex (every node
-evaluated is checked), else None.
+evaluated is checked), else None; ``vv`` (``V``) a number or one per node.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 EPS = np.finfo(float).eps
 
 
-def kink_bracket(loss, yv, wv, vv: float, d, check) -> tuple:
+def kink_bracket(loss, yv, wv, vv, d, check) -> tuple:
     """``(lo, hi, at_kink, z_kink)``: a bracket of the proximal point from ``loss'(y, w) = d``,
     tightened by every kink of the loss; where the subdifferential at a genuine kink contains
     ``(w - k)/V`` the point sits on it (``at_kink``, at ``z_kink``)."""
@@ -40,7 +40,7 @@ def kink_bracket(loss, yv, wv, vv: float, d, check) -> tuple:
     return lo, hi, at_kink, z_kink
 
 
-def safeguarded_newton(loss, yv, wv, vv: float, d, d2w, lo, hi, at_kink, check, max_iter: int):
+def safeguarded_newton(loss, yv, wv, vv, d, d2w, lo, hi, at_kink, check, max_iter: int):
     """The proximal point off the kinks: Newton's method on ``g(z) = (z - w)/V + loss'(y, z)``
     from its first step at ``w`` (``d``, ``d2w``: ``loss'`` and ``loss''`` there), replaced by
     bisection where it leaves the bracket ``[lo, hi]`` or fails to halve its step; RuntimeError
