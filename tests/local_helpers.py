@@ -6,13 +6,15 @@ moments (the simulation side, written without the theory's code).
 label and a neighbourhood of ``m`` sites (``q`` colours each, one-hot reduced by the simplex basis
 for ``q > 2``, the spin for ``q = 2``), weights from a small Potts energy of the label and the
 neighbourhood, cluster means of norm O(1) (O(1/sqrt(d)) per coordinate) beyond the neighbourhood,
-and a Wishart pooled covariance there. :func:`erm_point` fits the package's objective
+and a Wishart pooled covariance there (:func:`with_own_covariances` gives each cluster its own).
+:func:`erm_point` fits the package's objective
 ``sum_mu loss + (lam p / 2)|W|_F^2`` (``n = alpha p``) on ``mixture.sample(n)`` and measures each fit
 exactly under the mixture (its logits are Gaussian given the cluster), then averages over seeds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import types
 
@@ -63,16 +65,46 @@ def constructed(*, d: int = 400, q: int = 2, m: int = 3, coupling: float = 0.6, 
 
 def as_task(mixture: ClusterMixture, p: int) -> types.SimpleNamespace:
     """What :func:`replica_mlm.theory.solvers.local_engine.solve` reads of a task."""
-    return types.SimpleNamespace(local_mixture=mixture, p=p)
+    return types.SimpleNamespace(local_mixture=mixture, local_mixture_own_covariances=mixture, p=p)
+
+
+def with_own_covariances(mixture: ClusterMixture, *, seed: int = 0) -> ClusterMixture:
+    """``mixture`` with a covariance per cluster: the pooled one scaled by a factor in [0.3, 2.5]
+    and a spike of variance up to 3 along the cluster's own mean beyond the neighbourhood (zero on
+    the neighbourhood's coordinates); the pooled ``covariance`` becomes their mean under the weights."""
+    gen = np.random.default_rng(seed)
+    free = mixture.free
+    covs = np.zeros((mixture.C, mixture.d, mixture.d))
+    for c in range(mixture.C):
+        u = np.zeros(mixture.d)
+        u[free] = mixture.means[c, free] / np.linalg.norm(mixture.means[c, free])
+        covs[c] = gen.uniform(0.3, 2.5) * mixture.covariance + gen.uniform(0.0, 3.0) * np.outer(u, u)
+    return dataclasses.replace(mixture, covariance=np.einsum("c,cij->ij", mixture.weights, covs),
+                               covariances=covs)
+
+
+def _sample(mixture: ClusterMixture, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """``mixture.sample``, or with each cluster's own covariance where the mixture has them."""
+    if mixture.covariances is None:
+        return mixture.sample(n, rng=rng)
+    gen = np.random.default_rng(rng)
+    clusters = gen.choice(mixture.C, size=n, p=mixture.weights)
+    x = mixture.means[clusters].copy()
+    for c in np.unique(clusters):
+        e, U = np.linalg.eigh(mixture.covariances[c])
+        at = clusters == c
+        x[at] += (gen.standard_normal((at.sum(), mixture.d)) * np.sqrt(np.clip(e, 0.0, None))) @ U.T
+    return x, clusters
 
 
 def _binary_measures(mixture: ClusterMixture, w: np.ndarray, nodes: tuple) -> tuple[float, float]:
     signs = np.where(mixture.labels == 0, 1.0, -1.0)
     mean = mixture.means @ w
-    sd = np.sqrt(w @ mixture.covariance @ w)
+    sd = (np.full(mixture.C, np.sqrt(w @ mixture.covariance @ w)) if mixture.covariances is None
+          else np.sqrt(np.einsum("i,cij,j->c", w, mixture.covariances, w)))
     err = float(mixture.weights @ ndtr(-signs * mean / sd))
     x, gw = nodes
-    z = signs[:, None] * (mean[:, None] + sd * x[None, :])
+    z = signs[:, None] * (mean[:, None] + sd[:, None] * x[None, :])
     loss = np.logaddexp(0.0, -z) @ gw / np.sqrt(2 * np.pi)
     return err, float(mixture.weights @ loss)
 
@@ -134,7 +166,7 @@ def erm_point(mixture: ClusterMixture, p: int, alpha: float, lam: float, seeds, 
     nodes = np.polynomial.hermite_e.hermegauss(60 if q == 2 else 30)
     rows = []
     for s in seeds:
-        x, clusters = mixture.sample(n, rng=s)
+        x, clusters = _sample(mixture, n, s)
         y = mixture.labels[clusters]
         W, kkt = logistic.fit(x, y, P, lam * p) if q == 2 else _sklearn_fit(x, y, P, lam * p)
         assert kkt <= kkt_tol, f"fit not converged: KKT {kkt:.3g}"

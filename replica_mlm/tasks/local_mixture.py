@@ -67,6 +67,11 @@ class ClusterMixture:
     states : ndarray (C,) of int or None
         The ordered state of the rest in each cluster when the clusters are split by it
         (:mod:`.rest_states`; a latent variable, not read off the inputs), else None.
+    covariances : ndarray (C, d, d) or None
+        Each cluster's own covariance ``Cov(x | c)`` (zero on ``fixed``), when asked for
+        (``own_covariances=True``): exact when enumerated (their mean under ``pi_c`` is then ``S``
+        before it is regularised), from samples the unbiased estimate (divided by ``n_c - 1``); a
+        cluster sampled once, or whose samples do not spread, takes the pooled ``S``.
     """
 
     weights: np.ndarray
@@ -83,6 +88,7 @@ class ClusterMixture:
     binned: bool = False
     counts: np.ndarray | None = None
     states: np.ndarray | None = None
+    covariances: np.ndarray | None = None
 
     @property
     def C(self) -> int:
@@ -131,7 +137,8 @@ class ClusterMixture:
 
 
 def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
-                    probabilities=None, binned: bool = False, states=None) -> ClusterMixture:
+                    probabilities=None, binned: bool = False, states=None,
+                    own_covariances: bool = False) -> ClusterMixture:
     """Measure the local data model of a site from samples (or all configurations with their
     probabilities).
 
@@ -157,6 +164,8 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
     states : array (n,) of int, optional
         The ordered state of the rest in each sample (:func:`.rest_states.rest_states`): the clusters
         are then (label, configuration, state) (:attr:`ClusterMixture.states`).
+    own_covariances : bool
+        Also measure each cluster's own covariance (:attr:`ClusterMixture.covariances`; C d^2 numbers).
     """
     x = _checks.finite_array(x, "x", ndim=2)
     n, d = x.shape
@@ -197,7 +206,9 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
         if eig[0] <= SINGULAR * eig[-1]:
             reg = SINGULAR * eig[-1]
             S[free, free] += reg
-    for arr in (weights, means, S):
+    counts = None if probabilities is not None else np.bincount(cluster, minlength=found.shape[0])
+    own = _own_covariances(resid, w, cluster, weights, fixed, S, counts) if own_covariances else None
+    for arr in (weights, means, S) + ((own,) if own is not None else ()):
         arr.setflags(write=False)
     last = found.shape[1] - (states is not None)
     return ClusterMixture(weights=weights, labels=found[:, 0].astype(np.int64),
@@ -206,9 +217,31 @@ def cluster_mixture(x, labels, configurations, *, classes: int, fixed, teacher,
                           teacher=np.asarray(teacher, dtype=float),
                           method="exact" if probabilities is not None else "samples",
                           n_samples=0 if probabilities is not None else n, regularisation=reg,
-                          binned=binned, counts=None if probabilities is not None else
-                          np.bincount(cluster, minlength=found.shape[0]),
-                          states=None if states is None else found[:, last].astype(np.int64))
+                          binned=binned, counts=counts,
+                          states=None if states is None else found[:, last].astype(np.int64),
+                          covariances=own)
+
+
+def _own_covariances(resid, w, cluster, weights, fixed, pooled, counts) -> np.ndarray:
+    """Each cluster's weighted covariance of the residuals ``resid`` (zero on ``fixed``), unbiased
+    when ``counts`` (samples per cluster) are given; a cluster sampled once, or whose samples do not
+    spread, takes ``pooled``."""
+    C, d = weights.size, resid.shape[1]
+    _checks.allocation(8 * C * d * d, f"each cluster's own covariance ({C} clusters, d = {d})")
+    out = np.empty((C, d, d))
+    for c in range(C):
+        r, wc = resid[cluster == c], w[cluster == c]
+        S_c = (r.T * (wc / weights[c])) @ r
+        if counts is not None:
+            if counts[c] < 2:
+                out[c] = pooled
+                continue
+            S_c *= counts[c] / (counts[c] - 1)
+        S_c = (S_c + S_c.T) / 2
+        S_c[fixed, :] = 0.0
+        S_c[:, fixed] = 0.0
+        out[c] = S_c if np.trace(S_c) > 0 else pooled
+    return out
 
 
 __all__ = ["ClusterMixture", "cluster_mixture"]

@@ -75,6 +75,16 @@ class DiscreteSite:
         (:func:`field_bins`), the neighbourhood's inputs then Gaussian within a bin. Where the rest of
         the sequence is in one of two ordered states (:attr:`rest_states`), each cluster is split by
         that state (:mod:`replica_mlm.tasks.rest_states`)."""
+        return self._local_mixture(own_covariances=False)
+
+    @cached_property
+    def local_mixture_own_covariances(self) -> ClusterMixture:
+        """:attr:`local_mixture` with each cluster's own covariance measured beside the pooled one
+        (:attr:`replica_mlm.tasks.local_mixture.ClusterMixture.covariances`): the data model of
+        ``rm.solve(..., theory="local", covariance="cluster")``."""
+        return self._local_mixture(own_covariances=True)
+
+    def _local_mixture(self, *, own_covariances: bool) -> ClusterMixture:
         seqs, prob = self._sequences()
         nb = list(self._neighbourhood)
         labels = np.asarray(seqs[:, self._site], dtype=np.int64)
@@ -84,12 +94,13 @@ class DiscreteSite:
             mixture = cluster_mixture(x, labels, seqs[:, nb], classes=self._model.q,
                                       fixed=self._fixed_coordinates(), teacher=self.teacher,
                                       probabilities=prob,
-                                      states=split.states if split is not None and split.split else None)
+                                      states=split.states if split is not None and split.split else None,
+                                      own_covariances=own_covariances)
         else:
             bins = field_bins(self._model, self._site, nb, seqs, prob)
             mixture = cluster_mixture(x, labels, bins[:, None], classes=self._model.q,
                                       fixed=np.zeros(0, np.int64), teacher=self.teacher, probabilities=prob,
-                                      binned=True)
+                                      binned=True, own_covariances=own_covariances)
         _warn_if_few_samples(mixture)
         return mixture
 

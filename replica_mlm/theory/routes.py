@@ -90,7 +90,9 @@ ROUTES: dict[str, Route] = {route.name: route for route in (
           "cross-entropy with more); lam > 0", {
               "init": "a MulticlassSaddlePoint to start from (None: a cold start); curves set it themselves",
               "order": "quadrature nodes: Gauss-Legendre per panel with two colours (16), Gauss-Hermite per "
-                       "dimension with more (None: 10 for q = 3, 6 for q = 4, else 4)"}),
+                       "dimension with more (None: 10 for q = 3, 6 for q = 4, else 4)",
+              "covariance": "'pooled' (one covariance beyond the neighbourhood, shared by the clusters) or "
+                            "'cluster' (each cluster's own; two colours only) ('pooled')"}),
     Route("bayes", "the Bayes-optimal fixed point on the Nishimori line (state evolution)", {
         "init": "a BayesOptimal to start from (None: the uninformed start); curves set it themselves",
         "order": "Gauss-Legendre nodes per quadrature panel, 1 to 256 (16)"}),

@@ -10,14 +10,18 @@ neighbourhood adds. Two classes (an Ising site) take any convex loss
 (:class:`.local_clusters.LocalClusters`, K = 1); more classes the softmax cross-entropy
 (:class:`.mixture_classes.MixtureClasses` with a class per cluster). Both are solved by the
 multi-class driver (:func:`.multiclass.solve_point`, residual at most :data:`.multiclass.TOL`).
+With ``covariance="cluster"`` (two classes) each cluster keeps its own covariance
+(:mod:`.cluster_covariances`: one ``V_c``, ``Q_c`` per cluster, the prior side in the inputs'
+coordinates), on the same driver.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from replica_mlm._base import checks as _checks
 from replica_mlm.tasks.potts_site import simplex_basis
-from replica_mlm.theory.sides import local_clusters, mixture_classes, prior
+from replica_mlm.theory.sides import cluster_covariances, local_clusters, mixture_classes, prior
 from replica_mlm.theory.sides import multiclass_channel as mc
 from replica_mlm.theory.sides.energetic import ORDER
 from replica_mlm.theory.solvers import mixture_multiclass, multiclass
@@ -31,6 +35,8 @@ HERMITE = {1: 32, 2: 10, 3: 6}
 #: all the weight it converges slowly (the ordered 10 x 10 lattice at beta = 0.6, alpha = 1: 1275
 #: evaluations; with the multi-class default of 600, hybr from Anderson's best point then failed)
 MAX_EVALUATIONS = 3000
+#: the values of the route's ``covariance=`` option: one pooled covariance, or each cluster's own
+COVARIANCES = ("pooled", "cluster")
 #: the error rate's Sobol' points per cluster: 2^m with C 2^m at most 2^EG_TOTAL (C clusters), m in
 #: [EG_MIN, EG_M]; the spread over the scramblings is reported as its integration error
 EG_TOTAL, EG_MIN = 20, 10
@@ -40,7 +46,11 @@ class LocalTheory:
     """What the theory reads from a cluster mixture: the modes of ``S`` (zeros first, on the
     neighbourhood), the means' and the teacher's modes, weights and labels; ``p`` normalises."""
 
-    def __init__(self, mixture, p: int) -> None:
+    def __init__(self, mixture, p: int, *, own_covariances: bool = False) -> None:
+        if own_covariances and mixture.covariances is None:
+            raise ValueError("the mixture carries no covariance per cluster: build it with "
+                             "own_covariances=True (a site's local_mixture_own_covariances)")
+        self.mixture, self.own_covariances = mixture, own_covariances
         omega, U = mixture.modes
         self.omega = omega
         self.means = U.T @ mixture.means.T  # (d, C): a_{k, c}
@@ -58,10 +68,15 @@ class LocalTheory:
 
 def problem(theory: LocalTheory, alpha: float, lam: float, loss, order: int) -> multiclass.MatrixProblem:
     """The problem of one point: the channel side of the clusters with the ridge prior on the means."""
+    mix = theory.mixture
+    if theory.own_covariances:  # each cluster's own covariance (two classes)
+        side = cluster_covariances.OwnCovarianceClusters(loss, theory.weights, _signs(theory), order)
+        own = cluster_covariances.OwnCovarianceRidge(mix.means, mix.covariances, theory.p, lam,
+                                                     np.asarray(mix.teacher, dtype=float))
+        return multiclass.MatrixProblem(side, own, cluster_covariances.ClusterPacking(theory.C), alpha)
     ridge = prior.RidgeMeansPrior(theory.omega, theory.means, theory.p, lam, theory.target)
     if theory.classes == 2 and loss is not None:
-        signs = np.where(theory.labels == 0, 1.0, -1.0)
-        side = local_clusters.LocalClusters(loss, theory.weights, signs, order)
+        side = local_clusters.LocalClusters(loss, theory.weights, _signs(theory), order)
         K = 1
     else:
         K = theory.classes - 1
@@ -70,11 +85,16 @@ def problem(theory: LocalTheory, alpha: float, lam: float, loss, order: int) -> 
     return multiclass.MatrixProblem(side, ridge, multiclass.MatrixPacking(K, theory.C), alpha)
 
 
+def _signs(theory: LocalTheory) -> np.ndarray:
+    """The clusters' labels as signs of the logit: +1 for colour 0, -1 for colour 1."""
+    return np.where(theory.labels == 0, 1.0, -1.0)
+
+
 def _measures(prob: multiclass.MatrixProblem, point: dict, order: int, scalar: bool) -> dict:
     """Test loss, error and their integration errors at the solution."""
     side, Q, M = prob.channel_side, point["Q"], point["M"]
     if scalar:
-        finer = local_clusters.LocalClusters(side.loss, side.weights, side.signs, order + 8)
+        finer = type(side)(side.loss, side.weights, side.signs, order + 8)
         tl = side.test_loss(Q, M)
         return {"test_loss": tl, "eg": side.error(Q, M),
                 "integration_error": {"test_loss": abs(finer.test_loss(Q, M) - tl), "eg": 0.0}}
@@ -89,18 +109,25 @@ def _measures(prob: multiclass.MatrixProblem, point: dict, order: int, scalar: b
                                   "eg": float(np.std(rates, ddof=1) / np.sqrt(len(rates)))}}
 
 
-def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None, init=None
-          ) -> multiclass.MulticlassSaddlePoint:
+def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None, init=None,
+          covariance: str = "pooled") -> multiclass.MulticlassSaddlePoint:
     """``rm.solve(task, theory="local")``: a :class:`.multiclass.MulticlassSaddlePoint` with
     ``method="local"``, ``M`` of shape (K, C) (``W^T mu_c``, one column per cluster) and ``rho`` the
     C x C overlaps ``mu_c . mu_c'`` of the cluster means. ``loss`` (a Loss) for a two-class site,
     None (the softmax cross-entropy) for more classes; ``init`` a result of the same site to
     warm-start from; ``order``: quadrature nodes per panel (two classes) or Gauss-Hermite nodes per
-    dimension (more)."""
+    dimension (more); ``covariance``: ``"pooled"`` (one covariance beyond the neighbourhood) or
+    ``"cluster"`` (each cluster's own, two classes only; then ``V``, ``Q`` and their hats are 1 x C,
+    one entry per cluster)."""
     if lam < multiclass.MIN_LAM:
         raise ValueError(f"lam must be >= {multiclass.MIN_LAM:g} for the local theory (as for the "
                          f"multi-class theory, whose driver it shares), got {lam:g}")
-    theory = LocalTheory(task.local_mixture, task.p)
+    own = _checks.choice(covariance, COVARIANCES, "covariance") == "cluster"
+    if own and loss is None:
+        raise ValueError("covariance='cluster' is built for a site with two colours (any convex loss); a "
+                         "site with more colours takes covariance='pooled'")
+    theory = LocalTheory(task.local_mixture_own_covariances if own else task.local_mixture, task.p,
+                         own_covariances=own)
     scalar = theory.classes == 2 and loss is not None
     K = 1 if scalar else theory.classes - 1
     # an empty neighbourhood is the label-only mixture: then its rule, so the two theories agree
@@ -108,7 +135,9 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
     order = (ORDER if scalar else table.get(K, 12 if table is not HERMITE else 4)) if order is None else order
     prob = problem(theory, alpha, lam, loss, order)
     start = None
-    if isinstance(init, multiclass.MulticlassSaddlePoint) and init.M.shape == (K, theory.C):
+    shape_V = (1, theory.C) if own else (K, K)
+    if (isinstance(init, multiclass.MulticlassSaddlePoint) and init.M.shape == (K, theory.C)
+            and init.V.shape == shape_V):
         start = prob.pack(init.V, init.Q, init.M)
     # ConvergenceError if it fails (after Anderson, the driver's hybr takes over from its best point)
     point = multiclass.solve_point(prob, init=start, method="anderson", max_evaluations=MAX_EVALUATIONS)
