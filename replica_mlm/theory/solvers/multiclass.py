@@ -77,7 +77,9 @@ class MulticlassSaddlePoint:
     train_loss : float
         Mean training loss at the minimiser.
     Q, M, V, Q_hat, M_hat, V_hat, rho : ndarray (K, K)
-        Order parameters and conjugates (``M = W^T Sigma W*``: student rows, teacher columns).
+        Order parameters and conjugates (``M = W^T Sigma W*``: student rows, teacher columns). The
+        local theory's ``M`` and ``M_hat`` are K x C (one column per cluster) and ``rho`` C x C;
+        with each cluster's own covariance its ``V``, ``Q`` and their conjugates are 1 x C too.
     converged : bool
         True: the residual is at most 1e-10 (failures raise ConvergenceError).
     residual : float
@@ -123,15 +125,16 @@ class MulticlassSaddlePoint:
         return self.Q.shape[0]
 
     def to_frame(self):
-        """A one-row pandas DataFrame: the scalar fields, and each K x K matrix as its trace
-        (column ``tr_Q``, ...) and as the nested list of its entries (column ``Q``, ...)."""
+        """A one-row pandas DataFrame: the scalar fields, and each matrix as the nested list of its
+        entries (column ``Q``, ...) and, when square (K x K), as its trace (column ``tr_Q``, ...)."""
         import pandas as pd
 
         row = {}
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, np.ndarray):
-                row[f"tr_{f.name}"] = float(np.trace(v))
+                if v.ndim == 2 and v.shape[0] == v.shape[1]:
+                    row[f"tr_{f.name}"] = float(np.trace(v))
                 row[f.name] = v.tolist()
             elif isinstance(v, dict):
                 row.update({f"integration_error_{k}": e for k, e in v.items()})
