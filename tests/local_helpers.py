@@ -90,11 +90,21 @@ def _sample(mixture: ClusterMixture, n: int, rng) -> tuple[np.ndarray, np.ndarra
     gen = np.random.default_rng(rng)
     clusters = gen.choice(mixture.C, size=n, p=mixture.weights)
     x = mixture.means[clusters].copy()
+    roots = _ROOTS.get(id(mixture.covariances))
+    if roots is None:  # the clusters' square roots, once per mixture (kept alive beside it)
+        roots = []
+        for S in mixture.covariances:
+            e, U = np.linalg.eigh(S)
+            roots.append(U * np.sqrt(np.clip(e, 0.0, None)))
+        _ROOTS[id(mixture.covariances)] = roots = (mixture.covariances, roots)
     for c in np.unique(clusters):
-        e, U = np.linalg.eigh(mixture.covariances[c])
         at = clusters == c
-        x[at] += (gen.standard_normal((at.sum(), mixture.d)) * np.sqrt(np.clip(e, 0.0, None))) @ U.T
+        x[at] += gen.standard_normal((at.sum(), mixture.d)) @ roots[1][c].T
     return x, clusters
+
+
+#: square roots of the clusters' covariances by the id of the covariances (held with them)
+_ROOTS: dict = {}
 
 
 def _binary_measures(mixture: ClusterMixture, w: np.ndarray, nodes: tuple) -> tuple[float, float]:

@@ -55,9 +55,28 @@ def panels(scale: float, breaks, order: int = ORDER) -> tuple[np.ndarray, np.nda
     to ``FINE / scale``, with extra edges at ``breaks / scale`` (NaN breaks are ignored).
     """
     levels = int(np.clip(np.ceil(np.log2(X * scale / FINE)), 0, 60))
-    graded = X * 2.0 ** -np.arange(levels + 1)
     extra = np.asarray([b for b in np.ravel(breaks) if np.isfinite(b)], dtype=float) / scale
     extra = extra[np.abs(extra) < X]
+    if not extra.size:  # the standardised rule depends on the number of levels alone
+        xi, weight = _standard_panels(levels, order)
+        return scale * xi, weight
+    xi, weight = _standardised(levels, extra, order)
+    return scale * xi, weight
+
+
+@cache
+def _standard_panels(levels: int, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """The standardised nodes and weights of :func:`panels` without extra edges (read-only)."""
+    xi, weight = _standardised(levels, np.zeros(0), order)
+    xi.setflags(write=False)
+    weight.setflags(write=False)
+    return xi, weight
+
+
+def _standardised(levels: int, extra: np.ndarray, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes ``xi`` and weights of ``E g(xi)`` on ``[-X, X]``: panels graded over ``levels`` halvings
+    towards 0, with extra edges at ``extra``."""
+    graded = X * 2.0 ** -np.arange(levels + 1)
     edges = np.unique(np.concatenate([[0.0], graded, -graded, extra]))
     keep = np.concatenate([[True], np.diff(edges) > 1e-13 * X])
     edges = edges[keep]
@@ -65,7 +84,7 @@ def panels(scale: float, breaks, order: int = ORDER) -> tuple[np.ndarray, np.nda
     mid, half = (edges[1:] + edges[:-1]) / 2, (edges[1:] - edges[:-1]) / 2
     xi = (mid[:, None] + half[:, None] * t).ravel()
     weight = (half[:, None] * gw).ravel() * np.exp(-xi * xi / 2) / np.sqrt(2 * np.pi)
-    return scale * xi, weight
+    return xi, weight
 
 
 @dataclass(frozen=True)
