@@ -109,6 +109,21 @@ def _measures(prob: multiclass.MatrixProblem, point: dict, order: int, scalar: b
                                   "eg": float(np.std(rates, ddof=1) / np.sqrt(len(rates)))}}
 
 
+def _pooled_start(task, prob: multiclass.MatrixProblem, **point) -> tuple[np.ndarray | None, int]:
+    """The own-covariance problem's start at the pooled theory's point (every ``V_c``, ``Q_c`` at the
+    pooled ``V``, ``Q``; the same ``M``), and the evaluations that took; a cold start (None) if the
+    pooled theory fails. Measured on the 4 x 4 lattice's site 0 (beta 0.3, 0.44, 0.6; alpha 1, 2, 4):
+    14-19 evaluations from there, 18-443 from a cold start."""
+    from replica_mlm._base.errors import ConvergenceError
+
+    try:
+        pooled = solve(task, **point)
+    except ConvergenceError:
+        return None, 0
+    row = np.ones((1, pooled.M.shape[1]))
+    return prob.pack(pooled.V[0, 0] * row, pooled.Q[0, 0] * row, pooled.M), pooled.iterations
+
+
 def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None, init=None,
           covariance: str = "pooled") -> multiclass.MulticlassSaddlePoint:
     """``rm.solve(task, theory="local")``: a :class:`.multiclass.MulticlassSaddlePoint` with
@@ -139,6 +154,9 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
     if (isinstance(init, multiclass.MulticlassSaddlePoint) and init.M.shape == (K, theory.C)
             and init.V.shape == shape_V):
         start = prob.pack(init.V, init.Q, init.M)
+    before = 0
+    if own and start is None:
+        start, before = _pooled_start(task, prob, alpha=alpha, lam=lam, loss=loss, order=order)
     # ConvergenceError if it fails (after Anderson, the driver's hybr takes over from its best point)
     point = multiclass.solve_point(prob, init=start, method="anderson", max_evaluations=MAX_EVALUATIONS)
     meas = _measures(prob, point, order, scalar)
@@ -147,7 +165,7 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
         estimation_error=prob.prior_side.estimation_error(point), train_loss=point["train_loss"],
         Q=point["Q"], M=point["M"], V=point["V"], Q_hat=point["Q_hat"], M_hat=point["M_hat"],
         V_hat=point["V_hat"], rho=theory.means.T @ theory.means, converged=True, residual=point["residual"],
-        iterations=prob.evaluations, integration=("Gauss-Legendre panels" if scalar else
+        iterations=before + prob.evaluations, integration=("Gauss-Legendre panels" if scalar else
                                                   f"Gauss-Hermite {order}^{K}; error rate: {EG_SCRAMBLINGS} "
                                                   "Sobol' scramblings"),
         integration_error=meas["integration_error"], method="local")
