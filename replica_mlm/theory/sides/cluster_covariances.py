@@ -29,30 +29,14 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.special import ndtr
 
-from replica_mlm.theory.sides.energetic import ORDER, panels
-from replica_mlm.theory.sides.losses import Loss
+from replica_mlm.theory.sides.energetic import panels
+from replica_mlm.theory.sides.local_clusters import LocalClusters
 
 
-@dataclass(frozen=True, eq=False)
-class OwnCovarianceClusters:
+class OwnCovarianceClusters(LocalClusters):
     """The channel side of clusters with labels ``+-1``, each with its own ``V_c`` and ``Q_c``
-    (:class:`.interfaces.MatrixChannelSide`, order parameters 1 x C).
-
-    Attributes
-    ----------
-    loss : Loss
-    weights : ndarray (C,)
-        ``pi_c``.
-    signs : ndarray (C,)
-        ``y_c`` (+1 for colour 0, -1 for colour 1).
-    order : int
-        Gauss-Legendre nodes per panel.
-    """
-
-    loss: Loss
-    weights: np.ndarray
-    signs: np.ndarray
-    order: int = ORDER
+    (:class:`.interfaces.MatrixChannelSide`, order parameters 1 x C); the attributes of
+    :class:`.local_clusters.LocalClusters` (loss, weights ``pi_c``, signs ``y_c``, nodes per panel)."""
 
     def _nodes(self, c: int, V: float, q: float, M_c: float, at: str):
         """Fields and weights of ``E_xi`` for cluster ``c``, panel edges at the prox's kink
