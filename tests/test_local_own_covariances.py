@@ -133,13 +133,13 @@ def test_covariance_option_is_listed_checked_and_refused_where_it_does_not_apply
         rm.solve(lattice_site, alpha=1.0, lam=0.1, loss="logistic", theory="mixture", covariance="cluster")
 
 
-def test_learning_curve_takes_the_option_point_by_point(lattice_site):
+def test_learning_curve_takes_the_option_point_by_point():
+    site = rm.PottsModel.ising(couplings=square_lattice(3), beta=0.3).masked_site(4, rng=0)
     grid = [1.0, 3.0]
-    curve = rm.learning_curve(lattice_site, alpha=grid, lam=0.1, loss="logistic", theory="local",
+    curve = rm.learning_curve(site, alpha=grid, lam=0.1, loss="logistic", theory="local",
                               covariance="cluster")
     for k, alpha in enumerate(grid):
-        point = rm.solve(lattice_site, alpha=alpha, lam=0.1, loss="logistic", theory="local",
-                         covariance="cluster")
+        point = rm.solve(site, alpha=alpha, lam=0.1, loss="logistic", theory="local", covariance="cluster")
         for name in MEASURES:
             np.testing.assert_allclose(np.asarray(getattr(curve, name))[k], getattr(point, name), rtol=1e-7,
                                        err_msg=name)
