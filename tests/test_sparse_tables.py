@@ -26,10 +26,11 @@ def test_a_row_holds_every_theory_and_measure_with_its_z(ring_rows):
     (row,) = ring_rows
     assert row["sampler"] == "exact enumeration" and row["neighbours"] == 2
     for k in st.MEASURES:
-        for t in st.THEORIES:
+        for t in (*st.THEORIES, "local_own"):  # an Ising site: also each cluster's own covariance
             assert row[f"{k}_z_{t}"] == pytest.approx((row[f"{k}_sim"] - row[f"{k}_{t}"]) / row[f"{k}_se"])
         assert row[f"{k}_own_se"] > 0
     assert row["ratio_local"] == pytest.approx(1.0, abs=1e-12)  # the whole Markov blanket
+    assert row["cpu_local_s"] > 0 and row["cpu_local_own_s"] > 0
 
 
 @pytest.mark.slow  # about 35 s: the sampler at L = 400
@@ -60,3 +61,7 @@ def test_markdown_has_one_table_per_measure_and_the_validity_table(ring_rows):
     text = st.markdown(ring_rows)
     assert text.count("| instance | alpha | simulation |") == 3
     assert "| L = 10, beta = 0.5 | 2 |" in text and "exact enumeration" in text
+    assert text.count("| local, each cluster's covariance (z) |") == 3
+    # a row without the own-covariance theory (more colours) shows a dash in its column
+    row = {k: v for k, v in ring_rows[0].items() if "local_own" not in k}
+    assert st.markdown([row]).count("| - |") == 3

@@ -16,7 +16,9 @@ alpha) against the fits of the site's pseudo-likelihood on Boltzmann sequences o
 * the theories ``gaussian``, ``mixture`` and ``local`` (``rm.solve`` on ``model.masked_site``):
   classification error ``eg``, test cross-entropy ``test_loss`` and ``estimation_error``, each with
   ``z = (simulation - theory) / SE`` over seeds, and each theory's validity ratio (the Bayes error of
-  its data model over the site's).
+  its data model over the site's); on Ising sites also the local theory with each cluster's own
+  covariance (``covariance="cluster"``; columns ``*_local_own``, its CPU seconds beside the pooled
+  local theory's in ``cpu_local_s`` and ``cpu_local_own_s``).
 
 ``python -m replica_mlm.validation.sparse_tables --out DIR [--full]`` writes ``sparse_tables.csv``
 (one row per point), ``sparse_tables.md`` (the tables of docs/discrete.md) and the figure of the
@@ -132,10 +134,16 @@ def measure(inst: SparseInstance, *, lam: float = 0.1, rng: int = 0) -> list[dic
     start = time.process_time()
     model = inst.model
     task = model.masked_site(inst.site, rng=rng)
+    theory, cpu = {}, {"local": 0.0, "local_own": 0.0}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # validity warnings: the ratio is in the row
-        theory = {(t, a): rm.solve(task, alpha=a, lam=lam, loss=model.default_loss, theory=t)
-                  for t in THEORIES for a in inst.alphas}
+        for t in (*THEORIES, "local_own") if model.q == 2 else THEORIES:
+            for a in inst.alphas:
+                options = {"theory": "local", "covariance": "cluster"} if t == "local_own" else {"theory": t}
+                t0 = time.process_time()
+                theory[t, a] = rm.solve(task, alpha=a, lam=lam, loss=model.default_loss, **options)
+                if t in cpu:
+                    cpu[t] += time.process_time() - t0
     sims, sampler = _simulate(inst, lam=lam, rng=rng, n_test=inst.n_test)
     rows = []
     for a in inst.alphas:
@@ -147,13 +155,15 @@ def measure(inst: SparseInstance, *, lam: float = 0.1, rng: int = 0) -> list[dic
         for k in MEASURES:
             mean, se = sims[a][k]
             row[f"{k}_sim"], row[f"{k}_se"] = mean, se
-            for t in THEORIES:
+            for t in (t for t in (*THEORIES, "local_own") if (t, a) in theory):
                 value = float(getattr(theory[t, a], k))
                 row[f"{k}_{t}"], row[f"{k}_z_{t}"] = value, (mean - value) / se
         if model.q == 2 and model.L <= EXACT_L:  # the small-L reason: ERM on the local data model itself
             own = own_model_point(task, alpha=a, lam=lam, seeds=inst.seeds, rng=rng + 2)
             for k in MEASURES:
                 row[f"{k}_own"], row[f"{k}_own_se"] = own[k]
+        if model.q == 2:  # both local theories' solves over the instance's alphas
+            row["cpu_local_s"], row["cpu_local_own_s"] = cpu["local"], cpu["local_own"]
         row["cpu_s"] = time.process_time() - start
         rows.append(row)
     return rows
@@ -264,10 +274,12 @@ def markdown(rows: list[dict]) -> str:
         for k, name in (("eg", "classification error"), ("test_loss", "test cross-entropy"),
                         ("estimation_error", "estimation error")):
             lines += [f"{name}:", "",
-                      "| instance | alpha | simulation | gaussian (z) | mixture (z) | local (z) |",
-                      "|---|---|---|---|---|---|"]
+                      "| instance | alpha | simulation | gaussian (z) | mixture (z) | local (z) "
+                      "| local, each cluster's covariance (z) |",
+                      "|---|---|---|---|---|---|---|"]
             for r in (r for r in rows if r["family"] == family):
-                cells = " | ".join(f"{r[f'{k}_{t}']:.4f} ({r[f'{k}_z_{t}']:+.1f})" for t in THEORIES)
+                cells = " | ".join(f"{r[f'{k}_{t}']:.4f} ({r[f'{k}_z_{t}']:+.1f})" if f"{k}_{t}" in r else "-"
+                                   for t in (*THEORIES, "local_own"))
                 lines.append(f"| {r['instance']} | {r['alpha']:g} | {r[f'{k}_sim']:.4f} +- "
                              f"{r[f'{k}_se']:.4f} | {cells} |")
             lines.append("")
