@@ -44,7 +44,8 @@ EG_TOTAL, EG_MIN = 20, 10
 
 class LocalTheory:
     """What the theory reads from a cluster mixture: the modes of ``S`` (zeros first, on the
-    neighbourhood), the means' and the teacher's modes, weights and labels; ``p`` normalises."""
+    neighbourhood), the means' and the teacher's modes, weights and labels; ``p`` normalises.
+    ``own_covariances``: the problem reads each cluster's covariance from ``mixture`` instead."""
 
     def __init__(self, mixture, p: int, *, own_covariances: bool = False) -> None:
         if own_covariances and mixture.covariances is None:
