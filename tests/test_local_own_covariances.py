@@ -92,6 +92,22 @@ def test_sampled_own_covariances_are_unbiased_and_a_lone_sample_takes_the_pooled
     assert cluster_mixture(x, labels, configs, classes=2, fixed=[5], teacher=np.zeros(d)).covariances is None
 
 
+def test_the_mixture_samples_each_cluster_with_its_own_covariance():
+    mix = with_own_covariances(constructed(d=30, q=2, m=2, seed=2), seed=1)
+    x, clusters = mix.sample(400_000, rng=3, covariance="cluster")
+    for c in np.argsort(mix.weights)[-2:]:  # the two heaviest clusters: their covariance within 5 SE
+        r = x[clusters == c] - mix.means[c]
+        n, S = r.shape[0], mix.covariances[c]
+        se = np.sqrt((np.outer(np.diag(S), np.diag(S)) + S**2) / n)
+        assert np.max(np.abs(r.T @ r / n - S) / np.maximum(se, 1e-300)) < 5.0
+        np.testing.assert_array_equal(r[:, mix.fixed], 0.0)
+    pooled = dataclasses.replace(mix, covariances=None)
+    with pytest.raises(ValueError, match="own_covariances=True"):
+        pooled.sample(10, covariance="cluster")
+    with pytest.raises(ValueError, match="covariance must be one of"):
+        mix.sample(10, covariance="own")
+
+
 def _theory_vs_erm(alpha, lam, seeds):
     mix = with_own_covariances(constructed(d=400, q=2, m=3))
     task, logistic = as_task(mix, 400), losses.resolve("logistic")

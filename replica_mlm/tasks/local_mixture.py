@@ -116,15 +116,30 @@ class ClusterMixture:
         U[np.ix_(free, np.arange(fixed.size, self.d))] = u_r
         return np.concatenate([np.zeros(fixed.size), omega_r]), U
 
-    def sample(self, n: int, *, rng: _checks.RngLike = None) -> tuple[np.ndarray, np.ndarray]:
-        """``n`` draws of the data model itself: inputs (n, d) and their clusters (n,)."""
+    def sample(self, n: int, *, rng: _checks.RngLike = None, covariance: str = "pooled"
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` draws of the data model itself: inputs (n, d) and their clusters (n,); with
+        ``covariance="cluster"`` each cluster's own covariance (:attr:`covariances`) instead of the
+        pooled one (the data model of the local theory's ``covariance="cluster"``)."""
         n = _checks.positive_int(n, "n")
+        own = _checks.choice(covariance, ("pooled", "cluster"), "covariance") == "cluster"
+        if own and self.covariances is None:
+            raise ValueError("covariance='cluster' needs each cluster's covariance: measure the mixture "
+                             "with own_covariances=True (a site's local_mixture_own_covariances)")
         gen = _checks.as_generator(rng)
         _checks.allocation(8 * 3 * n * self.d, f"sample(n={n}) on d = {self.d} inputs")
         clusters = gen.choice(self.C, size=n, p=self.weights)
-        omega, U = self.modes
-        g = gen.standard_normal((n, self.d)) * np.sqrt(np.clip(omega, 0.0, None))
-        return self.means[clusters] + g @ U.T, clusters
+        if not own:
+            omega, U = self.modes
+            g = gen.standard_normal((n, self.d)) * np.sqrt(np.clip(omega, 0.0, None))
+            return self.means[clusters] + g @ U.T, clusters
+        x, free = self.means[clusters].copy(), self.free
+        for c in np.unique(clusters):  # each cluster's draws through its covariance's square root,
+            e, U = np.linalg.eigh(self.covariances[c][np.ix_(free, free)])  # the neighbourhood fixed
+            at = np.flatnonzero(clusters == c)
+            g = gen.standard_normal((at.size, free.size)) * np.sqrt(np.clip(e, 0.0, None))
+            x[np.ix_(at, free)] += g @ U.T
+        return x, clusters
 
     def bayes_error(self) -> float:
         """The Bayes error of the data model: the error of the best classifier of the label that
