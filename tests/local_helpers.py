@@ -8,7 +8,8 @@ for ``q > 2``, the spin for ``q = 2``), weights from a small Potts energy of the
 neighbourhood, cluster means of norm O(1) (O(1/sqrt(d)) per coordinate) beyond the neighbourhood,
 and a Wishart pooled covariance there (:func:`with_own_covariances` gives each cluster its own).
 :func:`erm_point` fits the package's objective
-``sum_mu loss + (lam p / 2)|W|_F^2`` (``n = alpha p``) on ``mixture.sample(n)`` and measures each fit
+``sum_mu loss + (lam p / 2)|W|_F^2`` (``n = alpha p``) on ``mixture.sample(n)`` (with each cluster's
+own covariance where the mixture has them) and measures each fit
 exactly under the mixture (its logits are Gaussian given the cluster), then averages over seeds.
 """
 
@@ -83,30 +84,6 @@ def with_own_covariances(mixture: ClusterMixture, *, seed: int = 0) -> ClusterMi
                                covariances=covs)
 
 
-def _sample(mixture: ClusterMixture, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
-    """``mixture.sample``, or with each cluster's own covariance where the mixture has them."""
-    if mixture.covariances is None:
-        return mixture.sample(n, rng=rng)
-    gen = np.random.default_rng(rng)
-    clusters = gen.choice(mixture.C, size=n, p=mixture.weights)
-    x = mixture.means[clusters].copy()
-    roots = _ROOTS.get(id(mixture.covariances))
-    if roots is None:  # the clusters' square roots, once per mixture (kept alive beside it)
-        roots = []
-        for S in mixture.covariances:
-            e, U = np.linalg.eigh(S)
-            roots.append(U * np.sqrt(np.clip(e, 0.0, None)))
-        _ROOTS[id(mixture.covariances)] = roots = (mixture.covariances, roots)
-    for c in np.unique(clusters):
-        at = clusters == c
-        x[at] += gen.standard_normal((at.sum(), mixture.d)) @ roots[1][c].T
-    return x, clusters
-
-
-#: square roots of the clusters' covariances by the id of the covariances (held with them)
-_ROOTS: dict = {}
-
-
 def _binary_measures(mixture: ClusterMixture, w: np.ndarray, nodes: tuple) -> tuple[float, float]:
     signs = np.where(mixture.labels == 0, 1.0, -1.0)
     mean = mixture.means @ w
@@ -175,8 +152,9 @@ def erm_point(mixture: ClusterMixture, p: int, alpha: float, lam: float, seeds, 
     P = logistic.BINARY_BASIS if q == 2 else simplex_basis(q)
     nodes = np.polynomial.hermite_e.hermegauss(60 if q == 2 else 30)
     rows = []
+    covariance = "pooled" if mixture.covariances is None else "cluster"  # the mixture's own data model
     for s in seeds:
-        x, clusters = _sample(mixture, n, s)
+        x, clusters = mixture.sample(n, rng=s, covariance=covariance)
         y = mixture.labels[clusters]
         W, kkt = logistic.fit(x, y, P, lam * p) if q == 2 else _sklearn_fit(x, y, P, lam * p)
         assert kkt <= kkt_tol, f"fit not converged: KKT {kkt:.3g}"

@@ -133,13 +133,22 @@ class ClusterMixture:
             omega, U = self.modes
             g = gen.standard_normal((n, self.d)) * np.sqrt(np.clip(omega, 0.0, None))
             return self.means[clusters] + g @ U.T, clusters
-        x, free = self.means[clusters].copy(), self.free
-        for c in np.unique(clusters):  # each cluster's draws through its covariance's square root,
-            e, U = np.linalg.eigh(self.covariances[c][np.ix_(free, free)])  # the neighbourhood fixed
+        x, free, roots = self.means[clusters].copy(), self.free, self._cluster_roots
+        for c in np.unique(clusters):  # each cluster's draws through its covariance's square root
             at = np.flatnonzero(clusters == c)
-            g = gen.standard_normal((at.size, free.size)) * np.sqrt(np.clip(e, 0.0, None))
-            x[np.ix_(at, free)] += g @ U.T
+            x[np.ix_(at, free)] += gen.standard_normal((at.size, free.size)) @ roots[c].T
         return x, clusters
+
+    @cached_property
+    def _cluster_roots(self) -> np.ndarray:
+        """``U_c sqrt(e_c)`` of each cluster's covariance on the Gaussian coordinates (C, f, f), for
+        :meth:`sample` (built once: its ERM checks draw many training sets)."""
+        free = self.free
+        roots = np.empty((self.C, free.size, free.size))
+        for c, S in enumerate(self.covariances):
+            e, U = np.linalg.eigh(S[np.ix_(free, free)])
+            roots[c] = U * np.sqrt(np.clip(e, 0.0, None))
+        return roots
 
     def bayes_error(self) -> float:
         """The Bayes error of the data model: the error of the best classifier of the label that
