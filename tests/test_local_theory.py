@@ -223,24 +223,26 @@ def test_learning_curve_is_solve_point_by_point_and_carries_validity():
     assert curve.valid is not None and curve.valid == point.valid
 
 
-def test_hybr_takes_over_where_anderson_stalls(monkeypatch):
-    """Where Anderson mixing stalls, the shared driver hands over to Powell's hybrid method from
-    Anderson's best point: forced here, the local solve finds the same point to solver precision,
-    and counts both runs' evaluations."""
+@pytest.mark.parametrize("stalled", [("_newton",), ("_newton", "_anderson")])
+def test_the_driver_hands_over_where_newton_or_anderson_stalls(monkeypatch, stalled):
+    """Where Newton's method stalls, Anderson mixing takes over from its best point, and where that
+    stalls too, Powell's hybrid method: forced here, the local solve finds the same point to solver
+    precision, and counts every run's evaluations."""
     from replica_mlm.theory.solvers import fixed_point
 
     task, logistic = as_task(constructed(d=100, q=2, m=3), 100), losses.resolve("logistic")
     reference = local_engine.solve(task, alpha=2.0, lam=0.1, loss=logistic)
 
-    def anderson_stalls(image, residual, x, **kw):
-        for _ in range(7):
-            image(x)
+    def stalls(first, residual, x, **kw):
+        for k in range(1, 8):  # seven evaluations at distinct points (the last one is not recomputed)
+            first(x + 1e-6 * k)
         raise fixed_point.FixedPointFailure("tolerance", last=x, best=x, residual=math.inf)
 
-    monkeypatch.setattr(fixed_point, "_anderson", anderson_stalls)
+    for name in stalled:
+        monkeypatch.setattr(fixed_point, name, stalls)
     fallback = local_engine.solve(task, alpha=2.0, lam=0.1, loss=logistic)
     _same(reference, fallback)
-    assert fallback.converged and fallback.residual < 1e-10 and fallback.iterations > 7
+    assert fallback.converged and fallback.residual < 1e-10 and fallback.iterations > 7 * len(stalled)
 
 
 def test_sampled_local_mixture_warns_below_three_samples_per_cluster_and_input():

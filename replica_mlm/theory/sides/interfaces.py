@@ -74,7 +74,11 @@ class PriorSide(Protocol):
 
 @runtime_checkable
 class MatrixChannelSide(Protocol):
-    """The channel side of a K x K saddle point (a multi-class site, a q-cluster mixture)."""
+    """The channel side of a K x K saddle point (a multi-class site, a q-cluster mixture).
+
+    Optional, for Newton's method (K = 1, with a prior side giving ``overlaps_jacobian``):
+    ``hats_jacobian(alpha, V, Q, M) -> (hats, J)``, J the derivatives of ``(V_hat, Q_hat,
+    M_hat...)`` in ``(V, Q, M...)`` (:meth:`.local_clusters.LocalClusters.hats_jacobian`)."""
 
     def hats(self, alpha: float, V, Q, M) -> dict:
         """``V_hat, Q_hat, M_hat`` and the mean training loss (key ``train_loss``) at ``(V, Q, M)``."""
@@ -85,7 +89,10 @@ class MatrixChannelSide(Protocol):
 
 @runtime_checkable
 class MatrixPriorSide(Protocol):
-    """The prior side of a K x K saddle point."""
+    """The prior side of a K x K saddle point.
+
+    Optional, for Newton's method: ``overlaps_jacobian(h) -> ((V, Q, M), J)``, J the derivatives of
+    ``(V, Q, M...)`` in ``(V_hat, Q_hat, M_hat...)`` (:meth:`.prior.RidgeMeansPrior.overlaps_jacobian`)."""
 
     lam: float
 

@@ -51,35 +51,76 @@ class LocalClusters:
     order: int = ORDER
 
     def _all_nodes(self, V: float, q: float, M, at: str):
-        """The nodes of every cluster, concatenated: fields, labels, weights and cluster indices.
-        Panels without edges of their own (a smooth loss) are built once and shifted."""
+        """The nodes of every cluster, concatenated cluster by cluster: fields, labels, weights,
+        cluster indices and where each cluster's nodes start. Without edges of the loss's own (a
+        smooth loss) every cluster shares one standardised rule, shifted by its ``M_c``."""
+        C = self.weights.size
+        kinks = [self.loss.thresholds(label, V) if at == "prox" else self.loss.kink_points(label)
+                 for label in (np.array([1.0]), np.array([-1.0]))]
+        if not any(kinks):
+            x, cw = panels(math.sqrt(q), [], self.order)
+            n = x.size
+            return ((M[0][:, None] + x).ravel(), np.repeat(self.signs, n),
+                    (self.weights[:, None] * cw).ravel(), np.repeat(np.arange(C), n), np.arange(0, C * n, n))
         fields, labels, weights, index = [], [], [], []
-        shared = None
         for c, y in enumerate(self.signs):
-            lab = np.array([y])
-            breaks = self.loss.thresholds(lab, V) if at == "prox" else self.loss.kink_points(lab)
-            if not breaks and shared is None:
-                shared = panels(math.sqrt(q), [], self.order)
-            x, cw = shared if not breaks else panels(math.sqrt(q), [b[0] - M[0, c] for b in breaks],
-                                                     self.order)
+            breaks = kinks[0] if y > 0 else kinks[1]
+            x, cw = panels(math.sqrt(q), [b[0] - M[0, c] for b in breaks], self.order)
             fields.append(M[0, c] + x)
             labels.append(np.full(x.shape, y))
             weights.append(cw * self.weights[c])
             index.append(np.full(x.shape, c))
+        starts = np.cumsum([0] + [a.size for a in fields[:-1]])
         return (np.concatenate(fields), np.concatenate(labels), np.concatenate(weights),
-                np.concatenate(index))
+                np.concatenate(index), starts)
 
     def hats(self, alpha: float, V, Q, M) -> dict:
         """``V_hat``, ``Q_hat`` (1 x 1), ``M_hat`` (1 x C) and the mean training loss (one proximal
         step over the nodes of all clusters at once)."""
+        return self._hats(alpha, V, Q, M, jacobian=False)[0]
+
+    def hats_jacobian(self, alpha: float, V, Q, M) -> tuple[dict, np.ndarray]:
+        """The hats of :meth:`hats` and their Jacobian from the same proximal step: the
+        (C + 2) x (C + 2) derivatives of ``(V_hat, Q_hat, M_hat_1..C)`` in ``(V, Q, M_1..C)``.
+
+        Every entry is a Gaussian integral of the same nodes, by ``d/dV f = f d_w f`` at fixed
+        ``w`` and integration by parts on ``w = M_c + sqrt(Q) xi`` (``d/dM_c E g = E[xi g] /
+        sqrt(Q)``, ``d/dQ E g = E[(xi^2 - 1) g] / (2 Q)``), so no second derivative of ``f`` is
+        needed and a kink of the loss needs no special case (docs/discrete.md, "Cost of a local
+        solve")."""
+        return self._hats(alpha, V, Q, M, jacobian=True)
+
+    def _hats(self, alpha: float, V, Q, M, *, jacobian: bool):
         v, q = float(V[0, 0]), float(Q[0, 0])
-        w, y, cw, index = self._all_nodes(v, q, M, "prox")
+        w, y, cw, index, starts = self._all_nodes(v, q, M, "prox")
         px = self.loss.prox(y, w, v)
-        cf = cw * px.f
-        m_hat = alpha * np.bincount(index, weights=cf, minlength=self.weights.size)
-        return {"V_hat": np.array([[-alpha * float(np.sum(cw * px.dfdw))]]),
-                "Q_hat": np.array([[alpha * float(np.sum(cf * px.f))]]), "M_hat": m_hat[None, :],
+        f, fw = px.f, px.dfdw
+        C = self.weights.size
+
+        def per_cluster(g):  # alpha sum over each cluster's nodes of its weight times g
+            return alpha * np.add.reduceat(cw * g, starts)
+
+        m_hat = per_cluster(f)
+        hats = {"V_hat": np.array([[-alpha * float(np.sum(cw * fw))]]),
+                "Q_hat": np.array([[alpha * float(np.sum(cw * f * f))]]), "M_hat": m_hat[None, :],
                 "train_loss": float(np.sum(cw * self.loss.value(y, px.z)))}
+        if not jacobian:
+            return hats, None
+        root = math.sqrt(q)
+        xi = (w - M[0, index]) / root
+        by_q = (xi * xi - 1.0) / (2.0 * q)
+        J = np.empty((C + 2, C + 2))
+        # rows: V_hat, Q_hat, M_hat_c; columns: V, Q, M_c
+        J[0, 0] = -float(np.sum(per_cluster(xi * f * fw))) / root
+        J[1, 0] = 2.0 * float(np.sum(per_cluster(f * f * fw)))
+        J[2:, 0] = per_cluster(f * fw)
+        J[0, 1] = -float(np.sum(per_cluster(by_q * fw)))
+        J[1, 1] = float(np.sum(per_cluster(by_q * f * f)))
+        J[2:, 1] = per_cluster(by_q * f)
+        J[0, 2:] = -per_cluster(xi * fw) / root
+        J[1, 2:] = 2.0 * per_cluster(f * fw)
+        J[2:, 2:] = np.diag(per_cluster(fw))
+        return hats, J
 
     def cold_hats(self, alpha: float) -> dict:
         """The hats of the cold start: those of the square loss's size, ``M_hat`` along the labels."""
@@ -91,7 +132,7 @@ class LocalClusters:
         q = float(Q[0, 0])
         if q <= 0.0:
             return float(self.weights @ self.loss.value(self.signs, M[0]))
-        w, y, cw, _ = self._all_nodes(1.0, q, M, "loss")
+        w, y, cw, _, _ = self._all_nodes(1.0, q, M, "loss")
         return float(cw @ self.loss.value(y, w))
 
     def error(self, Q, M) -> float:

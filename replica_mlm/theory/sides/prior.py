@@ -145,6 +145,30 @@ class RidgeMeansPrior:
                                     h["M_hat"])
         return V, Q, M
 
+    def overlaps_jacobian(self, h: dict):
+        """``(V, Q, M)`` at the hats ``h`` of one logit direction (K = 1) and their Jacobian: the
+        (C + 2) x (C + 2) derivatives of ``(V, Q, M_1..C)`` in ``(V_hat, Q_hat, M_hat_1..C)``, in
+        closed form from :func:`ridge_means` (``G_k = 1 / (lam + omega_k V_hat)``, ``b_k = a_k .
+        M_hat``: ``V = sum omega_k G_k / p``, ``M_c = sum_k G_k b_k a_kc``, ``Q = sum_k omega_k G_k^2
+        b_k^2 + Q_hat sum_k omega_k^2 G_k^2 / p``)."""
+        V, Q, M = self.overlaps(h)
+        if V.shape != (1, 1):
+            raise ValueError(f"the Jacobian of the ridge prior is written for K = 1, got K = {V.shape[0]}")
+        om, a = self.omega, self.means
+        v_hat, q_hat = float(h["V_hat"][0, 0]), float(h["Q_hat"][0, 0])
+        G = 1.0 / (self.lam + om * v_hat)
+        b = a @ h["M_hat"][0]
+        spread = om * om * G * G / self.p
+        C = a.shape[1]
+        J = np.zeros((C + 2, C + 2))
+        J[0, 0] = -float(np.sum(spread))
+        J[1, 0] = -2.0 * float(np.sum(om * om * G**3 * (b * b + om * q_hat / self.p)))
+        J[1, 1] = float(np.sum(spread))
+        J[1, 2:] = 2.0 * (om * G * G * b) @ a
+        J[2:, 0] = -(om * G * G * b) @ a
+        J[2:, 2:] = (a.T * G) @ a
+        return (V, Q, M), J
+
     def estimation_error(self, h: dict) -> float:
         """``E |W - W*|_F^2`` at the hats ``h``: the bias of each mode's mean against the teacher's
         row, and the variance ``(omega_k / p) tr(G_k Q_hat G_k)``."""

@@ -9,10 +9,13 @@ estimator is the deterministic ``M_hat a_k / lam``, the finite set of extra orde
 neighbourhood adds. Two classes (an Ising site) take any convex loss
 (:class:`.local_clusters.LocalClusters`, K = 1); more classes the softmax cross-entropy
 (:class:`.mixture_classes.MixtureClasses` with a class per cluster). Both are solved by the
-multi-class driver (:func:`.multiclass.solve_point`, residual at most :data:`.multiclass.TOL`).
+multi-class driver (:func:`.multiclass.solve_point`, residual at most :data:`.multiclass.TOL`): two
+classes by Newton's method with the Jacobian both sides give from one evaluation
+(:meth:`.local_clusters.LocalClusters.hats_jacobian`, :meth:`.prior.RidgeMeansPrior.overlaps_jacobian`),
+more by Anderson mixing.
 With ``covariance="cluster"`` (two classes) each cluster keeps its own covariance
 (:mod:`.cluster_covariances`: one ``V_c``, ``Q_c`` per cluster, the prior side in the inputs'
-coordinates), on the same driver.
+coordinates), on the same driver (Anderson mixing, from the pooled theory's point).
 """
 
 from __future__ import annotations
@@ -158,8 +161,10 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
     before = 0
     if own and start is None:
         start, before = _pooled_start(task, prob, alpha=alpha, lam=lam, loss=loss, order=order)
-    # ConvergenceError if it fails (after Anderson, the driver's hybr takes over from its best point)
-    point = multiclass.solve_point(prob, init=start, method="anderson", max_evaluations=MAX_EVALUATIONS)
+    # ConvergenceError if it fails (Newton where the sides give their Jacobian, else Anderson; after
+    # Anderson, the driver's hybr takes over from its best point)
+    method = "newton" if prob.has_jacobian else "anderson"
+    point = multiclass.solve_point(prob, init=start, method=method, max_evaluations=MAX_EVALUATIONS)
     meas = _measures(prob, point, order, scalar)
     return multiclass.MulticlassSaddlePoint(
         alpha=alpha, lam=lam, test_loss=meas["test_loss"], eg=meas["eg"],

@@ -177,6 +177,7 @@ class MatrixProblem:
         self.channel_side, self.prior_side, self.packer = channel_side, prior_side, packer
         self.alpha, self.lam = alpha, prior_side.lam
         self.evaluations = 0
+        self._last = None  # (packed x, hats, their Jacobian or None): the last evaluation
 
     def pack(self, V, Q, M) -> np.ndarray:
         return self.packer.pack(V, Q, M)
@@ -188,6 +189,27 @@ class MatrixProblem:
         self.evaluations += 1
         return self.channel_side.hats(self.alpha, V, Q, M)
 
+    def _hats_at(self, x, *, jacobian: bool = False):
+        """The hats at the packed ``x`` (and their Jacobian), reused when ``x`` is the point last
+        evaluated (a driver judging the point it has just stepped to)."""
+        x = np.asarray(x, dtype=float)
+        last = self._last
+        if last is not None and np.array_equal(last[0], x) and (last[2] is not None or not jacobian):
+            return last[1], last[2]
+        V, Q, M = self.unpack(x)
+        if not all(np.all(np.isfinite(a)) for a in (V, Q, M)) or not (_diagonal(V) > 0).all() \
+                or not (_diagonal(Q) > 0).all():
+            raise FloatingPointError("order parameters left their domain (V and Q positive and finite)")
+        if jacobian:
+            self.evaluations += 1
+            h, dh = self.channel_side.hats_jacobian(self.alpha, V, Q, M)
+        else:
+            h, dh = self.hats(V, Q, M), None
+        if not all(np.all(np.isfinite(h[k])) for k in ("Q_hat", "M_hat", "V_hat")):
+            raise FloatingPointError("hats left their domain")
+        self._last = (x.copy(), h, dh)
+        return h, dh
+
     def prior(self, h: dict):
         return self.prior_side.overlaps(h)
 
@@ -195,15 +217,43 @@ class MatrixProblem:
         return self.pack(*self.prior(self.channel_side.cold_hats(self.alpha)))
 
     def image(self, x) -> np.ndarray:
-        V, Q, M = self.unpack(x)
-        h = self.hats(V, Q, M)
-        if not all(np.all(np.isfinite(h[k])) for k in ("Q_hat", "M_hat", "V_hat")):
-            raise FloatingPointError("hats left their domain")
-        return self.pack(*self.prior(h))
+        return self.pack(*self.prior(self._hats_at(x)[0]))
+
+    @property
+    def has_jacobian(self) -> bool:
+        """Whether :meth:`image_jacobian` is available: one logit direction (K = 1, packed as
+        ``(log sqrt V, log sqrt Q, M)``) with sides that give their Jacobians."""
+        packer = self.packer
+        return (isinstance(packer, MatrixPacking) and packer.K == 1 and packer.symmetric_rho is None
+                and hasattr(self.channel_side, "hats_jacobian")
+                and hasattr(self.prior_side, "overlaps_jacobian"))
+
+    def image_jacobian(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """The image of the packed ``x`` and its Jacobian in the packed unknowns, composed from the
+        two sides' Jacobians (:attr:`has_jacobian`): one evaluation of the channel side."""
+        if not self.has_jacobian:
+            raise TypeError("this problem's sides give no Jacobian (K = 1 with hats_jacobian and "
+                            "overlaps_jacobian is required)")
+        V, Q, _ = self.unpack(x)
+        h, dh = self._hats_at(x, jacobian=True)
+        (V2, Q2, M2), dout = self.prior_side.overlaps_jacobian(h)
+        J = dout @ dh
+        # packed: x_0 = log sqrt V, x_1 = log sqrt Q (d V / d x_0 = 2 V), then M as it is
+        J[:2] /= 2.0 * np.array([V2[0, 0], Q2[0, 0]])[:, None]
+        J[:, :2] *= 2.0 * np.array([V[0, 0], Q[0, 0]])
+        return self.pack(V2, Q2, M2), J
+
+    def step_limits(self) -> np.ndarray:
+        """The largest change of each packed unknown in one Newton step: 1 on the logarithmic
+        diagonals (V and Q by at most e^2), none on M."""
+        n = self.packer.K * (self.packer.K + 1) // 2
+        limits = np.full(2 * n + self.packer.K * self.packer.columns, np.inf)
+        limits[:2 * n] = 1.0
+        return limits
 
     def residual(self, x) -> tuple[float, dict]:
         V, Q, M = self.unpack(x)
-        h = self.hats(V, Q, M)
+        h = self._hats_at(x)[0]
         V2, Q2, M2 = self.prior(h)
         res = max(_rel(V, V2), _rel(Q, Q2), _rel(M, M2))
         return res, {"V": V, "Q": Q, "M": M, **h}
@@ -220,6 +270,11 @@ def site_problem(task, alpha: float, lam: float, loss: str, rule: mc.Rule | None
     ridge = prior.RidgeMatrixPrior(omega, theta, task.p, lam, symmetric=task.symmetric)
     packer = MatrixPacking(task.K, task.K, task.rho[0, 0] if task.symmetric else None)
     return MatrixProblem(side, ridge, packer, alpha)
+
+
+def _diagonal(A: np.ndarray) -> np.ndarray:
+    """The diagonal of a square K x K order parameter, or every entry of a 1 x C one (one per cluster)."""
+    return np.diagonal(A) if A.shape[0] == A.shape[1] else A.ravel()
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
@@ -240,14 +295,18 @@ def solve_point(problem: MatrixProblem, *, init=None, tol: float = TOL, max_eval
 
     The driver is :func:`.fixed_point.solve` (``method``: hybr, relative step 1e-14: :data:`WARMUP`
     damped steps from a cold start, then up to three hybr runs; or Anderson mixing, for many
-    unknowns, with hybr after it if it stalls).
+    unknowns, with hybr after it if it stalls; or Newton's method with the sides' Jacobian
+    (:meth:`MatrixProblem.image_jacobian`), Anderson after it if it stalls).
     """
     x = problem.start() if init is None else np.asarray(init, dtype=float)
     errors = (FloatingPointError, OverflowError, ZeroDivisionError, ValueError, np.linalg.LinAlgError)
     try:
+        newton = ({"jacobian": problem.image_jacobian, "step_limits": problem.step_limits()}
+                  if method == "newton" else {})
         found = fixed_point.solve(problem.image, problem.residual, x, tol=tol, method=method,
                                   warmup=WARMUP if init is None else 0, xtols=(1e-14,), retry_xtol=1e-14,
-                                  max_evaluations=max_evaluations, domain_errors=errors, failures=errors)
+                                  max_evaluations=max_evaluations, domain_errors=errors, failures=errors,
+                                  **newton)
     except fixed_point.FixedPointFailure as failure:
         if failure.error is not None:
             raise ConvergenceError(f"multi-class saddle point failed at alpha={problem.alpha}, "

@@ -61,6 +61,7 @@ def _chol_unpack(x, K: int) -> np.ndarray:
     L = np.zeros((K, K))
     vals = np.array(x, dtype=float)
     diag = idx[0] == idx[1]
-    vals[diag] = np.exp(vals[diag])
+    with np.errstate(over="ignore"):  # inf: outside the domain, for the caller to refuse
+        vals[diag] = np.exp(vals[diag])
     L[idx] = vals
     return L @ L.T
