@@ -10,7 +10,8 @@ it differentiates, its convergence, and the driver's contract.
   the previous one) to the point Anderson mixing finds;
 * with the square loss, the solver's point is the closed form of ridge regression on the clusters;
 * the one-entry memo of the last evaluation changes no number, and order parameters outside their
-  domain are refused as such (so the driver steps back rather than fails).
+  domain are refused as such (so the driver steps back rather than fails), and a hybr run ending
+  outside the domain is not taken for a failure.
 """
 
 from __future__ import annotations
@@ -211,3 +212,28 @@ def test_order_parameters_outside_their_domain_are_a_domain_error(theory):
         bad[k] = value
         with pytest.raises(FloatingPointError, match="domain"):
             prob.image(bad)
+
+
+def test_hybr_goes_on_where_a_run_stops_outside_the_domain(monkeypatch):
+    """A hybr run that stops where the residual cannot be evaluated (a domain error) is not a point:
+    the driver goes on to its next attempt instead of failing (here x = cos x, whose first run is
+    made to stop at x = -1, outside the residual's domain x >= 0)."""
+    import types
+
+    from scipy import optimize
+
+    real_root, runs = optimize.root, []
+
+    def stops_outside_first(fun, x0, **kw):
+        runs.append(1)
+        return types.SimpleNamespace(x=np.array([-1.0])) if len(runs) == 1 else real_root(fun, x0, **kw)
+
+    def residual(x):
+        if x[0] < 0:
+            raise FloatingPointError("outside")
+        return abs(float(np.cos(x[0]) - x[0])), {}
+
+    monkeypatch.setattr(optimize, "root", stops_outside_first)
+    found = fixed_point.solve(np.cos, residual, np.array([0.5]), tol=1e-12, xtols=(1e-14,),
+                              domain_errors=(FloatingPointError,), failures=(FloatingPointError,))
+    assert len(runs) >= 2 and abs(found.x[0] - 0.7390851332151607) < 1e-12

@@ -48,7 +48,7 @@ METHODS = ("hybr", "anderson", "newton", "damped")
 #: of the sparse tables' Ising sites, logistic, hinge and square losses, alpha 0.5-4, lam 0.01-1:
 #: 4-59 evaluations at 422; the three others, the ordered lattices, finished by Anderson)
 NEWTON_EVALUATIONS = 60
-#: Armijo's sufficient decrease, and the smallest fraction of a Newton step tried
+#: Armijo's sufficient decrease, and the smallest fraction of a (capped) Newton step tried
 ARMIJO, SMALLEST_STEP = 1e-4, 1e-3
 #: a step is accepted if its gap is below the largest of the last NONMONOTONE accepted gaps (Grippo,
 #: Lampariello and Lucidi's non-monotone rule; measured on 108 hard points of the local theory (the
@@ -202,7 +202,12 @@ def _hybr(image, residual, x, *, tol: float, damping: float = 0.5, warmup: int =
             for xtol in (xtols if attempt == 0 else (retry_xtol,)):
                 sol = optimize.root(gap, x, method="hybr", options={"xtol": xtol, "maxfev": max_evaluations})
                 last = sol.x
-                res, point = residual(sol.x)
+                try:
+                    res, point = residual(sol.x)
+                except fatal:
+                    raise
+                except domain_errors:  # hybr stopped outside the map's domain: not a point, go on
+                    res, point = math.inf, None
                 if res < best[0]:
                     best = (res, sol.x)
                 if res <= tol:
@@ -277,8 +282,8 @@ def _newton(jacobian, residual, x, *, tol: float, step_limits=None, domain_error
             direction = np.linalg.solve(np.eye(x.size) - J, gap)
         except np.linalg.LinAlgError:
             break
-        t = min(1.0, float(np.min(limits / np.maximum(np.abs(direction), 1e-300))))
-        while t >= SMALLEST_STEP and evaluations < NEWTON_EVALUATIONS:
+        t = first = min(1.0, float(np.min(limits / np.maximum(np.abs(direction), 1e-300))))
+        while t >= SMALLEST_STEP * first and evaluations < NEWTON_EVALUATIONS:
             trial = x + t * direction
             evaluations += 1
             try:
