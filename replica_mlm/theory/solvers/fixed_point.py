@@ -262,6 +262,8 @@ def _anderson(image, residual, x, *, tol: float, damping: float, max_evaluations
 
 def _newton(jacobian, residual, x, *, tol: float, step_limits=None, domain_errors: tuple = (),
             fatal: tuple = ()) -> FixedPoint:
+    """Newton's method of the module docstring; FixedPointFailure (with Newton's best point) where it
+    stalls, for the caller to hand over to Anderson mixing."""
     limits = np.full(x.shape, np.inf) if step_limits is None else np.asarray(step_limits, dtype=float)
     evaluations = 1
     try:
