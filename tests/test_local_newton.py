@@ -20,7 +20,7 @@ import itertools
 
 import numpy as np
 import pytest
-from local_helpers import constructed
+from local_helpers import constructed, with_own_covariances
 from scipy.optimize import brentq
 
 from replica_mlm.theory.sides import losses
@@ -142,12 +142,18 @@ def test_newton_needs_a_jacobian():
 
 
 def test_a_problem_without_jacobian_says_so():
-    """The q = 3 mixture of classes has no Jacobian: image_jacobian refuses rather than guess."""
+    """The q = 3 mixture of classes has no Jacobian, nor the two-colour clusters with their own
+    covariances (whose channel side inherits the pooled one's fields, not its Jacobian):
+    image_jacobian refuses rather than guess."""
     mixture = constructed(d=60, q=3, m=2)
     prob = local_engine.problem(local_engine.LocalTheory(mixture, 60), 2.0, 0.1, None, 6)
-    assert not prob.has_jacobian
-    with pytest.raises(TypeError, match="Jacobian"):
-        prob.image_jacobian(prob.start())
+    clusters = with_own_covariances(constructed(d=60, q=2, m=2))
+    own = local_engine.problem(local_engine.LocalTheory(clusters, 60, own_covariances=True), 2.0, 0.1,
+                               losses.resolve("logistic"), 16)
+    for problem in (prob, own):
+        assert not problem.has_jacobian
+        with pytest.raises(TypeError, match="Jacobian"):
+            problem.image_jacobian(problem.start())
 
 
 def test_the_last_evaluation_is_reused_and_changes_nothing(theory):

@@ -38,6 +38,9 @@ class OwnCovarianceClusters(LocalClusters):
     (:class:`.interfaces.MatrixChannelSide`, order parameters 1 x C); the attributes of
     :class:`.local_clusters.LocalClusters` (loss, weights ``pi_c``, signs ``y_c``, nodes per panel)."""
 
+    #: not written for one ``V_c``, ``Q_c`` per cluster: the pooled side's Jacobian would be wrong here
+    hats_jacobian = None
+
     def _nodes(self, c: int, V: float, q: float, M_c: float, at: str):
         """Fields and weights of ``E_xi`` for cluster ``c``, panel edges at the prox's kink
         thresholds (``at="prox"``) or the loss's kinks (``at="loss"``)."""

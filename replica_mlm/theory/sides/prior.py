@@ -151,12 +151,14 @@ class RidgeMeansPrior:
         closed form from :func:`ridge_means` (``G_k = 1 / (lam + omega_k V_hat)``, ``b_k = a_k .
         M_hat``: ``V = sum omega_k G_k / p``, ``M_c = sum_k G_k b_k a_kc``, ``Q = sum_k omega_k G_k^2
         b_k^2 + Q_hat sum_k omega_k^2 G_k^2 / p``)."""
-        V, Q, M = self.overlaps(h)
-        if V.shape != (1, 1):
-            raise ValueError(f"the Jacobian of the ridge prior is written for K = 1, got K = {V.shape[0]}")
+        K = h["V_hat"].shape[0]
+        if K != 1:
+            raise ValueError(f"the Jacobian of the ridge prior is written for K = 1, got K = {K}")
+        V, Q, M, G, _ = ridge_means(self.omega, self.means, self.p, self.lam, h["V_hat"], h["Q_hat"],
+                                    h["M_hat"])
         om, a = self.omega, self.means
-        v_hat, q_hat = float(h["V_hat"][0, 0]), float(h["Q_hat"][0, 0])
-        G = 1.0 / (self.lam + om * v_hat)
+        q_hat = float(h["Q_hat"][0, 0])
+        G = G[:, 0, 0]
         b = a @ h["M_hat"][0]
         spread = om * om * G * G / self.p
         C = a.shape[1]

@@ -177,7 +177,7 @@ class MatrixProblem:
         self.channel_side, self.prior_side, self.packer = channel_side, prior_side, packer
         self.alpha, self.lam = alpha, prior_side.lam
         self.evaluations = 0
-        self._last = None  # (packed x, hats, their Jacobian or None): the last evaluation
+        self._last = None  # (packed x, (V, Q, M), hats, their Jacobian or None): the last evaluation
 
     def pack(self, V, Q, M) -> np.ndarray:
         return self.packer.pack(V, Q, M)
@@ -190,12 +190,14 @@ class MatrixProblem:
         return self.channel_side.hats(self.alpha, V, Q, M)
 
     def _hats_at(self, x, *, jacobian: bool = False):
-        """The hats at the packed ``x`` (and their Jacobian), reused when ``x`` is the point last
-        evaluated (a driver judging the point it has just stepped to)."""
+        """``(V, Q, M)`` unpacked from ``x``, the hats there and (``jacobian``) their Jacobian, else
+        None; all reused when ``x`` is the point last evaluated (a driver judging the point it has
+        just stepped to)."""
         x = np.asarray(x, dtype=float)
         last = self._last
-        if last is not None and np.array_equal(last[0], x) and (last[2] is not None or not jacobian):
-            return last[1], last[2]
+        if last is not None and np.array_equal(last[0], x) and (last[3] is not None or not jacobian):
+            return last[1:]
+        x = x.copy()  # the driver may reuse its array; M unpacks as a view of this private copy
         V, Q, M = self.unpack(x)
         if not all(np.all(np.isfinite(a)) for a in (V, Q, M)) or not (_diagonal(V) > 0).all() \
                 or not (_diagonal(Q) > 0).all():
@@ -207,8 +209,8 @@ class MatrixProblem:
             h, dh = self.hats(V, Q, M), None
         if not all(np.all(np.isfinite(h[k])) for k in ("Q_hat", "M_hat", "V_hat")):
             raise FloatingPointError("hats left their domain")
-        self._last = (x.copy(), h, dh)
-        return h, dh
+        self._last = (x, (V, Q, M), h, dh)
+        return (V, Q, M), h, dh
 
     def prior(self, h: dict):
         return self.prior_side.overlaps(h)
@@ -217,7 +219,7 @@ class MatrixProblem:
         return self.pack(*self.prior(self.channel_side.cold_hats(self.alpha)))
 
     def image(self, x) -> np.ndarray:
-        return self.pack(*self.prior(self._hats_at(x)[0]))
+        return self.pack(*self.prior(self._hats_at(x)[1]))
 
     @property
     def has_jacobian(self) -> bool:
@@ -225,8 +227,8 @@ class MatrixProblem:
         ``(log sqrt V, log sqrt Q, M)``) with sides that give their Jacobians."""
         packer = self.packer
         return (isinstance(packer, MatrixPacking) and packer.K == 1 and packer.symmetric_rho is None
-                and hasattr(self.channel_side, "hats_jacobian")
-                and hasattr(self.prior_side, "overlaps_jacobian"))
+                and callable(getattr(self.channel_side, "hats_jacobian", None))
+                and callable(getattr(self.prior_side, "overlaps_jacobian", None)))
 
     def image_jacobian(self, x) -> tuple[np.ndarray, np.ndarray]:
         """The image of the packed ``x`` and its Jacobian in the packed unknowns, composed from the
@@ -234,8 +236,7 @@ class MatrixProblem:
         if not self.has_jacobian:
             raise TypeError("this problem's sides give no Jacobian (K = 1 with hats_jacobian and "
                             "overlaps_jacobian is required)")
-        V, Q, _ = self.unpack(x)
-        h, dh = self._hats_at(x, jacobian=True)
+        (V, Q, _), h, dh = self._hats_at(x, jacobian=True)
         (V2, Q2, M2), dout = self.prior_side.overlaps_jacobian(h)
         J = dout @ dh
         # packed: x_0 = log sqrt V, x_1 = log sqrt Q (d V / d x_0 = 2 V), then M as it is
@@ -252,8 +253,7 @@ class MatrixProblem:
         return limits
 
     def residual(self, x) -> tuple[float, dict]:
-        V, Q, M = self.unpack(x)
-        h = self._hats_at(x)[0]
+        (V, Q, M), h, _ = self._hats_at(x)
         V2, Q2, M2 = self.prior(h)
         res = max(_rel(V, V2), _rel(Q, Q2), _rel(M, M2))
         return res, {"V": V, "Q": Q, "M": M, **h}
