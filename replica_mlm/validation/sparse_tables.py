@@ -38,6 +38,8 @@ from replica_mlm._base.stats import mean_stderr
 
 MEASURES = ("eg", "test_loss", "estimation_error")
 THEORIES = ("gaussian", "mixture", "local")
+#: the columns of an Ising site: also the local theory with each cluster's own covariance
+ISING_THEORIES = (*THEORIES, "local_own")
 #: held bound on |z| (discrete.local_agreement)
 Z_MAX = 3.0
 #: the exact Boltzmann law is enumerated up to this many sites (2**16 configurations)
@@ -137,7 +139,7 @@ def measure(inst: SparseInstance, *, lam: float = 0.1, rng: int = 0) -> list[dic
     theory, cpu = {}, {"local": 0.0, "local_own": 0.0}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # validity warnings: the ratio is in the row
-        for t in (*THEORIES, "local_own") if model.q == 2 else THEORIES:
+        for t in ISING_THEORIES if model.q == 2 else THEORIES:
             for a in inst.alphas:
                 options = {"theory": "local", "covariance": "cluster"} if t == "local_own" else {"theory": t}
                 t0 = time.process_time()
@@ -155,7 +157,7 @@ def measure(inst: SparseInstance, *, lam: float = 0.1, rng: int = 0) -> list[dic
         for k in MEASURES:
             mean, se = sims[a][k]
             row[f"{k}_sim"], row[f"{k}_se"] = mean, se
-            for t in (t for t in (*THEORIES, "local_own") if (t, a) in theory):
+            for t in (t for t in ISING_THEORIES if (t, a) in theory):
                 value = float(getattr(theory[t, a], k))
                 row[f"{k}_{t}"], row[f"{k}_z_{t}"] = value, (mean - value) / se
         if model.q == 2 and model.L <= EXACT_L:  # the small-L reason: ERM on the local data model itself
@@ -279,7 +281,7 @@ def markdown(rows: list[dict]) -> str:
                       "|---|---|---|---|---|---|---|"]
             for r in (r for r in rows if r["family"] == family):
                 cells = " | ".join(f"{r[f'{k}_{t}']:.4f} ({r[f'{k}_z_{t}']:+.1f})" if f"{k}_{t}" in r else "-"
-                                   for t in (*THEORIES, "local_own"))
+                                   for t in ISING_THEORIES)
                 lines.append(f"| {r['instance']} | {r['alpha']:g} | {r[f'{k}_sim']:.4f} +- "
                              f"{r[f'{k}_se']:.4f} | {cells} |")
             lines.append("")
