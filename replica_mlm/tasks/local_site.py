@@ -188,12 +188,18 @@ def as_clusters(mixture) -> ClusterMixture:
                           regularisation=mixture.regularisation)
 
 
+def samples_needed(mixture: ClusterMixture) -> int:
+    """The sampled sequences a local mixture needs: :data:`SAMPLES_PER_CLUSTER_INPUT` per cluster and
+    Gaussian input (fewer, and its means' noise biases the prediction; docs/discrete.md, "Sparse
+    couplings"). Zero for an exact mixture."""
+    return SAMPLES_PER_CLUSTER_INPUT * mixture.C * mixture.free.size if mixture.method == "samples" else 0
+
+
 def _warn_if_few_samples(mixture: ClusterMixture) -> None:
-    """A RuntimeWarning when a sampled local mixture has fewer than
-    :data:`SAMPLES_PER_CLUSTER_INPUT` sequences per cluster and Gaussian input (its means' noise then
-    biases the prediction, docs/discrete.md, "Sparse couplings")."""
-    need = SAMPLES_PER_CLUSTER_INPUT * mixture.C * mixture.free.size
-    if mixture.method == "samples" and mixture.n_samples < need:
+    """A RuntimeWarning when a sampled local mixture has fewer sequences than
+    :func:`samples_needed`."""
+    need = samples_needed(mixture)
+    if mixture.n_samples < need:
         warnings.warn(f"the local theory's cluster means rest on {mixture.n_samples} sampled sequences for "
                       f"{mixture.C} clusters in {mixture.free.size} Gaussian inputs "
                       f"({mixture.n_samples / (mixture.C * mixture.free.size):.2g} per cluster and input, "
@@ -202,5 +208,5 @@ def _warn_if_few_samples(mixture: ClusterMixture) -> None:
                       RuntimeWarning, stacklevel=3)
 
 
-__all__ = ["DiscreteSite", "as_clusters"]
+__all__ = ["DiscreteSite", "as_clusters", "samples_needed"]
 
