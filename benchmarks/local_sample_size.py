@@ -15,7 +15,9 @@ error, about as 1/N); several seeds at one size the prediction's own spread.
 Sites (docs/discrete.md, "Sparse couplings"): ``potts4``, the q = 4 Potts glass on the random
 3-regular graph (L = 100, beta = 1.5, site 0, alpha 1 and 4); ``lattice16``, the 16 x 16 ferromagnet
 at beta = 0.44 (site 0, alpha 1 and 4); ``band200``, the band at L = 200 (beta 0.5, site 100, alpha
-1 and 4); ``regular4``, the held-out 4-regular ferromagnet (L = 120, beta = 0.4, site 5, alpha 1.5).
+1 and 4); ``regular4``, the held-out 4-regular ferromagnet (L = 120, beta = 0.4, site 5, alpha 1.5);
+``glass3``, the +-1 Ising glass on the random 3-regular graph (L = 100, beta = 0.7, site 0, alpha 1
+and 4).
 """
 import sys
 import time
@@ -34,6 +36,8 @@ SITES = {
     "band200": (lambda: rm.PottsModel.ising(couplings=graphs.banded(200, rng=3), beta=0.5), 100, (1.0, 4.0)),
     "regular4": (lambda: rm.PottsModel.ising(couplings=graphs.random_regular(120, degree=4, rng=7), beta=0.4),
                  5, (1.5,)),
+    "glass3": (lambda: rm.PottsModel.ising(couplings=graphs.random_regular(100, signs="glass", rng=1),
+                                           beta=0.7), 0, (1.0, 4.0)),
 }
 
 name, sizes, seeds = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -68,15 +68,15 @@ def test_markdown_has_one_table_per_measure_and_the_validity_table(ring_rows):
 
 
 def test_a_site_short_of_sequences_is_measured_again_on_what_its_local_mixture_needs(monkeypatch):
-    # the tables hold the theories, not their sampled means' noise: a site whose default 20 000
-    # sequences fall short of samples_needed is measured again on that many plus 10 %, rounded up
+    # the tables hold the theories, not their sampled means' noise: a site whose 20 000 sequences
+    # fall short of samples_needed is measured again on that many plus 10 %, rounded up
     import warnings
 
     from replica_mlm.potts.graphs import banded
     from replica_mlm.tasks import local_site
 
     model = rm.PottsModel.ising(couplings=banded(24, width=1, rng=0), beta=0.3)  # sampled: L > 22
-    enough = st.measured_site(model, 10, rng=0)  # 8 clusters x 21 inputs x 3: the default suffices
+    enough = st.measured_site(model, 10, rng=0, sequences=20000)  # 8 clusters x 21 inputs x 3 suffice
     assert enough.local_mixture.n_samples == 20000
     monkeypatch.setattr(local_site, "SAMPLES_PER_CLUSTER_INPUT", 150)
     short = model.masked_site(10, rng=0)
@@ -84,7 +84,7 @@ def test_a_site_short_of_sequences_is_measured_again_on_what_its_local_mixture_n
         warnings.simplefilter("ignore", RuntimeWarning)
         need = local_site.samples_needed(short.local_mixture)
     assert need > 20000
-    again = st.measured_site(model, 10, rng=0)
+    again = st.measured_site(model, 10, rng=0, sequences=20000)
     assert again.local_mixture.n_samples == -(-int(1.1 * need) // 1000) * 1000 > need
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # enough now: no warning
