@@ -109,16 +109,17 @@ class LocalClusters:
         root = math.sqrt(q)
         xi = (w - M[0, index]) / root
         by_q = (xi * xi - 1.0) / (2.0 * q)
+        f_fw = per_cluster(f * fw)  # d M_hat_c / d V, and half of d Q_hat / d M_c
         J = np.empty((C + 2, C + 2))
         # rows: V_hat, Q_hat, M_hat_c; columns: V, Q, M_c
         J[0, 0] = -float(np.sum(per_cluster(xi * f * fw))) / root
         J[1, 0] = 2.0 * float(np.sum(per_cluster(f * f * fw)))
-        J[2:, 0] = per_cluster(f * fw)
+        J[2:, 0] = f_fw
         J[0, 1] = -float(np.sum(per_cluster(by_q * fw)))
         J[1, 1] = float(np.sum(per_cluster(by_q * f * f)))
         J[2:, 1] = per_cluster(by_q * f)
         J[0, 2:] = -per_cluster(xi * fw) / root
-        J[1, 2:] = 2.0 * per_cluster(f * fw)
+        J[1, 2:] = 2.0 * f_fw
         J[2:, 2:] = np.diag(per_cluster(fw))
         return hats, J
 
