@@ -63,7 +63,9 @@ class ClusterMixture:
         colours (then they cannot be read off the inputs, and nothing is fixed).
     counts : ndarray (C,) or None
         Samples per cluster (None when exact): the sampling noise of a mean adds ``d / n_c`` to its
-        squared Mahalanobis norm, which the Bayes error takes off (:mod:`.bayes_error`).
+        squared Mahalanobis norm, which the Bayes error takes off (:mod:`.bayes_error`), as the
+        local theory takes ``S / n_c`` off the means' squares (docs/discrete.md, "Sampled cluster
+        means").
     states : ndarray (C,) of int or None
         The ordered state of the rest in each cluster when the clusters are split by it
         (:mod:`.rest_states`; a latent variable, not read off the inputs), else None.

@@ -101,6 +101,11 @@ class OwnCovarianceRidge:
     lam : float
     teacher : ndarray (d,)
         ``w*``, for the estimation error.
+    noise : ndarray (C,) or None
+        ``1 / n_c`` of means sampled ``n_c`` times each (None: exact means). A sampled mean's noise
+        ``S_c / n_c`` is taken out where the overlaps read its square: ``T`` is summed with
+        ``Q_hat_c - p M_hat_c^2 noise_c`` and ``M_c`` loses ``p V_c M_hat_c noise_c``
+        (docs/discrete.md, "Sampled cluster means").
     """
 
     means: np.ndarray
@@ -108,12 +113,16 @@ class OwnCovarianceRidge:
     p: int
     lam: float
     teacher: np.ndarray
+    noise: np.ndarray | None = None
 
     def _estimator(self, h: dict):
         """``A^{-1}``, ``w_bar`` and ``A^{-1} T A^{-1}`` at the hats."""
         C, d = self.means.shape
         # one pass over the covariances for both sums (they are C d^2 numbers: memory-bound)
-        hats = np.stack([h["V_hat"][0], h["Q_hat"][0]])
+        q_hat = h["Q_hat"][0]
+        if self.noise is not None:  # sampled means: their noise out of T
+            q_hat = q_hat - self.p * h["M_hat"][0] ** 2 * self.noise
+        hats = np.stack([h["V_hat"][0], q_hat])
         A, T = (hats @ self.covariances.reshape(C, d * d)).reshape(2, d, d)
         A[np.diag_indices_from(A)] += self.lam
         inv = cho_solve(cho_factor(A), np.eye(d))
@@ -127,7 +136,10 @@ class OwnCovarianceRidge:
         # tr(S_c X) = <S_c, X> for symmetric X: both traces in one pass over the covariances
         X = np.stack([inv.ravel() / self.p, (np.outer(w_bar, w_bar) + noise / self.p).ravel()], axis=1)
         V, Q = (self.covariances.reshape(C, d * d) @ X).T
-        return V[None, :], Q[None, :], (self.means @ w_bar)[None, :]
+        M = self.means @ w_bar
+        if self.noise is not None:
+            M = M - self.p * V * h["M_hat"][0] * self.noise
+        return V[None, :], Q[None, :], M[None, :]
 
     def estimation_error(self, h: dict) -> float:
         """``E |w_hat - w*|^2 = |w_bar - w*|^2 + tr(A^{-1} T A^{-1}) / p`` at the hats ``h``."""

@@ -111,11 +111,17 @@ class RidgeMatrixPrior:
                                          h["M_hat"], target=self.target)
 
 
-def ridge_means(omega: np.ndarray, means: np.ndarray, p: int, lam: float, V_hat, Q_hat, M_hat):
+def ridge_means(omega: np.ndarray, means: np.ndarray, p: int, lam: float, V_hat, Q_hat, M_hat, noise=None):
     """``(V, Q, M)`` of the ridge prior when the hats meet cluster means rather than a teacher:
     ``means`` (d x C) holds the modes ``a_k = omega_k theta_k`` of the C means, so that a mode of
     zero variance (a coordinate fixed within each cluster) is allowed; also ``G_k`` and
-    ``E[w_k] = G_k M_hat a_k``. ``M = sum_k E[w_k] a_k^T`` is K x C."""
+    ``E[w_k] = G_k M_hat a_k``. ``M = sum_k E[w_k] a_k^T`` is K x C.
+
+    ``noise`` (C,): ``1 / n_c`` of means averaged over ``n_c`` samples each. Such a mean's modes
+    carry the noise ``omega_k / n_c`` in their squares, so ``a_k a_k^T`` is replaced by its unbiased
+    ``a_k a_k^T - omega_k diag(noise)`` wherever the overlaps read it: ``M`` loses ``p V M_hat
+    diag(noise)`` and ``Q`` loses ``sum_k omega_k^2 G_k B G_k`` with ``B = M_hat diag(noise)
+    M_hat^T`` (docs/discrete.md, "Sampled cluster means")."""
     K = V_hat.shape[0]
     G = np.linalg.inv(lam * np.eye(K) + omega[:, None, None] * V_hat)
     G = (G + np.swapaxes(G, 1, 2)) / 2
@@ -124,25 +130,33 @@ def ridge_means(omega: np.ndarray, means: np.ndarray, p: int, lam: float, V_hat,
     M = mean_w.T @ means
     Q = (np.einsum("k,ka,kb->ab", omega, mean_w, mean_w)
          + np.einsum("k,kab,bc,kdc->ad", omega**2 / p, G, Q_hat, G))
+    if noise is not None:
+        M = M - (p * V) @ (M_hat * noise)
+        Q = Q - np.einsum("k,kab,bc,kdc->ad", omega**2, G, (M_hat * noise) @ M_hat.T, G)
     return (V + V.T) / 2, (Q + Q.T) / 2, M, G, mean_w
 
 
 @dataclass(frozen=True, eq=False)
 class RidgeMeansPrior:
     """The ridge prior side of a cluster mixture (:class:`.interfaces.MatrixPriorSide`): modes
-    ``omega`` of the pooled covariance (zeros allowed), the means' modes ``means`` (d x C) and the
-    teacher's rows ``target`` (d x K) for the estimation error (:func:`ridge_means`)."""
+    ``omega`` of the pooled covariance (zeros allowed), the means' modes ``means`` (d x C), the
+    teacher's rows ``target`` (d x K) for the estimation error, and ``noise`` (C,), ``1 / n_c`` of
+    means sampled ``n_c`` times each (None: exact means) (:func:`ridge_means`)."""
 
     omega: np.ndarray
     means: np.ndarray
     p: int
     lam: float
     target: np.ndarray
+    noise: np.ndarray | None = None
+
+    def _ridge(self, h: dict):
+        return ridge_means(self.omega, self.means, self.p, self.lam, h["V_hat"], h["Q_hat"], h["M_hat"],
+                           self.noise)
 
     def overlaps(self, h: dict):
         """``(V, Q, M)`` at the hats ``h``."""
-        V, Q, M, _, _ = ridge_means(self.omega, self.means, self.p, self.lam, h["V_hat"], h["Q_hat"],
-                                    h["M_hat"])
+        V, Q, M, _, _ = self._ridge(h)
         return V, Q, M
 
     def overlaps_jacobian(self, h: dict):
@@ -150,12 +164,12 @@ class RidgeMeansPrior:
         (C + 2) x (C + 2) derivatives of ``(V, Q, M_1..C)`` in ``(V_hat, Q_hat, M_hat_1..C)``, in
         closed form from :func:`ridge_means` (``G_k = 1 / (lam + omega_k V_hat)``, ``b_k = a_k .
         M_hat``: ``V = sum omega_k G_k / p``, ``M_c = sum_k G_k b_k a_kc``, ``Q = sum_k omega_k G_k^2
-        b_k^2 + Q_hat sum_k omega_k^2 G_k^2 / p``)."""
+        b_k^2 + Q_hat sum_k omega_k^2 G_k^2 / p``; with ``noise``, ``M_c`` loses ``sum_k omega_k G_k
+        M_hat_c noise_c`` and ``Q`` loses ``sum_k omega_k^2 G_k^2 sum_c M_hat_c^2 noise_c``)."""
         K = h["V_hat"].shape[0]
         if K != 1:
             raise ValueError(f"the Jacobian of the ridge prior is written for K = 1, got K = {K}")
-        V, Q, M, G, _ = ridge_means(self.omega, self.means, self.p, self.lam, h["V_hat"], h["Q_hat"],
-                                    h["M_hat"])
+        V, Q, M, G, _ = self._ridge(h)
         om, a = self.omega, self.means
         q_hat = float(h["Q_hat"][0, 0])
         G = G[:, 0, 0]
@@ -169,12 +183,22 @@ class RidgeMeansPrior:
         J[1, 2:] = 2.0 * (om * G * G * b) @ a
         J[2:, 0] = -(om * G * G * b) @ a
         J[2:, 2:] = (a.T * G) @ a
+        if self.noise is not None:
+            m_hat, nu = h["M_hat"][0], self.noise
+            g1, g2 = float(np.sum(om * G)), float(np.sum(om * om * G * G))
+            J[1, 0] += 2.0 * float(np.sum(om**3 * G**3)) * float(np.sum(m_hat * m_hat * nu))
+            J[1, 2:] -= 2.0 * g2 * m_hat * nu
+            J[2:, 0] += g2 * m_hat * nu
+            J[2:, 2:] -= np.diag(g1 * nu)
         return (V, Q, M), J
 
     def estimation_error(self, h: dict) -> float:
         """``E |W - W*|_F^2`` at the hats ``h``: the bias of each mode's mean against the teacher's
-        row, and the variance ``(omega_k / p) tr(G_k Q_hat G_k)``."""
-        _, _, _, G, mean_w = ridge_means(self.omega, self.means, self.p, self.lam, h["V_hat"], h["Q_hat"],
-                                         h["M_hat"])
+        row, and the variance ``(omega_k / p) tr(G_k Q_hat G_k)``; with ``noise``, less the means'
+        noise in the bias, ``sum_k omega_k tr(G_k B G_k)`` (:func:`ridge_means`)."""
+        _, _, _, G, mean_w = self._ridge(h)
         var = np.einsum("k,kab,bc,kac->", self.omega / self.p, G, h["Q_hat"], G)
+        if self.noise is not None:
+            B = (h["M_hat"] * self.noise) @ h["M_hat"].T
+            var -= np.einsum("k,kab,bc,kac->", self.omega, G, B, G)
         return float(np.sum((mean_w - self.target) ** 2) + var)

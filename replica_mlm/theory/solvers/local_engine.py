@@ -64,10 +64,21 @@ class LocalTheory:
         self.labels = np.asarray(mixture.labels)
         self.classes = mixture.classes
         self.p = p
+        # sampled means: 1 / n_c, whose noise the prior sides take out of the means' squares
+        self.noise = None if mixture.counts is None else 1.0 / np.asarray(mixture.counts, dtype=float)
 
     @property
     def C(self) -> int:
         return self.weights.size
+
+    @property
+    def rho(self) -> np.ndarray:
+        """The C x C overlaps ``mu_c . mu_c'`` of the cluster means; of sampled means, less their
+        noise ``tr(S) / n_c`` on the diagonal (as the prior sides read them)."""
+        rho = self.means.T @ self.means
+        if self.noise is not None:
+            rho[np.diag_indices_from(rho)] -= float(np.sum(self.omega)) * self.noise
+        return rho
 
 
 def problem(theory: LocalTheory, alpha: float, lam: float, loss, order: int) -> multiclass.MatrixProblem:
@@ -76,9 +87,9 @@ def problem(theory: LocalTheory, alpha: float, lam: float, loss, order: int) -> 
     if theory.own_covariances:  # each cluster's own covariance (two classes)
         side = cluster_covariances.OwnCovarianceClusters(loss, theory.weights, _signs(theory), order)
         own = cluster_covariances.OwnCovarianceRidge(mix.means, mix.covariances, theory.p, lam,
-                                                     np.asarray(mix.teacher, dtype=float))
+                                                     np.asarray(mix.teacher, dtype=float), theory.noise)
         return multiclass.MatrixProblem(side, own, cluster_covariances.ClusterPacking(theory.C), alpha)
-    ridge = prior.RidgeMeansPrior(theory.omega, theory.means, theory.p, lam, theory.target)
+    ridge = prior.RidgeMeansPrior(theory.omega, theory.means, theory.p, lam, theory.target, theory.noise)
     if theory.classes == 2 and loss is not None:
         side = local_clusters.LocalClusters(loss, theory.weights, _signs(theory), order)
         K = 1
@@ -170,7 +181,7 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
         alpha=alpha, lam=lam, test_loss=meas["test_loss"], eg=meas["eg"],
         estimation_error=prob.prior_side.estimation_error(point), train_loss=point["train_loss"],
         Q=point["Q"], M=point["M"], V=point["V"], Q_hat=point["Q_hat"], M_hat=point["M_hat"],
-        V_hat=point["V_hat"], rho=theory.means.T @ theory.means, converged=True, residual=point["residual"],
+        V_hat=point["V_hat"], rho=theory.rho, converged=True, residual=point["residual"],
         iterations=before + prob.evaluations, integration=("Gauss-Legendre panels" if scalar else
                                                   f"Gauss-Hermite {order}^{K}; error rate: {EG_SCRAMBLINGS} "
                                                   "Sobol' scramblings"),
