@@ -5,7 +5,8 @@ beta = 0.5, site ``L // 2`` (the tables' instance): the local theory's error rat
 estimation error at alpha = 1 and 4 (lam = 0.1, the logistic loss) from ``masked_site(...,
 samples=N, rng=seed)`` for each sampler seed given, one row each, with its CPU seconds. Several
 seeds at one ``N`` give the prediction's own sampling spread; two sizes its bias (the noise of the
-cluster means, of order 1/N, lowers the predicted error).
+cluster means, of order 1/N, lowered the predicted error; the theory now takes it out,
+docs/discrete.md, "Sampled cluster means").
 
     python benchmarks/band_sampling_noise.py 200 20000 0,1,2,3,4,5
     python benchmarks/band_sampling_noise.py 200 80000 10,11

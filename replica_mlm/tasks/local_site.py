@@ -25,7 +25,9 @@ CHUNK = 2**15
 #: L = 400 (64 clusters, 395 inputs) needed about 3 (80 000 sequences) for its prediction to come
 #: within 3 SE; 0.8 (20 000) left it 3-9 SE off. A floor, not enough: the 3-regular Ising glass at
 #: 13 still sat 3.9 SE low in test loss, within 1.0 SE on 100 000 sequences (docs/discrete.md,
-#: "Sparse couplings")
+#: "Sparse couplings"). Measured before the means' noise was taken out of the theory (section
+#: "Sampled cluster means"); kept, since the clusters' weights (and own covariances) still spread
+#: and move the prediction on fewer sequences
 SAMPLES_PER_CLUSTER_INPUT = 3
 
 
@@ -192,8 +194,8 @@ def as_clusters(mixture) -> ClusterMixture:
 
 def samples_needed(mixture: ClusterMixture) -> int:
     """The sampled sequences a local mixture needs: :data:`SAMPLES_PER_CLUSTER_INPUT` per cluster and
-    Gaussian input (fewer, and its means' noise biases the prediction; docs/discrete.md, "Sparse
-    couplings"). Zero for an exact mixture."""
+    Gaussian input (fewer, and the sampling of its clusters spreads and moves the prediction;
+    docs/discrete.md, "Sampled cluster means"). Zero for an exact mixture."""
     return SAMPLES_PER_CLUSTER_INPUT * mixture.C * mixture.free.size if mixture.method == "samples" else 0
 
 
