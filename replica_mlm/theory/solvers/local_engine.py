@@ -74,10 +74,13 @@ class LocalTheory:
     @property
     def rho(self) -> np.ndarray:
         """The C x C overlaps ``mu_c . mu_c'`` of the cluster means; of sampled means, less their
-        noise ``tr(S) / n_c`` on the diagonal (as the prior sides read them)."""
+        noise ``tr(S_c) / n_c`` on the diagonal (as the prior sides read them; ``S_c`` the pooled
+        covariance unless each cluster keeps its own)."""
         rho = self.means.T @ self.means
         if self.noise is not None:
-            rho[np.diag_indices_from(rho)] -= float(np.sum(self.omega)) * self.noise
+            own = self.mixture.covariances if self.own_covariances else None
+            trace = np.trace(own, axis1=1, axis2=2) if own is not None else float(np.sum(self.omega))
+            rho[np.diag_indices_from(rho)] -= trace * self.noise
         return rho
 
 
