@@ -17,7 +17,6 @@ squares of the means would read as separation between the clusters. The prior si
 from __future__ import annotations
 
 import dataclasses
-import types
 
 import numpy as np
 import pytest
@@ -123,44 +122,48 @@ def test_ridge_prior_jacobian_with_sampled_means_is_the_overlaps_derivative():
     assert np.max(np.abs(J - fd)) <= 1e-8 * np.max(np.abs(fd))
 
 
-def _sampled_site(model, task, n: int, seed: int):
+def _sampled_site(model, task, n: int, seed: int, *, own: bool = False):
     """The site's local mixture from ``n`` independent draws of the Boltzmann law (exact
-    probabilities: no Markov chain), as :func:`local_engine.solve` reads a task."""
+    probabilities: no Markov chain), as :func:`local_engine.solve` reads a task; ``own``: with each
+    cluster's covariance measured too."""
     seqs, prob = model.all_sequences(), model.boltzmann_probabilities()
     draws = seqs[np.random.default_rng(seed).choice(len(prob), size=n, p=prob / prob.sum())]
     site = task._site
     mix = cluster_mixture(task._inputs(draws, None), draws[:, site].astype(np.int64),
                           draws[:, list(task.neighbourhood)], classes=model.q,
-                          fixed=task.local_mixture.fixed, teacher=task.teacher)
-    return as_task(mix, task.p)
+                          fixed=task.local_mixture.fixed, teacher=task.teacher, own_covariances=own)
+    return mix
 
 
 @pytest.mark.parametrize("which, n, draws", [
     ("ising", 150, 24),
+    ("ising, each cluster's covariance", 150, 24),
     pytest.param("potts", 400, 16, marks=pytest.mark.slow),  # 9 s: the error rate's Sobol' points
 ])
 def test_local_theory_from_sampled_sequences_is_unbiased(which, n, draws):
     """On an enumerable site (Ising ring of 16 sites at beta 0.5, 8 clusters in 15 inputs; q = 3
     ring of 8 at beta 0.8, 27 clusters), the local theory from ``n`` independent sequences, averaged
     over 24 (Ising) or 16 (q = 3) draws, is the exact-moment theory within 3 SE in error rate and
-    test loss (measured -1.5 / -1.3 and -1.2 / -2.3 SE; what is left, 0.007 in test loss on the
-    q = 3 site against the uncorrected 0.025, is not taken out: the weights' noise, and the means'
-    beyond first order through the saddle point); with the
-    means' noise left in, the test loss is biased low beyond 3 SE (measured -5.1 and -6.5 SE)."""
-    if which == "ising":
+    test loss (measured -1.5 / -1.3, with each cluster's own covariance -1.4 / -0.7, and on the
+    q = 3 ring -1.2 / -2.3 SE; what is left, 0.007 in test loss on the q = 3 site against the
+    uncorrected 0.025, is not taken out: the weights' noise, and the means' beyond first order
+    through the saddle point); with the means' noise left in, the test loss is biased low beyond
+    3 SE (measured -5.1, -4.5 and -6.5 SE)."""
+    own = "each cluster" in which
+    option = {"covariance": "cluster"} if own else {}
+    if which.startswith("ising"):
         model, loss = rm.PottsModel.ising(couplings=ring(16), beta=0.5), losses.resolve("logistic")
     else:
         model, loss = potts3(L=8), None
     task = model.masked_site(0, rng=0)
-    exact = local_engine.solve(task, alpha=2.0, lam=0.1, loss=loss)
+    exact = local_engine.solve(task, alpha=2.0, lam=0.1, loss=loss, **option)
     rows = {"corrected": [], "raw": []}
     for seed in range(draws):
-        sampled = _sampled_site(model, task, n, seed)
+        mixture = _sampled_site(model, task, n, seed, own=own)
         for name in rows:
-            if name == "raw":
-                sampled = types.SimpleNamespace(**vars(sampled))
-                sampled.local_mixture = dataclasses.replace(sampled.local_mixture, counts=None)
-            sp = local_engine.solve(sampled, alpha=2.0, lam=0.1, loss=loss, init=exact)
+            data = mixture if name == "corrected" else dataclasses.replace(mixture, counts=None)
+            sp = local_engine.solve(as_task(data, task.p), alpha=2.0, lam=0.1, loss=loss, init=exact,
+                                    **option)
             rows[name].append([sp.eg - exact.eg, sp.test_loss - exact.test_loss])
     z = {name: np.mean(r, axis=0) / (np.std(r, axis=0, ddof=1) / np.sqrt(len(r))) for name, r in rows.items()}
     assert np.all(np.abs(z["corrected"]) < 3.0), z
