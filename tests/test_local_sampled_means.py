@@ -168,3 +168,23 @@ def test_local_theory_from_sampled_sequences_is_unbiased(which, n, draws):
     z = {name: np.mean(r, axis=0) / (np.std(r, axis=0, ddof=1) / np.sqrt(len(r))) for name, r in rows.items()}
     assert np.all(np.abs(z["corrected"]) < 3.0), z
     assert z["raw"][1] < -3.0, z
+
+
+@pytest.mark.filterwarnings("ignore:the local theory's cluster means rest on:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:theory='local' is outside its validity")  # 1 000 sequences
+def test_a_training_set_larger_than_the_sample_is_named_where_the_solve_fails():
+    """With more training samples than sampled sequences (alpha p > N) the corrected Q can leave its
+    domain; a failed solve then says so and names the sample size that would do. Measured on this
+    site (a band of 30 spins on 400 sequences, each cluster's own covariance, lam = 0.01): alpha 11
+    solves, alpha 20 (alpha p = 580) fails; the pooled covariance still solves there."""
+    from replica_mlm._base.errors import ConvergenceError
+    from replica_mlm.potts.graphs import banded
+
+    model = rm.PottsModel.ising(couplings=banded(30, rng=3), beta=0.5)
+    task = model.masked_site(15, rng=0, samples=400)
+    own = {"loss": "logistic", "theory": "local", "covariance": "cluster"}
+    assert rm.solve(task, alpha=11.0, lam=0.01, **own).converged
+    with pytest.raises(ConvergenceError, match=r"alpha p = 580\) is larger than the 400 sampled sequences.*"
+                       r"samples=580\)"):
+        rm.solve(task, alpha=20.0, lam=0.01, **own)
+    assert rm.solve(task, alpha=20.0, lam=0.01, loss="logistic", theory="local").converged

@@ -154,7 +154,10 @@ class ClusterPacking:
     C: int
 
     def pack(self, V, Q, M) -> np.ndarray:
-        return np.concatenate([np.log(V[0]), np.log(Q[0]), M[0]])
+        """A ``V_c`` or ``Q_c`` that is not positive packs to NaN, which the driver refuses as outside
+        the domain (no warning of numpy's on the way)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.concatenate([np.log(V[0]), np.log(Q[0]), M[0]])
 
     def unpack(self, x):
         x = np.asarray(x, dtype=float)

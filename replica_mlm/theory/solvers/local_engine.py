@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from replica_mlm._base import checks as _checks
+from replica_mlm._base.errors import ConvergenceError
 from replica_mlm.tasks.potts_site import simplex_basis
 from replica_mlm.theory.sides import cluster_covariances, local_clusters, mixture_classes, prior
 from replica_mlm.theory.sides import multiclass_channel as mc
@@ -132,14 +133,28 @@ def _pooled_start(task, prob: multiclass.MatrixProblem, **point) -> tuple[np.nda
     pooled ``V``, ``Q``; the same ``M``), and the evaluations that took; a cold start (None) if the
     pooled theory fails. Measured on the 4 x 4 lattice's site 0 (beta 0.3, 0.44, 0.6; alpha 1, 2, 4):
     14-19 evaluations from there, 18-443 from a cold start."""
-    from replica_mlm._base.errors import ConvergenceError
-
     try:
         pooled = solve(task, **point)
     except ConvergenceError:
         return None, 0
     row = np.ones((1, pooled.M.shape[1]))
     return prob.pack(pooled.V[0, 0] * row, pooled.Q[0, 0] * row, pooled.M), pooled.iterations
+
+
+def _explain_short_sample(err, theory: LocalTheory, alpha: float) -> None:
+    """Re-raise a failed solve of sampled means with the reason when the training set is larger than
+    the sample: then taking the means' noise out can leave no positive ``Q`` (docs/discrete.md,
+    "Sampled cluster means"); otherwise return and let the caller re-raise."""
+    n, sampled = alpha * theory.p, theory.mixture.n_samples
+    if theory.noise is None or n <= sampled:
+        return
+    message = str(err).rsplit(" (iterations=", 1)[0]
+    raise ConvergenceError(f"{message}; the training set (alpha p = {n:.0f}) is larger than the {sampled} "
+                           "sampled sequences the cluster means rest on, and with their noise taken out "
+                           "the theory needs at least as many: measure the site with "
+                           f"masked_site(..., samples={int(np.ceil(n))}) or more (docs/discrete.md, "
+                           "\"Sampled cluster means\")", last=err.last, residual=err.residual,
+                           iterations=err.iterations) from None
 
 
 def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None, init=None,
@@ -178,7 +193,11 @@ def solve(task, *, alpha: float, lam: float, loss=None, order: int | None = None
     # ConvergenceError if it fails (Newton where the sides give their Jacobian, else Anderson; after
     # Anderson, the driver's hybr takes over from its best point)
     method = "newton" if prob.has_jacobian else "anderson"
-    point = multiclass.solve_point(prob, init=start, method=method, max_evaluations=MAX_EVALUATIONS)
+    try:
+        point = multiclass.solve_point(prob, init=start, method=method, max_evaluations=MAX_EVALUATIONS)
+    except ConvergenceError as err:
+        _explain_short_sample(err, theory, alpha)
+        raise
     meas = _measures(prob, point, order, scalar)
     return multiclass.MulticlassSaddlePoint(
         alpha=alpha, lam=lam, test_loss=meas["test_loss"], eg=meas["eg"],
