@@ -188,3 +188,45 @@ def test_a_training_set_larger_than_the_sample_is_named_where_the_solve_fails():
                        r"samples=580\)"):
         rm.solve(task, alpha=20.0, lam=0.01, **own)
     assert rm.solve(task, alpha=20.0, lam=0.01, loss="logistic", theory="local").converged
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_printed_prior_side_is_the_one_solved(sampled):
+    """``rm.equations(theory="local")``'s prior side, derived by sympy from one per-mode potential,
+    evaluated at a point equals the prior side the solver uses (:class:`RidgeMeansPrior`, with and
+    without the sampled means' noise) to 1e-12."""
+    import sympy as sp
+
+    from replica_mlm.theory.sides.prior import RidgeMeansPrior
+    from replica_mlm.theory.studies import local_equations as le
+    from replica_mlm.theory.symbolic import potentials as P
+
+    exact = constructed(d=40, q=2, m=2)
+    counts = np.random.default_rng(3).integers(3, 31, size=exact.C)
+    theory = local_engine.LocalTheory(dataclasses.replace(exact, counts=counts) if sampled else exact, 40)
+    h = _hats(theory, False)
+    side = RidgeMeansPrior(theory.omega, theory.means, theory.p, 0.1, theory.target, theory.noise)
+    V, Q, M = side.overlaps(h)
+    m_hat = h["M_hat"][0]
+    b_k = theory.means @ m_hat
+    s = float(np.sum(m_hat**2 * theory.noise)) if sampled else 0.0
+    summands = le.prior_side()
+    args = (le.omega[le.k], le.b, le.s, le.V_hat, le.Q_hat, P.lam, le.p)
+    values = (theory.omega, b_k, s, h["V_hat"][0, 0], h["Q_hat"][0, 0], 0.1, theory.p)
+
+    def summed(expr, **extra):
+        keys = (*args, *extra)
+        return float(np.sum(sp.lambdify(keys, expr, "numpy")(*values, *extra.values())))
+
+    np.testing.assert_allclose(summed(summands["V"]), V[0, 0], rtol=1e-12)
+    np.testing.assert_allclose(summed(summands["Q"]), Q[0, 0], rtol=1e-12)
+    for c in range(theory.C):
+        a_kc, n_c = sp.Symbol("a_kc"), sp.Symbol("n_c", positive=True)
+        expr = summands["M"].subs({le.a[le.k, le.c]: a_kc, le.M_hat[le.c]: m_hat[c], le.n[le.c]: n_c})
+        expr = expr.subs(n_c, counts[c]) if sampled else sp.limit(expr, n_c, sp.oo)  # exact means
+        total = float(np.sum(sp.lambdify((*args, a_kc), expr, "numpy")(*values, theory.means[:, c])))
+        np.testing.assert_allclose(total, M[0, c], rtol=1e-12, atol=1e-14)
+    t_k = sp.Symbol("t_k")
+    est = summands["estimation_error"].subs(le.t[le.k], t_k)
+    total = float(np.sum(sp.lambdify((*args, t_k), est, "numpy")(*values, theory.target[:, 0])))
+    np.testing.assert_allclose(total, side.estimation_error(h), rtol=1e-12)

@@ -72,9 +72,13 @@ def test_learning_curve_draws_what_solve_solves_a_potts_site_included():
     assert mix.method == "mixture" and mix.M.shape == (2, 2, 3)
 
 
-def test_equations_refuse_the_local_theory_with_the_planner_message():
-    with pytest.raises(ValueError, match=r"equations serves the routes .* take route 'local'"):
-        rm.equations(theory="local")
+def test_equations_print_the_local_theory_and_refuse_what_it_does_not_take():
+    eqs = rm.equations(theory="local")  # the two-colour site's default loss, the logistic
+    assert {"M_hat", "Q_hat", "V_hat", "V", "Q", "M", "estimation_error"} <= set(eqs)
+    with pytest.raises(ValueError, match="channel"):
+        rm.equations(theory="local", channel="logit")
+    with pytest.raises(ValueError, match="gaussian' only, got theory='local'"):  # printed the gaussian's
+        rm.equations(theory="local", bayes_optimal=True)
 
 
 def test_phase_diagram_refuses_a_potts_site_with_the_planner_message():

@@ -112,7 +112,7 @@ ENTRY_ROUTES = {
     "phase_diagram": ("root", "general"),
     "bayes_optimal": ("bayes", "bayes-mixture"),
     "bayes_optimal_curve": ("bayes", "bayes-mixture"),
-    "equations": ("root", "general", "mixture", "bayes"),
+    "equations": ("root", "general", "mixture", "bayes", "local"),
     "simulate": ("root", "general"),
     "online_sgd": ("dynamics",),
     "simulate_sgd": ("dynamics",),

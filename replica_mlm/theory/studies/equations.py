@@ -73,13 +73,17 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
         The Bayes-optimal equations of ``channel`` instead (docs/bayes_optimal.md, "The
         equations"): ``P_out``, ``Z``, ``dZ``, the fields, ``q_hat``, ``q``, ``V``, ``m`` and the
         estimation error (no loss: ``loss`` must then be None).
-    theory : {"gaussian", "mixture"}
+    theory : {"gaussian", "mixture", "local"}
         ``"mixture"``: the equations of ERM on a two-cluster Gaussian mixture (docs/discrete.md,
         section "The replica theory of the mixture"), with ``loss`` (default logistic): the loss, its
         proximal point, ``f`` and ``d_w f``, the field ``omega = y m + sqrt(q) xi`` of class ``y``, the
         hats averaged over the classes with weights ``pi_y``, and the ridge prior on the modes of
         ``S`` with ``theta = S^{-1} mu`` (``t_k = p (u_k . theta)^2``). No ``channel``: the label is
-        the cluster.
+        the cluster. ``"local"``: the local theory of a two-colour site (docs/discrete.md, "Sparse
+        couplings"; :mod:`.local_equations`): the same loss side, the field ``M_c + sqrt(Q) xi`` of
+        cluster ``c``, the hats summed over the clusters, and the ridge prior in the clusters' means
+        (modes ``a_kc``, samples ``n_c``: "Sampled cluster means") derived from its per-mode
+        potential.
     dynamics : bool
         The equations of one-pass SGD instead (docs/dynamics.md): the loss's derivative (sympy),
         the drift coefficients ``A``, ``B`` and ``E[l'^2]`` (in closed form where the derivative is
@@ -133,16 +137,16 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
     if _checks.flag(bayes_optimal, "bayes_optimal"):
         if loss is not None:
             raise ValueError("bayes_optimal=True takes no loss: the Bayes-optimal estimator has none")
-        if theory == "mixture":
-            raise ValueError("bayes_optimal=True is derived for theory='gaussian' only "
-                             "(docs/bayes_optimal.md)")
+        if theory != "gaussian":
+            raise ValueError(f"bayes_optimal=True is derived for theory='gaussian' only, got "
+                             f"theory={theory!r} (docs/bayes_optimal.md)")
         routes.plan(None, entry="equations", channel=channel, bayes=True)
         return _render(bayes_equations(channel), latex)
     if theory == "mixture" and channel is not None:
         raise ValueError("theory='mixture' has no channel (the label is the cluster): leave channel=None")
     # the route that would solve (loss, channel) decides which equations are printed
-    route = routes.plan(None, entry="equations", loss="logistic" if loss is None and theory == "mixture"
-                        else loss, channel=channel, theory=theory).route
+    default = "logistic" if loss is None and theory in ("mixture", "local") else loss  # a site's loss
+    route = routes.plan(None, entry="equations", loss=default, channel=channel, theory=theory).route
     eqs = P.derive()
     p = sp.Symbol("p", positive=True, integer=True)
     k = sp.Symbol("k", integer=True, positive=True)
@@ -155,6 +159,9 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
         return sp.Mul(1 / p, sp.Sum(summand, (k, 1, p)), evaluate=False)
 
     out = Equations()
+    if theory == "local":
+        out.update(_local(default))
+        return _render(out, latex)
     if theory == "mixture":
         out.update(_mixture("logistic" if loss is None else loss))
         for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):
@@ -181,24 +188,42 @@ def _render(out: dict[str, sp.Eq], latex: bool) -> Equations | str:
     return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
 
 
+def _loss_side(loss) -> tuple[dict[str, sp.Eq], sp.Expr]:
+    """The loss, its proximal point, ``f`` and ``d_w f`` from the loss's sympy form (every route that
+    learns with a loss prints these), and ``f(y, w, V)`` itself."""
+    from replica_mlm.theory.sides import losses
+    loss = losses.resolve(loss)
+    y, z, w, V = losses.y, losses.z, losses.w, losses.V
+    zstar = sp.Symbol("z^*", real=True)
+    d1, d2 = loss.derivatives
+    f = sp.Function("f")(y, w, V)
+    return {
+        "loss": sp.Eq(sp.Function(r"\ell")(y, z), loss.expr),
+        # the proximal point z* = argmin_z (z - w)^2/(2V) + loss(y, z) is the root of:
+        "prox": sp.Eq((zstar - w) / V + d1.subs(z, zstar), 0),
+        "f": sp.Eq(f, (zstar - w) / V),
+        "d_w f": sp.Eq(sp.Derivative(f, w), (1 / (1 + V * d2.subs(z, zstar)) - 1) / V),
+    }, f
+
+
+def _local(loss) -> dict[str, sp.Eq]:
+    """The local theory's equations (:mod:`.local_equations`) with the loss's own side."""
+    from replica_mlm.theory.sides import losses
+    from replica_mlm.theory.studies.local_equations import local_equations
+
+    side, f = _loss_side(loss)
+    return local_equations(side, f, sp.Derivative(f, losses.w), y=losses.y, w=losses.w)
+
+
 def _mixture(loss) -> dict[str, sp.Eq]:
     """Channel-side equations of the two-cluster mixture (:mod:`.mixture_side`), from the loss's
     sympy form: the general engine's loss, prox, f and d_w f with the cluster's field."""
     from replica_mlm.theory.sides import losses
-    loss = losses.resolve(loss)
-    y, z, w, V = losses.y, losses.z, losses.w, losses.V
+    y, w = losses.y, losses.w
     xi = sp.Symbol("xi", real=True)
-    zstar = sp.Symbol("z^*", real=True)
-    d1, d2 = loss.derivatives
-    f = sp.Function("f")(y, w, V)
+    out, f = _loss_side(loss)
     pi = sp.Function(r"\pi")(y)
-    out = {
-        "loss": sp.Eq(sp.Function(r"\ell")(y, z), loss.expr),
-        "prox": sp.Eq((zstar - w) / V + d1.subs(z, zstar), 0),
-        "f": sp.Eq(f, (zstar - w) / V),
-        "d_w f": sp.Eq(sp.Derivative(f, w), (1 / (1 + V * d2.subs(z, zstar)) - 1) / V),
-        "fields": sp.Eq(w, y * P.m + sp.sqrt(P.q) * xi),
-    }
+    out["fields"] = sp.Eq(w, y * P.m + sp.sqrt(P.q) * xi)
     dxi = sp.exp(-(xi**2) / 2) / sp.sqrt(2 * sp.pi)
 
     def average(expr):
@@ -213,23 +238,13 @@ def _mixture(loss) -> dict[str, sp.Eq]:
 def _general(loss, channel) -> dict[str, sp.Eq]:
     """Channel-side equations of the general engine, from the loss's and channel's sympy forms."""
     from replica_mlm.theory.sides import channels, losses
-    loss, channel = losses.resolve(loss), channels.resolve(channel)
-    y, z, w, V = losses.y, losses.z, losses.w, losses.V
+    channel = channels.resolve(channel)
+    y, w = losses.y, losses.w
     mu, v = channels.mu, channels.v
     xi = sp.Symbol("xi", real=True)
-    zstar = sp.Symbol("z^*", real=True)
-    d1, d2 = loss.derivatives
-    ell = sp.Function(r"\ell")(y, z)
-    f = sp.Function("f")(y, w, V)
+    side, f = _loss_side(loss)
     Z = sp.Function("Z")(y, mu, v)
-    out = {
-        "loss": sp.Eq(ell, loss.expr),
-        # the proximal point z* = argmin_z (z - w)^2/(2V) + loss(y, z) is the root of:
-        "prox": sp.Eq((zstar - w) / V + d1.subs(z, zstar), 0),
-        "f": sp.Eq(f, (zstar - w) / V),
-        "d_w f": sp.Eq(sp.Derivative(f, w), (1 / (1 + V * d2.subs(z, zstar)) - 1) / V),
-        **channel_partition_equations(channel),
-    }
+    out = {**side, **channel_partition_equations(channel)}
     out["fields"] = sp.Eq(sp.Tuple(w, mu, v),
                           sp.Tuple(sp.sqrt(P.q) * xi, P.m / sp.sqrt(P.q) * xi, P.rho - P.m**2 / P.q))
     dxi = sp.exp(-(xi**2) / 2) / sp.sqrt(2 * sp.pi)
