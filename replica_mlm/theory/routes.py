@@ -207,7 +207,10 @@ def _local(task, entry: str, *, loss, channel, method, precision, bayes: bool, p
         raise ValueError(f"theory='local' needs a site of a Potts model (PottsModel.masked_site), whose "
                          f"neighbourhood and local data model it reads; got {type(task).__name__}")
     if bayes:
-        raise ValueError("the Bayes-optimal error has no local theory: use theory='gaussian' or 'mixture'")
+        raise ValueError("the Bayes-optimal error has no local theory (the mixture's rests on cluster means "
+                         "tied to the logit direction, which the local clusters' are not): use "
+                         "theory='gaussian' or 'mixture'; the local data model's Bayes error, its alpha -> "
+                         "infinity limit, is task.validity(theory='local').bayes_error_model")
     if method not in (None, "general") or precision is not None or channel is not None:
         raise ValueError("theory='local' is solved with the site's own channel side: method, precision and "
                          "channel take their defaults")
