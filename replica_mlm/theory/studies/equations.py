@@ -147,6 +147,8 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
     # the route that would solve (loss, channel) decides which equations are printed
     default = "logistic" if loss is None and theory in ("mixture", "local") else loss  # a site's loss
     route = routes.plan(None, entry="equations", loss=default, channel=channel, theory=theory).route
+    if route == "local":
+        return _render(Equations(_local(default)), latex)
     eqs = P.derive()
     p = sp.Symbol("p", positive=True, integer=True)
     k = sp.Symbol("k", integer=True, positive=True)
@@ -159,9 +161,6 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
         return sp.Mul(1 / p, sp.Sum(summand, (k, 1, p)), evaluate=False)
 
     out = Equations()
-    if theory == "local":
-        out.update(_local(default))
-        return _render(out, latex)
     if theory == "mixture":
         out.update(_mixture("logistic" if loss is None else loss))
         for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):
