@@ -8,6 +8,8 @@ class ConvergenceError(RuntimeError):
 
     Attributes
     ----------
+    message : str
+        What failed, without the iterations and residual the text adds.
     last : dict
         The last iterate (order parameters by name).
     residual : float
@@ -18,6 +20,7 @@ class ConvergenceError(RuntimeError):
 
     def __init__(self, message: str, *, last: dict, residual: float, iterations: int) -> None:
         super().__init__(f"{message} (iterations={iterations}, residual={residual:.3g})")
+        self.message = message
         self.last = last
         self.residual = residual
         self.iterations = iterations

@@ -79,8 +79,8 @@ class LocalTheory:
         covariance unless each cluster keeps its own)."""
         rho = self.means.T @ self.means
         if self.noise is not None:
-            own = self.mixture.covariances if self.own_covariances else None
-            trace = np.trace(own, axis1=1, axis2=2) if own is not None else float(np.sum(self.omega))
+            trace = (np.trace(self.mixture.covariances, axis1=1, axis2=2) if self.own_covariances
+                     else float(np.sum(self.omega)))
             rho[np.diag_indices_from(rho)] -= trace * self.noise
         return rho
 
@@ -148,10 +148,9 @@ def _explain_short_sample(err, theory: LocalTheory, alpha: float) -> None:
     n, sampled = alpha * theory.p, theory.mixture.n_samples
     if theory.noise is None or n <= sampled:
         return
-    message = str(err).rsplit(" (iterations=", 1)[0]
-    raise ConvergenceError(f"{message}; the training set (alpha p = {n:.0f}) is larger than the {sampled} "
-                           "sampled sequences the cluster means rest on, and with their noise taken out "
-                           "the theory needs at least as many: measure the site with "
+    raise ConvergenceError(f"{err.message}; the training set (alpha p = {n:.0f}) is larger than the "
+                           f"{sampled} sampled sequences the cluster means rest on, and with their noise "
+                           "taken out the theory needs at least as many: measure the site with "
                            f"masked_site(..., samples={int(np.ceil(n))}) or more (docs/discrete.md, "
                            "\"Sampled cluster means\")", last=err.last, residual=err.residual,
                            iterations=err.iterations) from None
