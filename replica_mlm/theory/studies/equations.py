@@ -162,7 +162,7 @@ def equations(*, latex: bool = False, loss=None, channel=None, bayes_optimal: bo
 
     out = Equations()
     if theory == "mixture":
-        out.update(_mixture("logistic" if loss is None else loss))
+        out.update(_mixture(default))
         for sym, name in ((P.V, "V"), (P.q, "q"), (P.m, "m")):
             out[name] = sp.Eq(sym, mode_sum(eqs.mode[sym]))
     elif route == "root":
