@@ -25,7 +25,7 @@ from scipy.stats import multivariate_normal
 
 import replica_mlm as rm
 from replica_mlm.learners import logistic
-from replica_mlm.tasks.local_mixture import ClusterMixture
+from replica_mlm.tasks.local_mixture import ClusterMixture, cluster_mixture
 from replica_mlm.tasks.potts_site import simplex_basis
 
 
@@ -62,6 +62,22 @@ def constructed(*, d: int = 400, q: int = 2, m: int = 3, coupling: float = 0.6, 
                           configurations=np.array([cfg for _, cfg in keys], dtype=np.int64),
                           means=means, covariance=S, fixed=fixed, classes=q,
                           teacher=teacher[:, 0] if q == 2 else teacher, method="exact", n_samples=0)
+
+
+def boltzmann_draws(model: rm.PottsModel, n: int, seed: int) -> np.ndarray:
+    """``n`` independent sequences of an enumerable model, drawn from its exact Boltzmann law (no
+    Markov chain)."""
+    seqs, prob = model.all_sequences(), model.boltzmann_probabilities()
+    return seqs[np.random.default_rng(seed).choice(len(prob), size=n, p=prob / prob.sum())]
+
+
+def mixture_of_draws(task, draws: np.ndarray, *, own: bool = False) -> ClusterMixture:
+    """The local mixture of ``task``'s site measured on ``draws`` (its counts those of the draws), as
+    the site measures it on its sampler's sequences; ``own``: each cluster's covariance too."""
+    site = task._site
+    return cluster_mixture(task._inputs(draws, None), draws[:, site].astype(np.int64),
+                           draws[:, list(task.neighbourhood)], classes=task._model.q,
+                           fixed=task.local_mixture.fixed, teacher=task.teacher, own_covariances=own)
 
 
 def as_task(mixture: ClusterMixture, p: int) -> types.SimpleNamespace:

@@ -20,10 +20,17 @@ import dataclasses
 
 import numpy as np
 import pytest
-from local_helpers import as_task, constructed, potts3, ring, with_own_covariances
+from local_helpers import (
+    as_task,
+    boltzmann_draws,
+    constructed,
+    mixture_of_draws,
+    potts3,
+    ring,
+    with_own_covariances,
+)
 
 import replica_mlm as rm
-from replica_mlm.tasks.local_mixture import cluster_mixture
 from replica_mlm.theory.sides import losses
 from replica_mlm.theory.solvers import local_engine
 
@@ -122,19 +129,6 @@ def test_ridge_prior_jacobian_with_sampled_means_is_the_overlaps_derivative():
     assert np.max(np.abs(J - fd)) <= 1e-8 * np.max(np.abs(fd))
 
 
-def _sampled_site(model, task, n: int, seed: int, *, own: bool = False):
-    """The site's local mixture from ``n`` independent draws of the Boltzmann law (exact
-    probabilities: no Markov chain), as :func:`local_engine.solve` reads a task; ``own``: with each
-    cluster's covariance measured too."""
-    seqs, prob = model.all_sequences(), model.boltzmann_probabilities()
-    draws = seqs[np.random.default_rng(seed).choice(len(prob), size=n, p=prob / prob.sum())]
-    site = task._site
-    mix = cluster_mixture(task._inputs(draws, None), draws[:, site].astype(np.int64),
-                          draws[:, list(task.neighbourhood)], classes=model.q,
-                          fixed=task.local_mixture.fixed, teacher=task.teacher, own_covariances=own)
-    return mix
-
-
 @pytest.mark.parametrize("which, n, draws", [
     ("ising", 150, 24),
     ("ising, each cluster's covariance", 150, 24),
@@ -159,7 +153,7 @@ def test_local_theory_from_sampled_sequences_is_unbiased(which, n, draws):
     exact = local_engine.solve(task, alpha=2.0, lam=0.1, loss=loss, **option)
     rows = {"corrected": [], "raw": []}
     for seed in range(draws):
-        mixture = _sampled_site(model, task, n, seed, own=own)
+        mixture = mixture_of_draws(task, boltzmann_draws(model, n, seed), own=own)
         for name in rows:
             data = mixture if name == "corrected" else dataclasses.replace(mixture, counts=None)
             sp = local_engine.solve(as_task(data, task.p), alpha=2.0, lam=0.1, loss=loss, init=exact,

@@ -10,12 +10,11 @@ import warnings
 
 import numpy as np
 import pytest
-from local_helpers import constructed, potts3, ring, square_lattice
+from local_helpers import boltzmann_draws, constructed, mixture_of_draws, potts3, ring, square_lattice
 from scipy.special import expit, log_softmax, logsumexp
 
 import replica_mlm as rm
 from replica_mlm.tasks import bayes_error, validity
-from replica_mlm.tasks.local_mixture import cluster_mixture
 from replica_mlm.tasks.potts_site import simplex_basis
 
 
@@ -126,11 +125,8 @@ def test_full_markov_blanket_gives_the_site_bayes_error_exactly():
 def test_sampled_local_mixture_bayes_error_is_unbiased():
     model = rm.PottsModel.ising(couplings=ring(12), beta=0.5)
     task = model.masked_site(0, rng=0)
-    seqs, prob = model.all_sequences(), model.boltzmann_probabilities()
-    draws = seqs[np.random.default_rng(2).choice(len(prob), size=2000, p=prob / prob.sum())]
-    mix = cluster_mixture(task._inputs(draws, None), draws[:, 0].astype(np.int64),
-                          draws[:, list(task.neighbourhood)], classes=2, fixed=task.local_mixture.fixed,
-                          teacher=task.teacher)
+    draws = boltzmann_draws(model, 2000, 2)
+    mix = mixture_of_draws(task, draws)
     mean, se = bayes_error.site_error(model.logits(draws)[:, 0, :], None)
     assert abs(mix.bayes_error() - mean) < 3 * se
 
