@@ -250,3 +250,16 @@ def test_every_module_is_on_the_architecture_page():
     missing = sorted(m for m, path in MODULES.items() if m != "replica_mlm"
                      and (path.parent.name if path.name == "__init__.py" else path.stem) not in words)
     assert not missing, f"add to docs/architecture.md: {missing}"
+
+
+def test_every_route_is_in_the_architecture_page_s_route_table():
+    """The route table of docs/architecture.md has one row for each route the planner knows
+    (``routes.ROUTES``) and none it does not, so that the table cannot fall behind the planner."""
+    import re
+
+    from replica_mlm.theory import routes
+
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("| route | solves |", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `([a-z-]+)` \|", table, flags=re.MULTILINE)
+    assert sorted(rows) == sorted(routes.ROUTES), f"table {sorted(rows)}, routes {sorted(routes.ROUTES)}"
