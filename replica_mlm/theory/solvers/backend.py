@@ -47,10 +47,11 @@ def extremes(spec) -> tuple:
     return found
 
 
-def ratios(spec, k: float) -> tuple[np.ndarray, np.ndarray]:
+def ratios(spec, k: float, found: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ratios ``(x, y)`` of the summands at one float64 ``k`` (:func:`.compiled.ratios_at`,
-    the same numbers as :func:`.compiled.compiled_sums` uses), with the spectrum's extremes cached."""
-    low, top, ascending, modes = extremes(spec)
+    the same numbers as :func:`.compiled.compiled_sums` uses), with the spectrum's extremes cached
+    (``found``: :func:`extremes` of ``spec`` where the caller holds them, saving the lookup)."""
+    low, top, ascending, modes = extremes(spec) if found is None else found
     if ascending and low < k <= top:
         return ratios_at(k, spec.omega, low, top, ascending=True, split=bisect.bisect_left(modes, k))
     return ratios_at(k, spec.omega, low, top, ascending=ascending)

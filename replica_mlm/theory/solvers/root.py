@@ -293,13 +293,14 @@ def solve_point(spec: Spectrum, alpha: float, lam: float) -> dict | None:
     :data:`RESIDUAL_TOL`): :func:`solve_reduced` answers there (and raises where a point fails).
     ``alpha`` > 0 and ``lam`` >= 0 finite are checked by the caller.
     """
-    low, top = extremes(spec)[:2]
+    found = extremes(spec)
+    low, top = found[:2]
     if not lam > 0 or (lam + spec.mean_omega) >= LARGE * top * alpha or (
             alpha > 1.0 and lam <= TINY * low * (alpha - 1.0)):
         return None  # lam = 0, or the strong-ridge or least-squares limit (see solve_reduced)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         try:
-            out = _point_solution(spec, alpha, lam, top)
+            out = _point_solution(spec, alpha, lam, found)
         except ZeroDivisionError:  # a Python float divided by 0: left to the vectorised solver
             return None
     if out is None or not (out["residual"] <= RESIDUAL_TOL and math.isfinite(out["estimation_error"])):
@@ -307,18 +308,19 @@ def solve_point(spec: Spectrum, alpha: float, lam: float) -> dict | None:
     return out
 
 
-def _point_solution(spec, alpha: float, lam: float, top: float) -> dict | None:
-    """:func:`solve_point` past its regime checks (``top``: omega_max): Newton's kappa, the closed
-    forms at it, the residual and the estimation error; None where a number is not finite."""
-    found = _point_newton(spec, alpha, lam, top)
-    if found is None:
+def _point_solution(spec, alpha: float, lam: float, found: tuple) -> dict | None:
+    """:func:`solve_point` past its regime checks (``found``: :func:`.backend.extremes` of ``spec``):
+    Newton's kappa, the closed forms at it, the residual and the estimation error; None where a
+    number is not finite."""
+    solved = _point_newton(spec, alpha, lam, found)
+    if solved is None:
         return None
-    kappa, iterations, (k_last, x, y) = found
+    kappa, iterations, (k_last, x, y) = solved
     if lam < kappa * 2.0**-890 and np.log2(lam) - np.log2(kappa) < -900:
         return None  # V_hat below 2^-900: the residual needs the rescaled solution
     w, b, c = spec.omega, spec.bulk, spec.teacher
     if kappa != k_last:
-        x, y = ratios(spec, kappa)
+        x, y = ratios(spec, kappa, found)
     # only the sums the closed forms use (the same summands, row by row as np.sum); the others
     # are NaN: a closed form that used one would be NaN, and the vectorised solver would answer
     sums = dict.fromkeys(SUM_NAMES, math.nan)
@@ -339,26 +341,28 @@ def _point_solution(spec, alpha: float, lam: float, top: float) -> dict | None:
     return out
 
 
-def _point_newton(spec, alpha: float, lam: float, top: float):
+def _point_newton(spec, alpha: float, lam: float, found: tuple):
     """(kappa, iterations, (kappa of the last step, its ratios x, y)) as :func:`_newton` for one
-    point, on Python floats (the same IEEE operations as numpy's), or None where it would raise."""
+    point, on Python floats (the same IEEE operations as numpy's), or None where it would raise
+    (``found``: :func:`.backend.extremes` of ``spec``)."""
     fns = compiled()
+    newton, newton_direct, newton_scale = fns.newton, fns.newton_direct, fns.newton_scale
     direct = alpha < 0.5
-    lo, hi = start.point_bounds(spec, alpha, lam, top)
+    lo, hi = start.point_bounds(spec, alpha, lam, found[1])
     k = float(start.point_start(spec, lo, hi, direct, alpha, lam))
     terms = sum_terms(("S_1", "S_1c", "S_12"))
     w, b, c = spec.omega, spec.bulk, spec.teacher
     delta, step_tol, g_tol = 1.0 - alpha, float(NUMPY.step_tol), float(NUMPY.g_tol)
     for it in range(1, NUMPY.max_iter + 1):
-        x, y = ratios(spec, k)
+        x, y = ratios(spec, k, found)
         t1, t1c, t12 = terms(w, b, c, x, y)
         if direct:
             s1 = float(np.add.reduce(t1))
-            g, size = fns.newton_direct(k, s1, alpha, lam), s1 + alpha  # (kappa, S_1, alpha, lam)
+            g, size = newton_direct(k, s1, alpha, lam), s1 + alpha  # (kappa, S_1, alpha, lam)
         else:
             s1c = float(np.add.reduce(t1c))
-            g, size = fns.newton(k, s1c, delta, lam), s1c + abs(delta)  # (kappa, S_1c, delta, lam)
-        s = k * (g / fns.newton_scale(k, float(np.add.reduce(t12)), lam))  # (kappa, S_12, lam)
+            g, size = newton(k, s1c, delta, lam), s1c + abs(delta)  # (kappa, S_1c, delta, lam)
+        s = k * (g / newton_scale(k, float(np.add.reduce(t12)), lam))  # (kappa, S_12, lam)
         if math.isnan(g) or math.isnan(s):
             return None  # the vectorised solver would not stop: it raises
         big = lam / k

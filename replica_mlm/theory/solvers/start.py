@@ -163,11 +163,12 @@ def point_start(spec, lo: float, hi: float, direct: bool, alpha: float, lam: flo
         for ke, ge, de, se in reversed(tangents):  # the last is usually the nearest to the root
             r = k / ke
             below, above = ge - de * (r - 1.0), ge + de * (1.0 / r - 1.0)  # G lies between
-            margin = trust * (lam / k + const + se * (1.0 + abs(r - 1.0) + abs(1.0 / r - 1.0)))
-            if below > margin:
-                return True
-            if above < -margin:
-                return False
+            if below > 0.0 or above < 0.0:  # else neither clears the margin (>= 0): skip it
+                margin = trust * (lam / k + const + se * (1.0 + abs(r - 1.0) + abs(1.0 / r - 1.0)))
+                if below > margin:
+                    return True
+                if above < -margin:
+                    return False
         return None
 
     values = nodes.tolist()
