@@ -183,6 +183,27 @@ def test_a_fresh_process_with_a_warm_cache_imports_no_sympy():
         assert [r.eg, r.train_loss, r.test_loss, r.m, r.q, r.V] == first["values"][i:i + 6]
 
 
+#: what the square loss's fast path on a Gaussian site has no use for (scipy.stats alone took 0.4 s
+#: of a fresh process's first curve when the site's validity check imported it at module level)
+UNUSED_ON_THE_FAST_PATH = ("scipy.stats", "scipy.optimize", "scipy.integrate", "scipy.interpolate",
+                           "scipy.sparse", "matplotlib", "pandas", "sklearn", "torch")
+
+
+def test_a_fresh_process_s_first_curve_imports_nothing_the_fast_path_does_not_use():
+    """A fresh process that solves a point and draws a curve of a Gaussian site with the square loss
+    loads none of :data:`UNUSED_ON_THE_FAST_PATH` (the planner's validity step and the tasks it
+    reaches import the heavy parts of scipy only where they are used)."""
+    import json
+    code = ("import json, sys\nimport replica_mlm as rm\n"
+            "site = rm.GaussianPotts.random(L=31, shift=3.0, seed=0).masked_site(0)\n"
+            "rm.solve(site, alpha=1.5, lam=0.1)\n"
+            "rm.learning_curve(site, alpha=[0.5, 1.0, 2.0], lam=0.1)\n"
+            f"print(json.dumps(sorted(m for m in {UNUSED_ON_THE_FAST_PATH!r} if m in sys.modules)))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         env=dict(os.environ), check=True, timeout=300)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
 def test_a_corrupt_loss_entry_is_derived_afresh(tmp_path, monkeypatch):
     """An entry of the built-in losses that fails to load is derived again with sympy, with the
     same functions."""
