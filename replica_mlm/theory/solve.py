@@ -30,6 +30,7 @@ import numpy as np
 from replica_mlm._base import checks as _checks
 from replica_mlm._base.errors import ConvergenceError
 from replica_mlm._base.keywords import keywords
+from replica_mlm.tasks.local_site import DiscreteSite  # at import: in the function, 3 us a point
 from replica_mlm.tasks.protocol import spectrum_of
 from replica_mlm.tasks.spectrum import Spectrum
 from replica_mlm.tasks.validity import Validity
@@ -237,8 +238,6 @@ def solve_planned(route: routes.Plan, task, alpha: float, lam: float, *, precisi
 def with_validity(route: routes.Plan, task, result):
     """``result`` with ``valid`` set to the site's validity check of the route's theory (a site of a
     Potts model; the check is computed once per site and theory, and warns once if not ok)."""
-    from replica_mlm.tasks.local_site import DiscreteSite
-
     if not isinstance(task, DiscreteSite):
         return result
     return replace(result, valid=task.checked_validity(routes.theory_of(route.route)))
